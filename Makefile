@@ -1,0 +1,121 @@
+# memlens build: the tool (C on LLVM-C 14), the runtime archive, tests, fuzz targets, ASan build.
+LLVM_CONFIG ?= llvm-config-14
+CC ?= gcc
+ifeq ($(origin CC),default)
+CC = gcc
+endif
+FUZZ_CC ?= clang-14
+B ?= build
+OPT ?= -O2
+
+LLVM_INCDIR := $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
+LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
+WARN := -Wall -Wextra -Werror
+BASE_CFLAGS := -std=c11 -g $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -isystem $(LLVM_INCDIR) \
+	-DML_CLANG='"clang-14"'
+CFLAGS ?= $(OPT)
+TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
+SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Every room below src/ except cli/ and runtime/ forms the tool library.
+LIB_SRC := $(sort $(wildcard src/format/*.c src/report/*.c src/instrument/ir/*.c \
+	src/instrument/asm/*.c src/bb/*.c src/analyze/*.c src/backend/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+RT_SRC := $(sort $(wildcard src/runtime/*.c)) src/format/profile.c
+UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz-*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
+RT_OBJ := $(RT_SRC:%.c=$(B)/rt/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=$(B)/asan/obj/%.o) $(CLI_SRC:%.c=$(B)/asan/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
+
+TOOL_TREE = $(1)/bin/memlens $(1)/bin/memlens-cc $(1)/bin/memlens-c++ \
+	$(1)/lib/libmemlens-rt.a $(1)/include/memlens.h
+
+.PHONY: all deps asan unit fuzz test demo bench clean format install
+all: $(call TOOL_TREE,$(B))
+asan: $(call TOOL_TREE,$(B)/asan)
+unit: $(UNIT_BIN)
+fuzz: $(FUZZ_BIN)
+
+deps:
+	@scripts/deps.sh
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/asan/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 $(SAN) -MMD -MP -c $< -o $@
+
+# The runtime runs inside profiled programs: PIC, hidden symbols, never sanitized.
+$(B)/rt/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -fno-stack-protector -MMD -MP -c $< -o $@
+
+$(B)/lib/libmemlens.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/bin/memlens: $(CLI_OBJ) $(B)/lib/libmemlens.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/lib/libmemlens.a $(TOOL_LIBS)
+
+$(B)/asan/bin/memlens: $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(TOOL_LIBS)
+
+%/bin/memlens-cc %/bin/memlens-c++: %/bin/memlens
+	ln -sf memlens $*/bin/memlens-cc
+	ln -sf memlens $*/bin/memlens-c++
+
+%/lib/libmemlens-rt.a: $(RT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+%/include/memlens.h: include/memlens.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(B)/tests/%: tests/unit/%.c $(B)/lib/libmemlens.a
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O1 $(SAN) -o $@ $< $(B)/lib/libmemlens.a \
+		-lcmocka $(TOOL_LIBS)
+
+# libFuzzer targets build the parsers from source with clang and sanitizers.
+$(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(TOOL_LIBS)
+
+test: deps
+	$(MAKE) all asan unit fuzz
+	tests/run.sh
+
+demo: deps
+	$(MAKE) all
+	examples/demo.sh
+
+bench: deps
+	$(MAKE) all
+	bench/run.sh
+
+format:
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(RT_SRC) $(UNIT_SRC) $(FUZZ_SRC) include/memlens.h
+
+PREFIX ?= /usr/local
+install: all
+	install -d $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
+	install -m755 $(B)/bin/memlens $(PREFIX)/bin/memlens
+	ln -sf memlens $(PREFIX)/bin/memlens-cc
+	ln -sf memlens $(PREFIX)/bin/memlens-c++
+	install -m644 $(B)/lib/libmemlens-rt.a $(PREFIX)/lib/libmemlens-rt.a
+	install -m644 include/memlens.h $(PREFIX)/include/memlens.h
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,39 @@
+/* memlens user API: mark regions of interest and semantic markers in C and C++. */
+#ifndef MEMLENS_H
+#define MEMLENS_H
+
+/*
+ * MEMLENS_ROI_BEGIN("name") ... MEMLENS_ROI_END("name")
+ *
+ * The name is a string literal; regions with the same name, in any file, are
+ * one region. A region counts the instructions and memory accesses executed
+ * between its BEGIN and its END, including those of functions called from it
+ * whose bodies memlens compiled. Regions nest (an inner region's work also
+ * counts for the outer one) and may recurse (a region entered again while open
+ * counts once). A region also ends, without its END, when control leaves the
+ * code that only its BEGIN leads to: a return from the function that began it,
+ * a break, continue or goto out of it. See docs/regions.md.
+ *
+ * Built with memlens-cc / memlens-c++ (which define __MEMLENS__) the macros
+ * call the memlens runtime; with any other compiler they vanish.
+ */
+#if defined(__MEMLENS__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+void __memlens_roi_begin(const char *name);
+void __memlens_roi_end(const char *name);
+void __memlens_mark(const char *name);
+#ifdef __cplusplus
+}
+#endif
+#define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
+#define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
+#define MEMLENS_MARK(name)      __memlens_mark(name)
+#else
+#define MEMLENS_ROI_BEGIN(name) ((void)0)
+#define MEMLENS_ROI_END(name)   ((void)0)
+#define MEMLENS_MARK(name)      ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,25 @@
+/* Shared declarations of the memlens command-line program: subcommands and error helpers. */
+#ifndef ML_CLI_H
+#define ML_CLI_H
+
+#include <stdnoreturn.h>
+
+/* Each subcommand lives in cmd-<name>.c; argv[0] is the subcommand name. */
+int cmd_cc(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_bb(int argc, char **argv);
+int cmd_instrument(int argc, char **argv);
+
+/* Prints "memlens: <msg>" and exits 128. Only cli/ may exit. */
+noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "memlens: <msg>" and returns -1. */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the usage text to stderr and exits 129. */
+noreturn void usage(const char *text);
+
+/* Directory holding the running memlens executable (for finding the runtime). */
+const char *ml_self_dir(void);
+
+#endif

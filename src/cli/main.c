@@ -1,0 +1,74 @@
+/* memlens entry point: dispatches to subcommands, perf/git style. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef ML_VERSION
+#define ML_VERSION "0.1.0"
+#endif
+
+struct cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary; /* NULL: internal, not listed */
+};
+
+static const struct cmd commands[] = {
+    {"cc", cmd_cc, "compile and instrument C/C++ (drop-in for clang-14; also memlens-cc, memlens-c++)"},
+    {"run", cmd_run, "run a program with the runtime configured (output dir, sampling)"},
+    {"report", cmd_report, "per-region, per-thread instruction mix, bytes and bandwidth"},
+    {"bb", cmd_bb, "steady-state throughput of an x86-64 basic block"},
+    {"instrument", cmd_instrument, NULL},
+};
+
+static const char main_usage[] =
+    "usage: memlens [--version] [--help] <command> [<args>]\n"
+    "\n"
+    "Shows how programs use memory.\n"
+    "\n"
+    "Commands:\n";
+
+static void print_help(FILE *f)
+{
+    fputs(main_usage, f);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (commands[i].summary)
+            fprintf(f, "   %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nSee 'memlens <command> --help' for the options of a command.\n"
+          "Drop-in compilers: CC=memlens-cc CXX=memlens-c++ make\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    const char *base = strrchr(argv[0], '/');
+
+    base = base ? base + 1 : argv[0];
+    /* Invoked as memlens-cc / memlens-c++: behave as 'memlens cc'. */
+    if (strncmp(base, "memlens-c", 9) == 0)
+        return cmd_cc(argc, argv);
+    if (argc < 2) {
+        print_help(stderr);
+        return 129;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        if (argc > 2 && strcmp(argv[1], "help") == 0) {
+            char *args[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (!strcmp(commands[i].name, argv[2]))
+                    return commands[i].fn(2, args);
+        }
+        print_help(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("memlens %s\n", ML_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (!strcmp(commands[i].name, argv[1]))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "memlens: '%s' is not a memlens command. See 'memlens --help'.\n", argv[1]);
+    return 129;
+}

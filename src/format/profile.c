@@ -1,0 +1,405 @@
+/* Region profile format: buffered writer for the runtime and validating reader for tools. */
+#include "format/profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The runtime may call the writer from a signal handler: only write(2) here. */
+static void pw_flush(struct ml_pw *w)
+{
+    size_t off = 0;
+
+    while (off < w->len && !w->err) {
+        ssize_t n = write(w->fd, w->buf + off, w->len - off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            w->err = -errno;
+        } else {
+            off += (size_t)n;
+        }
+    }
+    w->len = 0;
+}
+
+void ml_pw_init(struct ml_pw *w, int fd, void *buf, size_t cap)
+{
+    w->fd = fd;
+    w->err = 0;
+    w->buf = buf;
+    w->cap = cap;
+    w->len = 0;
+}
+
+void ml_pw_bytes(struct ml_pw *w, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+
+    while (n && !w->err) {
+        size_t room = w->cap - w->len;
+        size_t k = n < room ? n : room;
+        memcpy(w->buf + w->len, s, k);
+        w->len += k;
+        s += k;
+        n -= k;
+        if (w->len == w->cap)
+            pw_flush(w);
+    }
+}
+
+void ml_pw_section(struct ml_pw *w, uint32_t type, uint64_t length)
+{
+    struct ml_prof_section s = {.type = type, .reserved = 0, .length = length};
+    ml_pw_bytes(w, &s, sizeof(s));
+}
+
+int ml_pw_finish(struct ml_pw *w)
+{
+    pw_flush(w);
+    return w->err;
+}
+
+/* ---- reader ---- */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+static const char *sec_name(uint32_t type)
+{
+    static const char *const names[] = {"end",   "strtab", "meta",   "regions", "regsets",
+                                        "units", "calls",  "thread", "modules"};
+    return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
+}
+
+static int str_ok(const struct ml_profile *p, uint32_t off)
+{
+    return off < p->strtab_len;
+}
+
+static int regset_ok(const struct ml_profile *p, uint32_t off)
+{
+    uint64_t n;
+
+    if (off >= p->nregset_words)
+        return 0;
+    n = p->regsets[off];
+    if (n > p->nregset_words - off - 1)
+        return 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (p->regsets[off + 1 + i] >= p->nregions)
+            return 0;
+    return 1;
+}
+
+/* Checks cross-references once every section is known. */
+static int check_refs(struct ml_profile *p, char *err, size_t errlen)
+{
+    for (uint64_t i = 0; i < p->nmeta * 2; i++)
+        if (!str_ok(p, p->meta[i]))
+            return fail(err, errlen, "meta entry %llu names string %u outside the string table",
+                        (unsigned long long)i / 2, p->meta[i]);
+    for (uint64_t i = 0; i < p->nregions; i++)
+        if (!str_ok(p, p->regions[i]))
+            return fail(err, errlen, "region %llu names string %u outside the string table",
+                        (unsigned long long)i, p->regions[i]);
+    for (uint64_t i = 0; i < p->nmodules; i++) {
+        const struct ml_prof_module *m = &p->modules[i];
+        if (!str_ok(p, m->name) || m->first_unit > p->nunits ||
+            m->nunits > p->nunits - m->first_unit)
+            return fail(err, errlen, "module %llu has a bad name or unit range",
+                        (unsigned long long)i);
+    }
+    for (uint64_t i = 0; i < p->nunits; i++) {
+        const struct ml_prof_unit *u = &p->units[i];
+        if (u->kind != ML_UNIT_BLOCK && u->kind != ML_UNIT_BYTES)
+            return fail(err, errlen, "unit %llu has unknown kind %u", (unsigned long long)i,
+                        u->kind);
+        if (!str_ok(p, u->func) || !str_ok(p, u->file))
+            return fail(err, errlen, "unit %llu names a string outside the string table",
+                        (unsigned long long)i);
+        if (u->module >= p->nmodules && p->nmodules)
+            return fail(err, errlen, "unit %llu names module %u of %llu", (unsigned long long)i,
+                        u->module, (unsigned long long)p->nmodules);
+        if (!regset_ok(p, u->regset))
+            return fail(err, errlen, "unit %llu has a bad region set at word %u",
+                        (unsigned long long)i, u->regset);
+    }
+    for (uint64_t i = 0; i < p->ncalls; i++)
+        if (p->calls[i].unit >= p->nunits || !str_ok(p, p->calls[i].callee))
+            return fail(err, errlen, "call record %llu names a bad unit or string",
+                        (unsigned long long)i);
+    return 0;
+}
+
+static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
+                      char *err, size_t errlen)
+{
+    struct ml_prof_thread t;
+    struct ml_profile_thread *nt;
+
+    if (len < sizeof(t))
+        return fail(err, errlen, "thread record at offset %llu is too short",
+                    (unsigned long long)off);
+    memcpy(&t, q, sizeof(t));
+    if (t.nunits != p->nunits || t.nregions != p->nregions)
+        return fail(err, errlen,
+                    "thread record at offset %llu has %llu counters and %llu regions, "
+                    "expected %llu and %llu",
+                    (unsigned long long)off, (unsigned long long)t.nunits,
+                    (unsigned long long)t.nregions, (unsigned long long)p->nunits,
+                    (unsigned long long)p->nregions);
+    if (len != sizeof(t) + t.nunits * 8 + t.nregions * sizeof(struct ml_prof_rstat))
+        return fail(err, errlen, "thread record at offset %llu has length %llu, expected %llu",
+                    (unsigned long long)off, (unsigned long long)len,
+                    (unsigned long long)(sizeof(t) + t.nunits * 8 +
+                                         t.nregions * sizeof(struct ml_prof_rstat)));
+    nt = realloc(p->threads, (p->nthreads + 1) * sizeof(*nt));
+    if (!nt)
+        return -ENOMEM;
+    p->threads = nt;
+    nt[p->nthreads].tid = t.tid;
+    nt[p->nthreads].index = t.index;
+    nt[p->nthreads].counts = (const uint64_t *)(q + sizeof(t));
+    nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
+    p->nthreads++;
+    return 0;
+}
+
+/* Sections must come in dependency order so that threads can be sized on sight. */
+static int parse_sections(struct ml_profile *p, char *err, size_t errlen)
+{
+    const unsigned char *base = p->data;
+    uint64_t off = sizeof(struct ml_prof_header);
+    int saw_end = 0, rc;
+
+    while (off < p->size) {
+        struct ml_prof_section s;
+        const unsigned char *q;
+
+        if (p->size - off < sizeof(s))
+            return fail(err, errlen, "truncated section header at offset %llu",
+                        (unsigned long long)off);
+        memcpy(&s, base + off, sizeof(s));
+        if (s.length > p->size - off - sizeof(s))
+            return fail(err, errlen,
+                        "section '%s' at offset %llu claims %llu bytes, only %llu remain",
+                        sec_name(s.type), (unsigned long long)off, (unsigned long long)s.length,
+                        (unsigned long long)(p->size - off - sizeof(s)));
+        q = base + off + sizeof(s);
+        switch (s.type) {
+        case ML_SEC_END:
+            saw_end = 1;
+            break;
+        case ML_SEC_STRTAB:
+            if (s.length == 0 || q[s.length - 1] != 0)
+                return fail(err, errlen, "string table at offset %llu is not NUL-terminated",
+                            (unsigned long long)off);
+            p->strtab = (const char *)q;
+            p->strtab_len = s.length;
+            break;
+        case ML_SEC_META:
+        case ML_SEC_REGIONS:
+        case ML_SEC_REGSETS: {
+            uint64_t unit = s.type == ML_SEC_META ? 8 : 4;
+            if (s.length % unit)
+                return fail(err, errlen, "section '%s' at offset %llu has odd length %llu",
+                            sec_name(s.type), (unsigned long long)off,
+                            (unsigned long long)s.length);
+            if (s.type == ML_SEC_META) {
+                p->meta = (const uint32_t *)q;
+                p->nmeta = s.length / 8;
+            } else if (s.type == ML_SEC_REGIONS) {
+                p->regions = (const uint32_t *)q;
+                p->nregions = s.length / 4;
+            } else {
+                p->regsets = (const uint32_t *)q;
+                p->nregset_words = s.length / 4;
+            }
+            break;
+        }
+        case ML_SEC_UNITS:
+            if (s.length % sizeof(struct ml_prof_unit))
+                return fail(err, errlen, "unit section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->units = (const struct ml_prof_unit *)q;
+            p->nunits = s.length / sizeof(struct ml_prof_unit);
+            break;
+        case ML_SEC_CALLS:
+            if (s.length % sizeof(struct ml_prof_call))
+                return fail(err, errlen, "call section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->calls = (const struct ml_prof_call *)q;
+            p->ncalls = s.length / sizeof(struct ml_prof_call);
+            break;
+        case ML_SEC_MODULES:
+            if (s.length % sizeof(struct ml_prof_module))
+                return fail(err, errlen, "module section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->modules = (const struct ml_prof_module *)q;
+            p->nmodules = s.length / sizeof(struct ml_prof_module);
+            break;
+        case ML_SEC_THREAD:
+            rc = add_thread(p, q, s.length, off, err, errlen);
+            if (rc)
+                return rc;
+            break;
+        default:
+            break; /* newer section kinds are skipped, see the version rule */
+        }
+        off += sizeof(s) + s.length;
+        if (saw_end)
+            break;
+    }
+    if (!saw_end)
+        return fail(err, errlen, "no end record: the file was cut short at %llu bytes",
+                    (unsigned long long)p->size);
+    if (!p->strtab)
+        return fail(err, errlen, "no string table");
+    return check_refs(p, err, errlen);
+}
+
+int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err,
+                     size_t errlen)
+{
+    struct ml_profile *p;
+    int rc;
+
+    *out = NULL;
+    if (len < sizeof(struct ml_prof_header))
+        return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
+    if (memcmp(buf, ML_PROF_MAGIC, 8) != 0)
+        return fail(err, errlen, "not a memlens profile (bad magic)");
+    p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    /* 8-byte aligned copy so that records can be read in place. */
+    p->data = malloc(len ? len : 1);
+    if (!p->data) {
+        free(p);
+        return -ENOMEM;
+    }
+    memcpy(p->data, buf, len);
+    p->size = len;
+    memcpy(&p->hdr, p->data, sizeof(p->hdr));
+    if (p->hdr.version != ML_PROF_VERSION) {
+        rc = fail(err, errlen, "profile version %u, this memlens reads version %u",
+                  p->hdr.version, ML_PROF_VERSION);
+        goto out;
+    }
+    if (p->hdr.header_size != sizeof(struct ml_prof_header)) {
+        rc = fail(err, errlen, "header size %u, expected %zu", p->hdr.header_size,
+                  sizeof(struct ml_prof_header));
+        goto out;
+    }
+    rc = parse_sections(p, err, errlen);
+out:
+    if (rc) {
+        ml_profile_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen)
+{
+    struct stat st;
+    void *buf = NULL;
+    size_t got = 0;
+    int fd, rc;
+
+    *out = NULL;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "%s", strerror(errno));
+        return rc;
+    }
+    if (fstat(fd, &st) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "%s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = fail(err, errlen, "not a regular file");
+        goto out;
+    }
+    buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+    if (!buf) {
+        rc = -ENOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, (char *)buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n < 0 ? -errno : -EIO;
+            snprintf(err, errlen, "%s", n < 0 ? strerror(errno) : "file shrank while reading");
+            goto out;
+        }
+        got += (size_t)n;
+    }
+    rc = ml_profile_parse(buf, got, out, err, errlen);
+    if (!rc) {
+        (*out)->path = strdup(path);
+        if (!(*out)->path) {
+            ml_profile_free(*out);
+            *out = NULL;
+            rc = -ENOMEM;
+        }
+    }
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+void ml_profile_free(struct ml_profile *p)
+{
+    if (!p)
+        return;
+    free(p->threads);
+    free(p->data);
+    free(p->path);
+    free(p);
+}
+
+const char *ml_profile_str(const struct ml_profile *p, uint32_t off)
+{
+    return off < p->strtab_len ? p->strtab + off : "?";
+}
+
+const uint32_t *ml_profile_regset(const struct ml_profile *p, uint32_t off, uint32_t *n)
+{
+    if (off >= p->nregset_words) {
+        *n = 0;
+        return NULL;
+    }
+    *n = p->regsets[off];
+    return p->regsets + off + 1;
+}
+
+const char *ml_profile_meta(const struct ml_profile *p, const char *key)
+{
+    for (uint64_t i = 0; i < p->nmeta; i++)
+        if (strcmp(ml_profile_str(p, p->meta[2 * i]), key) == 0)
+            return ml_profile_str(p, p->meta[2 * i + 1]);
+    return NULL;
+}

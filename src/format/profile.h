@@ -1,0 +1,188 @@
+/* Region profile file format (.mlp): record definitions, writer and validating reader. */
+#ifndef ML_FORMAT_PROFILE_H
+#define ML_FORMAT_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Layout (all integers little-endian, no padding between records):
+ *
+ *   header   struct ml_prof_header (64 bytes)
+ *   section* { struct ml_prof_section; payload[length] }
+ *   END      a section of type ML_SEC_END with length 0
+ *
+ * A file without the END section was cut short (the writer died); the reader
+ * rejects it. Files are written to a temporary name and renamed, so a reader
+ * only ever sees complete files.
+ *
+ * Version rule: bump ML_PROF_VERSION when the meaning or size of an existing
+ * record changes; adding a new section type does not bump it (readers skip
+ * unknown sections).
+ */
+#define ML_PROF_MAGIC   "MLPROF\0\n"
+#define ML_PROF_VERSION 1
+
+struct ml_prof_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_size; /* sizeof(struct ml_prof_header) */
+    uint64_t tsc_hz;      /* ticks of the region clock per second */
+    uint64_t start_ns;    /* CLOCK_REALTIME at process start (or fork) */
+    uint64_t wall_ns;     /* CLOCK_MONOTONIC duration covered by the profile */
+    uint32_t pid;
+    uint32_t ppid;
+    uint32_t clock;       /* enum ml_clock */
+    uint32_t flags;       /* ML_PROF_F_* */
+    uint64_t sample;      /* 1 in N region executions measured (1 = all) */
+};
+
+enum ml_clock { ML_CLOCK_TSC = 1, ML_CLOCK_CNTVCT = 2, ML_CLOCK_MONOTONIC = 3 };
+
+#define ML_PROF_F_SIGNAL 1u /* written from a fatal or terminating signal */
+
+struct ml_prof_section {
+    uint32_t type;
+    uint32_t reserved;
+    uint64_t length; /* payload bytes after this header */
+};
+
+enum ml_sec_type {
+    ML_SEC_END = 0,
+    ML_SEC_STRTAB = 1,  /* NUL-terminated strings; other records hold offsets */
+    ML_SEC_META = 2,    /* u32 pairs: key string, value string */
+    ML_SEC_REGIONS = 3, /* u32 name string per region; index = region id */
+    ML_SEC_REGSETS = 4, /* u32 words: n, id[0..n-1], n, ... */
+    ML_SEC_UNITS = 5,   /* struct ml_prof_unit[] */
+    ML_SEC_CALLS = 6,   /* struct ml_prof_call[] */
+    ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
+    ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
+};
+
+/* Static facts of one counting unit, per execution (or per byte for ML_UNIT_BYTES). */
+enum ml_fact {
+    ML_F_LOADS,
+    ML_F_STORES,
+    ML_F_RD_HEAP,
+    ML_F_RD_GLOBAL,
+    ML_F_RD_STACK,
+    ML_F_WR_HEAP,
+    ML_F_WR_GLOBAL,
+    ML_F_WR_STACK,
+    ML_F_I_INT,    /* integer arithmetic, logic, compares, casts */
+    ML_F_I_FP,     /* floating-point arithmetic, compares and conversions */
+    ML_F_I_VEC,    /* of all instructions, those on vector types */
+    ML_F_I_MEM,    /* loads, stores, atomics, memory intrinsics */
+    ML_F_I_BRANCH, /* terminators */
+    ML_F_I_CALL,
+    ML_F_I_OTHER,  /* address arithmetic, phi, select, ... */
+    ML_F_INSTR,    /* all instructions */
+    ML_F_INCR,     /* counter increments this unit stands for (1 per execution) */
+    ML_NFACTS
+};
+
+enum ml_unit_kind {
+    ML_UNIT_BLOCK = 1, /* counter = executions of a set of instructions */
+    ML_UNIT_BYTES = 2, /* counter = bytes moved by a variable-size memory intrinsic */
+};
+
+struct ml_prof_unit {
+    uint32_t kind;   /* enum ml_unit_kind */
+    uint32_t module; /* index into modules */
+    uint32_t func;   /* string: source function name (mangled for C++) */
+    uint32_t file;   /* string: source file, "" if unknown */
+    uint32_t line;   /* 0 if unknown */
+    uint32_t regset; /* word offset into REGSETS: regions this unit counts towards */
+    uint64_t facts[ML_NFACTS];
+};
+
+struct ml_prof_call {
+    uint32_t unit;   /* calling unit */
+    uint32_t callee; /* string: function whose body memlens did not see */
+    uint64_t per_exec;
+};
+
+struct ml_prof_module {
+    uint32_t name; /* string: source module identifier */
+    uint32_t first_unit;
+    uint32_t nunits;
+    uint32_t reserved;
+};
+
+struct ml_prof_thread {
+    uint32_t tid;
+    uint32_t index; /* 0 = first thread seen (normally main) */
+    uint64_t nunits;
+    uint64_t nregions;
+};
+
+struct ml_prof_rstat {
+    uint64_t entries; /* outermost entries (recursion counts once) */
+    uint64_t ticks;   /* inclusive clock ticks of those entries */
+};
+
+/* ---- writer (used by the runtime: no malloc, no stdio, signal-tolerant) ---- */
+
+/* Streams records to a file descriptor through a caller-provided buffer. */
+struct ml_pw {
+    int fd;
+    int err; /* first negative errno, sticky */
+    unsigned char *buf;
+    size_t cap, len;
+};
+
+void ml_pw_init(struct ml_pw *w, int fd, void *buf, size_t cap);
+void ml_pw_bytes(struct ml_pw *w, const void *p, size_t n);
+void ml_pw_section(struct ml_pw *w, uint32_t type, uint64_t length);
+/* Flushes; returns 0 or the first negative errno seen. */
+int ml_pw_finish(struct ml_pw *w);
+
+/* ---- reader ---- */
+
+struct ml_profile_thread {
+    uint32_t tid, index;
+    const uint64_t *counts;             /* [nunits] */
+    const struct ml_prof_rstat *rstats; /* [nregions] */
+};
+
+struct ml_profile {
+    char *path;
+    struct ml_prof_header hdr;
+    const char *strtab;
+    uint64_t strtab_len;
+    const uint32_t *meta; /* key, value string pairs */
+    uint64_t nmeta;
+    const uint32_t *regions;
+    uint64_t nregions;
+    const uint32_t *regsets;
+    uint64_t nregset_words;
+    const struct ml_prof_unit *units;
+    uint64_t nunits;
+    const struct ml_prof_call *calls;
+    uint64_t ncalls;
+    const struct ml_prof_module *modules;
+    uint64_t nmodules;
+    struct ml_profile_thread *threads;
+    uint64_t nthreads;
+    void *data; /* owned copy of the file */
+    size_t size;
+};
+
+/*
+ * Parses and validates a profile held in memory (copied). Every offset, length
+ * and index is checked; on failure returns -EINVAL and writes a one-line reason
+ * naming the byte offset and record into err.
+ */
+int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen);
+/* Reads and parses a file; -errno on I/O failure (err says which). */
+int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen);
+void ml_profile_free(struct ml_profile *p);
+
+/* String at offset off, or "?" if out of range (the parser already checked). */
+const char *ml_profile_str(const struct ml_profile *p, uint32_t off);
+/* Regions of a unit: *n ids starting at the returned pointer. */
+const uint32_t *ml_profile_regset(const struct ml_profile *p, uint32_t off, uint32_t *n);
+/* Value of a META key, or NULL. */
+const char *ml_profile_meta(const struct ml_profile *p, const char *key);
+
+#endif

@@ -1,0 +1,29 @@
+/* Bitcode instrumenter entry points: regions, counters and static facts on LLVM-C 14. */
+#ifndef ML_IR_INSTRUMENT_H
+#define ML_IR_INSTRUMENT_H
+
+#include <llvm-c/Core.h>
+#include <stddef.h>
+
+struct ml_ir_opts {
+    /* Called for each warning (library code never prints); may be NULL. */
+    void (*warn)(void *ctx, const char *msg);
+    void *warn_ctx;
+};
+
+/*
+ * Instruments module m in place: finds MEMLENS_ROI_* regions, clones callees
+ * reached from regions, adds thread-local counters and embeds the static
+ * facts and a constructor that registers them with the runtime. A module
+ * without regions is left unchanged. Returns 0 or -errno with a reason in err.
+ */
+int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, size_t errlen);
+
+/*
+ * Reads the bitcode files in[0..n-1], links them into one module when n > 1,
+ * instruments it and writes bitcode to out (via a temporary and rename).
+ */
+int ml_ir_instrument_files(const char *const *in, int n, const char *out,
+                           const struct ml_ir_opts *o, char *err, size_t errlen);
+
+#endif
