@@ -465,38 +465,113 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Counts one segment [from, to) of a block whose active region set is regset. */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its address. */
+static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
+{
+    for (size_t i = 0; i < n; i++) {
+        LLVMValueRef in = insts[i], ptr[2] = {NULL, NULL}, len = NULL;
+        unsigned flags[2] = {0, 0};
+        uint64_t size = 0;
+        int mk = 0;
+
+    switch (LLVMGetInstructionOpcode(in)) {
+        case LLVMLoad:
+            ptr[0] = LLVMGetOperand(in, 0);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
+            flags[0] = 1;
+            break;
+        case LLVMStore:
+            ptr[0] = LLVMGetOperand(in, 1);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 0)));
+            flags[0] = 2;
+            break;
+        case LLVMAtomicRMW:
+            ptr[0] = LLVMGetOperand(in, 0);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
+            flags[0] = 3;
+            break;
+        case LLVMAtomicCmpXchg:
+            ptr[0] = LLVMGetOperand(in, 0);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 1)));
+            flags[0] = 3;
+            break;
+        case LLVMCall:
+        case LLVMInvoke:
+            mk = ml_mem_call_kind(in);
+            if (mk) {
+                ptr[0] = LLVMGetOperand(in, 0);
+                flags[0] = 2;
+                if (mk == 1) {
+                    ptr[1] = LLVMGetOperand(in, 1);
+                    flags[1] = 1;
+                }
+                len = LLVMGetOperand(in, 2);
+            }
+            break;
+        default:
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            LLVMValueRef args[5];
+            if (!ptr[k])
+                continue;
+            LLVMPositionBuilderBefore(ir->b, in);
+            args[0] = ir->desc_ph;
+            args[1] = LLVMConstInt(ir->t_i32, unit, 0);
+            args[2] = LLVMBuildPointerCast(ir->b, ptr[k], ir->t_i8p, "");
+            args[3] = len ? LLVMBuildZExtOrBitCast(ir->b, len, ir->t_i64, "")
+                          : LLVMConstInt(ir->t_i64, size, 0);
+            args[4] = LLVMConstInt(ir->t_i32, flags[k], 0);
+            LLVMBuildCall2(ir->b, ir->ty_access, ir->f_access, args, 5, "");
+        }
+    }
+}
+
+/*
+ * Counts one segment [from, to) of a block whose active region set is regset;
+ * the increment goes before `at`. The segment's instructions are listed first
+ * because handling them inserts new ones.
+ */
 static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
                          uint32_t regset, const char *func)
 {
     uint64_t facts[ML_NFACTS] = {0};
-    LLVMValueRef loc = NULL;
+    LLVMValueRef loc = NULL, *insts = NULL;
+    size_t n = 0, cap = 0;
     uint32_t unit;
-    int any = 0, rc;
+    int any = 0, rc = 0;
 
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
+        if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        insts[n++] = in;
         any |= ml_facts_add(ir, in, facts);
         if (!loc && LLVMGetDebugLocLine(in))
             loc = in;
     }
     if (!any || !at)
-        return 0;
+        goto out;
     rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
     if (rc)
-        return rc;
+        goto out;
     memcpy(ir->units[unit].facts, facts, sizeof(facts));
     ir->units[unit].facts[ML_F_INCR] = 1;
-    for (LLVMValueRef in = from; in != to;) {
-        LLVMValueRef next = LLVMGetNextInstruction(in);
-        if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && !ml_is_ignored_call(in)) {
-            rc = region_call(ir, in, unit, regset, func);
+    if (ir->o && ir->o->exact)
+        emit_exact(ir, insts, n, unit);
+    for (size_t i = 0; i < n; i++) {
+        if ((LLVMIsACallInst(insts[i]) || LLVMIsAInvokeInst(insts[i])) &&
+            !ml_is_ignored_call(insts[i])) {
+            rc = region_call(ir, insts[i], unit, regset, func);
             if (rc)
-                return rc;
+                goto out;
         }
-        in = next;
     }
     emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
-    return 0;
+out:
+    free(insts);
+    return rc;
 }
 
 static void emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
@@ -794,6 +869,13 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     setup_types(&ir);
     ir.f_enter = runtime_fn(&ir, "__memlens_enter");
     ir.f_exit = runtime_fn(&ir, "__memlens_exit");
+    if (o && o->exact) {
+        LLVMTypeRef p[5] = {ir.t_i8p, ir.t_i32, ir.t_i8p, ir.t_i64, ir.t_i32};
+        ir.ty_access = LLVMFunctionType(ir.t_void, p, 5, 0);
+        ir.f_access = LLVMGetNamedFunction(m, "__memlens_access");
+        if (!ir.f_access)
+            ir.f_access = LLVMAddFunction(m, "__memlens_access", ir.ty_access);
+    }
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
 
