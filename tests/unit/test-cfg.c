@@ -423,7 +423,7 @@ static unsigned rnd(unsigned m)
 
 /* Checks a function's analyses against their definitions; returns the number of walks that ended.
  */
-static unsigned check_function(const struct ml_cfg *c)
+static unsigned check_function(const struct ml_cfg *c, unsigned walks, unsigned max_steps)
 {
     unsigned n = c->n, ended = 0;
     unsigned char *entry = calloc(n, 1), *exits = calloc(n, 1), *seen = malloc(n);
@@ -473,17 +473,17 @@ static unsigned check_function(const struct ml_cfg *c)
     }
     /* Random walks: every complete path must give equal counts within a class. */
     assert_true(ml_cfg_equiv_classes(c, cls, lead) > 0);
-    for (unsigned w = 0; w < 300; w++) {
+    for (unsigned w = 0; w < walks; w++) {
         unsigned b = 0, steps;
         memset(cnt, 0, sizeof(unsigned) * n);
-        for (steps = 0; steps < 100000; steps++) {
+        for (steps = 0; steps < max_steps; steps++) {
             unsigned ns = c->succ_off[b + 1] - c->succ_off[b];
             cnt[b]++;
             if (!ns)
                 break;
             b = c->succ[c->succ_off[b] + rnd(ns)];
         }
-        if (steps == 100000)
+        if (steps == max_steps)
             continue;
         ended++;
         for (unsigned v = 0; v < n; v++)
@@ -549,7 +549,7 @@ static void test_property_real_code(void **state)
             if (LLVMIsDeclaration(fn))
                 continue;
             assert_int_equal(ml_cfg_build(fn, &f.cfg), 0);
-            ended += check_function(&f.cfg);
+            ended += check_function(&f.cfg, 300, 100000);
             nloops += f.cfg.nloops;
             for (unsigned b = 0; b < f.cfg.n; b++)
                 nirr += f.cfg.irreducible[b];
@@ -572,6 +572,67 @@ static void test_property_real_code(void **state)
     }
 }
 
+/* Appends a random function @f with nb blocks of br, conditional br, switch and ret. */
+static void random_ir(char *ir, size_t cap, unsigned nb)
+{
+    size_t o = 0;
+
+    o += (size_t)snprintf(ir + o, cap - o, "define void @f(i1 %%c, i32 %%x) {\n");
+    for (unsigned b = 0; b < nb; b++) {
+        unsigned kind = rnd(20), t1 = 1 + rnd(nb - 1), t2 = 1 + rnd(nb - 1), t3 = 1 + rnd(nb - 1);
+        o += (size_t)snprintf(ir + o, cap - o, "b%u:\n", b);
+        if (kind < 2 && b)
+            o += (size_t)snprintf(ir + o, cap - o, "  ret void\n");
+        else if (kind < 3 && b)
+            o += (size_t)snprintf(ir + o, cap - o, "  unreachable\n");
+        else if (kind < 9)
+            o += (size_t)snprintf(ir + o, cap - o, "  br label %%b%u\n", t1);
+        else if (kind < 17)
+            o += (size_t)snprintf(ir + o, cap - o, "  br i1 %%c, label %%b%u, label %%b%u\n", t1,
+                                  t2);
+        else
+            o += (size_t)snprintf(ir + o, cap - o,
+                                  "  switch i32 %%x, label %%b%u [ i32 0, label %%b%u\n"
+                                  "    i32 1, label %%b%u  i32 2, label %%b%u ]\n",
+                                  t1, t2, t3, t1);
+    }
+    snprintf(ir + o, cap - o, "}\n");
+}
+
+/*
+ * Random CFGs: arbitrary nesting, several latches, irreducible cycles,
+ * unreachable and exitless parts, all checked against brute force and walks.
+ */
+static void test_property_random_cfg(void **state)
+{
+    static char ir[16384];
+    unsigned ended = 0, nloops = 0, nirr = 0, nmerged = 0;
+    (void)state;
+
+    for (unsigned i = 0; i < 400; i++) {
+        struct fixture f;
+        random_ir(ir, sizeof(ir), 2 + rnd(24));
+        load(&f, ir);
+        ended += check_function(&f.cfg, 60, 4000);
+        nloops += f.cfg.nloops;
+        for (unsigned b = 0; b < f.cfg.n; b++)
+            nirr += f.cfg.irreducible[b];
+        {
+            int *cls = malloc(sizeof(int) * f.cfg.n);
+            unsigned *lead = malloc(sizeof(unsigned) * f.cfg.n);
+            nmerged += f.cfg.nrpo - (unsigned)ml_cfg_equiv_classes(&f.cfg, cls, lead);
+            free(cls);
+            free(lead);
+        }
+        unload(&f);
+    }
+    print_message("%u loops, %u irreducible blocks, %u blocks merged, %u complete walks\n", nloops,
+                  nirr, nmerged, ended);
+    assert_true(ended > 1000);
+    assert_true(nirr > 0);
+    assert_true(nmerged > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_invoke),
         cmocka_unit_test(test_irreducible),
         cmocka_unit_test(test_property_real_code),
+        cmocka_unit_test(test_property_random_cfg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
