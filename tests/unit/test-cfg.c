@@ -286,6 +286,25 @@ static void test_infinite_loop(void **state)
     unload(&f);
 }
 
+/* An exitless outer loop: only its latch is linked to the exit, inner post-dominance stays. */
+static void test_infinite_nested(void **state)
+{
+    struct fixture f;
+    (void)state;
+    load(&f, "define void @f(i1 %c) {\n"
+             "entry:\n  br label %h\n"
+             "h:\n  br label %ih\n"
+             "ih:\n  br i1 %c, label %ih, label %l\n"
+             "l:\n  br label %h\n}\n");
+    struct ml_cfg *c = &f.cfg;
+    check_ints(c->ipdom, (int[]){1, 2, 3, 4}, 4);
+    assert_int_equal(c->nloops, 2);
+    check_loop(c, 0, 1, -1, 1, 0, (int[]){1, 2, 3, NONE}, (int[]){3, NONE}, (int[]){NONE});
+    check_loop(c, 1, 2, 0, 2, 1, (int[]){2, NONE}, (int[]){2, NONE}, (int[]){3, NONE});
+    check_classes(c, (int[]){0, 1, 2, 1});
+    unload(&f);
+}
+
 static void test_unreachable(void **state)
 {
     struct fixture f;
@@ -636,17 +655,12 @@ static void test_property_random_cfg(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_straight_line),
-        cmocka_unit_test(test_diamond),
-        cmocka_unit_test(test_nested_loops),
-        cmocka_unit_test(test_break_and_return),
-        cmocka_unit_test(test_two_latches),
-        cmocka_unit_test(test_switch_duplicates),
-        cmocka_unit_test(test_infinite_loop),
-        cmocka_unit_test(test_unreachable),
-        cmocka_unit_test(test_invoke),
-        cmocka_unit_test(test_irreducible),
-        cmocka_unit_test(test_property_real_code),
+        cmocka_unit_test(test_straight_line),       cmocka_unit_test(test_diamond),
+        cmocka_unit_test(test_nested_loops),        cmocka_unit_test(test_break_and_return),
+        cmocka_unit_test(test_two_latches),         cmocka_unit_test(test_switch_duplicates),
+        cmocka_unit_test(test_infinite_loop),       cmocka_unit_test(test_infinite_nested),
+        cmocka_unit_test(test_unreachable),         cmocka_unit_test(test_invoke),
+        cmocka_unit_test(test_irreducible),         cmocka_unit_test(test_property_real_code),
         cmocka_unit_test(test_property_random_cfg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,8 +40,9 @@ struct ml_loop {
  * that can never reach such a block (infinite loops) still get post-dominators,
  * the sources of the retreating edges of each such region (the latches of an
  * exitless loop) are treated as extra predecessors of the virtual exit: an
- * "exit" then means the end of an iteration of the infinite loop. Blocks that can
- * reach a real exit keep their exact post-dominators.
+ * "exit" then means the end of an iteration of the infinite loop. Blocks from
+ * which every path reaches a real exit keep their exact post-dominators; for
+ * the others the extra edges can only remove post-dominance, never add it.
  */
 struct ml_cfg {
     LLVMValueRef fn;
