@@ -1,5 +1,6 @@
 /* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
 #include "instrument/ir/ir.h"
+#include "instrument/ir/cfg.h"
 
 #include <errno.h>
 #include <llvm-c/Analysis.h>
@@ -529,11 +530,13 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
 
 /*
  * Counts one segment [from, to) of a block whose active region set is regset;
- * the increment goes before `at`. The segment's instructions are listed first
- * because handling them inserts new ones.
+ * the increment goes before `at`. When *holder names a unit, the segment runs
+ * exactly as often as that unit's code, so its facts join it and no increment
+ * is added; otherwise a new unit is made and *holder set to it. The segment's
+ * instructions are listed first because handling them inserts new ones.
  */
 static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
-                         uint32_t regset, const char *func)
+                         uint32_t regset, const char *func, uint32_t *holder)
 {
     uint64_t facts[ML_NFACTS] = {0};
     LLVMValueRef loc = NULL, *insts = NULL;
@@ -553,11 +556,17 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
     }
     if (!any || !at)
         goto out;
-    rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
-    if (rc)
-        goto out;
-    memcpy(ir->units[unit].facts, facts, sizeof(facts));
-    ir->units[unit].facts[ML_F_INCR] = 1;
+    if (*holder != UINT32_MAX) {
+        unit = *holder;
+        for (int k = 0; k < ML_F_INCR; k++)
+            ir->units[unit].facts[k] += facts[k];
+    } else {
+        rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
+        if (rc)
+            goto out;
+        memcpy(ir->units[unit].facts, facts, sizeof(facts));
+        ir->units[unit].facts[ML_F_INCR] = 1;
+    }
     if (ir->o && ir->o->exact)
         emit_exact(ir, insts, n, unit);
     for (size_t i = 0; i < n; i++) {
@@ -568,7 +577,9 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
                 goto out;
         }
     }
-    emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
+    if (*holder == UINT32_MAX)
+        emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
+    *holder = unit;
 out:
     free(insts);
     return rc;
@@ -639,16 +650,40 @@ static int local_index(const struct fwork *w, uint32_t region)
     return -1;
 }
 
+static int block_has_marker(const struct fwork *w, LLVMBasicBlockRef bb)
+{
+    for (size_t i = 0; i < w->nmarkers; i++)
+        if (LLVMGetInstructionParent(w->markers[i].call) == bb)
+            return 1;
+    return 0;
+}
+
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
     uint32_t active[ir->nregions + 1];
+    struct ml_cfg cfg = {0};
+    struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
+    int *class_of = NULL;
+    unsigned *leaders = NULL;
     int rc;
 
     ml_ptrmap_init(&w.index);
+    ml_ptrmap_init(&holders);
     rc = fwork_build(ir, &w);
     if (rc)
         goto out;
+    /* Blocks that always execute equally often share one counter. */
+    rc = ml_cfg_build(w.fn, &cfg);
+    if (rc)
+        goto out;
+    class_of = calloc(w.nb + 1, sizeof(*class_of));
+    leaders = calloc(w.nb + 1, sizeof(*leaders));
+    if (!class_of || !leaders) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    ml_cfg_equiv_classes(&cfg, class_of, leaders);
     w.local = calloc(w.nmarkers + 1, sizeof(*w.local));
     if (!w.local) {
         rc = -ENOMEM;
@@ -667,7 +702,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
-        int reachable = b == 0 || w.npred[b] > 0;
+        int reachable = cfg.rpo_num[b] >= 0, whole = !block_has_marker(&w, bb);
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -682,9 +717,18 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             if (rc)
                 goto out;
             if (set != ML_NOSET && from != in) {
-                rc = count_segment(ir, from, in, at, set, job->src_name);
+                uint32_t holder = UINT32_MAX;
+                void *key = (void *)(uintptr_t)(((uint64_t)class_of[b] << 32 | set) + 1);
+                if (whole && ml_ptrmap_get(&holders, key))
+                    holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
+                rc = count_segment(ir, from, in, at, set, job->src_name, &holder);
                 if (rc)
                     goto out;
+                if (whole && holder != UINT32_MAX &&
+                    ml_ptrmap_put(&holders, key, (void *)(uintptr_t)(holder + 1))) {
+                    rc = -ENOMEM;
+                    goto out;
+                }
             }
             if (!in)
                 break;
@@ -745,6 +789,10 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMInstructionEraseFromParent(w.markers[i].call);
     }
 out:
+    free(class_of);
+    free(leaders);
+    ml_cfg_free(&cfg);
+    ml_ptrmap_free(&holders);
     fwork_free(&w);
     return rc;
 }
