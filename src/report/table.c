@@ -142,12 +142,20 @@ static const char *fmt_time(char *buf, double s, int borrowed)
     return buf;
 }
 
+/* Three significant digits down to 1 GB/s, then three decimals (0.012). */
 static const char *fmt_gbs(char *buf, double gbs, int borrowed)
 {
-    if (gbs < 0)
+    char tmp[CELL];
+
+    if (gbs < 0) {
         snprintf(buf, CELL, "-");
+        return buf;
+    }
+    if (gbs < 0.9995)
+        snprintf(tmp, sizeof(tmp), "%.3f", gbs);
     else
-        snprintf(buf, CELL, borrowed ? "(%.2f)" : "%.2f", gbs);
+        sig3(tmp, sizeof(tmp), gbs, "");
+    snprintf(buf, CELL, borrowed ? "(%s)" : "%s", tmp);
     return buf;
 }
 
@@ -268,8 +276,13 @@ static void print_header(FILE *f, const struct ml_report *r)
 static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     const uint64_t limit = 10;
-    int any = 0;
+    int any = 0, w = 0;
 
+    for (uint64_t i = 0; i < r->ncallees; i++) {
+        int n = (int)strlen(ml_profile_str(r->prof, r->prof->regions[r->callees[i].region]));
+        if (n > w && ml_report_region_shown(r, r->callees[i].region, o))
+            w = n;
+    }
     for (uint64_t i = 0; i < r->ncallees;) {
         uint32_t reg = r->callees[i].region;
         uint64_t j = i, shown = 0;
@@ -283,7 +296,7 @@ static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_r
                       "above)\n",
                       f);
             any = 1;
-            fprintf(f, "  %s  not seen:", ml_profile_str(r->prof, r->prof->regions[reg]));
+            fprintf(f, "  %-*s  not seen:", w, ml_profile_str(r->prof, r->prof->regions[reg]));
             for (uint64_t k = i; k < j && shown < limit; k++, shown++)
                 fprintf(f, "%s %s \xc3\x97%s", shown ? "," : "", r->callees[k].name,
                         fmt_count(b, r->callees[k].total));
