@@ -141,6 +141,7 @@ int cmd_report(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(report_usage, stdout);
+            free(names);
             return 0;
         } else if (!strcmp(a, "--csv")) {
             fmt = FMT_CSV, nfmt++;
@@ -199,7 +200,7 @@ int cmd_report(int argc, char **argv)
     if (!ngood) {
         if (!bad)
             error("no profiles to report");
-        return 128;
+        goto out;
     }
     check_regions(reps, ngood, &o);
 
@@ -222,7 +223,7 @@ int cmd_report(int argc, char **argv)
     if (bad)
         error("%d of %zu inputs could not be read; the report shows the others", bad,
               ngood + (size_t)bad);
-
+out:
     for (size_t k = 0; k < ngood; k++) {
         ml_report_free(reps[k]);
         ml_profile_free(profs[k]);
@@ -233,5 +234,5 @@ int cmd_report(int argc, char **argv)
     free(profs);
     free(reps);
     free(names);
-    return bad ? 128 : 0;
+    return bad || !ngood ? 128 : 0;
 }
