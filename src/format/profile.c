@@ -169,8 +169,11 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
                     (unsigned long long)(sizeof(t) + t.nunits * 8 +
                                          t.nregions * sizeof(struct ml_prof_rstat)));
     nt = realloc(p->threads, (p->nthreads + 1) * sizeof(*nt));
-    if (!nt)
+    if (!nt) {
+        if (errlen)
+            snprintf(err, errlen, "out of memory");
         return -ENOMEM;
+    }
     p->threads = nt;
     nt[p->nthreads].tid = t.tid;
     nt[p->nthreads].index = t.index;
@@ -180,27 +183,48 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
     return 0;
 }
 
-/* Sections must come in dependency order so that threads can be sized on sight. */
-static int parse_sections(struct ml_profile *p, char *err, size_t errlen)
+/*
+ * Sections must come in dependency order so that threads can be sized on sight:
+ * each table section appears at most once, and REGIONS and UNITS precede every
+ * THREAD. Payloads are copied from buf into p->data at 8-byte aligned offsets
+ * (the writer does not pad, e.g. after the string table) so that records can
+ * be read in place without misaligned accesses.
+ */
+static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t len, char *err,
+                          size_t errlen)
 {
-    const unsigned char *base = p->data;
+    unsigned char *dst = (unsigned char *)p->data + sizeof(struct ml_prof_header);
     uint64_t off = sizeof(struct ml_prof_header);
+    uint32_t seen = 0;
     int saw_end = 0, rc;
 
-    while (off < p->size) {
+    while (off < len) {
         struct ml_prof_section s;
-        const unsigned char *q;
+        unsigned char *q;
 
-        if (p->size - off < sizeof(s))
+        if (len - off < sizeof(s))
             return fail(err, errlen, "truncated section header at offset %llu",
                         (unsigned long long)off);
-        memcpy(&s, base + off, sizeof(s));
-        if (s.length > p->size - off - sizeof(s))
+        memcpy(&s, buf + off, sizeof(s));
+        if (s.length > len - off - sizeof(s))
             return fail(err, errlen,
                         "section '%s' at offset %llu claims %llu bytes, only %llu remain",
                         sec_name(s.type), (unsigned long long)off, (unsigned long long)s.length,
-                        (unsigned long long)(p->size - off - sizeof(s)));
-        q = base + off + sizeof(s);
+                        (unsigned long long)(len - off - sizeof(s)));
+        if (s.type != ML_SEC_END && s.type != ML_SEC_THREAD && s.type < 32) {
+            if (seen & (1u << s.type))
+                return fail(err, errlen, "section '%s' at offset %llu appears twice",
+                            sec_name(s.type), (unsigned long long)off);
+            if ((s.type == ML_SEC_UNITS || s.type == ML_SEC_REGIONS) &&
+                (seen & (1u << ML_SEC_THREAD)))
+                return fail(err, errlen, "section '%s' at offset %llu comes after a thread record",
+                            sec_name(s.type), (unsigned long long)off);
+        }
+        if (s.type < 32)
+            seen |= 1u << s.type;
+        q = dst;
+        memcpy(q, buf + off + sizeof(s), s.length);
+        dst += (s.length + 7) & ~(uint64_t)7;
         switch (s.type) {
         case ML_SEC_END:
             saw_end = 1;
@@ -267,16 +291,16 @@ static int parse_sections(struct ml_profile *p, char *err, size_t errlen)
     }
     if (!saw_end)
         return fail(err, errlen, "no end record: the file was cut short at %llu bytes",
-                    (unsigned long long)p->size);
+                    (unsigned long long)len);
     if (!p->strtab)
         return fail(err, errlen, "no string table");
     return check_refs(p, err, errlen);
 }
 
-int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err,
-                     size_t errlen)
+int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p;
+    size_t cap;
     int rc;
 
     *out = NULL;
@@ -286,19 +310,20 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
         return fail(err, errlen, "not a memlens profile (bad magic)");
     p = calloc(1, sizeof(*p));
     if (!p)
-        return -ENOMEM;
-    /* 8-byte aligned copy so that records can be read in place. */
-    p->data = malloc(len ? len : 1);
+        goto nomem;
+    /* Room for every payload rounded up to 8 bytes: a section costs at least 16 bytes. */
+    cap = len + (len / sizeof(struct ml_prof_section) + 1) * 8;
+    p->data = malloc(cap);
     if (!p->data) {
         free(p);
-        return -ENOMEM;
+        goto nomem;
     }
-    memcpy(p->data, buf, len);
+    memcpy(p->data, buf, sizeof(struct ml_prof_header));
     p->size = len;
     memcpy(&p->hdr, p->data, sizeof(p->hdr));
     if (p->hdr.version != ML_PROF_VERSION) {
-        rc = fail(err, errlen, "profile version %u, this memlens reads version %u",
-                  p->hdr.version, ML_PROF_VERSION);
+        rc = fail(err, errlen, "profile version %u, this memlens reads version %u", p->hdr.version,
+                  ML_PROF_VERSION);
         goto out;
     }
     if (p->hdr.header_size != sizeof(struct ml_prof_header)) {
@@ -306,7 +331,7 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
                   sizeof(struct ml_prof_header));
         goto out;
     }
-    rc = parse_sections(p, err, errlen);
+    rc = parse_sections(p, buf, len, err, errlen);
 out:
     if (rc) {
         ml_profile_free(p);
@@ -314,6 +339,10 @@ out:
     }
     *out = p;
     return 0;
+nomem:
+    if (errlen)
+        snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
 }
 
 int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen)

@@ -32,9 +32,9 @@ struct ml_prof_header {
     uint64_t wall_ns;     /* CLOCK_MONOTONIC duration covered by the profile */
     uint32_t pid;
     uint32_t ppid;
-    uint32_t clock;       /* enum ml_clock */
-    uint32_t flags;       /* ML_PROF_F_* */
-    uint64_t sample;      /* 1 in N region executions measured (1 = all) */
+    uint32_t clock;  /* enum ml_clock */
+    uint32_t flags;  /* ML_PROF_F_* */
+    uint64_t sample; /* 1 in N region executions measured (1 = all) */
 };
 
 enum ml_clock { ML_CLOCK_TSC = 1, ML_CLOCK_CNTVCT = 2, ML_CLOCK_MONOTONIC = 3 };
@@ -57,7 +57,12 @@ enum ml_sec_type {
     ML_SEC_CALLS = 6,   /* struct ml_prof_call[] */
     ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
     ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
+    ML_SEC_EXACT = 9,   /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
 };
+
+/* Byte classes of exact mode, decided by address at run time (RD then WR). */
+enum ml_class { ML_C_RD_HEAP, ML_C_RD_GLOBAL, ML_C_RD_STACK, ML_C_WR_HEAP, ML_C_WR_GLOBAL,
+                ML_C_WR_STACK, ML_NCLASS };
 
 /* Static facts of one counting unit, per execution (or per byte for ML_UNIT_BYTES). */
 enum ml_fact {
@@ -75,9 +80,9 @@ enum ml_fact {
     ML_F_I_MEM,    /* loads, stores, atomics, memory intrinsics */
     ML_F_I_BRANCH, /* terminators */
     ML_F_I_CALL,
-    ML_F_I_OTHER,  /* address arithmetic, phi, select, ... */
-    ML_F_INSTR,    /* all instructions */
-    ML_F_INCR,     /* counter increments this unit stands for (1 per execution) */
+    ML_F_I_OTHER, /* address arithmetic, phi, select, ... */
+    ML_F_INSTR,   /* all instructions */
+    ML_F_INCR,    /* counter increments this unit stands for (1 per execution) */
     ML_NFACTS
 };
 
@@ -164,16 +169,19 @@ struct ml_profile {
     uint64_t nmodules;
     struct ml_profile_thread *threads;
     uint64_t nthreads;
-    void *data; /* owned copy of the file */
-    size_t size;
+    void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
+    size_t size; /* bytes in the file */
 };
 
 /*
- * Parses and validates a profile held in memory (copied). Every offset, length
- * and index is checked; on failure returns -EINVAL and writes a one-line reason
- * naming the byte offset and record into err.
+ * Parses and validates a profile held in memory (copied, so buf needs no
+ * alignment). Every offset, length and index is checked; on failure returns
+ * -EINVAL and writes a one-line reason naming the byte offset or record into
+ * err (-ENOMEM: "out of memory"). Each table section may appear once, and
+ * REGIONS and UNITS must come before the first THREAD.
  */
-int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen);
+int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err,
+                     size_t errlen);
 /* Reads and parses a file; -errno on I/O failure (err says which). */
 int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen);
 void ml_profile_free(struct ml_profile *p);

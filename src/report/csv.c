@@ -1,0 +1,159 @@
+/* CSV report renderers: one row per region and thread, or one row per counting unit. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+/* RFC 4180: quote a field holding a comma, quote or line break; double its quotes. */
+static void csv_str(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Unknown quantities (no time, so no bandwidth) are empty fields. */
+static void csv_double(FILE *f, double x, const char *fmt)
+{
+    fputc(',', f);
+    if (x >= 0)
+        fprintf(f, fmt, x);
+}
+
+static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
+                      const char *tid, const struct ml_rstats *s)
+{
+    static const int cols[] = {ML_F_I_INT,    ML_F_I_FP,    ML_F_I_VEC,     ML_F_I_MEM,
+                               ML_F_I_BRANCH, ML_F_I_CALL,  ML_F_I_OTHER,   ML_F_INSTR,
+                               ML_F_LOADS,    ML_F_STORES,  ML_F_RD_HEAP,   ML_F_RD_GLOBAL,
+                               ML_F_RD_STACK, ML_F_WR_HEAP, ML_F_WR_GLOBAL, ML_F_WR_STACK};
+    double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
+
+    csv_str(f, r->name);
+    fprintf(f, ",%u,", r->prof->hdr.pid);
+    csv_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
+    fprintf(f, ",%s,%s,%" PRIu64, thread, tid, s->entries);
+    csv_double(f, sec, "%.9f");
+    for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+        fprintf(f, ",%" PRIu64, s->v[cols[i]]);
+    csv_double(f, ml_report_gbs(ml_rstats_read(s), sec), "%.6f");
+    csv_double(f, ml_report_gbs(ml_rstats_written(s), sec), "%.6f");
+    fprintf(f, ",%d\n", s->borrowed);
+}
+
+int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
+{
+    fputs("profile,pid,region,thread,tid,executions,seconds,instr_int,instr_fp,instr_vec,"
+          "instr_mem,instr_branch,instr_call,instr_other,instructions,loads,stores,rd_heap,"
+          "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        const struct ml_report *r = reps[i];
+        for (uint64_t reg = 0; reg < r->nregions; reg++) {
+            if (!r->totals[reg].active || !ml_report_region_shown(r, reg, o))
+                continue;
+            for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
+                const struct ml_rstats *c = ml_report_cell(r, reg, t);
+                char idx[16], tid[16];
+                if (!c->active)
+                    continue;
+                snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
+                snprintf(tid, sizeof(tid), "%u", r->prof->threads[t].tid);
+                csv_stats(f, r, reg, idx, tid, c);
+            }
+            csv_stats(f, r, reg, "total", "", &r->totals[reg]);
+        }
+    }
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}
+
+static int unit_shown(const struct ml_report *r, const struct ml_prof_unit *u,
+                      const struct ml_report_opts *o)
+{
+    uint32_t n;
+    const uint32_t *ids = ml_profile_regset(r->prof, u->regset, &n);
+
+    if (!o->nregion_names)
+        return 1;
+    for (uint32_t k = 0; k < n; k++)
+        if (ml_report_region_shown(r, ids[k], o))
+            return 1;
+    return 0;
+}
+
+static void csv_regions(FILE *f, const struct ml_report *r, const struct ml_prof_unit *u)
+{
+    uint32_t n;
+    const uint32_t *ids = ml_profile_regset(r->prof, u->regset, &n);
+    int quote = 0;
+
+    /* Names joined with ';' form one field; quote it if any name needs quoting. */
+    for (uint32_t k = 0; k < n; k++)
+        quote |= !!strpbrk(ml_profile_str(r->prof, r->prof->regions[ids[k]]), ",\"\r\n");
+    if (quote)
+        fputc('"', f);
+    for (uint32_t k = 0; k < n; k++) {
+        const char *s = ml_profile_str(r->prof, r->prof->regions[ids[k]]);
+        if (k)
+            fputc(';', f);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+    }
+    if (quote)
+        fputc('"', f);
+}
+
+int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
+                         const struct ml_report_opts *o)
+{
+    char buf[4096];
+
+    fputs("profile,pid,unit,kind,regions,module,function,file,line,executions,instructions,"
+          "loads,stores,bytes_read,bytes_written\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        const struct ml_report *r = reps[i];
+        const struct ml_profile *p = r->prof;
+        for (uint64_t ui = 0; ui < p->nunits; ui++) {
+            const struct ml_prof_unit *u = &p->units[ui];
+            const uint64_t c = r->unit_counts[ui];
+            const uint64_t *fa = u->facts;
+            if (!unit_shown(r, u, o))
+                continue;
+            csv_str(f, r->name);
+            fprintf(f, ",%u,%" PRIu64 ",%s,", p->hdr.pid, ui,
+                    u->kind == ML_UNIT_BYTES ? "bytes" : "block");
+            csv_regions(f, r, u);
+            fputc(',', f);
+            csv_str(f,
+                    u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+            fputc(',', f);
+            csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+            fputc(',', f);
+            csv_str(f, ml_profile_str(p, u->file));
+            fprintf(f, ",%u,", u->line);
+            /* A bytes unit counts bytes moved, not executions. */
+            if (u->kind != ML_UNIT_BYTES)
+                fprintf(f, "%" PRIu64, c);
+            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+                    c * fa[ML_F_INSTR], c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
+                    c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
+                    c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+        }
+    }
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}

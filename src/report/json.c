@@ -1,0 +1,226 @@
+/* JSON report renderer: every profile with its regions, threads, not-seen calls and units. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s, or 0 if s does not start one. */
+static size_t utf8_len(const unsigned char *s)
+{
+    size_t n;
+    uint32_t cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if ((s[0] & 0xe0) == 0xc0) {
+        n = 2;
+        cp = s[0] & 0x1f;
+    } else if ((s[0] & 0xf0) == 0xe0) {
+        n = 3;
+        cp = s[0] & 0x0f;
+    } else if ((s[0] & 0xf8) == 0xf0) {
+        n = 4;
+        cp = s[0] & 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* Names come from the profile as raw bytes: bytes that are not UTF-8 become U+FFFD. */
+static void json_str(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+
+    fputc('"', f);
+    while (*s) {
+        size_t n = utf8_len(s);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            s++;
+        } else if (*s == '"' || *s == '\\') {
+            fprintf(f, "\\%c", *s++);
+        } else if (*s < 0x20 || *s == 0x7f) {
+            fprintf(f, "\\u%04x", *s++);
+        } else {
+            fwrite(s, 1, n, f);
+            s += n;
+        }
+    }
+    fputc('"', f);
+}
+
+/* JSON has no NaN or infinity: unknown values are null. */
+static void json_num(FILE *f, double x)
+{
+    if (x >= 0)
+        fprintf(f, "%.9g", x);
+    else
+        fputs("null", f);
+}
+
+static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+{
+    double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
+
+    fprintf(f, "\"executions\": %" PRIu64 ", \"ticks\": ", s->entries);
+    if (s->timed)
+        fprintf(f, "%" PRIu64, s->ticks);
+    else
+        fputs("null", f);
+    fputs(", \"seconds\": ", f);
+    json_num(f, sec);
+    fprintf(f, ", \"time_borrowed\": %s, \"instructions\": {", s->borrowed ? "true" : "false");
+    for (int k = ML_F_I_INT; k <= ML_F_INSTR; k++)
+        fprintf(f, "%s\"%s\": %" PRIu64, k == ML_F_I_INT ? "" : ", ",
+                k == ML_F_INSTR ? "total" : ml_fact_names[k], s->v[k]);
+    fprintf(f, "}, \"loads\": %" PRIu64 ", \"stores\": %" PRIu64, s->v[ML_F_LOADS],
+            s->v[ML_F_STORES]);
+    fprintf(f,
+            ", \"bytes_read\": {\"heap\": %" PRIu64 ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64
+            ", \"total\": %" PRIu64 "}",
+            s->v[ML_F_RD_HEAP], s->v[ML_F_RD_GLOBAL], s->v[ML_F_RD_STACK], ml_rstats_read(s));
+    fprintf(f,
+            ", \"bytes_written\": {\"heap\": %" PRIu64 ", \"global\": %" PRIu64
+            ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}",
+            s->v[ML_F_WR_HEAP], s->v[ML_F_WR_GLOBAL], s->v[ML_F_WR_STACK], ml_rstats_written(s));
+    fputs(", \"read_gbs\": ", f);
+    json_num(f, ml_report_gbs(ml_rstats_read(s), sec));
+    fputs(", \"write_gbs\": ", f);
+    json_num(f, ml_report_gbs(ml_rstats_written(s), sec));
+}
+
+static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
+                        const struct ml_report_opts *o)
+{
+    int first = 1;
+
+    fprintf(f, "{\"id\": %" PRIu64 ", \"name\": ", reg);
+    json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
+    fputs(", \"total\": {", f);
+    json_stats(f, r, &r->totals[reg]);
+    fputs("},\n       \"threads\": [", f);
+    for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
+        const struct ml_rstats *c = ml_report_cell(r, reg, t);
+        if (!c->active)
+            continue;
+        fprintf(f, "%s\n        {\"index\": %u, \"tid\": %u, ", first ? "" : ",",
+                r->prof->threads[t].index, r->prof->threads[t].tid);
+        json_stats(f, r, c);
+        fputc('}', f);
+        first = 0;
+    }
+    fputs("],\n       \"not_seen\": [", f);
+    first = 1;
+    for (uint64_t i = 0; i < r->ncallees; i++) {
+        const struct ml_report_callee *c = &r->callees[i];
+        if (c->region != reg)
+            continue;
+        fprintf(f, "%s\n        {\"callee\": ", first ? "" : ",");
+        json_str(f, c->name);
+        fprintf(f, ", \"calls\": %" PRIu64 ", \"per_thread\": [", c->total);
+        for (uint64_t t = 0; t < r->nthreads; t++)
+            fprintf(f, "%s%" PRIu64, t ? ", " : "", c->calls[t]);
+        fputs("]}", f);
+        first = 0;
+    }
+    fputs("]}", f);
+}
+
+static void json_units(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
+{
+    const struct ml_profile *p = r->prof;
+    char buf[4096];
+    int first = 1;
+
+    for (uint64_t ui = 0; ui < p->nunits; ui++) {
+        const struct ml_prof_unit *u = &p->units[ui];
+        uint32_t n;
+        const uint32_t *ids = ml_profile_regset(p, u->regset, &n);
+        int shown = !o->nregion_names;
+
+        for (uint32_t k = 0; k < n; k++)
+            shown |= ml_report_region_shown(r, ids[k], o);
+        if (!shown)
+            continue;
+        fprintf(f, "%s\n      {\"unit\": %" PRIu64 ", \"kind\": \"%s\", \"regions\": [",
+                first ? "" : ",", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
+        for (uint32_t k = 0; k < n; k++)
+            fprintf(f, "%s%u", k ? ", " : "", ids[k]);
+        fputs("], \"module\": ", f);
+        json_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+        fputs(", \"function\": ", f);
+        json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+        fputs(", \"symbol\": ", f);
+        json_str(f, ml_profile_str(p, u->func));
+        fputs(", \"file\": ", f);
+        json_str(f, ml_profile_str(p, u->file));
+        fprintf(f, ", \"line\": %u, \"count\": %" PRIu64 ", \"facts\": {", u->line,
+                r->unit_counts[ui]);
+        for (int k = 0; k < ML_NFACTS; k++)
+            fprintf(f, "%s\"%s\": %" PRIu64, k ? ", " : "", ml_fact_names[k], u->facts[k]);
+        fputs("}}", f);
+        first = 0;
+    }
+}
+
+static void json_profile(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
+{
+    const struct ml_profile *p = r->prof;
+    static const char *const clocks[] = {"unknown", "tsc", "cntvct", "monotonic"};
+    int first = 1;
+
+    fputs("    {\"profile\": ", f);
+    json_str(f, r->name);
+    fprintf(f,
+            ", \"pid\": %u, \"ppid\": %u, \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
+            ", \"start_ns\": %" PRIu64 ", \"wall_ns\": %" PRIu64 ", \"sample\": %" PRIu64
+            ", \"signal\": %s,\n     \"meta\": {",
+            p->hdr.pid, p->hdr.ppid, p->hdr.tsc_hz,
+            p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns, p->hdr.wall_ns,
+            p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
+    for (uint64_t i = 0; i < p->nmeta; i++) {
+        if (i)
+            fputs(", ", f);
+        json_str(f, ml_profile_str(p, p->meta[2 * i]));
+        fputs(": ", f);
+        json_str(f, ml_profile_str(p, p->meta[2 * i + 1]));
+    }
+    fputs("},\n     \"threads\": [", f);
+    for (uint64_t t = 0; t < p->nthreads; t++)
+        fprintf(f, "%s{\"index\": %u, \"tid\": %u}", t ? ", " : "", p->threads[t].index,
+                p->threads[t].tid);
+    fputs("],\n     \"regions\": [", f);
+    for (uint64_t reg = 0; reg < r->nregions; reg++) {
+        if (!ml_report_region_shown(r, reg, o))
+            continue;
+        fputs(first ? "\n      " : ",\n      ", f);
+        json_region(f, r, reg, o);
+        first = 0;
+    }
+    fputs("],\n     \"units\": [", f);
+    json_units(f, r, o);
+    fputs("]}", f);
+}
+
+int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
+{
+    fputs("{\"profiles\": [\n", f);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputs(",\n", f);
+        json_profile(f, reps[i], o);
+    }
+    fputs("\n]}\n", f);
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,364 @@
+/* Human-readable report: per profile, three aligned tables of region and thread figures. */
+#include "report/report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CELL 24 /* longest formatted value, "(1023 MiB)" and the like, fits */
+
+/*
+ * A table is collected whole before printing so that every column gets the
+ * width of its widest cell: region names have any length.
+ */
+struct tbl {
+    size_t ncols, nrows, cap;
+    char (*cells)[CELL];
+    const char **first; /* column 0 of each row: a region name, not copied */
+};
+
+static int tbl_row(struct tbl *t, const char *first, ...)
+{
+    va_list ap;
+
+    if (t->nrows == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 16;
+        char(*cells)[CELL] = realloc(t->cells, cap * t->ncols * CELL);
+        const char **fst;
+        if (!cells)
+            return -ENOMEM;
+        t->cells = cells;
+        fst = realloc(t->first, cap * sizeof(*fst));
+        if (!fst)
+            return -ENOMEM;
+        t->first = fst;
+        t->cap = cap;
+    }
+    t->first[t->nrows] = first;
+    va_start(ap, first);
+    for (size_t c = 1; c < t->ncols; c++)
+        snprintf(t->cells[t->nrows * t->ncols + c], CELL, "%s", va_arg(ap, const char *));
+    va_end(ap);
+    t->nrows++;
+    return 0;
+}
+
+static void tbl_print(FILE *f, const struct tbl *t)
+{
+    size_t w[32] = {0};
+
+    for (size_t r = 0; r < t->nrows; r++) {
+        size_t n = strlen(t->first[r]);
+        if (n > w[0])
+            w[0] = n;
+        for (size_t c = 1; c < t->ncols; c++) {
+            n = strlen(t->cells[r * t->ncols + c]);
+            if (n > w[c])
+                w[c] = n;
+        }
+    }
+    for (size_t r = 0; r < t->nrows; r++) {
+        fprintf(f, "  %-*s", (int)w[0], t->first[r]);
+        for (size_t c = 1; c < t->ncols; c++)
+            fprintf(f, c == 1 ? "  %-*s" : "  %*s", (int)w[c], t->cells[r * t->ncols + c]);
+        fputc('\n', f);
+    }
+}
+
+static void tbl_free(struct tbl *t)
+{
+    free(t->cells);
+    free(t->first);
+}
+
+/* Three significant digits, no exponent: 1.23, 12.3, 123. */
+static void sig3(char *buf, size_t len, double x, const char *unit)
+{
+    const char *fmt = x < 9.995 ? "%.2f%s" : x < 99.95 ? "%.1f%s" : "%.0f%s";
+    snprintf(buf, len, fmt, x, unit);
+}
+
+static const char *fmt_count(char *buf, uint64_t v)
+{
+    static const char *const sfx[] = {"K", "M", "G", "T", "P", "E"};
+    double x = (double)v;
+    int i = -1;
+
+    if (v < 10000) {
+        snprintf(buf, CELL, "%" PRIu64, v);
+        return buf;
+    }
+    while (x >= 999.5 && i < 5) {
+        x /= 1000;
+        i++;
+    }
+    sig3(buf, CELL, x, sfx[i]);
+    return buf;
+}
+
+static const char *fmt_bytes(char *buf, uint64_t v)
+{
+    static const char *const sfx[] = {" KiB", " MiB", " GiB", " TiB", " PiB", " EiB"};
+    double x = (double)v;
+    int i = -1;
+
+    if (v < 1024) {
+        snprintf(buf, CELL, "%" PRIu64 " B", v);
+        return buf;
+    }
+    while (x >= 1023.5 && i < 5) {
+        x /= 1024;
+        i++;
+    }
+    sig3(buf, CELL, x, sfx[i]);
+    return buf;
+}
+
+static void fmt_seconds(char *buf, size_t len, double s)
+{
+    if (s < 0)
+        snprintf(buf, len, "-");
+    else if (s == 0)
+        snprintf(buf, len, "0 s");
+    else if (s < 1e-6)
+        sig3(buf, len, s * 1e9, " ns");
+    else if (s < 1e-3)
+        sig3(buf, len, s * 1e6, " us");
+    else if (s < 1)
+        sig3(buf, len, s * 1e3, " ms");
+    else
+        sig3(buf, len, s, " s");
+}
+
+/* Borrowed times, and the bandwidths computed from them, are shown in parentheses. */
+static const char *fmt_time(char *buf, double s, int borrowed)
+{
+    char tmp[CELL];
+
+    fmt_seconds(tmp, sizeof(tmp), s);
+    snprintf(buf, CELL, borrowed && s >= 0 ? "(%s)" : "%s", tmp);
+    return buf;
+}
+
+/* Three significant digits down to 1 GB/s, then three decimals (0.012). */
+static const char *fmt_gbs(char *buf, double gbs, int borrowed)
+{
+    char tmp[CELL];
+
+    if (gbs < 0) {
+        snprintf(buf, CELL, "-");
+        return buf;
+    }
+    if (gbs < 0.9995)
+        snprintf(tmp, sizeof(tmp), "%.3f", gbs);
+    else
+        sig3(tmp, sizeof(tmp), gbs, "");
+    snprintf(buf, CELL, borrowed ? "(%s)" : "%s", tmp);
+    return buf;
+}
+
+enum { T_MAIN, T_MIX, T_BYTES, T_N };
+
+static int add_rows(struct tbl *t, int which, const char *region, const char *thread,
+                    const char *tid, const struct ml_rstats *s, uint64_t tsc_hz)
+{
+    char b[16][CELL];
+    double sec = ml_rstats_seconds(s, tsc_hz);
+    const uint64_t *v = s->v;
+
+    switch (which) {
+    case T_MAIN:
+        return tbl_row(t, region, thread, tid, fmt_count(b[0], s->entries),
+                       fmt_time(b[1], sec, s->borrowed), fmt_count(b[2], v[ML_F_INSTR]),
+                       fmt_count(b[3], v[ML_F_LOADS]), fmt_count(b[4], v[ML_F_STORES]),
+                       fmt_bytes(b[5], ml_rstats_read(s)), fmt_bytes(b[6], ml_rstats_written(s)),
+                       fmt_gbs(b[7], ml_report_gbs(ml_rstats_read(s), sec), s->borrowed),
+                       fmt_gbs(b[8], ml_report_gbs(ml_rstats_written(s), sec), s->borrowed));
+    case T_MIX:
+        return tbl_row(t, region, thread, tid, fmt_count(b[0], v[ML_F_I_INT]),
+                       fmt_count(b[1], v[ML_F_I_FP]), fmt_count(b[2], v[ML_F_I_VEC]),
+                       fmt_count(b[3], v[ML_F_I_MEM]), fmt_count(b[4], v[ML_F_I_BRANCH]),
+                       fmt_count(b[5], v[ML_F_I_CALL]), fmt_count(b[6], v[ML_F_I_OTHER]),
+                       fmt_count(b[7], v[ML_F_INSTR]));
+    default:
+        return tbl_row(t, region, thread, tid, fmt_bytes(b[0], v[ML_F_RD_HEAP]),
+                       fmt_bytes(b[1], v[ML_F_RD_GLOBAL]), fmt_bytes(b[2], v[ML_F_RD_STACK]),
+                       fmt_bytes(b[3], v[ML_F_WR_HEAP]), fmt_bytes(b[4], v[ML_F_WR_GLOBAL]),
+                       fmt_bytes(b[5], v[ML_F_WR_STACK]));
+    }
+}
+
+static const char *const titles[T_N] = {
+    "time, memory operations and bandwidth",
+    "instructions by class",
+    "bytes by memory class",
+};
+
+static const size_t ncols[T_N] = {12, 11, 9};
+
+static int header_row(struct tbl *t, int which)
+{
+    switch (which) {
+    case T_MAIN:
+        return tbl_row(t, "region", "thread", "tid", "execs", "time", "instrs", "loads", "stores",
+                       "read", "written", "rd GB/s", "wr GB/s");
+    case T_MIX:
+        return tbl_row(t, "region", "thread", "tid", "int", "fp", "vec", "mem", "branch", "call",
+                       "other", "total");
+    default:
+        return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
+                       "wr global", "wr stack");
+    }
+}
+
+/* Fills table `which` for r; *borrowed is set when a row shows a borrowed time. */
+static int fill(struct tbl *t, int which, const struct ml_report *r, const struct ml_report_opts *o,
+                int *borrowed)
+{
+    uint64_t hz = r->prof->hdr.tsc_hz;
+    int rc = header_row(t, which);
+
+    for (uint64_t reg = 0; reg < r->nregions && !rc; reg++) {
+        const char *name = ml_profile_str(r->prof, r->prof->regions[reg]);
+        unsigned nactive = 0;
+
+        if (!r->totals[reg].active || !ml_report_region_shown(r, reg, o))
+            continue;
+        for (uint64_t th = 0; th < r->nthreads; th++)
+            nactive += ml_report_cell(r, reg, th)->active;
+        for (uint64_t th = 0; th < r->nthreads && !rc && o->rows != ML_REPORT_TOTALS; th++) {
+            const struct ml_rstats *c = ml_report_cell(r, reg, th);
+            char idx[CELL], tid[CELL];
+            if (!c->active)
+                continue;
+            snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
+            snprintf(tid, sizeof(tid), "%u", r->prof->threads[th].tid);
+            *borrowed |= c->borrowed && which == T_MAIN;
+            rc = add_rows(t, which, name, idx, tid, c, hz);
+        }
+        if (!rc && (o->rows == ML_REPORT_TOTALS || nactive > 1))
+            rc = add_rows(t, which, name, "total", "", &r->totals[reg], hz);
+    }
+    return rc;
+}
+
+static void print_header(FILE *f, const struct ml_report *r)
+{
+    const struct ml_profile *p = r->prof;
+    const char *prog = ml_profile_meta(p, "program");
+    const char *cmd = ml_profile_meta(p, "cmdline");
+    const char *host = ml_profile_meta(p, "hostname");
+    char wall[CELL];
+
+    fmt_seconds(wall, sizeof(wall), (double)p->hdr.wall_ns / 1e9);
+    fprintf(f, "profile %s\n", r->name);
+    fprintf(f, "  pid %u, ppid %u%s%s, %" PRIu64 " thread%s, %s wall\n", p->hdr.pid, p->hdr.ppid,
+            host ? ", host " : "", host ? host : "", p->nthreads, p->nthreads == 1 ? "" : "s",
+            wall);
+    if (prog)
+        fprintf(f, "  program %s\n", prog);
+    if (cmd)
+        fprintf(f, "  cmdline %s\n", cmd);
+    if (p->hdr.sample > 1)
+        fprintf(f,
+                "  note: counts are sampled, 1 in %" PRIu64
+                " region executions; they are not scaled up\n",
+                p->hdr.sample);
+    if (p->hdr.flags & ML_PROF_F_SIGNAL)
+        fputs("  note: written when a signal ended the process; figures cover the run up to it\n",
+              f);
+    if (!p->hdr.tsc_hz)
+        fputs("  note: the profile has no clock rate; times and bandwidths are unknown\n", f);
+}
+
+static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
+{
+    const uint64_t limit = 10;
+    int any = 0, w = 0;
+
+    for (uint64_t i = 0; i < r->ncallees; i++) {
+        int n = (int)strlen(ml_profile_str(r->prof, r->prof->regions[r->callees[i].region]));
+        if (n > w && ml_report_region_shown(r, r->callees[i].region, o))
+            w = n;
+    }
+    for (uint64_t i = 0; i < r->ncallees;) {
+        uint32_t reg = r->callees[i].region;
+        uint64_t j = i, shown = 0;
+        char b[CELL];
+
+        while (j < r->ncallees && r->callees[j].region == reg)
+            j++;
+        if (ml_report_region_shown(r, reg, o)) {
+            if (!any)
+                fputs("\n  calls into functions memlens did not see (their work is not counted "
+                      "above)\n",
+                      f);
+            any = 1;
+            fprintf(f, "  %-*s  not seen:", w, ml_profile_str(r->prof, r->prof->regions[reg]));
+            for (uint64_t k = i; k < j && shown < limit; k++, shown++)
+                fprintf(f, "%s %s \xc3\x97%s", shown ? "," : "", r->callees[k].name,
+                        fmt_count(b, r->callees[k].total));
+            if (j - i > limit)
+                fprintf(f, ", and %" PRIu64 " more (see --json)", j - i - limit);
+            fputc('\n', f);
+        }
+        i = j;
+    }
+}
+
+static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
+{
+    int borrowed = 0, rc = 0, any = 0, idle = 0;
+
+    print_header(f, r);
+    for (uint64_t reg = 0; reg < r->nregions; reg++) {
+        if (!ml_report_region_shown(r, reg, o))
+            continue;
+        if (r->totals[reg].active) {
+            any = 1;
+            continue;
+        }
+        fprintf(f, idle++ ? ", %s" : "  not executed: %s",
+                ml_profile_str(r->prof, r->prof->regions[reg]));
+    }
+    if (idle)
+        fputc('\n', f);
+    if (!any) {
+        fputs(r->nregions ? "  no executed region matches\n" : "  the profile has no regions\n", f);
+        return 0;
+    }
+    for (int which = 0; which < T_N && !rc; which++) {
+        struct tbl t = {.ncols = ncols[which]};
+        rc = fill(&t, which, r, o, &borrowed);
+        if (!rc) {
+            fprintf(f, "\n  %s\n", titles[which]);
+            tbl_print(f, &t);
+        }
+        tbl_free(&t);
+    }
+    if (rc)
+        return rc;
+    if (borrowed)
+        fputs("\n  (...) the thread ran region code without entering the region (e.g. an OpenMP "
+              "worker):\n        time is that of the thread(s) that entered it\n",
+              f);
+    print_not_seen(f, r, o);
+    return 0;
+}
+
+int ml_report_table(FILE *f, struct ml_report *const *reps, size_t n,
+                    const struct ml_report_opts *o)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        if (i)
+            fputc('\n', f);
+        rc = table_one(f, reps[i], o);
+        if (rc)
+            return rc;
+    }
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}

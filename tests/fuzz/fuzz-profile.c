@@ -1,0 +1,43 @@
+/* libFuzzer target: the profile reader, then every report renderer on what it accepts. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "format/profile.h"
+#include "report/report.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static FILE *sink;
+    struct ml_profile *p;
+    struct ml_report *r;
+    char err[256];
+    /* The first region name also drives the filter, so filtered paths get fuzzed. */
+    const char *names[1];
+    struct ml_report_opts all = {.rows = ML_REPORT_THREADS_AND_TOTALS};
+    struct ml_report_opts one = {.rows = ML_REPORT_TOTALS, .regions = names, .nregion_names = 1};
+
+    if (!sink)
+        sink = fopen("/dev/null", "w");
+    if (ml_profile_parse(data, size, &p, err, sizeof(err)))
+        return 0;
+    if (ml_report_build(p, "fuzz.mlp", &r)) {
+        ml_profile_free(p);
+        return 0;
+    }
+    ml_report_table(sink, &r, 1, &all);
+    ml_report_csv(sink, &r, 1, &all);
+    ml_report_blocks_csv(sink, &r, 1, &all);
+    ml_report_json(sink, &r, 1, &all);
+    if (p->nregions) {
+        names[0] = ml_profile_str(p, p->regions[0]);
+        ml_report_table(sink, &r, 1, &one);
+        ml_report_csv(sink, &r, 1, &one);
+        ml_report_json(sink, &r, 1, &one);
+    }
+    ml_report_free(r);
+    ml_profile_free(p);
+    return 0;
+}

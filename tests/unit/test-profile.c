@@ -1,0 +1,418 @@
+/* Unit tests of the region profile writer and validating reader (src/format/profile.c). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "mlp-build.h"
+
+/* A profile using every section: two regions, nested units, a call, a module, two threads. */
+static struct mlb *sample(void)
+{
+    struct mlb *b = mlb_new(2400000000ull);
+    uint32_t r0, r1, s0, s01, u0, u1, t0, t1;
+
+    mlb_meta(b, "program", "/usr/bin/app");
+    mlb_meta(b, "cmdline", "app -n 3");
+    mlb_meta(b, "hostname", "node1");
+    /* An odd-length string table leaves later sections misaligned in the file. */
+    mlb_str(b, "xy");
+    r0 = mlb_region(b, "outer");
+    r1 = mlb_region(b, "inner");
+    s0 = mlb_regset(b, 1, r0);
+    s01 = mlb_regset(b, 2, r0, r1);
+    u0 = mlb_unit(b, ML_UNIT_BLOCK, "_Z3fooi", "a.c", 10, s0, MLB_F(ML_F_LOADS, 2),
+                  MLB_F(ML_F_INSTR, 9), -1);
+    u1 = mlb_unit(b, ML_UNIT_BYTES, "main", "a.c", 20, s01, MLB_F(ML_F_RD_HEAP, 1), -1);
+    mlb_call(b, u0, "sqrt", 3);
+    b->modules[0].name = mlb_str(b, "a.c");
+    b->modules[0].first_unit = 0;
+    b->modules[0].nunits = 2;
+    b->nmodules = 1;
+    t0 = mlb_thread(b, 100);
+    t1 = mlb_thread(b, 101);
+    b->threads[t0].counts[u0] = 5;
+    b->threads[t0].counts[u1] = 4096;
+    b->threads[t0].rs[r0] = (struct ml_prof_rstat){1, 777};
+    b->threads[t1].counts[u0] = 7;
+    b->threads[t1].rs[r1] = (struct ml_prof_rstat){3, 99};
+    return b;
+}
+
+static void test_round_trip(void **state)
+{
+    struct mlb *b = sample();
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256] = "";
+    uint32_t n;
+    const uint32_t *ids;
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->hdr.tsc_hz, 2400000000ull);
+    assert_int_equal(p->hdr.pid, 4242);
+    assert_int_equal(p->size, len);
+    assert_string_equal(ml_profile_meta(p, "program"), "/usr/bin/app");
+    assert_string_equal(ml_profile_meta(p, "cmdline"), "app -n 3");
+    assert_string_equal(ml_profile_meta(p, "hostname"), "node1");
+    assert_null(ml_profile_meta(p, "nothing"));
+    assert_int_equal(p->nregions, 2);
+    assert_string_equal(ml_profile_str(p, p->regions[0]), "outer");
+    assert_string_equal(ml_profile_str(p, p->regions[1]), "inner");
+    assert_string_equal(ml_profile_str(p, 0xffffffffu), "?");
+    assert_int_equal(p->nunits, 2);
+    assert_string_equal(ml_profile_str(p, p->units[0].func), "_Z3fooi");
+    assert_int_equal(p->units[0].line, 10);
+    assert_int_equal(p->units[0].facts[ML_F_INSTR], 9);
+    assert_int_equal(p->units[1].kind, ML_UNIT_BYTES);
+    ids = ml_profile_regset(p, p->units[1].regset, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(ids[1], 1);
+    assert_int_equal(p->ncalls, 1);
+    assert_string_equal(ml_profile_str(p, p->calls[0].callee), "sqrt");
+    assert_int_equal(p->calls[0].per_exec, 3);
+    assert_int_equal(p->nmodules, 1);
+    assert_int_equal(p->modules[0].nunits, 2);
+    assert_int_equal(p->nthreads, 2);
+    assert_int_equal(p->threads[0].tid, 100);
+    assert_int_equal(p->threads[1].index, 1);
+    assert_int_equal(p->threads[0].counts[1], 4096);
+    assert_int_equal(p->threads[1].counts[0], 7);
+    assert_int_equal(p->threads[0].rstats[0].ticks, 777);
+    assert_int_equal(p->threads[1].rstats[1].entries, 3);
+    /* Records are read in place: they must be aligned whatever the file layout. */
+    assert_int_equal((uintptr_t)p->threads[0].counts % 8, 0);
+    assert_int_equal((uintptr_t)p->units % 8, 0);
+    assert_int_equal((uintptr_t)p->calls % 8, 0);
+    ml_profile_free(p);
+    free(buf);
+    free(b);
+}
+
+static void test_read_file(void **state)
+{
+    struct mlb *b = sample();
+    char path[] = "/tmp/ml-test-profile-XXXXXX";
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256] = "";
+    int fd;
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, len), (ssize_t)len);
+    close(fd);
+    assert_int_equal(ml_profile_read(path, &p, err, sizeof(err)), 0);
+    assert_string_equal(p->path, path);
+    assert_int_equal(p->nthreads, 2);
+    ml_profile_free(p);
+    /* A truncated file on disk gives the same clean error as in memory. */
+    assert_int_equal(truncate(path, (off_t)len - 1), 0);
+    assert_int_equal(ml_profile_read(path, &p, err, sizeof(err)), -EINVAL);
+    assert_null(p);
+    assert_non_null(strstr(err, "truncated section header"));
+    unlink(path);
+    assert_int_equal(ml_profile_read(path, &p, err, sizeof(err)), -ENOENT);
+    assert_string_equal(err, "No such file or directory");
+    assert_int_equal(ml_profile_read("/tmp", &p, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "not a regular file");
+    free(buf);
+    free(b);
+}
+
+/* Every proper prefix of a valid profile is rejected with a reason, never a crash. */
+static void test_truncation(void **state)
+{
+    struct mlb *b = sample();
+    unsigned char *buf;
+    size_t len;
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    for (size_t cut = 0; cut < len; cut++) {
+        struct ml_profile *p = (void *)1;
+        char err[256] = "";
+        unsigned char *copy = malloc(cut + 1);
+        memcpy(copy, buf, cut);
+        /* An exact-size allocation lets ASan catch any read past the end. */
+        assert_int_equal(ml_profile_parse(copy, cut, &p, err, sizeof(err)), -EINVAL);
+        assert_null(p);
+        assert_true(err[0] != 0);
+        if (cut == len - sizeof(struct ml_prof_section))
+            assert_non_null(strstr(err, "no end record: the file was cut short"));
+        free(copy);
+    }
+    free(buf);
+    free(b);
+}
+
+/* Parses buf (len bytes) expecting -EINVAL with a message containing want. */
+static void expect_bad(const unsigned char *buf, size_t len, const char *want)
+{
+    struct ml_profile *p;
+    char err[256] = "";
+    int rc = ml_profile_parse(buf, len, &p, err, sizeof(err));
+
+    if (rc != -EINVAL || !strstr(err, want))
+        fail_msg("expected -EINVAL with \"%s\", got %d \"%s\"", want, rc, err);
+    assert_null(p);
+}
+
+static void put32(unsigned char *buf, size_t off, uint32_t v)
+{
+    memcpy(buf + off, &v, 4);
+}
+
+static void put64(unsigned char *buf, size_t off, uint64_t v)
+{
+    memcpy(buf + off, &v, 8);
+}
+
+static void test_bad_header(void **state)
+{
+    struct mlb *b = sample();
+    unsigned char *buf;
+    size_t len;
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    buf[0] = 'X';
+    expect_bad(buf, len, "bad magic");
+    buf[0] = 'M';
+    put32(buf, offsetof(struct ml_prof_header, version), 2);
+    expect_bad(buf, len, "profile version 2, this memlens reads version 1");
+    put32(buf, offsetof(struct ml_prof_header, version), 1);
+    put32(buf, offsetof(struct ml_prof_header, header_size), 72);
+    expect_bad(buf, len, "header size 72, expected 64");
+    free(buf);
+    free(b);
+}
+
+static void test_bad_lengths(void **state)
+{
+    struct mlb *b = sample();
+    unsigned char *buf;
+    size_t len, units, sh;
+    char want[128];
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    units = mlb_find(buf, len, ML_SEC_UNITS, 0);
+    sh = units - sizeof(struct ml_prof_section);
+    put64(buf, sh + 8, 1ull << 40);
+    snprintf(want, sizeof(want), "section 'units' at offset %zu claims %llu bytes", sh, 1ull << 40);
+    expect_bad(buf, len, want);
+    put64(buf, sh + 8, 2 * sizeof(struct ml_prof_unit) - 8);
+    snprintf(want, sizeof(want), "unit section at offset %zu has odd length", sh);
+    expect_bad(buf, len, want);
+    free(buf);
+
+    /* A string table must end with NUL so that every string ends inside it. */
+    buf = mlb_write(b, &len);
+    buf[mlb_find(buf, len, ML_SEC_STRTAB, 0) + b->nstr - 1] = 'z';
+    expect_bad(buf, len, "string table at offset 64 is not NUL-terminated");
+    free(buf);
+    free(b);
+}
+
+static void test_bad_strings(void **state)
+{
+    struct mlb *b = sample();
+    unsigned char *buf;
+    size_t len, off;
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    off = mlb_find(buf, len, ML_SEC_REGIONS, 0);
+    put32(buf, off + 4, b->nstr);
+    expect_bad(buf, len, "region 1 names string");
+    put32(buf, off + 4, b->regions[1]);
+    off = mlb_find(buf, len, ML_SEC_META, 0);
+    put32(buf, off + 8 + 4, 0xffffffffu);
+    expect_bad(buf, len, "meta entry 1 names string 4294967295 outside the string table");
+    put32(buf, off + 8 + 4, b->meta[3]);
+    off = mlb_find(buf, len, ML_SEC_UNITS, 0);
+    put32(buf, off + sizeof(struct ml_prof_unit) + offsetof(struct ml_prof_unit, file), b->nstr);
+    expect_bad(buf, len, "unit 1 names a string outside the string table");
+    put32(buf, off + sizeof(struct ml_prof_unit) + offsetof(struct ml_prof_unit, file), 0);
+    off = mlb_find(buf, len, ML_SEC_CALLS, 0);
+    put32(buf, off + offsetof(struct ml_prof_call, callee), b->nstr + 100);
+    expect_bad(buf, len, "call record 0 names a bad unit or string");
+    put32(buf, off + offsetof(struct ml_prof_call, callee), 0);
+    put32(buf, off + offsetof(struct ml_prof_call, unit), 2);
+    expect_bad(buf, len, "call record 0 names a bad unit or string");
+    free(buf);
+    free(b);
+}
+
+static void test_bad_regsets(void **state)
+{
+    struct mlb *b = sample();
+    unsigned char *buf;
+    size_t len, units, sets, ro = offsetof(struct ml_prof_unit, regset);
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    units = mlb_find(buf, len, ML_SEC_UNITS, 0);
+    sets = mlb_find(buf, len, ML_SEC_REGSETS, 0);
+    /* Offset past the last word. */
+    put32(buf, units + ro, b->nregset_words);
+    expect_bad(buf, len, "unit 0 has a bad region set at word 5");
+    put32(buf, units + ro, 0);
+    /* Count running past the section. */
+    put32(buf, sets + 4 * 2, 3);
+    expect_bad(buf, len, "unit 1 has a bad region set at word 2");
+    put32(buf, sets + 4 * 2, 2);
+    /* Region id out of range. */
+    put32(buf, sets + 4 * 4, 2);
+    expect_bad(buf, len, "unit 1 has a bad region set at word 2");
+    put32(buf, sets + 4 * 4, 1);
+    /* Unknown kind and module. */
+    put32(buf, units + offsetof(struct ml_prof_unit, kind), 9);
+    expect_bad(buf, len, "unit 0 has unknown kind 9");
+    put32(buf, units + offsetof(struct ml_prof_unit, kind), ML_UNIT_BLOCK);
+    put32(buf, units + offsetof(struct ml_prof_unit, module), 1);
+    expect_bad(buf, len, "unit 0 names module 1 of 1");
+    put32(buf, units + offsetof(struct ml_prof_unit, module), 0);
+    put32(buf, mlb_find(buf, len, ML_SEC_MODULES, 0) + 8, 3);
+    expect_bad(buf, len, "module 0 has a bad name or unit range");
+    free(buf);
+    free(b);
+}
+
+static void test_bad_threads(void **state)
+{
+    struct mlb *b = sample();
+    unsigned char *buf;
+    size_t len, t1, sh;
+    char want[160];
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    t1 = mlb_find(buf, len, ML_SEC_THREAD, 1);
+    sh = t1 - sizeof(struct ml_prof_section);
+    put64(buf, t1 + offsetof(struct ml_prof_thread, nunits), 3);
+    snprintf(want, sizeof(want),
+             "thread record at offset %zu has 3 counters and 2 regions, expected 2 and 2", sh);
+    expect_bad(buf, len, want);
+    put64(buf, t1 + offsetof(struct ml_prof_thread, nunits), 2);
+    put64(buf, t1 + offsetof(struct ml_prof_thread, nregions), 1);
+    snprintf(want, sizeof(want), "thread record at offset %zu has 2 counters and 1 regions", sh);
+    expect_bad(buf, len, want);
+    put64(buf, t1 + offsetof(struct ml_prof_thread, nregions), 2);
+    /* Record counts right, section length wrong (eats the END record's header). */
+    put64(buf, sh + 8, len - t1);
+    snprintf(want, sizeof(want), "thread record at offset %zu has length %zu, expected %zu", sh,
+             len - t1, sizeof(struct ml_prof_thread) + 2 * 8 + 2 * 16);
+    expect_bad(buf, len, want);
+    free(buf);
+
+    /* A section too short for the thread record itself. */
+    buf = mlb_write(b, &len);
+    t1 = mlb_find(buf, len, ML_SEC_THREAD, 0);
+    sh = t1 - sizeof(struct ml_prof_section);
+    put64(buf, sh + 8, 16);
+    snprintf(want, sizeof(want), "thread record at offset %zu is too short", sh);
+    expect_bad(buf, len, want);
+    free(buf);
+    free(b);
+}
+
+/* Builds header + the given sections (type, payload, length triples; type -1 ends). */
+static unsigned char *raw(size_t *len, ...)
+{
+    struct mlb *b = mlb_new(1);
+    FILE *f = tmpfile();
+    unsigned char wbuf[64], *out;
+    struct ml_pw w;
+    va_list ap;
+    int type;
+
+    ml_pw_init(&w, fileno(f), wbuf, sizeof(wbuf));
+    ml_pw_bytes(&w, &b->hdr, sizeof(b->hdr));
+    va_start(ap, len);
+    while ((type = va_arg(ap, int)) >= 0) {
+        const void *p = va_arg(ap, const void *);
+        size_t n = va_arg(ap, size_t);
+        mlb_sec(&w, (uint32_t)type, p, n);
+    }
+    va_end(ap);
+    assert_int_equal(ml_pw_finish(&w), 0);
+    *len = (size_t)ftell(f);
+    out = malloc(*len);
+    rewind(f);
+    assert_int_equal(fread(out, 1, *len, f), *len);
+    fclose(f);
+    free(b);
+    return out;
+}
+
+static void test_section_order(void **state)
+{
+    static const char strs[] = "\0r";
+    static const uint32_t regions[] = {1};
+    struct ml_prof_thread th = {.tid = 1, .nunits = 0, .nregions = 0};
+    unsigned char *buf;
+    size_t len;
+
+    (void)state;
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_STRTAB, strs, sizeof(strs),
+              ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "section 'strtab' at offset 83 appears twice");
+    free(buf);
+    /* A thread sized before REGIONS arrives would index past its rstats. */
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_THREAD, &th, sizeof(th),
+              ML_SEC_REGIONS, regions, sizeof(regions), ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "section 'regions' at offset 123 comes after a thread record");
+    free(buf);
+    buf = raw(&len, ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "no string table");
+    free(buf);
+    /* Unknown sections are skipped (version rule), bytes after END are ignored. */
+    {
+        struct ml_profile *p;
+        char err[256];
+        static const char junk[5] = "abcd";
+        buf =
+            raw(&len, 99, junk, sizeof(junk), ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS,
+                regions, sizeof(regions), ML_SEC_END, NULL, (size_t)0, 77, junk, sizeof(junk), -1);
+        assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+        assert_int_equal(p->nregions, 1);
+        assert_string_equal(ml_profile_str(p, p->regions[0]), "r");
+        ml_profile_free(p);
+        free(buf);
+    }
+}
+
+/* The writer reports a write error (here EBADF) instead of losing data silently. */
+static void test_writer_error(void **state)
+{
+    unsigned char wbuf[8];
+    struct ml_pw w;
+
+    (void)state;
+    ml_pw_init(&w, -1, wbuf, sizeof(wbuf));
+    ml_pw_bytes(&w, "0123456789abcdef", 16);
+    assert_int_equal(ml_pw_finish(&w), -EBADF);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),    cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_truncation),    cmocka_unit_test(test_bad_header),
+        cmocka_unit_test(test_bad_lengths),   cmocka_unit_test(test_bad_strings),
+        cmocka_unit_test(test_bad_regsets),   cmocka_unit_test(test_bad_threads),
+        cmocka_unit_test(test_section_order), cmocka_unit_test(test_writer_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
