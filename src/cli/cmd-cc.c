@@ -287,7 +287,10 @@ static int compile_only(void)
 
         if (!out)
             out = ml_cc_strfmt("%s.%s", stem(in->path), assembly ? "s" : "o");
-        if (in->kind == ML_IN_SRC)
+        /* Whole-program objects are optimised bitcode, instrumented when linked. */
+        if (in->kind == ML_IN_SRC && g.whole_program && !assembly)
+            st = run_frontend(in, out);
+        else if (in->kind == ML_IN_SRC)
             st = compile_source(in, out, assembly);
         else if (in->kind == ML_IN_ASM)
             st = run_assembler(in, out);
@@ -504,11 +507,11 @@ int cmd_cc(int argc, char **argv)
     }
     g.incdir = dirs("include");
     g.rtlib = dirs("lib/libmemlens-rt.a");
-    if (g.cmd.mode == ML_MODE_OBJ && (g.cmd.flto || g.whole_program)) {
+    if (g.cmd.mode == ML_MODE_OBJ && g.cmd.flto) {
         /* Bitcode objects: instrumented when the program is linked. */
-        const char *extra[] = {"-emit-llvm", "-D__MEMLENS__", "-I", g.incdir, NULL};
+        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
 
-        push_raw(&v, g.cmd.flto ? extra + 1 : extra);
+        push_raw(&v, extra);
         ml_cc_exec(v.v);
     }
     if (g.cmd.mode == ML_MODE_LINK)
