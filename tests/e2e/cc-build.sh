@@ -2,7 +2,7 @@
 # memlens-cc / memlens-c++ as drop-in compilers: a make project (C, C++, static library,
 # -c then link, -O0 and -O2), a one-shot multi-file build, -pthread and -fopenmp programs;
 # every program prints the same as when built with clang-14.
-. "$(dirname "$0")/cc-lib.sh"
+. "$(dirname "$0")/cc-lib.bash"
 
 mkdir -p "$W/proj"
 cd "$W/proj" || exit 1

@@ -1,7 +1,7 @@
 #!/bin/bash
 # A CMake project configures (compiler checks included) and builds with memlens-cc and
 # memlens-c++ as its C and C++ compilers, and its program prints what clang-14's build prints.
-. "$(dirname "$0")/cc-lib.sh"
+. "$(dirname "$0")/cc-lib.bash"
 
 command -v cmake >/dev/null || { echo "cmake is not installed"; exit 77; }
 mkdir -p "$W/src"

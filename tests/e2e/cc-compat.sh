@@ -2,7 +2,7 @@
 # memlens-cc behaves like clang-14 where users and build systems look: -E, -M, -MD/-MF/-MT/-MQ
 # outputs, error text and exit status, configure-style probes, response files, -S, version and
 # help queries; and an instrumented object without regions has the same code as clang's.
-. "$(dirname "$0")/cc-lib.sh"
+. "$(dirname "$0")/cc-lib.bash"
 
 MC=$BIN/memlens-cc
 cd "$W" || exit 1

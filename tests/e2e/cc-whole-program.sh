@@ -2,7 +2,7 @@
 # Whole-program mode: -flto and --ml-whole-program builds merge the program's bitcode (objects,
 # one-shot sources, and only the needed bitcode members of static archives), instrument it once
 # and link; the programs print what clang-14's builds print.
-. "$(dirname "$0")/cc-lib.sh"
+. "$(dirname "$0")/cc-lib.bash"
 
 MC=$BIN/memlens-cc
 cd "$W" || exit 1

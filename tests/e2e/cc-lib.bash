@@ -1,4 +1,4 @@
-# Helpers shared by the cc-*.sh tests (sourced): tool paths, a scratch directory, assertions.
+# Helpers shared by the cc-*.sh tests (sourced, not a test itself): tool paths, a scratch directory, assertions.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 BIN=$MEMLENS_BUILD/bin
