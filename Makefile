@@ -35,6 +35,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 TOOL_TREE = $(1)/bin/memlens $(1)/bin/memlens-cc $(1)/bin/memlens-c++ \
 	$(1)/lib/libmemlens-rt.a $(1)/include/memlens.h
 
+.SECONDARY:
 .PHONY: all deps asan unit fuzz test demo bench clean format install
 all: $(call TOOL_TREE,$(B))
 asan: $(call TOOL_TREE,$(B)/asan)

@@ -23,17 +23,14 @@ extern "C" {
 #endif
 void __memlens_roi_begin(const char *name);
 void __memlens_roi_end(const char *name);
-void __memlens_mark(const char *name);
 #ifdef __cplusplus
 }
 #endif
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
-#define MEMLENS_MARK(name)      __memlens_mark(name)
 #else
 #define MEMLENS_ROI_BEGIN(name) ((void)0)
 #define MEMLENS_ROI_END(name)   ((void)0)
-#define MEMLENS_MARK(name)      ((void)0)
 #endif
 
 #endif

@@ -1,0 +1,270 @@
+/* Emits the module descriptor (static facts), the thread-local counters and the registering constructor. */
+#include "instrument/ir/ir.h"
+#include "runtime/abi.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Interns string constants so that repeated function and file names share one global. */
+struct strtab {
+    char **keys;
+    LLVMValueRef *vals;
+    size_t cap, len;
+};
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static LLVMValueRef cstr(struct ml_ir *ir, struct strtab *t, const char *s)
+{
+    size_t j;
+    LLVMValueRef g, zero[2];
+
+    if ((t->len + 1) * 2 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 256;
+        char **keys = calloc(cap, sizeof(*keys));
+        LLVMValueRef *vals = calloc(cap, sizeof(*vals));
+        if (!keys || !vals) {
+            free(keys);
+            free(vals);
+            return NULL;
+        }
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->keys[i])
+                continue;
+            for (j = fnv(t->keys[i]) & (cap - 1); keys[j]; j = (j + 1) & (cap - 1))
+                ;
+            keys[j] = t->keys[i];
+            vals[j] = t->vals[i];
+        }
+        free(t->keys);
+        free(t->vals);
+        t->keys = keys;
+        t->vals = vals;
+        t->cap = cap;
+    }
+    for (j = fnv(s) & (t->cap - 1); t->keys[j]; j = (j + 1) & (t->cap - 1))
+        if (strcmp(t->keys[j], s) == 0)
+            return t->vals[j];
+    LLVMValueRef init = LLVMConstStringInContext(ir->ctx, s, (unsigned)strlen(s), 0);
+    g = LLVMAddGlobal(ir->m, LLVMTypeOf(init), "__memlens_str");
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    zero[0] = zero[1] = LLVMConstInt(ir->t_i32, 0, 0);
+    t->keys[j] = strdup(s);
+    if (!t->keys[j])
+        return NULL;
+    t->vals[j] = LLVMConstGEP2(LLVMTypeOf(init), g, zero, 2);
+    t->len++;
+    return t->vals[j];
+}
+
+static void strtab_free(struct strtab *t)
+{
+    for (size_t i = 0; i < t->cap; i++)
+        free(t->keys[i]);
+    free(t->keys);
+    free(t->vals);
+}
+
+static LLVMValueRef private_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro)
+{
+    LLVMValueRef g = LLVMAddGlobal(ir->m, LLVMTypeOf(init), name);
+
+    LLVMSetInitializer(g, init);
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetGlobalConstant(g, ro);
+    return g;
+}
+
+/* Pointer to element 0 of an array global, or null for an empty table. */
+static LLVMValueRef array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem)
+{
+    LLVMValueRef zero[2] = {LLVMConstInt(ir->t_i32, 0, 0), LLVMConstInt(ir->t_i32, 0, 0)};
+
+    if (!g)
+        return LLVMConstNull(LLVMPointerType(elem, 0));
+    return LLVMConstGEP2(LLVMGlobalGetValueType(g), g, zero, 2);
+}
+
+static LLVMValueRef i32c(struct ml_ir *ir, uint64_t v)
+{
+    return LLVMConstInt(ir->t_i32, v, 0);
+}
+
+/* Appends fn to llvm.global_ctors, rebuilding the appending array (LLVM-C cannot extend it). */
+static void add_ctor(struct ml_ir *ir, LLVMValueRef fn)
+{
+    LLVMValueRef old = LLVMGetNamedGlobal(ir->m, "llvm.global_ctors"), init = NULL, g;
+    LLVMTypeRef fnp = LLVMPointerType(LLVMGlobalGetValueType(fn), 0);
+    LLVMTypeRef fields[3] = {ir->t_i32, fnp, ir->t_i8p}, ety;
+    unsigned n = 0;
+
+    if (old) {
+        init = LLVMGetInitializer(old);
+        ety = LLVMGetElementType(LLVMGlobalGetValueType(old));
+        n = init ? (unsigned)LLVMGetNumOperands(init) : 0;
+    } else {
+        ety = LLVMStructTypeInContext(ir->ctx, fields, 3, 0);
+    }
+    LLVMValueRef elems[n + 1];
+    for (unsigned i = 0; i < n; i++)
+        elems[i] = LLVMGetOperand(init, i);
+    LLVMValueRef vals[3] = {i32c(ir, 65535), LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
+                            LLVMConstNull(LLVMStructGetTypeAtIndex(ety, 2))};
+    elems[n] = LLVMConstNamedStruct(ety, vals, 3);
+    if (old)
+        LLVMDeleteGlobal(old);
+    LLVMValueRef arr = LLVMConstArray(ety, elems, n + 1);
+    g = LLVMAddGlobal(ir->m, LLVMTypeOf(arr), "llvm.global_ctors");
+    LLVMSetInitializer(g, arr);
+    LLVMSetLinkage(g, LLVMAppendingLinkage);
+}
+
+int ml_emit_module(struct ml_ir *ir)
+{
+    struct strtab st = {0};
+    LLVMTypeRef facts_t = LLVMArrayType(ir->t_i64, ML_NFACTS);
+    LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, facts_t};
+    LLVMTypeRef unit_t = LLVMStructTypeInContext(ir->ctx, unit_f, 7, 0);
+    LLVMTypeRef call_f[4] = {ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i64};
+    LLVMTypeRef call_t = LLVMStructTypeInContext(ir->ctx, call_f, 4, 0);
+    LLVMTypeRef tls_fn_t = LLVMFunctionType(ir->t_i64p, NULL, 0, 0);
+    size_t nunits = ir->nunits ? ir->nunits : 1;
+    LLVMValueRef *units = calloc(nunits, sizeof(*units));
+    LLVMValueRef *calls = calloc(ir->ncalls + 1, sizeof(*calls));
+    LLVMValueRef *names = calloc(ir->nregions + 1, sizeof(*names));
+    LLVMValueRef *words = calloc(ir->nwords + 1, sizeof(*words));
+    LLVMValueRef ctr, tls_fn, desc, ctor, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
+    LLVMValueRef zero2[2];
+    const char *modname;
+    size_t len;
+    int rc = -ENOMEM;
+
+    if (!units || !calls || !names || !words)
+        goto out;
+
+    /* Counters: one thread-local slot per unit, so increments never contend. */
+    ctr = LLVMAddGlobal(ir->m, LLVMArrayType(ir->t_i64, (unsigned)nunits), "__memlens_ctr");
+    LLVMSetInitializer(ctr, LLVMConstNull(LLVMGlobalGetValueType(ctr)));
+    LLVMSetLinkage(ctr, LLVMInternalLinkage);
+    LLVMSetThreadLocal(ctr, 1);
+    LLVMSetAlignment(ctr, 64);
+    LLVMReplaceAllUsesWith(ir->ctr_ph, LLVMConstBitCast(ctr, ir->t_i64p));
+    LLVMDeleteGlobal(ir->ctr_ph);
+
+    tls_fn = LLVMAddFunction(ir->m, "__memlens_tls", tls_fn_t);
+    LLVMSetLinkage(tls_fn, LLVMInternalLinkage);
+    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, tls_fn, ""));
+    zero2[0] = zero2[1] = i32c(ir, 0);
+    LLVMBuildRet(ir->b, LLVMConstGEP2(LLVMGlobalGetValueType(ctr), ctr, zero2, 2));
+
+    for (size_t i = 0; i < ir->nunits; i++) {
+        const struct ml_unit *u = &ir->units[i];
+        LLVMValueRef fv[ML_NFACTS], f[7];
+        for (int k = 0; k < ML_NFACTS; k++)
+            fv[k] = LLVMConstInt(ir->t_i64, u->facts[k], 0);
+        f[0] = i32c(ir, u->kind);
+        f[1] = i32c(ir, u->line);
+        f[2] = i32c(ir, u->regset);
+        f[3] = i32c(ir, 0);
+        f[4] = cstr(ir, &st, u->func ? u->func : "");
+        f[5] = cstr(ir, &st, u->file);
+        if (!f[4] || !f[5])
+            goto out;
+        f[6] = LLVMConstArray(ir->t_i64, fv, ML_NFACTS);
+        units[i] = LLVMConstNamedStruct(unit_t, f, 7);
+    }
+    for (size_t i = 0; i < ir->ncalls; i++) {
+        LLVMValueRef f[4] = {i32c(ir, ir->calls[i].unit), i32c(ir, 0),
+                             cstr(ir, &st, ir->calls[i].callee),
+                             LLVMConstInt(ir->t_i64, ir->calls[i].per_exec, 0)};
+        if (!f[2])
+            goto out;
+        calls[i] = LLVMConstNamedStruct(call_t, f, 4);
+    }
+    for (uint32_t i = 0; i < ir->nregions; i++)
+        if (!(names[i] = cstr(ir, &st, ir->regions[i])))
+            goto out;
+    for (size_t i = 0; i < ir->nwords; i++)
+        words[i] = i32c(ir, ir->words[i]);
+
+    g_units = ir->nunits ? private_global(ir, LLVMConstArray(unit_t, units, (unsigned)ir->nunits),
+                                          "__memlens_units", 1)
+                         : NULL;
+    if (ir->ncalls)
+        g_calls = private_global(ir, LLVMConstArray(call_t, calls, (unsigned)ir->ncalls),
+                                 "__memlens_calls", 1);
+    g_names = private_global(ir, LLVMConstArray(ir->t_i8p, names, ir->nregions),
+                             "__memlens_region_names", 1);
+    if (ir->nwords)
+        g_words = private_global(ir, LLVMConstArray(ir->t_i32, words, (unsigned)ir->nwords),
+                                 "__memlens_regsets", 1);
+    g_ids = private_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
+                           "__memlens_region_ids", 0);
+
+    modname = LLVMGetSourceFileName(ir->m, &len);
+    {
+        char name[len + 1];
+        memcpy(name, modname, len);
+        name[len] = 0;
+        LLVMValueRef mname = cstr(ir, &st, name);
+        if (!mname)
+            goto out;
+        /* Field order and types mirror struct ml_rt_module in runtime/abi.h. */
+        LLVMValueRef d[14] = {
+            i32c(ir, ML_RT_ABI),
+            i32c(ir, ir->nunits),
+            i32c(ir, ir->nregions),
+            i32c(ir, ir->nwords),
+            i32c(ir, ir->ncalls),
+            i32c(ir, 0),
+            mname,
+            array_ptr(ir, g_names, ir->t_i8p),
+            array_ptr(ir, g_words, ir->t_i32),
+            array_ptr(ir, g_units, unit_t),
+            array_ptr(ir, g_calls, call_t),
+            tls_fn,
+            array_ptr(ir, g_ids, ir->t_i32),
+            LLVMConstNull(ir->t_i8p),
+        };
+        desc = private_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module",
+                              0);
+    }
+    LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
+    LLVMDeleteGlobal(ir->desc_ph);
+
+    {
+        LLVMTypeRef reg_params[1] = {ir->t_i8p};
+        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, reg_params, 1, 0);
+        LLVMValueRef reg = LLVMGetNamedFunction(ir->m, "__memlens_register");
+        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
+        if (!reg)
+            reg = LLVMAddFunction(ir->m, "__memlens_register", reg_t);
+        ctor = LLVMAddFunction(ir->m, "__memlens_ctor", LLVMFunctionType(ir->t_void, NULL, 0, 0));
+        LLVMSetLinkage(ctor, LLVMInternalLinkage);
+        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
+        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
+        LLVMBuildRetVoid(ir->b);
+        add_ctor(ir, ctor);
+    }
+    rc = 0;
+out:
+    if (rc)
+        ml_ir_fail(ir, rc, "out of memory while emitting the module descriptor");
+    strtab_free(&st);
+    free(units);
+    free(calls);
+    free(names);
+    free(words);
+    return rc;
+}

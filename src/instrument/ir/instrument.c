@@ -1,0 +1,923 @@
+/* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
+#include "instrument/ir/ir.h"
+
+#include <errno.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/Linker.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { ST_UNK = 0, ST_IN = 1, ST_OUT = 2 };
+
+int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (ir->errlen && !ir->err[0]) {
+        va_start(ap, fmt);
+        vsnprintf(ir->err, ir->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    if (!ir->o || !ir->o->warn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ir->o->warn(ir->o->warn_ctx, msg);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    size_t c = *cap ? *cap : 16;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    q = realloc(*p, c * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- region sets ---- */
+
+int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t *off)
+{
+    for (size_t i = 0; i < ir->nwords; i += ir->words[i] + 1) {
+        if (ir->words[i] == n && memcmp(ir->words + i + 1, ids, n * sizeof(*ids)) == 0) {
+            *off = (uint32_t)i;
+            return 0;
+        }
+    }
+    if (grow((void **)&ir->words, &ir->capwords, ir->nwords + n + 1, sizeof(*ir->words)))
+        return -ENOMEM;
+    *off = (uint32_t)ir->nwords;
+    ir->words[ir->nwords++] = n;
+    memcpy(ir->words + ir->nwords, ids, n * sizeof(*ids));
+    ir->nwords += n;
+    return 0;
+}
+
+int ml_regset_has(const struct ml_ir *ir, uint32_t off, uint32_t id)
+{
+    if (off == ML_NOSET)
+        return 0;
+    for (uint32_t i = 0; i < ir->words[off]; i++)
+        if (ir->words[off + 1 + i] == id)
+            return 1;
+    return 0;
+}
+
+/* Interns ctx ∪ {active ids}; ML_NOSET when empty. */
+static int regset_union(struct ml_ir *ir, uint32_t ctx, const uint32_t *add, uint32_t nadd,
+                        uint32_t *off)
+{
+    uint32_t ids[ir->nregions + 1], n = 0;
+
+    for (uint32_t r = 0; r < ir->nregions; r++) {
+        int in = ml_regset_has(ir, ctx, r);
+        for (uint32_t k = 0; !in && k < nadd; k++)
+            in = add[k] == r;
+        if (in)
+            ids[n++] = r;
+    }
+    if (!n) {
+        *off = ML_NOSET;
+        return 0;
+    }
+    return ml_regset_intern(ir, ids, n, off);
+}
+
+/* ---- region markers ---- */
+
+static LLVMValueRef global_base(LLVMValueRef v)
+{
+    while (v && LLVMIsAConstantExpr(v)) {
+        LLVMOpcode op = LLVMGetConstOpcode(v);
+        if (op != LLVMGetElementPtr && op != LLVMBitCast && op != LLVMAddrSpaceCast)
+            return NULL;
+        v = LLVMGetOperand(v, 0);
+    }
+    return v && LLVMIsAGlobalVariable(v) ? v : NULL;
+}
+
+static void describe_loc(LLVMValueRef inst, char *buf, size_t len)
+{
+    unsigned flen = 0;
+    const char *file = LLVMGetDebugLocFilename(inst, &flen);
+    size_t nlen;
+    const char *fn = LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
+
+    if (file && flen)
+        snprintf(buf, len, "%.*s:%u", (int)flen, file, LLVMGetDebugLocLine(inst));
+    else
+        snprintf(buf, len, "function '%.*s'", (int)nlen, fn);
+}
+
+/* 1 = BEGIN, 2 = END, 0 = not a marker. */
+static int marker_kind(struct ml_ir *ir, LLVMValueRef inst)
+{
+    LLVMValueRef fn;
+
+    if (!LLVMIsACallInst(inst) && !LLVMIsAInvokeInst(inst))
+        return 0;
+    fn = ml_called_function(inst);
+    if (!fn)
+        return 0;
+    if (fn == ir->f_begin)
+        return 1;
+    if (fn == ir->f_end)
+        return 2;
+    return 0;
+}
+
+static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_t *id)
+{
+    size_t cap = ir->nregions;
+
+    for (uint32_t i = 0; i < ir->nregions; i++)
+        if (strlen(ir->regions[i]) == len && memcmp(ir->regions[i], name, len) == 0) {
+            *id = i;
+            return 0;
+        }
+    if (grow((void **)&ir->regions, &cap, ir->nregions + 1, sizeof(*ir->regions)))
+        return -ENOMEM;
+    ir->regions[ir->nregions] = strndup(name, len);
+    if (!ir->regions[ir->nregions])
+        return -ENOMEM;
+    *id = ir->nregions++;
+    return 0;
+}
+
+static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
+{
+    LLVMValueRef g = global_base(LLVMGetOperand(call, 0)), init;
+    const char *s;
+    size_t len;
+    char where[256];
+
+    init = g ? LLVMGetInitializer(g) : NULL;
+    if (!init || !LLVMIsConstantString(init)) {
+        describe_loc(call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
+    }
+    if (LLVMIsAInvokeInst(call)) {
+        describe_loc(call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL,
+                          "%s: region marker may throw; declare it through memlens.h", where);
+    }
+    s = LLVMGetAsString(init, &len);
+    if (len && s[len - 1] == 0)
+        len--;
+    return region_intern(ir, s, len, id);
+}
+
+/* ---- per-function work ---- */
+
+struct marker {
+    LLVMValueRef call;
+    uint32_t region;
+    int begin;
+};
+
+struct fwork {
+    LLVMValueRef fn;
+    uint32_t ctx;
+    unsigned nb;
+    LLVMBasicBlockRef *blocks;
+    struct ml_ptrmap index; /* block value -> index + 1 */
+    unsigned *npred;
+    unsigned **preds;
+    struct marker *markers;
+    size_t nmarkers;
+    uint32_t *local; /* regions begun or ended here that the context does not hold */
+    uint32_t nlocal;
+    unsigned char *in, *out; /* [nlocal * nb] */
+};
+
+static int block_index(const struct fwork *w, LLVMBasicBlockRef bb)
+{
+    return (int)(uintptr_t)ml_ptrmap_get(&w->index, LLVMBasicBlockAsValue(bb)) - 1;
+}
+
+static void fwork_free(struct fwork *w)
+{
+    for (unsigned i = 0; i < w->nb && w->preds; i++)
+        free(w->preds[i]);
+    free(w->preds);
+    free(w->npred);
+    free(w->blocks);
+    free(w->markers);
+    free(w->local);
+    free(w->in);
+    free(w->out);
+    ml_ptrmap_free(&w->index);
+}
+
+static int fwork_build(struct ml_ir *ir, struct fwork *w)
+{
+    LLVMBasicBlockRef bb;
+    size_t capm = 0;
+    unsigned i = 0;
+    int rc;
+
+    w->nb = LLVMCountBasicBlocks(w->fn);
+    w->blocks = calloc(w->nb, sizeof(*w->blocks));
+    w->npred = calloc(w->nb, sizeof(*w->npred));
+    w->preds = calloc(w->nb, sizeof(*w->preds));
+    if (!w->blocks || !w->npred || !w->preds)
+        return -ENOMEM;
+    for (bb = LLVMGetFirstBasicBlock(w->fn); bb; bb = LLVMGetNextBasicBlock(bb), i++) {
+        w->blocks[i] = bb;
+        if (ml_ptrmap_put(&w->index, LLVMBasicBlockAsValue(bb), (void *)(uintptr_t)(i + 1)))
+            return -ENOMEM;
+    }
+    for (i = 0; i < w->nb; i++) {
+        LLVMValueRef t = LLVMGetBasicBlockTerminator(w->blocks[i]);
+        unsigned ns = t ? LLVMGetNumSuccessors(t) : 0;
+        for (unsigned k = 0; k < ns; k++) {
+            int s = block_index(w, LLVMGetSuccessor(t, k));
+            unsigned *p;
+            if (s < 0)
+                continue;
+            p = realloc(w->preds[s], (w->npred[s] + 1) * sizeof(*p));
+            if (!p)
+                return -ENOMEM;
+            w->preds[s] = p;
+            p[w->npred[s]++] = i;
+        }
+        for (LLVMValueRef in = LLVMGetFirstInstruction(w->blocks[i]); in;
+             in = LLVMGetNextInstruction(in)) {
+            int k = marker_kind(ir, in);
+            uint32_t r = 0;
+            if (!k)
+                continue;
+            rc = marker_region(ir, in, &r);
+            if (rc)
+                return rc;
+            if (grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
+                return -ENOMEM;
+            w->markers[w->nmarkers++] = (struct marker){in, r, k == 1};
+        }
+    }
+    return 0;
+}
+
+static const struct marker *find_marker(const struct fwork *w, LLVMValueRef inst)
+{
+    for (size_t i = 0; i < w->nmarkers; i++)
+        if (w->markers[i].call == inst)
+            return &w->markers[i];
+    return NULL;
+}
+
+/*
+ * For each local region, a block is inside when every predecessor leaves the
+ * region open (the entry block starts outside). Unknown predecessors (not yet
+ * reached) are ignored, so states only move unknown -> in -> out and the
+ * iteration ends.
+ */
+static int region_dataflow(struct fwork *w)
+{
+    size_t n = (size_t)w->nlocal * w->nb;
+    int changed = 1;
+
+    w->in = calloc(n ? n : 1, 1);
+    w->out = calloc(n ? n : 1, 1);
+    if (!w->in || !w->out)
+        return -ENOMEM;
+    for (uint32_t l = 0; l < w->nlocal; l++) {
+        unsigned char *in = w->in + (size_t)l * w->nb, *out = w->out + (size_t)l * w->nb;
+        in[0] = ST_OUT;
+        changed = 1;
+        while (changed) {
+            changed = 0;
+            for (unsigned b = 0; b < w->nb; b++) {
+                unsigned char st = in[b];
+                if (b) {
+                    unsigned char agg = ST_UNK;
+                    for (unsigned k = 0; k < w->npred[b]; k++) {
+                        unsigned char ps = out[w->preds[b][k]];
+                        if (ps == ST_OUT)
+                            agg = ST_OUT;
+                        else if (ps == ST_IN && agg == ST_UNK)
+                            agg = ST_IN;
+                    }
+                    st = agg;
+                }
+                if (st != in[b]) {
+                    in[b] = st;
+                    changed = 1;
+                }
+                if (st != ST_UNK)
+                    for (LLVMValueRef i = LLVMGetFirstInstruction(w->blocks[b]); i;
+                         i = LLVMGetNextInstruction(i)) {
+                        const struct marker *m = find_marker(w, i);
+                        if (m && m->region == w->local[l])
+                            st = m->begin ? ST_IN : ST_OUT;
+                    }
+                if (st != out[b]) {
+                    out[b] = st;
+                    changed = 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char *func,
+                    LLVMValueRef loc, uint32_t *idx)
+{
+    struct ml_unit *u;
+    unsigned flen = 0;
+    const char *file = loc ? LLVMGetDebugLocFilename(loc, &flen) : NULL;
+
+    if (grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
+        return -ENOMEM;
+    u = &ir->units[ir->nunits];
+    memset(u, 0, sizeof(*u));
+    u->kind = kind;
+    u->regset = regset;
+    u->func = func;
+    u->line = file && flen ? LLVMGetDebugLocLine(loc) : 0;
+    u->file = strndup(file && flen ? file : "", flen);
+    if (!u->file)
+        return -ENOMEM;
+    *idx = (uint32_t)ir->nunits++;
+    return 0;
+}
+
+static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t len)
+{
+    for (size_t i = ir->ncalls; i-- > 0 && ir->calls[i].unit == unit;)
+        if (strlen(ir->calls[i].callee) == len && !memcmp(ir->calls[i].callee, callee, len)) {
+            ir->calls[i].per_exec++;
+            return 0;
+        }
+    if (grow((void **)&ir->calls, &ir->capcalls, ir->ncalls + 1, sizeof(*ir->calls)))
+        return -ENOMEM;
+    ir->calls[ir->ncalls].unit = unit;
+    ir->calls[ir->ncalls].per_exec = 1;
+    ir->calls[ir->ncalls].callee = strndup(callee, len);
+    if (!ir->calls[ir->ncalls].callee)
+        return -ENOMEM;
+    ir->ncalls++;
+    return 0;
+}
+
+/* Adds `by` to a counter slot before `before`: one load-add-store on a thread-local slot. */
+static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMValueRef by)
+{
+    LLVMValueRef idx = LLVMConstInt(ir->t_i64, slot, 0);
+    LLVMValueRef p = LLVMConstGEP2(ir->t_i64, ir->ctr_ph, &idx, 1);
+    LLVMValueRef v;
+
+    LLVMPositionBuilderBefore(ir->b, before);
+    v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
+    v = LLVMBuildAdd(ir->b, v, by, "");
+    LLVMBuildStore(ir->b, v, p);
+}
+
+static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx);
+
+/* Calls out of a region: clone bodies we have, record the rest as not seen. */
+static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint32_t regset,
+                       const char *func)
+{
+    LLVMValueRef fn = ml_called_function(call);
+    int nops = LLVMGetNumOperands(call);
+    size_t len;
+    const char *name;
+    int mk = ml_mem_call_kind(call);
+
+    if (mk) {
+        LLVMValueRef n = LLVMGetOperand(call, 2);
+        uint32_t bu;
+        int rc;
+        if (LLVMIsAConstantInt(n))
+            return 0;
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &bu);
+        if (rc)
+            return rc;
+        ir->units[bu].facts[ML_F_WR_HEAP + ml_ptr_class(LLVMGetOperand(call, 0))] = 1;
+        if (mk == 1)
+            ir->units[bu].facts[ML_F_RD_HEAP + ml_ptr_class(LLVMGetOperand(call, 1))] = 1;
+        LLVMPositionBuilderBefore(ir->b, call);
+        emit_add(ir, call, bu, LLVMBuildZExtOrBitCast(ir->b, n, ir->t_i64, ""));
+        return 0;
+    }
+    if (!fn)
+        return add_call(ir, unit, "(indirect call)", 15);
+    if (LLVMGetIntrinsicID(fn))
+        return 0;
+    name = LLVMGetValueName2(fn, &len);
+    if (LLVMIsDeclaration(fn)) {
+        /* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
+        if ((len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
+            (len == 17 && !memcmp(name, "__kmpc_fork_teams", 17))) {
+            LLVMValueRef mt = LLVMGetOperand(call, 2), base = mt;
+            while (base && LLVMIsAConstantExpr(base) && LLVMGetConstOpcode(base) == LLVMBitCast)
+                base = LLVMGetOperand(base, 0);
+            if (base && LLVMIsAFunction(base) && ml_can_clone(base)) {
+                LLVMValueRef c = clone_for(ir, base, regset);
+                if (!c)
+                    return -ENOMEM;
+                LLVMSetOperand(call, 2, LLVMConstBitCast(c, LLVMTypeOf(mt)));
+            }
+        }
+        return add_call(ir, unit, name, len);
+    }
+    if (!ml_can_clone(fn))
+        return add_call(ir, unit, name, len);
+    LLVMValueRef c = clone_for(ir, fn, regset);
+    if (!c)
+        return -ENOMEM;
+    LLVMValueRef old = LLVMGetOperand(call, (unsigned)nops - 1);
+    LLVMSetOperand(call, (unsigned)nops - 1,
+                   LLVMTypeOf(old) == LLVMTypeOf(c) ? c : LLVMConstBitCast(c, LLVMTypeOf(old)));
+    return 0;
+}
+
+static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
+{
+    LLVMValueRef in = LLVMGetFirstInstruction(bb);
+
+    while (in && (LLVMIsAPHINode(in) || LLVMIsALandingPadInst(in)))
+        in = LLVMGetNextInstruction(in);
+    return in;
+}
+
+/* Counts one segment [from, to) of a block whose active region set is regset. */
+static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
+                         uint32_t regset, const char *func)
+{
+    uint64_t facts[ML_NFACTS] = {0};
+    LLVMValueRef loc = NULL;
+    uint32_t unit;
+    int any = 0, rc;
+
+    for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
+        any |= ml_facts_add(ir, in, facts);
+        if (!loc && LLVMGetDebugLocLine(in))
+            loc = in;
+    }
+    if (!any || !at)
+        return 0;
+    rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
+    if (rc)
+        return rc;
+    memcpy(ir->units[unit].facts, facts, sizeof(facts));
+    ir->units[unit].facts[ML_F_INCR] = 1;
+    for (LLVMValueRef in = from; in != to;) {
+        LLVMValueRef next = LLVMGetNextInstruction(in);
+        if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && !ml_is_ignored_call(in)) {
+            rc = region_call(ir, in, unit, regset, func);
+            if (rc)
+                return rc;
+        }
+        in = next;
+    }
+    emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
+    return 0;
+}
+
+static void emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
+{
+    LLVMValueRef args[2] = {ir->desc_ph, LLVMConstInt(ir->t_i32, region, 0)};
+    LLVMBuildCall2(ir->b, ir->ty_enter, fn, args, 2, "");
+}
+
+/* Redirects edge p->s through a new block that closes regions; fixes the phis of s. */
+static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned s,
+                        const uint32_t *regions, uint32_t n)
+{
+    LLVMBasicBlockRef pb = w->blocks[p], sb = w->blocks[s], nb;
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(pb), first = LLVMGetFirstInstruction(sb);
+    LLVMOpcode op = LLVMGetInstructionOpcode(term);
+
+    /* Unwind and indirect edges cannot be split; the runtime closes such regions later. */
+    if (op == LLVMIndirectBr || op == LLVMCallBr || (first && LLVMIsALandingPadInst(first)))
+        return 0;
+    nb = LLVMAppendBasicBlockInContext(ir->ctx, w->fn, "memlens.exit");
+    LLVMPositionBuilderAtEnd(ir->b, nb);
+    for (uint32_t i = 0; i < n; i++)
+        emit_marker_call(ir, ir->f_exit, regions[i]);
+    LLVMBuildBr(ir->b, sb);
+    for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
+        if (LLVMGetSuccessor(term, k) == sb)
+            LLVMSetSuccessor(term, k, nb);
+    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
+        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
+        unsigned cnt = LLVMCountIncoming(phi);
+        int done = 0;
+        LLVMPositionBuilderBefore(ir->b, phi);
+        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
+        for (unsigned i = 0; i < cnt; i++) {
+            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
+            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
+            if (b == pb) {
+                if (done)
+                    continue;
+                b = nb;
+                done = 1;
+            }
+            LLVMAddIncoming(np, &v, &b, 1);
+        }
+        LLVMReplaceAllUsesWith(phi, np);
+        {
+            size_t len;
+            const char *nm = LLVMGetValueName2(phi, &len);
+            char buf[len + 1];
+            memcpy(buf, nm, len);
+            buf[len] = 0;
+            LLVMInstructionEraseFromParent(phi);
+            LLVMSetValueName2(np, buf, len);
+        }
+        phi = next;
+    }
+    return 0;
+}
+
+static int local_index(const struct fwork *w, uint32_t region)
+{
+    for (uint32_t l = 0; l < w->nlocal; l++)
+        if (w->local[l] == region)
+            return (int)l;
+    return -1;
+}
+
+static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
+{
+    struct fwork w = {.fn = job->fn, .ctx = job->ctx};
+    uint32_t active[ir->nregions + 1];
+    int rc;
+
+    ml_ptrmap_init(&w.index);
+    rc = fwork_build(ir, &w);
+    if (rc)
+        goto out;
+    w.local = calloc(w.nmarkers + 1, sizeof(*w.local));
+    if (!w.local) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < w.nmarkers; i++)
+        if (!ml_regset_has(ir, w.ctx, w.markers[i].region) &&
+            local_index(&w, w.markers[i].region) < 0)
+            w.local[w.nlocal++] = w.markers[i].region;
+    rc = region_dataflow(&w);
+    if (rc)
+        goto out;
+
+    /* Count every segment whose region set is non-empty. */
+    for (unsigned b = 0; b < w.nb; b++) {
+        LLVMBasicBlockRef bb = w.blocks[b];
+        LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
+        uint32_t nact = 0, set;
+        int reachable = b == 0 || w.npred[b] > 0;
+
+        for (uint32_t l = 0; l < w.nlocal; l++)
+            if (w.in[(size_t)l * w.nb + b] == ST_IN)
+                active[nact++] = w.local[l];
+        if (!reachable)
+            continue;
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb);; in = LLVMGetNextInstruction(in)) {
+            const struct marker *m = in ? find_marker(&w, in) : NULL;
+            if (in && !m)
+                continue;
+            rc = regset_union(ir, w.ctx, active, nact, &set);
+            if (rc)
+                goto out;
+            if (set != ML_NOSET && from != in) {
+                rc = count_segment(ir, from, in, at, set, job->src_name);
+                if (rc)
+                    goto out;
+            }
+            if (!in)
+                break;
+            if (local_index(&w, m->region) >= 0) {
+                uint32_t k;
+                for (k = 0; k < nact && active[k] != m->region; k++)
+                    ;
+                if (m->begin && k == nact)
+                    active[nact++] = m->region;
+                else if (!m->begin && k < nact)
+                    active[k] = active[--nact];
+            }
+            from = at = LLVMGetNextInstruction(in);
+        }
+    }
+
+    /* Close local regions on edges that leave them and at returns. */
+    for (unsigned p = 0; p < w.nb; p++) {
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(w.blocks[p]);
+        LLVMOpcode op;
+        uint32_t exits[w.nlocal + 1], ne = 0;
+        if (!term)
+            continue;
+        op = LLVMGetInstructionOpcode(term);
+        if (op == LLVMRet || op == LLVMResume) {
+            for (uint32_t l = 0; l < w.nlocal; l++)
+                if (w.out[(size_t)l * w.nb + p] == ST_IN) {
+                    LLVMPositionBuilderBefore(ir->b, term);
+                    emit_marker_call(ir, ir->f_exit, w.local[l]);
+                }
+            continue;
+        }
+        for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++) {
+            int s = block_index(&w, LLVMGetSuccessor(term, k));
+            int seen = 0;
+            if (s < 0)
+                continue;
+            for (unsigned j = 0; j < k; j++)
+                seen |= LLVMGetSuccessor(term, j) == w.blocks[s];
+            if (seen)
+                continue;
+            ne = 0;
+            for (uint32_t l = 0; l < w.nlocal; l++)
+                if (w.out[(size_t)l * w.nb + p] == ST_IN && w.in[(size_t)l * w.nb + s] != ST_IN)
+                    exits[ne++] = w.local[l];
+            if (ne) {
+                rc = exit_on_edge(ir, &w, p, (unsigned)s, exits, ne);
+                if (rc)
+                    goto out;
+            }
+        }
+    }
+
+    /* Markers become runtime calls on this module's descriptor. */
+    for (size_t i = 0; i < w.nmarkers; i++) {
+        LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
+        emit_marker_call(ir, w.markers[i].begin ? ir->f_enter : ir->f_exit, w.markers[i].region);
+        LLVMInstructionEraseFromParent(w.markers[i].call);
+    }
+out:
+    fwork_free(&w);
+    return rc;
+}
+
+static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, const char *src)
+{
+    if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
+        return -ENOMEM;
+    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src};
+    return 0;
+}
+
+/* The copy of fn counted under ctx, made once per (function, region set). */
+static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
+{
+    LLVMValueRef tmpl = ml_ptrmap_get(&ir->templates, fn), c;
+    size_t len;
+    const char *name;
+
+    if (!tmpl)
+        tmpl = fn;
+    for (size_t i = 0; i < ir->nclones; i++)
+        if (ir->clones[i].ctx == ctx && (ir->clones[i].tmpl == tmpl || ir->clones[i].fn == fn))
+            return ir->clones[i].fn;
+    if (ml_ptrmap_get(&ir->generated, fn)) {
+        /* fn is itself a clone (recursion through a clone): find its template. */
+        for (size_t i = 0; i < ir->nclones; i++)
+            if (ir->clones[i].fn == fn)
+                return clone_for(ir, ir->clones[i].tmpl, ctx);
+    }
+    name = LLVMGetValueName2(fn, &len);
+    {
+        char cname[len + 32];
+        snprintf(cname, sizeof(cname), "%.*s.memlens.%zu", (int)len, name, ir->nclones);
+        c = ml_clone_function(ir, tmpl, cname);
+    }
+    if (!c)
+        return NULL;
+    if (grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
+        ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, name))
+        return NULL;
+    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, c};
+    return c;
+}
+
+static int has_markers(struct ml_ir *ir, LLVMValueRef fn)
+{
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+            if (marker_kind(ir, in))
+                return 1;
+    return 0;
+}
+
+static void ir_free(struct ml_ir *ir)
+{
+    for (uint32_t i = 0; i < ir->nregions; i++)
+        free(ir->regions[i]);
+    free(ir->regions);
+    free(ir->words);
+    for (size_t i = 0; i < ir->nunits; i++)
+        free(ir->units[i].file);
+    free(ir->units);
+    for (size_t i = 0; i < ir->ncalls; i++)
+        free(ir->calls[i].callee);
+    free(ir->calls);
+    free(ir->work);
+    free(ir->clones);
+    ml_ptrmap_free(&ir->templates);
+    ml_ptrmap_free(&ir->generated);
+    if (ir->b)
+        LLVMDisposeBuilder(ir->b);
+    if (ir->td)
+        LLVMDisposeTargetData(ir->td);
+}
+
+static void setup_types(struct ml_ir *ir)
+{
+    LLVMTypeRef params[2];
+
+    ir->t_void = LLVMVoidTypeInContext(ir->ctx);
+    ir->t_i8 = LLVMInt8TypeInContext(ir->ctx);
+    ir->t_i32 = LLVMInt32TypeInContext(ir->ctx);
+    ir->t_i64 = LLVMInt64TypeInContext(ir->ctx);
+    ir->t_i8p = LLVMPointerType(ir->t_i8, 0);
+    ir->t_i64p = LLVMPointerType(ir->t_i64, 0);
+    params[0] = ir->t_i8p;
+    params[1] = ir->t_i32;
+    ir->ty_enter = LLVMFunctionType(ir->t_void, params, 2, 0);
+}
+
+static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name)
+{
+    LLVMValueRef f = LLVMGetNamedFunction(ir->m, name);
+
+    if (!f) {
+        f = LLVMAddFunction(ir->m, name, ir->ty_enter);
+        LLVMAddAttributeAtIndex(
+            f, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
+    }
+    return f;
+}
+
+int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, size_t errlen)
+{
+    struct ml_ir ir = {.m = m, .ctx = LLVMGetModuleContext(m), .o = o, .err = err,
+                       .errlen = errlen};
+    LLVMValueRef fn;
+    int rc = 0;
+
+    if (errlen)
+        err[0] = 0;
+    ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
+    ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
+    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) && (!ir.f_end || !LLVMGetFirstUse(ir.f_end)))
+        return 0; /* no regions: leave the module untouched */
+    ml_ptrmap_init(&ir.templates);
+    ml_ptrmap_init(&ir.generated);
+    ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
+    ir.b = LLVMCreateBuilderInContext(ir.ctx);
+    setup_types(&ir);
+    ir.f_enter = runtime_fn(&ir, "__memlens_enter");
+    ir.f_exit = runtime_fn(&ir, "__memlens_exit");
+    ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
+    ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
+
+    /* Functions with markers are changed in place: keep pristine copies to clone from. */
+    for (fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
+        size_t len;
+        const char *name;
+        if (LLVMIsDeclaration(fn) || ml_ptrmap_get(&ir.generated, fn) || !has_markers(&ir, fn))
+            continue;
+        name = LLVMGetValueName2(fn, &len);
+        if (ml_can_clone(fn)) {
+            char tname[len + 16];
+            snprintf(tname, sizeof(tname), "%.*s.memlens.tmpl", (int)len, name);
+            LLVMValueRef t = ml_clone_function(&ir, fn, tname);
+            if (!t || ml_ptrmap_put(&ir.templates, fn, t) || ml_ptrmap_put(&ir.generated, t, t)) {
+                rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
+                goto out;
+            }
+        }
+        if (push_work(&ir, fn, ML_NOSET, name)) {
+            rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < ir.nwork; i++) {
+        struct ml_work job = ir.work[i];
+        rc = instrument_function(&ir, &job);
+        if (rc) {
+            if (rc == -ENOMEM)
+                ml_ir_fail(&ir, rc, "out of memory");
+            goto out;
+        }
+    }
+    rc = ml_emit_module(&ir);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < ir.nclones; i++)
+        ml_strip_debug(ir.clones[i].fn);
+    /* Templates were only ever copied from, never called. */
+    for (size_t i = 0; i < ir.nwork; i++) {
+        LLVMValueRef t = ir.work[i].ctx == ML_NOSET ? ml_ptrmap_get(&ir.templates, ir.work[i].fn)
+                                                    : NULL;
+        if (t && !LLVMGetFirstUse(t))
+            LLVMDeleteFunction(t);
+    }
+out:
+    ir_free(&ir);
+    return rc;
+}
+
+/* ---- file entry point ---- */
+
+static int read_module(LLVMContextRef ctx, const char *path, LLVMModuleRef *m, char *err,
+                       size_t errlen)
+{
+    LLVMMemoryBufferRef buf;
+    char *msg = NULL;
+
+    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+        snprintf(err, errlen, "cannot read bitcode '%s': %s", path, msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return -EIO;
+    }
+    if (LLVMParseBitcodeInContext2(ctx, buf, m)) {
+        snprintf(err, errlen, "'%s' is not LLVM 14 bitcode", path);
+        LLVMDisposeMemoryBuffer(buf);
+        return -EINVAL;
+    }
+    LLVMDisposeMemoryBuffer(buf);
+    return 0;
+}
+
+/* Only the first line of LLVM's verifier report fits a one-line error. */
+static void first_line(char *s)
+{
+    char *nl = strchr(s, '\n');
+    if (nl)
+        *nl = 0;
+}
+
+int ml_ir_instrument_files(const char *const *in, int n, const char *out,
+                           const struct ml_ir_opts *o, char *err, size_t errlen)
+{
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef m = NULL;
+    char tmp[4096], *msg = NULL;
+    int rc;
+
+    err[0] = 0;
+    rc = read_module(ctx, in[0], &m, err, errlen);
+    for (int i = 1; i < n && !rc; i++) {
+        LLVMModuleRef other;
+        rc = read_module(ctx, in[i], &other, err, errlen);
+        if (!rc && LLVMLinkModules2(m, other)) {
+            snprintf(err, errlen, "cannot link bitcode '%s' into '%s'", in[i], in[0]);
+            rc = -EINVAL;
+        }
+    }
+    if (rc)
+        goto out;
+    rc = ml_ir_instrument(m, o, err, errlen);
+    if (rc)
+        goto out;
+    if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
+        first_line(msg);
+        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s", in[0], msg);
+        rc = -EINVAL;
+        goto out;
+    }
+    snprintf(tmp, sizeof(tmp), "%s.tmp%d", out, (int)getpid());
+    if (LLVMWriteBitcodeToFile(m, tmp)) {
+        snprintf(err, errlen, "cannot write bitcode '%s'", tmp);
+        rc = -EIO;
+        goto out;
+    }
+    if (rename(tmp, out)) {
+        rc = -errno;
+        snprintf(err, errlen, "cannot write bitcode '%s': %s", out, strerror(errno));
+        unlink(tmp);
+    }
+out:
+    LLVMDisposeMessage(msg);
+    if (m)
+        LLVMDisposeModule(m);
+    LLVMContextDispose(ctx);
+    return rc;
+}

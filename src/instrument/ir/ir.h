@@ -1,0 +1,106 @@
+/* Instrumenter internals shared by its passes: module state, units, region sets. */
+#ifndef ML_IR_IR_H
+#define ML_IR_IR_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "format/profile.h"
+#include "instrument/ir/instrument.h"
+#include "instrument/ir/ptrmap.h"
+
+/* One counting unit: a counter slot and the facts one increment stands for. */
+struct ml_unit {
+    uint32_t kind; /* enum ml_unit_kind */
+    uint32_t line;
+    uint32_t regset; /* word offset into ml_ir.words */
+    const char *func; /* interned by LLVM (function name) or a literal */
+    char *file;       /* owned */
+    uint64_t facts[ML_NFACTS];
+};
+
+struct ml_callrec {
+    uint32_t unit;
+    char *callee; /* owned */
+    uint64_t per_exec;
+};
+
+/* A function body to instrument under a context: regions active on every path into it. */
+struct ml_work {
+    LLVMValueRef fn;
+    uint32_t ctx;          /* regset offset; ML_NOSET when none */
+    const char *src_name;  /* the source function it stands for */
+};
+
+struct ml_clone {
+    LLVMValueRef tmpl;
+    uint32_t ctx;
+    LLVMValueRef fn;
+};
+
+#define ML_NOSET UINT32_MAX
+
+struct ml_ir {
+    LLVMModuleRef m;
+    LLVMContextRef ctx;
+    LLVMTargetDataRef td;
+    LLVMBuilderRef b;
+    const struct ml_ir_opts *o;
+    char *err;
+    size_t errlen;
+
+    LLVMTypeRef t_void, t_i8, t_i32, t_i64, t_i8p, t_i64p;
+    LLVMValueRef f_begin, f_end;   /* user API (may be NULL) */
+    LLVMValueRef f_enter, f_exit;  /* runtime entry points */
+    LLVMTypeRef ty_enter;
+    LLVMValueRef desc_ph;          /* placeholder for the module descriptor */
+    LLVMValueRef ctr_ph;           /* placeholder for the counter array */
+
+    char **regions;
+    uint32_t nregions;
+    uint32_t *words; /* region sets: n, ids... (sorted) */
+    size_t nwords, capwords;
+    struct ml_unit *units;
+    size_t nunits, capunits;
+    struct ml_callrec *calls;
+    size_t ncalls, capcalls;
+
+    struct ml_work *work;
+    size_t nwork, capwork;
+    struct ml_clone *clones;
+    size_t nclones, capclones;
+    struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
+    struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
+};
+
+/* Reports an error into ir->err; returns -EINVAL (or the given code). */
+int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Region sets. */
+int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t *off);
+int ml_regset_has(const struct ml_ir *ir, uint32_t off, uint32_t id);
+
+/* facts.c: static facts of instructions. */
+enum ml_memclass { ML_HEAP = 0, ML_GLOBAL = 1, ML_STACK = 2 };
+enum ml_memclass ml_ptr_class(LLVMValueRef ptr);
+/* Adds the facts of one instruction to f; returns 0 for instructions that are not counted. */
+int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f);
+/* Memory intrinsic or libc memcpy/memmove/memset: 1 = copy, 2 = set, 0 = neither. */
+int ml_mem_call_kind(LLVMValueRef call);
+int ml_is_ignored_call(LLVMValueRef call);
+LLVMValueRef ml_called_function(LLVMValueRef call);
+
+/* clone.c: copies fn into a new internal function named name (debug info dropped later). */
+LLVMValueRef ml_clone_function(struct ml_ir *ir, LLVMValueRef fn, const char *name);
+/* Removes debug locations and debug intrinsics from a generated function. */
+void ml_strip_debug(LLVMValueRef fn);
+int ml_can_clone(LLVMValueRef fn);
+
+/* emit.c: the descriptor, counters, constructor. */
+int ml_emit_module(struct ml_ir *ir);
+
+#endif

@@ -1,0 +1,389 @@
+/* Runtime profile writer: one .mlp per process, written atomically, signal-safe (no malloc, no stdio). */
+#include "runtime/rt.h"
+#include "runtime/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#ifndef ML_VERSION
+#define ML_VERSION "0.1.0"
+#endif
+
+static unsigned char wbuf[1 << 16];
+static char exe_path[4096];
+static char host[256];
+
+static size_t slen(const char *s)
+{
+    return s ? strlen(s) + 1 : 1;
+}
+
+/* Appends s (NUL-terminated) to the string table, or "" for NULL. */
+static void put_str(struct ml_pw *w, const char *s)
+{
+    if (s)
+        ml_pw_bytes(w, s, strlen(s) + 1);
+    else
+        ml_pw_bytes(w, "", 1);
+}
+
+static const char *const meta_keys[] = {"program", "hostname", "memlens"};
+#define NMETA 3
+
+static const char *meta_value(int i)
+{
+    return i == 0 ? exe_path : i == 1 ? host : ML_VERSION;
+}
+
+/*
+ * The string table is laid out in a fixed order (meta, regions, modules,
+ * units, calls) so that each section can recompute its strings' offsets by
+ * walking the same lists instead of keeping a table in memory.
+ */
+struct str_bases {
+    uint32_t meta, regions, modules, units, calls, end;
+};
+
+static void str_layout(struct str_bases *b)
+{
+    struct ml_rt_module *m;
+    uint32_t off = 1; /* offset 0 is "" */
+
+    b->meta = off;
+    for (int i = 0; i < NMETA; i++)
+        off += slen(meta_keys[i]) + slen(meta_value(i));
+    b->regions = off;
+    for (uint32_t i = 0; i < ml_rt.nregions; i++)
+        off += slen(ml_rt.region_names[i]);
+    b->modules = off;
+    for (m = ml_rt.mods; m; m = m->next)
+        off += slen(m->name);
+    b->units = off;
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; i < m->nunits; i++)
+            off += slen(m->units[i].func) + slen(m->units[i].file);
+    b->calls = off;
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; i < m->ncalls; i++)
+            off += slen(m->calls[i].callee);
+    b->end = off;
+}
+
+static void write_strtab(struct ml_pw *w, const struct str_bases *b)
+{
+    struct ml_rt_module *m;
+
+    ml_pw_section(w, ML_SEC_STRTAB, b->end);
+    ml_pw_bytes(w, "", 1);
+    for (int i = 0; i < NMETA; i++) {
+        put_str(w, meta_keys[i]);
+        put_str(w, meta_value(i));
+    }
+    for (uint32_t i = 0; i < ml_rt.nregions; i++)
+        put_str(w, ml_rt.region_names[i]);
+    for (m = ml_rt.mods; m; m = m->next)
+        put_str(w, m->name);
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; i < m->nunits; i++) {
+            put_str(w, m->units[i].func);
+            put_str(w, m->units[i].file);
+        }
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; i < m->ncalls; i++)
+            put_str(w, m->calls[i].callee);
+}
+
+static void write_tables(struct ml_pw *w, const struct str_bases *b)
+{
+    struct ml_rt_module *m;
+    uint32_t off, unit_base, word_base, mi;
+
+    ml_pw_section(w, ML_SEC_META, NMETA * 8);
+    off = b->meta;
+    for (int i = 0; i < NMETA; i++) {
+        uint32_t kv[2] = {off, off + (uint32_t)slen(meta_keys[i])};
+        ml_pw_bytes(w, kv, sizeof(kv));
+        off += slen(meta_keys[i]) + slen(meta_value(i));
+    }
+
+    ml_pw_section(w, ML_SEC_REGIONS, ml_rt.nregions * 4ull);
+    off = b->regions;
+    for (uint32_t i = 0; i < ml_rt.nregions; i++) {
+        ml_pw_bytes(w, &off, 4);
+        off += slen(ml_rt.region_names[i]);
+    }
+
+    /* Module-local region ids become process-wide ids; set lengths are unchanged. */
+    ml_pw_section(w, ML_SEC_REGSETS, ml_rt.nregset_words * 4ull);
+    for (m = ml_rt.mods; m; m = m->next) {
+        for (uint32_t i = 0; i < m->nregset_words;) {
+            uint32_t n = m->regsets[i];
+            ml_pw_bytes(w, &n, 4);
+            for (uint32_t k = 1; k <= n && i + k < m->nregset_words; k++) {
+                uint32_t g = m->region_ids[m->regsets[i + k]];
+                ml_pw_bytes(w, &g, 4);
+            }
+            i += n + 1;
+        }
+    }
+
+    ml_pw_section(w, ML_SEC_MODULES, ml_rt.nmods * (uint64_t)sizeof(struct ml_prof_module));
+    off = b->modules;
+    unit_base = 0;
+    for (m = ml_rt.mods; m; m = m->next) {
+        struct ml_prof_module pm = {.name = off, .first_unit = unit_base, .nunits = m->nunits};
+        ml_pw_bytes(w, &pm, sizeof(pm));
+        off += slen(m->name);
+        unit_base += m->nunits;
+    }
+
+    ml_pw_section(w, ML_SEC_UNITS, ml_rt.nunits * (uint64_t)sizeof(struct ml_prof_unit));
+    off = b->units;
+    word_base = 0;
+    mi = 0;
+    for (m = ml_rt.mods; m; m = m->next, mi++) {
+        for (uint32_t i = 0; i < m->nunits; i++) {
+            const struct ml_rt_unit *u = &m->units[i];
+            struct ml_prof_unit pu = {.kind = u->kind,
+                                      .module = mi,
+                                      .func = off,
+                                      .file = off + (uint32_t)slen(u->func),
+                                      .line = u->line,
+                                      .regset = word_base + u->regset};
+            memcpy(pu.facts, u->facts, sizeof(pu.facts));
+            ml_pw_bytes(w, &pu, sizeof(pu));
+            off += slen(u->func) + slen(u->file);
+        }
+        word_base += m->nregset_words;
+    }
+
+    ml_pw_section(w, ML_SEC_CALLS, ml_rt.ncalls * (uint64_t)sizeof(struct ml_prof_call));
+    off = b->calls;
+    unit_base = 0;
+    for (m = ml_rt.mods; m; m = m->next) {
+        for (uint32_t i = 0; i < m->ncalls; i++) {
+            struct ml_prof_call pc = {.unit = unit_base + m->calls[i].unit,
+                                      .callee = off,
+                                      .per_exec = m->calls[i].per_exec};
+            ml_pw_bytes(w, &pc, sizeof(pc));
+            off += slen(m->calls[i].callee);
+        }
+        unit_base += m->nunits;
+    }
+}
+
+/* A live thread's counters are read in place: aligned 64-bit loads, at worst one increment stale. */
+static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
+{
+    struct ml_prof_thread pt = {.tid = t->tid,
+                                .index = t->index,
+                                .nunits = ml_rt.nunits,
+                                .nregions = ml_rt.nregions};
+    struct ml_rt_module *m;
+    uint32_t off = 0, mi = 0;
+    static const uint64_t zero[64];
+
+    ml_pw_section(w, ML_SEC_THREAD,
+                  sizeof(pt) + ml_rt.nunits * 8ull +
+                      ml_rt.nregions * (uint64_t)sizeof(struct ml_prof_rstat));
+    ml_pw_bytes(w, &pt, sizeof(pt));
+    for (m = ml_rt.mods; m; m = m->next, mi++) {
+        const uint64_t *src = NULL;
+        if (t->done && t->snap && off + m->nunits <= t->snap_units)
+            src = t->snap + off;
+        else if (!t->done && mi < t->nmods)
+            src = t->tls[mi];
+        if (src) {
+            ml_pw_bytes(w, src, m->nunits * 8ull);
+        } else {
+            for (uint32_t left = m->nunits; left;) {
+                uint32_t k = left < 64 ? left : 64;
+                ml_pw_bytes(w, zero, k * 8ull);
+                left -= k;
+            }
+        }
+        off += m->nunits;
+    }
+    for (uint32_t g = 0; g < ml_rt.nregions; g++) {
+        struct ml_prof_rstat rs = {0, 0};
+        if (t->rs) {
+            const struct ml_rstate *s = &t->rs[g];
+            rs.entries = s->entries;
+            rs.ticks = s->ticks;
+            if (s->depth && !t->done) { /* still open: count it up to now */
+                rs.entries++;
+                rs.ticks += now - s->start;
+            }
+        }
+        ml_pw_bytes(w, &rs, sizeof(rs));
+    }
+}
+
+/* Ticks per second over the whole run; a short run is stretched to 2 ms for a usable ratio. */
+static uint64_t clock_hz(uint64_t *now_ticks, uint64_t *now_mono)
+{
+    uint64_t t, ns;
+
+    if (ML_RT_CLOCK == ML_CLOCK_MONOTONIC) {
+        *now_ticks = *now_mono = ml_rt_mono_ns();
+        return 1000000000ull;
+    }
+    do {
+        t = ml_rt_ticks();
+        ns = ml_rt_mono_ns();
+    } while (ns - ml_rt.mono0 < 2000000);
+    *now_ticks = t;
+    *now_mono = ns;
+#if defined(__aarch64__)
+    {
+        uint64_t f;
+        __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(f));
+        if (f)
+            return f;
+    }
+#endif
+    return (uint64_t)((double)(t - ml_rt.tick0) * 1e9 / (double)(ns - ml_rt.mono0));
+}
+
+static char *append(char *p, char *end, const char *s)
+{
+    while (*s && p < end - 1)
+        *p++ = *s++;
+    *p = 0;
+    return p;
+}
+
+static char *append_u(char *p, char *end, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n && p < end - 1)
+        *p++ = tmp[--n];
+    *p = 0;
+    return p;
+}
+
+/* Creates every missing directory of path, like mkdir -p. */
+static int mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(path, 0777) && errno != EEXIST) {
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
+}
+
+static void say(const char *a, const char *b, const char *c)
+{
+    char msg[1024];
+    char *p = msg, *end = msg + sizeof(msg) - 1;
+
+    p = append(p, end, "memlens: ");
+    p = append(p, end, a);
+    p = append(p, end, b);
+    p = append(p, end, c);
+    *p++ = '\n';
+    if (write(2, msg, (size_t)(p - msg)) < 0)
+        return;
+}
+
+void ml_rt_write_profile(int from_signal)
+{
+    const char *dir = getenv("MEMLENS_OUT");
+    char dpath[3072], path[4096], tmp[4096], *p, *end, *base;
+    struct ml_prof_header h;
+    struct str_bases b;
+    struct ml_thread_rec *t;
+    struct ml_pw w;
+    struct utsname un;
+    uint64_t now, mono;
+    int fd, locked, rc;
+    ssize_t n;
+
+    if (__atomic_exchange_n(&ml_rt.written, 1, __ATOMIC_SEQ_CST) || !ml_rt.nmods)
+        return;
+    /* A signal may arrive while the lock is held: then read without it rather than hang. */
+    locked = from_signal ? pthread_mutex_trylock(&ml_rt.lock) == 0
+                         : pthread_mutex_lock(&ml_rt.lock) == 0;
+
+    n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+    exe_path[n > 0 ? n : 0] = 0;
+    host[0] = 0;
+    if (uname(&un) == 0) {
+        strncpy(host, un.nodename, sizeof(host) - 1);
+        host[sizeof(host) - 1] = 0;
+    }
+    base = strrchr(exe_path, '/');
+    base = base ? base + 1 : exe_path[0] ? exe_path : "program";
+
+    end = dpath + sizeof(dpath);
+    append(dpath, end, dir && *dir ? dir : "memlens-out");
+    if (mkdirs(dpath)) {
+        say("cannot create profile directory '", dpath, "' (set MEMLENS_OUT)");
+        goto out;
+    }
+    end = path + sizeof(path);
+    p = append(path, end, dpath);
+    p = append(p, end, "/");
+    p = append(p, end, base);
+    p = append(p, end, ".");
+    p = append_u(p, end, (uint64_t)getpid());
+    append(p, end, ".mlp");
+    end = tmp + sizeof(tmp);
+    p = append(tmp, end, path);
+    append(p, end, ".tmp");
+
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        say("cannot write profile '", tmp, "'");
+        goto out;
+    }
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, ML_PROF_MAGIC, 8);
+    h.version = ML_PROF_VERSION;
+    h.header_size = sizeof(h);
+    h.tsc_hz = clock_hz(&now, &mono);
+    h.start_ns = ml_rt.real0;
+    h.wall_ns = mono - ml_rt.mono0;
+    h.pid = (uint32_t)getpid();
+    h.ppid = (uint32_t)getppid();
+    h.clock = ML_RT_CLOCK;
+    h.flags = from_signal ? ML_PROF_F_SIGNAL : 0;
+    h.sample = 1;
+
+    ml_pw_init(&w, fd, wbuf, sizeof(wbuf));
+    ml_pw_bytes(&w, &h, sizeof(h));
+    str_layout(&b);
+    write_strtab(&w, &b);
+    write_tables(&w, &b);
+    for (t = ml_rt.threads; t; t = t->next)
+        write_thread(&w, t, now);
+    ml_pw_section(&w, ML_SEC_END, 0);
+    rc = ml_pw_finish(&w);
+    if (close(fd) && !rc)
+        rc = -errno;
+    if (rc || rename(tmp, path)) {
+        say("cannot write profile '", path, "'");
+        unlink(tmp);
+    }
+out:
+    if (locked)
+        pthread_mutex_unlock(&ml_rt.lock);
+}

@@ -1,0 +1,87 @@
+"""Independent reader of memlens region profiles (.mlp) for tests: a second implementation of
+src/format/profile.c's layout, used to check figures without going through memlens report."""
+import glob
+import os
+import struct
+
+FACTS = ['loads', 'stores', 'rd_heap', 'rd_global', 'rd_stack', 'wr_heap', 'wr_global', 'wr_stack',
+         'i_int', 'i_fp', 'i_vec', 'i_mem', 'i_branch', 'i_call', 'i_other', 'instr', 'incr']
+NF = len(FACTS)
+UNIT = struct.Struct('<6I%dQ' % NF)
+
+
+class Profile:
+    def __init__(self, path):
+        d = open(path, 'rb').read()
+        magic, ver, hsize, self.tsc_hz, self.start_ns, self.wall_ns, self.pid, self.ppid, \
+            self.clock, self.flags, self.sample = struct.unpack_from('<8sIIQQQIIIIQ', d, 0)
+        assert magic == b'MLPROF\0\n' and ver == 1 and hsize == 64, path
+        self.path = path
+        strtab, regions, regsets, self.units, self.calls, self.threads = b'', (), (), [], [], []
+        off, end = 64, False
+        while off < len(d):
+            t, _, ln = struct.unpack_from('<IIQ', d, off)
+            p = off + 16
+            if t == 0:
+                end = True
+                break
+            if t == 1:
+                strtab = d[p:p + ln]
+            elif t == 3:
+                regions = struct.unpack_from('<%dI' % (ln // 4), d, p)
+            elif t == 4:
+                regsets = struct.unpack_from('<%dI' % (ln // 4), d, p)
+            elif t == 5:
+                self.units = [UNIT.unpack_from(d, p + i * UNIT.size) for i in range(ln // UNIT.size)]
+            elif t == 6:
+                self.calls = [struct.unpack_from('<IIQ', d, p + i * 16) for i in range(ln // 16)]
+            elif t == 7:
+                tid, idx, nu, nr = struct.unpack_from('<IIQQ', d, p)
+                counts = struct.unpack_from('<%dQ' % nu, d, p + 24)
+                rs = struct.unpack_from('<%dQ' % (2 * nr), d, p + 24 + 8 * nu)
+                self.threads.append({'tid': tid, 'index': idx, 'counts': counts,
+                                     'entries': rs[0::2], 'ticks': rs[1::2]})
+            off = p + ln
+        assert end, '%s: no end record' % path
+        self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode()
+        self.regions = [self.s(o) for o in regions]
+        self.unit_regions = []
+        for u in self.units:
+            n = regsets[u[5]]
+            self.unit_regions.append(set(regsets[u[5] + 1:u[5] + 1 + n]))
+
+    def region_id(self, name):
+        return self.regions.index(name)
+
+    def totals(self, region, thread=None):
+        """Sum of counts x facts over the units of a region, for one thread index or all."""
+        r = self.region_id(region)
+        tot = dict.fromkeys(FACTS, 0)
+        for t in self.threads:
+            if thread is not None and t['index'] != thread:
+                continue
+            for u, regs, c in zip(self.units, self.unit_regions, t['counts']):
+                if c and r in regs:
+                    for k, f in enumerate(FACTS):
+                        tot[f] += c * u[6 + k]
+        tot['bytes_read'] = tot['rd_heap'] + tot['rd_global'] + tot['rd_stack']
+        tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
+        tot['entries'] = sum(t['entries'][r] for t in self.threads
+                             if thread is None or t['index'] == thread)
+        return tot
+
+    def per_thread(self, region):
+        return [self.totals(region, t['index']) for t in self.threads]
+
+    def not_seen(self, region):
+        r = self.region_id(region)
+        out = {}
+        for unit, callee, per in self.calls:
+            if r in self.unit_regions[unit]:
+                n = sum(t['counts'][unit] for t in self.threads) * per
+                out[self.s(callee)] = out.get(self.s(callee), 0) + n
+        return out
+
+
+def load_dir(d):
+    return [Profile(p) for p in sorted(glob.glob(os.path.join(d, '*.mlp')))]
