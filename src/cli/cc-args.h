@@ -13,7 +13,7 @@ struct ml_strv {
 void ml_strv_push(struct ml_strv *s, const char *a);
 void ml_strv_append(struct ml_strv *s, const struct ml_strv *from);
 
-/* Allocation helpers that die on exhaustion (the cc driver is short-lived). */
+/* A formatted string, owned by the driver until exit; dies when memory is exhausted. */
 char *ml_cc_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*

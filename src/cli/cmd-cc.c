@@ -151,6 +151,14 @@ static void push_raw(struct ml_strv *v, const char *const *extra)
         ml_strv_push(v, g.raw.v[i]);
 }
 
+static int run_free(struct ml_strv *v)
+{
+    int st = ml_cc_run(v->v);
+
+    free(v->v);
+    return st;
+}
+
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
@@ -203,7 +211,7 @@ static int run_frontend(const struct ml_cc_input *in, const char *bc)
     push_input(&v, in);
     ml_strv_push(&v, "-o");
     ml_strv_push(&v, bc);
-    return ml_cc_run(v.v);
+    return run_free(&v);
 }
 
 /*
@@ -224,7 +232,7 @@ static int run_codegen(const char *bc, const char *out, bool assembly)
     ml_strv_push(&v, bc);
     ml_strv_push(&v, "-o");
     ml_strv_push(&v, out);
-    return ml_cc_run(v.v);
+    return run_free(&v);
 }
 
 static int run_assembler(const struct ml_cc_input *in, const char *out)
@@ -240,7 +248,7 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     push_input(&v, in);
     ml_strv_push(&v, "-o");
     ml_strv_push(&v, out);
-    return ml_cc_run(v.v);
+    return run_free(&v);
 }
 
 static void print_warning(void *ctx, const char *msg)
@@ -373,9 +381,8 @@ static const char *whole_program(int *first)
         ml_strv_push(&v, merged);
         ml_strv_push(&v, "-o");
         ml_strv_push(&v, opt);
-        int st = ml_cc_run(v.v);
+        int st = run_free(&v);
 
-        free(v.v);
         if (st)
             exit(st);
     }
@@ -429,7 +436,8 @@ static int compile_and_link(void)
 
         push_runtime(&v);
         push_raw(&all, (const char *const *)v.v);
-        return ml_cc_run(all.v);
+        free(v.v);
+        return run_free(&all);
     }
     /* The user's command with every compiled input replaced by its object. */
     ml_strv_push(&v, g.clang);
@@ -454,7 +462,7 @@ static int compile_and_link(void)
     if (g.compiled || wpobj)
         ml_strv_push(&v, "-Qunused-arguments");
     push_runtime(&v);
-    return ml_cc_run(v.v);
+    return run_free(&v);
 }
 
 int cmd_cc(int argc, char **argv)
