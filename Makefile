@@ -28,7 +28,8 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(B)/obj/%.o)
 RT_OBJ := $(RT_SRC:%.c=$(B)/rt/%.o)
-ASAN_OBJ := $(LIB_SRC:%.c=$(B)/asan/obj/%.o) $(CLI_SRC:%.c=$(B)/asan/obj/%.o)
+ASAN_LIB_OBJ := $(LIB_SRC:%.c=$(B)/asan/obj/%.o)
+ASAN_OBJ := $(ASAN_LIB_OBJ) $(CLI_SRC:%.c=$(B)/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
@@ -62,6 +63,11 @@ $(B)/lib/libmemlens.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# Unit tests link the sanitized build of the library.
+$(B)/asan/lib/libmemlens.a: $(ASAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(B)/bin/memlens: $(CLI_OBJ) $(B)/lib/libmemlens.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(B)/lib/libmemlens.a $(TOOL_LIBS)
@@ -82,9 +88,9 @@ $(B)/asan/bin/memlens: $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(B)/tests/%: tests/unit/%.c $(B)/lib/libmemlens.a
+$(B)/tests/%: tests/unit/%.c $(B)/asan/lib/libmemlens.a
 	@mkdir -p $(dir $@)
-	$(CC) $(BASE_CFLAGS) -O1 $(SAN) -o $@ $< $(B)/lib/libmemlens.a \
+	$(CC) $(BASE_CFLAGS) -O1 $(SAN) -o $@ $< $(B)/asan/lib/libmemlens.a \
 		-lcmocka $(TOOL_LIBS)
 
 # libFuzzer targets build the parsers from source with clang and sanitizers.

@@ -13,6 +13,7 @@ run() { # name, command...
     local name=$1 rc
     shift
     local t0=$SECONDS
+    mkdir -p "$(dirname "$logdir/$name.log")"
     "$@" >"$logdir/$name.log" 2>&1
     rc=$?
     case $rc in

@@ -11,7 +11,8 @@ static const char instrument_usage[] =
     "Instruments LLVM 14 bitcode for region profiling. Several inputs are linked\n"
     "into one module first (whole-program mode).\n"
     "\n"
-    "    -o <file>   output bitcode (default: a.ml.bc)\n";
+    "    -o <file>   output bitcode (default: a.ml.bc)\n"
+    "    --exact     also report every access with its address (slow; for checking)\n";
 
 static void print_warning(void *ctx, const char *msg)
 {
@@ -31,6 +32,8 @@ int cmd_instrument(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(instrument_usage, stdout);
             return 0;
+        } else if (!strcmp(argv[i], "--exact")) {
+            o.exact = 1;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-') {

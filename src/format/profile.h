@@ -57,7 +57,12 @@ enum ml_sec_type {
     ML_SEC_CALLS = 6,   /* struct ml_prof_call[] */
     ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
     ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
+    ML_SEC_EXACT = 9,   /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
 };
+
+/* Byte classes of exact mode, decided by address at run time (RD then WR). */
+enum ml_class { ML_C_RD_HEAP, ML_C_RD_GLOBAL, ML_C_RD_STACK, ML_C_WR_HEAP, ML_C_WR_GLOBAL,
+                ML_C_WR_STACK, ML_NCLASS };
 
 /* Static facts of one counting unit, per execution (or per byte for ML_UNIT_BYTES). */
 enum ml_fact {

@@ -38,7 +38,7 @@ struct ml_rt_module {
     uint32_t nregions;
     uint32_t nregset_words;
     uint32_t ncalls;
-    uint32_t reserved;
+    uint32_t index; /* filled at registration: position in the runtime's module list */
     const char *name;
     const char *const *region_names;  /* [nregions] */
     const uint32_t *regsets;          /* n, local ids..., n, ... */
@@ -54,5 +54,8 @@ void __memlens_register(struct ml_rt_module *m);
 /* Region entry and exit; the instrumenter replaces MEMLENS_ROI_* calls with these. */
 void __memlens_enter(struct ml_rt_module *m, uint32_t local_region);
 void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
+/* Exact mode: one call per access of region code; flags bit 0 = read, bit 1 = write. */
+void __memlens_access(struct ml_rt_module *m, uint32_t unit, const void *p, uint64_t n,
+                      uint32_t flags);
 
 #endif

@@ -71,7 +71,7 @@ static struct ml_thread_rec *thread_new_locked(void)
     return t;
 }
 
-static struct ml_thread_rec *thread_get(void)
+struct ml_thread_rec *ml_rt_self(void)
 {
     struct ml_thread_rec *t = self;
 
@@ -221,6 +221,7 @@ ML_EXPORT void __memlens_register(struct ml_rt_module *m)
     for (uint32_t i = 0; i < m->nregions; i++)
         m->region_ids[i] = region_id_locked(m->region_names[i]);
     m->next = NULL;
+    m->index = ml_rt.nmods;
     *ml_rt.mods_tail = m;
     ml_rt.mods_tail = &m->next;
     ml_rt.nmods++;
@@ -235,7 +236,7 @@ ML_EXPORT void __memlens_register(struct ml_rt_module *m)
 
 static struct ml_rstate *region_state(uint32_t g)
 {
-    struct ml_thread_rec *t = thread_get();
+    struct ml_thread_rec *t = ml_rt_self();
 
     if (!t || g >= ML_RT_MAX_REGIONS)
         return NULL;
@@ -316,7 +317,7 @@ static void *thread_start(void *p)
 
     free(p);
     if (ml_rt.initialised)
-        thread_get();
+        ml_rt_self();
     return tr.fn(tr.arg);
 }
 

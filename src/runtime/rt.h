@@ -35,6 +35,10 @@ struct ml_thread_rec {
     uint64_t **tls;
     uint64_t *snap;
     struct ml_rstate *rs; /* [ML_RT_MAX_REGIONS] or NULL until the thread enters a region */
+    /* Exact mode: per module, u64[nunits][ML_NCLASS] bytes classified by address. */
+    uint64_t **exact;
+    uint32_t exact_cap;
+    uintptr_t stack_lo, stack_hi;
 };
 
 struct ml_rt {
@@ -61,5 +65,8 @@ extern struct ml_rt ml_rt;
  * signal handler: no malloc, no stdio. Writes at most once per process.
  */
 void ml_rt_write_profile(int from_signal);
+
+/* The calling thread's record, created on first use; NULL when out of memory. */
+struct ml_thread_rec *ml_rt_self(void);
 
 #endif

@@ -225,6 +225,26 @@ static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
     }
 }
 
+/* Exact mode: bytes by address class per unit, for threads that made any access. */
+static void write_exact(struct ml_pw *w, struct ml_thread_rec *t)
+{
+    struct ml_prof_thread pt = {.tid = t->tid, .index = t->index, .nunits = ml_rt.nunits};
+    static const uint64_t zero[ML_NCLASS];
+
+    if (!t->exact)
+        return;
+    ml_pw_section(w, ML_SEC_EXACT, sizeof(pt) + ml_rt.nunits * 8ull * ML_NCLASS);
+    ml_pw_bytes(w, &pt, sizeof(pt));
+    for (struct ml_rt_module *m = ml_rt.mods; m; m = m->next) {
+        const uint64_t *src = m->index < t->exact_cap ? t->exact[m->index] : NULL;
+        if (src)
+            ml_pw_bytes(w, src, m->nunits * 8ull * ML_NCLASS);
+        else
+            for (uint32_t i = 0; i < m->nunits; i++)
+                ml_pw_bytes(w, zero, sizeof(zero));
+    }
+}
+
 /* Ticks per second over the whole run; a short run is stretched to 2 ms for a usable ratio. */
 static uint64_t clock_hz(uint64_t *now_ticks, uint64_t *now_mono)
 {
@@ -373,8 +393,10 @@ void ml_rt_write_profile(int from_signal)
     str_layout(&b);
     write_strtab(&w, &b);
     write_tables(&w, &b);
-    for (t = ml_rt.threads; t; t = t->next)
+    for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
+        write_exact(&w, t);
+    }
     ml_pw_section(&w, ML_SEC_END, 0);
     rc = ml_pw_finish(&w);
     if (close(fd) && !rc)

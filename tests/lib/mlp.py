@@ -19,6 +19,7 @@ class Profile:
         self.path = path
         strtab, regions, regsets, self.units, self.calls, self.threads = b'', (), (), [], [], []
         off, end = 64, False
+        self.exact = {}
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -41,6 +42,10 @@ class Profile:
                 rs = struct.unpack_from('<%dQ' % (2 * nr), d, p + 24 + 8 * nu)
                 self.threads.append({'tid': tid, 'index': idx, 'counts': counts,
                                      'entries': rs[0::2], 'ticks': rs[1::2]})
+            elif t == 9:
+                tid, idx, nu, _ = struct.unpack_from('<IIQQ', d, p)
+                ex = struct.unpack_from('<%dQ' % (nu * 6), d, p + 24)
+                self.exact[idx] = [ex[i * 6:i * 6 + 6] for i in range(nu)]
             off = p + ln
         assert end, '%s: no end record' % path
         self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode()
@@ -68,6 +73,22 @@ class Profile:
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         tot['entries'] = sum(t['entries'][r] for t in self.threads
                              if thread is None or t['index'] == thread)
+        return tot
+
+    def exact_totals(self, region, thread=None):
+        """Exact-mode bytes of a region, classified by address at run time."""
+        r = self.region_id(region)
+        tot = dict.fromkeys(['rd_heap', 'rd_global', 'rd_stack', 'wr_heap', 'wr_global',
+                             'wr_stack'], 0)
+        for idx, units in self.exact.items():
+            if thread is not None and idx != thread:
+                continue
+            for regs, ex in zip(self.unit_regions, units):
+                if r in regs:
+                    for k, key in enumerate(tot):
+                        tot[key] += ex[k]
+        tot['bytes_read'] = tot['rd_heap'] + tot['rd_global'] + tot['rd_stack']
+        tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         return tot
 
     def per_thread(self, region):

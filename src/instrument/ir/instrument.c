@@ -1,5 +1,6 @@
 /* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
 #include "instrument/ir/ir.h"
+#include "instrument/ir/cfg.h"
 
 #include <errno.h>
 #include <llvm-c/Analysis.h>
@@ -465,38 +466,123 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Counts one segment [from, to) of a block whose active region set is regset. */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its address. */
+static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
+{
+    for (size_t i = 0; i < n; i++) {
+        LLVMValueRef in = insts[i], ptr[2] = {NULL, NULL}, len = NULL;
+        unsigned flags[2] = {0, 0};
+        uint64_t size = 0;
+        int mk = 0;
+
+    switch (LLVMGetInstructionOpcode(in)) {
+        case LLVMLoad:
+            ptr[0] = LLVMGetOperand(in, 0);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
+            flags[0] = 1;
+            break;
+        case LLVMStore:
+            ptr[0] = LLVMGetOperand(in, 1);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 0)));
+            flags[0] = 2;
+            break;
+        case LLVMAtomicRMW:
+            ptr[0] = LLVMGetOperand(in, 0);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
+            flags[0] = 3;
+            break;
+        case LLVMAtomicCmpXchg:
+            ptr[0] = LLVMGetOperand(in, 0);
+            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 1)));
+            flags[0] = 3;
+            break;
+        case LLVMCall:
+        case LLVMInvoke:
+            mk = ml_mem_call_kind(in);
+            if (mk) {
+                ptr[0] = LLVMGetOperand(in, 0);
+                flags[0] = 2;
+                if (mk == 1) {
+                    ptr[1] = LLVMGetOperand(in, 1);
+                    flags[1] = 1;
+                }
+                len = LLVMGetOperand(in, 2);
+            }
+            break;
+        default:
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            LLVMValueRef args[5];
+            if (!ptr[k])
+                continue;
+            LLVMPositionBuilderBefore(ir->b, in);
+            args[0] = ir->desc_ph;
+            args[1] = LLVMConstInt(ir->t_i32, unit, 0);
+            args[2] = LLVMBuildPointerCast(ir->b, ptr[k], ir->t_i8p, "");
+            args[3] = len ? LLVMBuildZExtOrBitCast(ir->b, len, ir->t_i64, "")
+                          : LLVMConstInt(ir->t_i64, size, 0);
+            args[4] = LLVMConstInt(ir->t_i32, flags[k], 0);
+            LLVMBuildCall2(ir->b, ir->ty_access, ir->f_access, args, 5, "");
+        }
+    }
+}
+
+/*
+ * Counts one segment [from, to) of a block whose active region set is regset;
+ * the increment goes before `at`. When *holder names a unit, the segment runs
+ * exactly as often as that unit's code, so its facts join it and no increment
+ * is added; otherwise a new unit is made and *holder set to it. The segment's
+ * instructions are listed first because handling them inserts new ones.
+ */
 static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
-                         uint32_t regset, const char *func)
+                         uint32_t regset, const char *func, uint32_t *holder)
 {
     uint64_t facts[ML_NFACTS] = {0};
-    LLVMValueRef loc = NULL;
+    LLVMValueRef loc = NULL, *insts = NULL;
+    size_t n = 0, cap = 0;
     uint32_t unit;
-    int any = 0, rc;
+    int any = 0, rc = 0;
 
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
+        if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        insts[n++] = in;
         any |= ml_facts_add(ir, in, facts);
         if (!loc && LLVMGetDebugLocLine(in))
             loc = in;
     }
     if (!any || !at)
-        return 0;
-    rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
-    if (rc)
-        return rc;
-    memcpy(ir->units[unit].facts, facts, sizeof(facts));
-    ir->units[unit].facts[ML_F_INCR] = 1;
-    for (LLVMValueRef in = from; in != to;) {
-        LLVMValueRef next = LLVMGetNextInstruction(in);
-        if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && !ml_is_ignored_call(in)) {
-            rc = region_call(ir, in, unit, regset, func);
-            if (rc)
-                return rc;
-        }
-        in = next;
+        goto out;
+    if (*holder != UINT32_MAX) {
+        unit = *holder;
+        for (int k = 0; k < ML_F_INCR; k++)
+            ir->units[unit].facts[k] += facts[k];
+    } else {
+        rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
+        if (rc)
+            goto out;
+        memcpy(ir->units[unit].facts, facts, sizeof(facts));
+        ir->units[unit].facts[ML_F_INCR] = 1;
     }
-    emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
-    return 0;
+    if (ir->o && ir->o->exact)
+        emit_exact(ir, insts, n, unit);
+    for (size_t i = 0; i < n; i++) {
+        if ((LLVMIsACallInst(insts[i]) || LLVMIsAInvokeInst(insts[i])) &&
+            !ml_is_ignored_call(insts[i])) {
+            rc = region_call(ir, insts[i], unit, regset, func);
+            if (rc)
+                goto out;
+        }
+    }
+    if (*holder == UINT32_MAX)
+        emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
+    *holder = unit;
+out:
+    free(insts);
+    return rc;
 }
 
 static void emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
@@ -564,16 +650,40 @@ static int local_index(const struct fwork *w, uint32_t region)
     return -1;
 }
 
+static int block_has_marker(const struct fwork *w, LLVMBasicBlockRef bb)
+{
+    for (size_t i = 0; i < w->nmarkers; i++)
+        if (LLVMGetInstructionParent(w->markers[i].call) == bb)
+            return 1;
+    return 0;
+}
+
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
     uint32_t active[ir->nregions + 1];
+    struct ml_cfg cfg = {0};
+    struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
+    int *class_of = NULL;
+    unsigned *leaders = NULL;
     int rc;
 
     ml_ptrmap_init(&w.index);
+    ml_ptrmap_init(&holders);
     rc = fwork_build(ir, &w);
     if (rc)
         goto out;
+    /* Blocks that always execute equally often share one counter. */
+    rc = ml_cfg_build(w.fn, &cfg);
+    if (rc)
+        goto out;
+    class_of = calloc(w.nb + 1, sizeof(*class_of));
+    leaders = calloc(w.nb + 1, sizeof(*leaders));
+    if (!class_of || !leaders) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    ml_cfg_equiv_classes(&cfg, class_of, leaders);
     w.local = calloc(w.nmarkers + 1, sizeof(*w.local));
     if (!w.local) {
         rc = -ENOMEM;
@@ -592,7 +702,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
-        int reachable = b == 0 || w.npred[b] > 0;
+        int reachable = cfg.rpo_num[b] >= 0, whole = !block_has_marker(&w, bb);
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -607,9 +717,18 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             if (rc)
                 goto out;
             if (set != ML_NOSET && from != in) {
-                rc = count_segment(ir, from, in, at, set, job->src_name);
+                uint32_t holder = UINT32_MAX;
+                void *key = (void *)(uintptr_t)(((uint64_t)class_of[b] << 32 | set) + 1);
+                if (whole && ml_ptrmap_get(&holders, key))
+                    holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
+                rc = count_segment(ir, from, in, at, set, job->src_name, &holder);
                 if (rc)
                     goto out;
+                if (whole && holder != UINT32_MAX &&
+                    ml_ptrmap_put(&holders, key, (void *)(uintptr_t)(holder + 1))) {
+                    rc = -ENOMEM;
+                    goto out;
+                }
             }
             if (!in)
                 break;
@@ -670,6 +789,10 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMInstructionEraseFromParent(w.markers[i].call);
     }
 out:
+    free(class_of);
+    free(leaders);
+    ml_cfg_free(&cfg);
+    ml_ptrmap_free(&holders);
     fwork_free(&w);
     return rc;
 }
@@ -794,6 +917,13 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     setup_types(&ir);
     ir.f_enter = runtime_fn(&ir, "__memlens_enter");
     ir.f_exit = runtime_fn(&ir, "__memlens_exit");
+    if (o && o->exact) {
+        LLVMTypeRef p[5] = {ir.t_i8p, ir.t_i32, ir.t_i8p, ir.t_i64, ir.t_i32};
+        ir.ty_access = LLVMFunctionType(ir.t_void, p, 5, 0);
+        ir.f_access = LLVMGetNamedFunction(m, "__memlens_access");
+        if (!ir.f_access)
+            ir.f_access = LLVMAddFunction(m, "__memlens_access", ir.ty_access);
+    }
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
 

@@ -9,6 +9,12 @@ struct ml_ir_opts {
     /* Called for each warning (library code never prints); may be NULL. */
     void (*warn)(void *ctx, const char *msg);
     void *warn_ctx;
+    /*
+     * Exact mode (a checking aid, slow): also report every memory access of
+     * region code to the runtime with its address, which classifies it as
+     * heap, global or stack by address. Profiles then carry both figures.
+     */
+    int exact;
 };
 
 /*

@@ -55,6 +55,8 @@ struct ml_ir {
     LLVMValueRef f_begin, f_end;   /* user API (may be NULL) */
     LLVMValueRef f_enter, f_exit;  /* runtime entry points */
     LLVMTypeRef ty_enter;
+    LLVMValueRef f_access; /* exact mode only */
+    LLVMTypeRef ty_access;
     LLVMValueRef desc_ph;          /* placeholder for the module descriptor */
     LLVMValueRef ctr_ph;           /* placeholder for the counter array */
 
