@@ -33,6 +33,8 @@ static const char cc_usage[] =
     "                      (also bitcode members of archives named on the command\n"
     "                      line), instruments it once and compiles it to one object;\n"
     "                      implied by -flto\n"
+    "    --exact           also report every access of region code with its address\n"
+    "                      (slow; a check of the byte counts, see docs/regions.md)\n"
     "    --verbose         print every command memlens runs\n"
     "    --keep-temps      keep the temporary directory and print its name\n"
     "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
@@ -48,7 +50,7 @@ static const char cc_usage[] =
     "See docs/cc.md.\n";
 
 static struct {
-    bool cxx, whole_program, compiled;
+    bool cxx, whole_program, compiled, exact;
     const char *clang;
     struct ml_strv raw; /* clang arguments as given, memlens options removed */
     struct ml_cc_cmd cmd;
@@ -60,6 +62,8 @@ static bool set_option(const char *name)
 {
     if (!strcmp(name, "whole-program"))
         g.whole_program = true;
+    else if (!strcmp(name, "exact"))
+        g.exact = true;
     else if (!strcmp(name, "verbose"))
         ml_cc_verbose = true;
     else if (!strcmp(name, "keep-temps"))
@@ -259,7 +263,7 @@ static void print_warning(void *ctx, const char *msg)
 
 static void instrument(const char *in, const char *out, const char *what)
 {
-    struct ml_ir_opts o = {.warn = print_warning};
+    struct ml_ir_opts o = {.warn = print_warning, .exact = g.exact};
     char err[512];
 
     if (ml_cc_verbose)

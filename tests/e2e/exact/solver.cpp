@@ -21,4 +21,11 @@ struct Solver {
         return r;
     }
 };
-int main() { Solver s(1000); std::printf("%g\n", s.run(10)); return 0; }
+// The solver lives on the heap: a `this` pointing into main's stack would count as heap
+// statically (a pointer argument) but as stack by address.
+int main() {
+    Solver *s = new Solver(1000);
+    std::printf("%g\n", s->run(10));
+    delete s;
+    return 0;
+}
