@@ -21,8 +21,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-void __memlens_roi_begin(const char *name);
-void __memlens_roi_end(const char *name);
+/* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
+void __memlens_roi_begin(const char *name) __attribute__((nothrow));
+void __memlens_roi_end(const char *name) __attribute__((nothrow));
 #ifdef __cplusplus
 }
 #endif

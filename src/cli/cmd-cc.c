@@ -1,9 +1,532 @@
-/* memlens cc: placeholder until the subcommand lands from its branch. */
+/* memlens cc: a drop-in for clang-14 / clang++-14 that instruments each translation unit. */
+#include "cli/cc-args.h"
+#include "cli/cc-exec.h"
+#include "cli/cc-link.h"
 #include "cli/cli.h"
+#include "instrument/ir/instrument.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef ML_CLANG
+#define ML_CLANG "clang-14"
+#endif
+#ifndef ML_CLANGXX
+#define ML_CLANGXX "clang++-14"
+#endif
+
+static const char cc_usage[] =
+    "usage: memlens cc [<memlens options>] [--] <clang arguments>...\n"
+    "       memlens-cc  [--ml-<option>...] <clang arguments>...\n"
+    "       memlens-c++ [--ml-<option>...] <clang++ arguments>...\n"
+    "\n"
+    "Compiles C and C++ like clang-14 / clang++-14 and instruments every translation\n"
+    "unit for region profiling (MEMLENS_ROI_BEGIN/END from <memlens.h>); links the\n"
+    "memlens runtime into executables. Use it as CC=memlens-cc CXX=memlens-c++.\n"
+    "\n"
+    "memlens options (for memlens-cc / memlens-c++ spell them --ml-<option>; they\n"
+    "are also read, in either spelling, from the environment variable MEMLENS_CCFLAGS):\n"
+    "    --whole-program   instrument the whole program at link time: '-c' emits\n"
+    "                      optimised bitcode objects, the link merges all bitcode\n"
+    "                      (also bitcode members of archives named on the command\n"
+    "                      line), instruments it once and compiles it to one object;\n"
+    "                      implied by -flto\n"
+    "    --exact           also report every access of region code with its address\n"
+    "                      (slow; a check of the byte counts, see docs/regions.md)\n"
+    "    --verbose         print every command memlens runs\n"
+    "    --keep-temps      keep the temporary directory and print its name\n"
+    "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
+    "    --help            this text ('memlens-cc --help' shows clang's help)\n"
+    "\n"
+    "Environment: MEMLENS_CLANG, MEMLENS_CLANGXX name the compilers (default clang-14,\n"
+    "clang++-14); TMPDIR holds temporary files (default /tmp).\n"
+    "\n"
+    "Passed to clang untouched: -E, -M, -MM, -fsyntax-only, -emit-llvm, -###,\n"
+    "--version, -print-*, -dump*, commands without inputs and commands with header,\n"
+    "IR, Objective-C or CUDA inputs. -shared and -nostdlib links get no runtime: an\n"
+    "instrumented shared library needs an executable linked by memlens-cc.\n"
+    "See docs/cc.md.\n";
+
+static struct {
+    bool cxx, whole_program, compiled, exact;
+    const char *clang;
+    struct ml_strv raw; /* clang arguments as given, memlens options removed */
+    struct ml_cc_cmd cmd;
+    const char **obj; /* per input: the object or bitcode it became, or NULL */
+    const char *incdir, *rtlib;
+} g;
+
+static bool set_option(const char *name)
+{
+    if (!strcmp(name, "whole-program"))
+        g.whole_program = true;
+    else if (!strcmp(name, "exact"))
+        g.exact = true;
+    else if (!strcmp(name, "verbose"))
+        ml_cc_verbose = true;
+    else if (!strcmp(name, "keep-temps"))
+        ml_cc_keep_temps = true;
+    else if (!strcmp(name, "c++"))
+        g.cxx = true;
+    else if (!strcmp(name, "help")) {
+        fputs(cc_usage, stdout);
+        exit(0);
+    } else
+        return false;
+    return true;
+}
+
+static void env_options(void)
+{
+    const char *env = getenv("MEMLENS_CCFLAGS");
+    char *copy, *save, *w;
+
+    if (!env)
+        return;
+    copy = ml_cc_strfmt("%s", env);
+    for (w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        const char *name = !strncmp(w, "--ml-", 5) ? w + 5 : !strncmp(w, "--", 2) ? w + 2 : "";
+
+        if (!set_option(name))
+            die("unknown option '%s' in MEMLENS_CCFLAGS; see 'memlens cc --help'", w);
+    }
+    free(copy);
+}
+
+/* <prefix>/<sub>, where the executable is <prefix>/bin/memlens. */
+static const char *dirs(const char *sub)
+{
+    char *prefix = ml_cc_strfmt("%s", ml_self_dir());
+    char *slash = strrchr(prefix, '/');
+
+    if (slash && slash != prefix)
+        *slash = 0;
+    return ml_cc_strfmt("%s/%s", prefix, sub);
+}
+
+/* The last path component without its extension, as clang names default outputs. */
+static char *stem(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *s = ml_cc_strfmt("%s", slash ? slash + 1 : path);
+    char *dot = strrchr(s, '.');
+
+    if (dot)
+        *dot = 0;
+    return s;
+}
+
+/* path with the extension of its last component replaced by ext (llvm::sys::path style). */
+static char *replace_ext(const char *path, const char *ext)
+{
+    char *s = ml_cc_strfmt("%s", path);
+    char *base = strrchr(s, '/');
+    char *dot;
+
+    base = base ? base + 1 : s;
+    dot = strrchr(base, '.');
+    if (dot && strcmp(base, ".") && strcmp(base, ".."))
+        *dot = 0;
+    return ml_cc_strfmt("%s.%s", s, ext);
+}
+
+#define KEEP(role) (1u << (role))
+
+static void push_args(struct ml_strv *v, unsigned keep)
+{
+    for (int i = 0; i < g.cmd.args.n; i++)
+        if (keep & KEEP(g.cmd.role[i]))
+            ml_strv_push(v, g.cmd.args.v[i]);
+}
+
+/* The user's raw command with extra arguments added before any "--". */
+static void push_raw(struct ml_strv *v, const char *const *extra)
+{
+    int i = 0;
+
+    ml_strv_push(v, g.clang);
+    for (; i < g.raw.n && strcmp(g.raw.v[i], "--"); i++)
+        ml_strv_push(v, g.raw.v[i]);
+    for (; extra && *extra; extra++)
+        ml_strv_push(v, *extra);
+    for (; i < g.raw.n; i++)
+        ml_strv_push(v, g.raw.v[i]);
+}
+
+static int run_free(struct ml_strv *v)
+{
+    int st = ml_cc_run(v->v);
+
+    free(v->v);
+    return st;
+}
+
+static void push_memlens_defs(struct ml_strv *v)
+{
+    ml_strv_push(v, "-D__MEMLENS__");
+    ml_strv_push(v, "-I");
+    ml_strv_push(v, g.incdir);
+}
+
+/*
+ * The dependency file and target clang would use for this input: compiling to
+ * a temporary must not change them (clang derives both from -o or the input).
+ */
+static void push_dep_names(struct ml_strv *v, const struct ml_cc_input *in)
+{
+    if (!g.cmd.md)
+        return;
+    if (!g.cmd.mf) {
+        ml_strv_push(v, "-MF");
+        ml_strv_push(v, g.cmd.out ? replace_ext(g.cmd.out, "d")
+                                  : ml_cc_strfmt("%s.d", stem(in->path)));
+    }
+    if (!g.cmd.mt) {
+        ml_strv_push(v, "-MQ");
+        ml_strv_push(v, g.cmd.out ? g.cmd.out : ml_cc_strfmt("%s.o", stem(in->path)));
+    }
+}
+
+static void push_input(struct ml_strv *v, const struct ml_cc_input *in)
+{
+    if (in->lang) {
+        ml_strv_push(v, "-x");
+        ml_strv_push(v, in->lang);
+    }
+    ml_strv_push(v, in->path);
+}
+
+/* Source to bitcode with the user's flags: preprocessing, front end and optimisation. */
+static int run_frontend(const struct ml_cc_input *in, const char *bc)
+{
+    struct ml_strv v = {0};
+
+    ml_strv_push(&v, g.clang);
+    push_args(&v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_DEP) | KEEP(ML_ARG_LTO));
+    /* A one-shot build's link flags are unused here, but were not in the user's command. */
+    if (g.cmd.mode == ML_MODE_LINK)
+        ml_strv_push(&v, "-Qunused-arguments");
+    ml_strv_push(&v, "-c");
+    ml_strv_push(&v, "-emit-llvm");
+    push_dep_names(&v, in);
+    push_memlens_defs(&v);
+    push_input(&v, in);
+    ml_strv_push(&v, "-o");
+    ml_strv_push(&v, bc);
+    return run_free(&v);
+}
+
+/*
+ * Instrumented bitcode to an object (or assembly) with the user's code
+ * generation flags. The optimisation pipeline already ran on the bitcode and
+ * must not run again, so that instrumented code matches uninstrumented code.
+ */
+static int run_codegen(const char *bc, const char *out, bool assembly)
+{
+    struct ml_strv v = {0};
+
+    ml_strv_push(&v, g.clang);
+    push_args(&v, KEEP(ML_ARG_PLAIN));
+    ml_strv_push(&v, "-Qunused-arguments");
+    ml_strv_push(&v, "-Xclang");
+    ml_strv_push(&v, "-disable-llvm-passes");
+    ml_strv_push(&v, assembly ? "-S" : "-c");
+    ml_strv_push(&v, bc);
+    ml_strv_push(&v, "-o");
+    ml_strv_push(&v, out);
+    return run_free(&v);
+}
+
+static int run_assembler(const struct ml_cc_input *in, const char *out)
+{
+    struct ml_strv v = {0};
+
+    ml_strv_push(&v, g.clang);
+    push_args(&v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_DEP));
+    if (g.cmd.mode == ML_MODE_LINK)
+        ml_strv_push(&v, "-Qunused-arguments");
+    ml_strv_push(&v, "-c");
+    push_dep_names(&v, in);
+    push_input(&v, in);
+    ml_strv_push(&v, "-o");
+    ml_strv_push(&v, out);
+    return run_free(&v);
+}
+
+static void print_warning(void *ctx, const char *msg)
+{
+    (void)ctx;
+    warning("%s", msg);
+}
+
+static void instrument(const char *in, const char *out, const char *what)
+{
+    struct ml_ir_opts o = {.warn = print_warning, .exact = g.exact};
+    char err[512];
+
+    if (ml_cc_verbose)
+        fprintf(stderr, "memlens: instrument %s -> %s\n", in, out);
+    if (ml_ir_instrument_files(&in, 1, out, &o, err, sizeof(err)))
+        die("cannot instrument '%s': %s", what, err);
+}
+
+/* Compiles one source to an instrumented object or assembly file. */
+static int compile_source(const struct ml_cc_input *in, const char *out, bool assembly)
+{
+    char *s = stem(in->path);
+    const char *bc = ml_cc_tmp_path(ml_cc_strfmt("%s.bc", s));
+    const char *ml = ml_cc_tmp_path(ml_cc_strfmt("%s.ml.bc", s));
+    int st = run_frontend(in, bc);
+
+    if (st)
+        return st;
+    instrument(bc, ml, in->path);
+    return run_codegen(ml, out, assembly);
+}
+
+/* -c and -S: one output per input, named like clang names them. Failures do not stop the rest. */
+static int compile_only(void)
+{
+    bool assembly = g.cmd.mode == ML_MODE_ASM;
+    int status = 0;
+
+    for (int i = 0; i < g.cmd.nin; i++) {
+        const struct ml_cc_input *in = &g.cmd.in[i];
+        const char *out = g.cmd.out;
+        int st = 0;
+
+        if (!out)
+            out = ml_cc_strfmt("%s.%s", stem(in->path), assembly ? "s" : "o");
+        /* Whole-program objects are optimised bitcode, instrumented when linked. */
+        if (in->kind == ML_IN_SRC && g.whole_program && !assembly)
+            st = run_frontend(in, out);
+        else if (in->kind == ML_IN_SRC)
+            st = compile_source(in, out, assembly);
+        else if (in->kind == ML_IN_ASM)
+            st = run_assembler(in, out);
+        if (st && !status)
+            status = st;
+    }
+    return status;
+}
+
+static void push_runtime(struct ml_strv *v)
+{
+    if (g.cmd.shared || g.cmd.nolibs)
+        return;
+    if (access(g.rtlib, R_OK))
+        die("cannot find the memlens runtime '%s' (build it with 'make')", g.rtlib);
+    ml_strv_push(v, "-Wl,--whole-archive");
+    ml_strv_push(v, g.rtlib);
+    ml_strv_push(v, "-Wl,--no-whole-archive");
+    ml_strv_push(v, "-lpthread");
+    ml_strv_push(v, "-ldl");
+    /* The runtime's pthread_create must win also for shared libraries such as libomp. */
+    ml_strv_push(v, "-Wl,--export-dynamic-symbol=pthread_create");
+}
+
+/*
+ * Whole-program mode: merges the bitcode of the program, instruments it once
+ * and compiles it to one object. Returns that object, or NULL if there was no
+ * bitcode; *first is the input position where it goes on the link line.
+ */
+static const char *whole_program(int *first)
+{
+    struct ml_strv objs = {0}, ars = {0};
+    const char *merged, *opt, *ml, *obj;
+    char err[512];
+    int pulled, first_ar = -1;
+
+    *first = -1;
+    for (int i = 0; i < g.cmd.nin; i++) {
+        const struct ml_cc_input *in = &g.cmd.in[i];
+
+        if (in->kind == ML_IN_SRC || (in->kind == ML_IN_LINK && ml_cc_is_bitcode(in->path))) {
+            ml_strv_push(&objs, g.obj[i] ? g.obj[i] : in->path);
+            g.obj[i] = "";
+            if (*first < 0)
+                *first = i;
+        } else if (in->kind == ML_IN_LINK && ml_cc_is_archive(in->path)) {
+            ml_strv_push(&ars, in->path);
+            if (first_ar < 0)
+                first_ar = i;
+        }
+    }
+    if (!objs.n && !ars.n)
+        return NULL;
+    merged = ml_cc_tmp_path("whole-program.bc");
+    if (ml_cc_verbose)
+        fprintf(stderr, "memlens: link %d bitcode file(s) and archive members -> %s\n", objs.n,
+                merged);
+    pulled = ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, err, sizeof(err));
+    free(objs.v);
+    free(ars.v);
+    if (pulled < 0 && !objs.n)
+        return NULL; /* archives without bitcode members: nothing to do */
+    if (pulled < 0)
+        die("cannot link the whole program: %s", err);
+    if (*first < 0)
+        *first = first_ar;
+    opt = merged;
+    if (g.cmd.flto) {
+        /* -flto objects went through the pre-link pipeline only: finish optimising. */
+        struct ml_strv v = {0};
+
+        opt = ml_cc_tmp_path("whole-program.opt.bc");
+        ml_strv_push(&v, g.clang);
+        push_args(&v, KEEP(ML_ARG_PLAIN));
+        if (!g.cmd.olevel)
+            ml_strv_push(&v, "-O2");
+        ml_strv_push(&v, "-Qunused-arguments");
+        ml_strv_push(&v, "-c");
+        ml_strv_push(&v, "-emit-llvm");
+        ml_strv_push(&v, merged);
+        ml_strv_push(&v, "-o");
+        ml_strv_push(&v, opt);
+        int st = run_free(&v);
+
+        if (st)
+            exit(st);
+    }
+    ml = ml_cc_tmp_path("whole-program.ml.bc");
+    obj = ml_cc_tmp_path("whole-program.o");
+    instrument(opt, ml, g.cmd.out ? g.cmd.out : "a.out");
+    int st = run_codegen(ml, obj, false);
+
+    if (st)
+        exit(st);
+    return obj;
+}
+
+static int compile_and_link(void)
+{
+    bool wp = g.whole_program || g.cmd.flto;
+    const char *wpobj = NULL;
+    struct ml_strv v = {0};
+    int status = 0, wpfirst = -1, k = 0;
+
+    g.obj = calloc(g.cmd.nin, sizeof(*g.obj));
+    if (!g.obj)
+        die("out of memory");
+    for (int i = 0; i < g.cmd.nin && !wp; i++)
+        wp = g.cmd.in[i].kind == ML_IN_LINK && ml_cc_is_bitcode(g.cmd.in[i].path);
+    for (int i = 0; i < g.cmd.nin; i++) {
+        const struct ml_cc_input *in = &g.cmd.in[i];
+        char *s = stem(in->path);
+        int st = 0;
+
+        if (in->kind == ML_IN_SRC && wp) {
+            g.obj[i] = ml_cc_tmp_path(ml_cc_strfmt("%s.bc", s));
+            st = run_frontend(in, g.obj[i]);
+        } else if (in->kind == ML_IN_SRC) {
+            g.obj[i] = ml_cc_tmp_path(ml_cc_strfmt("%s.o", s));
+            st = compile_source(in, g.obj[i], false);
+        } else if (in->kind == ML_IN_ASM) {
+            g.obj[i] = ml_cc_tmp_path(ml_cc_strfmt("%s.o", s));
+            st = run_assembler(in, g.obj[i]);
+        }
+        g.compiled |= in->kind != ML_IN_LINK;
+        if (st && !status)
+            status = st;
+    }
+    if (status)
+        return status;
+    if (wp)
+        wpobj = whole_program(&wpfirst);
+    if (!g.compiled && !wpobj) {
+        struct ml_strv all = {0};
+
+        push_runtime(&v);
+        push_raw(&all, (const char *const *)v.v);
+        free(v.v);
+        return run_free(&all);
+    }
+    /* The user's command with every compiled input replaced by its object. */
+    ml_strv_push(&v, g.clang);
+    for (int i = 0; i < g.cmd.args.n; i++) {
+        enum ml_cc_role r = g.cmd.role[i];
+
+        if (r == ML_ARG_X || r == ML_ARG_SEPARATOR)
+            continue;
+        if (r != ML_ARG_INPUT) {
+            ml_strv_push(&v, g.cmd.args.v[i]);
+            continue;
+        }
+        while (k < g.cmd.nin && g.cmd.in[k].argi < i)
+            k++;
+        if (wpobj && k == wpfirst)
+            ml_strv_push(&v, wpobj);
+        if (!g.obj[k])
+            ml_strv_push(&v, g.cmd.args.v[i]);
+        else if (*g.obj[k])
+            ml_strv_push(&v, g.obj[k]);
+    }
+    if (g.compiled || wpobj)
+        ml_strv_push(&v, "-Qunused-arguments");
+    push_runtime(&v);
+    return run_free(&v);
+}
 
 int cmd_cc(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    die("'cc' is under construction in this build");
+    const char *base = strrchr(argv[0], '/');
+    bool symlink;
+    int i = 1;
+
+    base = base ? base + 1 : argv[0];
+    symlink = !strncmp(base, "memlens-c", 9);
+    if (symlink) {
+        g.cxx = strstr(base, "++") != NULL;
+    } else {
+        for (; i < argc; i++) {
+            const char *a = argv[i];
+
+            if (!strcmp(a, "--")) {
+                i++;
+                break;
+            }
+            if (!strcmp(a, "-h"))
+                set_option("help");
+            if (!strncmp(a, "--ml-", 5) ? !set_option(a + 5)
+                                        : strncmp(a, "--", 2) || !set_option(a + 2))
+                break;
+        }
+        if (i >= argc)
+            usage(cc_usage);
+    }
+    for (; i < argc; i++) {
+        if (strncmp(argv[i], "--ml-", 5)) {
+            ml_strv_push(&g.raw, argv[i]);
+        } else if (!set_option(argv[i] + 5)) {
+            error("unknown option '%s'", argv[i]);
+            usage(cc_usage);
+        }
+    }
+    env_options();
+    g.clang = getenv(g.cxx ? "MEMLENS_CLANGXX" : "MEMLENS_CLANG");
+    if (!g.clang || !*g.clang)
+        g.clang = g.cxx ? ML_CLANGXX : ML_CLANG;
+    ml_cc_expand_rsp(&g.cmd.args, g.raw.v, g.raw.n);
+    ml_cc_parse(&g.cmd);
+
+    struct ml_strv v = {0};
+
+    if (g.cmd.mode == ML_MODE_PASS || (g.cmd.mode == ML_MODE_ASM && g.cmd.flto)) {
+        push_raw(&v, NULL);
+        ml_cc_exec(v.v);
+    }
+    g.incdir = dirs("include");
+    g.rtlib = dirs("lib/libmemlens-rt.a");
+    if (g.cmd.mode == ML_MODE_OBJ && g.cmd.flto) {
+        /* Bitcode objects: instrumented when the program is linked. */
+        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
+
+        push_raw(&v, extra);
+        ml_cc_exec(v.v);
+    }
+    if (g.cmd.mode == ML_MODE_LINK)
+        return compile_and_link();
+    return compile_only();
 }

@@ -82,7 +82,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 static const char *sec_name(uint32_t type)
 {
     static const char *const names[] = {"end",   "strtab", "meta",   "regions", "regsets",
-                                        "units", "calls",  "thread", "modules"};
+                                        "units", "calls",  "thread", "modules", "exact"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -211,7 +211,8 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                         "section '%s' at offset %llu claims %llu bytes, only %llu remain",
                         sec_name(s.type), (unsigned long long)off, (unsigned long long)s.length,
                         (unsigned long long)(len - off - sizeof(s)));
-        if (s.type != ML_SEC_END && s.type != ML_SEC_THREAD && s.type < 32) {
+        /* Only the tables must be unique; per-thread and unknown sections may repeat. */
+        if (s.type >= ML_SEC_STRTAB && s.type <= ML_SEC_MODULES && s.type != ML_SEC_THREAD) {
             if (seen & (1u << s.type))
                 return fail(err, errlen, "section '%s' at offset %llu appears twice",
                             sec_name(s.type), (unsigned long long)off);

@@ -661,7 +661,7 @@ static int block_has_marker(const struct fwork *w, LLVMBasicBlockRef bb)
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
-    uint32_t active[ir->nregions + 1];
+    uint32_t *active = NULL; /* sized after the markers have named their regions */
     struct ml_cfg cfg = {0};
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
     int *class_of = NULL;
@@ -679,7 +679,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         goto out;
     class_of = calloc(w.nb + 1, sizeof(*class_of));
     leaders = calloc(w.nb + 1, sizeof(*leaders));
-    if (!class_of || !leaders) {
+    active = calloc(ir->nregions + 1, sizeof(*active));
+    if (!class_of || !leaders || !active) {
         rc = -ENOMEM;
         goto out;
     }
@@ -789,6 +790,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMInstructionEraseFromParent(w.markers[i].call);
     }
 out:
+    free(active);
     free(class_of);
     free(leaders);
     ml_cfg_free(&cfg);

@@ -1,6 +1,7 @@
 /* Runtime life cycle: fork, exit from a thread, signals, crash. Mode in argv[1]. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
