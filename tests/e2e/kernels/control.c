@@ -40,18 +40,18 @@ static double tree_sum(const double *a, long lo, long hi)
 
 int main(int argc, char **argv)
 {
-    long n = argc > 1 ? atol(argv[1]) : 100;  /* triangle size */
+    long n = argc > 1 ? atol(argv[1]) : 100;    /* triangle size */
     long len = argc > 2 ? atol(argv[2]) : 1000; /* array length */
-    long pos = argc > 3 ? atol(argv[3]) : 10;  /* where the key is */
-    long reps = argc > 4 ? atol(argv[4]) : 5;  /* region entries in loops */
-    long k = argc > 5 ? atol(argv[5]) : 100;   /* elements per repeated entry */
+    long pos = argc > 3 ? atol(argv[3]) : 10;   /* where the key is */
+    long reps = argc > 4 ? atol(argv[4]) : 5;   /* region entries in loops */
+    long k = argc > 5 ? atol(argv[5]) : 100;    /* elements per repeated entry */
     int32_t key = -(argc > 6 ? atoi(argv[6]) : 7);
     int32_t *a;
     double *d, acc = 0, chk = 0;
     long found = -1, i;
 
-    if (n < 1 || n > NMAX || len < 2 || len > NMAX || pos < 0 || pos >= len || reps < 1 ||
-        k < 1 || k > len) {
+    if (n < 1 || n > NMAX || len < 2 || len > NMAX || pos < 0 || pos >= len || reps < 1 || k < 1 ||
+        k > len) {
         fprintf(stderr, "usage: control N LEN POS REPS K [key]\n");
         return 2;
     }

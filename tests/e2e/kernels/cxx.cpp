@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <vector>
 
-template <typename T> class Series {
+template <typename T> class Series
+{
   public:
-    Series(const T *data, long n) : data_(data), n_(n) {}
+    Series(const T *data, long n) : data_(data), n_(n)
+    {
+    }
 
     // Fields go to locals first: the region reads only the elements.
     T total() const

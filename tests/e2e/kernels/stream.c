@@ -18,59 +18,59 @@ void *volatile stream_escape;
  * external linkage so that no pass may treat them as private to this file. Sources of every
  * region stay in locals so that only the arrays are heap or global traffic at any -O level.
  */
-#define KERNELS(T, S, MK, TOD)                                                                    \
-    T g_a_##S[NMAX], g_b_##S[NMAX], g_c_##S[NMAX];                                                \
-    static double run_##S(long n, int seed)                                                       \
-    {                                                                                             \
-        T *a = malloc(n * sizeof(T)), *b = malloc(n * sizeof(T)), *c = malloc(n * sizeof(T));     \
-        T acc = MK(0), gacc = MK(0), s = MK(seed % 3 + 1);                                        \
-        double chk = 0;                                                                           \
-        if (!a || !b || !c)                                                                       \
-            exit(1);                                                                              \
-        stream_escape = a;                                                                        \
-        stream_escape = b;                                                                        \
-        stream_escape = c;                                                                        \
-        for (long i = 0; i < n; i++) {                                                            \
-            a[i] = g_a_##S[i] = MK(seed + i % 7);                                                 \
-            b[i] = g_b_##S[i] = MK(seed + i % 5);                                                 \
-            c[i] = g_c_##S[i] = MK(i % 3);                                                        \
-        }                                                                                         \
-        MEMLENS_ROI_BEGIN("sum_" #S "_heap");                                                     \
-        for (long i = 0; i < n; i++)                                                              \
-            acc += a[i];                                                                          \
-        MEMLENS_ROI_END("sum_" #S "_heap");                                                       \
-        MEMLENS_ROI_BEGIN("copy_" #S "_heap");                                                    \
-        for (long i = 0; i < n; i++)                                                              \
-            c[i] = a[i];                                                                          \
-        MEMLENS_ROI_END("copy_" #S "_heap");                                                      \
-        MEMLENS_ROI_BEGIN("triad_" #S "_heap");                                                   \
-        for (long i = 0; i < n; i++)                                                              \
-            a[i] = b[i] + s * c[i];                                                               \
-        MEMLENS_ROI_END("triad_" #S "_heap");                                                     \
-        MEMLENS_ROI_BEGIN("sum_" #S "_global");                                                   \
-        for (long i = 0; i < n; i++)                                                              \
-            gacc += g_a_##S[i];                                                                   \
-        MEMLENS_ROI_END("sum_" #S "_global");                                                     \
-        MEMLENS_ROI_BEGIN("copy_" #S "_global");                                                  \
-        for (long i = 0; i < n; i++)                                                              \
-            g_c_##S[i] = g_a_##S[i];                                                              \
-        MEMLENS_ROI_END("copy_" #S "_global");                                                    \
-        MEMLENS_ROI_BEGIN("triad_" #S "_global");                                                 \
-        for (long i = 0; i < n; i++)                                                              \
-            g_a_##S[i] = g_b_##S[i] + s * g_c_##S[i];                                             \
-        MEMLENS_ROI_END("triad_" #S "_global");                                                   \
-        for (long i = 0; i < n; i++)                                                              \
-            chk += TOD(a[i]) + 2 * TOD(c[i]) + 3 * TOD(g_a_##S[i]) + 4 * TOD(g_c_##S[i]);        \
-        free(a);                                                                                  \
-        free(b);                                                                                  \
-        free(c);                                                                                  \
-        return chk + TOD(acc) + TOD(gacc);                                                        \
+#define KERNELS(T, S, MK, TOD)                                                                     \
+    T g_a_##S[NMAX], g_b_##S[NMAX], g_c_##S[NMAX];                                                 \
+    static double run_##S(long n, int seed)                                                        \
+    {                                                                                              \
+        T *a = malloc(n * sizeof(T)), *b = malloc(n * sizeof(T)), *c = malloc(n * sizeof(T));      \
+        T acc = MK(0), gacc = MK(0), s = MK(seed % 3 + 1);                                         \
+        double chk = 0;                                                                            \
+        if (!a || !b || !c)                                                                        \
+            exit(1);                                                                               \
+        stream_escape = a;                                                                         \
+        stream_escape = b;                                                                         \
+        stream_escape = c;                                                                         \
+        for (long i = 0; i < n; i++) {                                                             \
+            a[i] = g_a_##S[i] = MK(seed + i % 7);                                                  \
+            b[i] = g_b_##S[i] = MK(seed + i % 5);                                                  \
+            c[i] = g_c_##S[i] = MK(i % 3);                                                         \
+        }                                                                                          \
+        MEMLENS_ROI_BEGIN("sum_" #S "_heap");                                                      \
+        for (long i = 0; i < n; i++)                                                               \
+            acc += a[i];                                                                           \
+        MEMLENS_ROI_END("sum_" #S "_heap");                                                        \
+        MEMLENS_ROI_BEGIN("copy_" #S "_heap");                                                     \
+        for (long i = 0; i < n; i++)                                                               \
+            c[i] = a[i];                                                                           \
+        MEMLENS_ROI_END("copy_" #S "_heap");                                                       \
+        MEMLENS_ROI_BEGIN("triad_" #S "_heap");                                                    \
+        for (long i = 0; i < n; i++)                                                               \
+            a[i] = b[i] + s * c[i];                                                                \
+        MEMLENS_ROI_END("triad_" #S "_heap");                                                      \
+        MEMLENS_ROI_BEGIN("sum_" #S "_global");                                                    \
+        for (long i = 0; i < n; i++)                                                               \
+            gacc += g_a_##S[i];                                                                    \
+        MEMLENS_ROI_END("sum_" #S "_global");                                                      \
+        MEMLENS_ROI_BEGIN("copy_" #S "_global");                                                   \
+        for (long i = 0; i < n; i++)                                                               \
+            g_c_##S[i] = g_a_##S[i];                                                               \
+        MEMLENS_ROI_END("copy_" #S "_global");                                                     \
+        MEMLENS_ROI_BEGIN("triad_" #S "_global");                                                  \
+        for (long i = 0; i < n; i++)                                                               \
+            g_a_##S[i] = g_b_##S[i] + s * g_c_##S[i];                                              \
+        MEMLENS_ROI_END("triad_" #S "_global");                                                    \
+        for (long i = 0; i < n; i++)                                                               \
+            chk += TOD(a[i]) + 2 * TOD(c[i]) + 3 * TOD(g_a_##S[i]) + 4 * TOD(g_c_##S[i]);          \
+        free(a);                                                                                   \
+        free(b);                                                                                   \
+        free(c);                                                                                   \
+        return chk + TOD(acc) + TOD(gacc);                                                         \
     }
 
-#define MK_I8(x)  ((int8_t)(x))
-#define MK_I32(x) ((int32_t)(x))
-#define MK_F64(x) ((double)(x))
-#define MK_V4D(x) ((v4d){(double)(x), (double)(x) + 1, (double)(x) + 2, (double)(x) + 3})
+#define MK_I8(x)      ((int8_t)(x))
+#define MK_I32(x)     ((int32_t)(x))
+#define MK_F64(x)     ((double)(x))
+#define MK_V4D(x)     ((v4d){(double)(x), (double)(x) + 1, (double)(x) + 2, (double)(x) + 3})
 #define TOD_SCALAR(x) ((double)(x))
 #define TOD_V4D(v)    ((v)[0] + (v)[1] + (v)[2] + (v)[3])
 
