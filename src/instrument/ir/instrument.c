@@ -211,6 +211,7 @@ struct fwork {
     uint32_t *local; /* regions begun or ended here that the context does not hold */
     uint32_t nlocal;
     unsigned char *in, *out; /* [nlocal * nb] */
+    unsigned char *scoping;  /* [nlocal * nloops]: the loop holds BEGIN and END */
 };
 
 static int block_index(const struct fwork *w, LLVMBasicBlockRef bb)
@@ -229,6 +230,7 @@ static void fwork_free(struct fwork *w)
     free(w->local);
     free(w->in);
     free(w->out);
+    free(w->scoping);
     ml_ptrmap_free(&w->index);
 }
 
@@ -289,20 +291,72 @@ static const struct marker *find_marker(const struct fwork *w, LLVMValueRef inst
     return NULL;
 }
 
+/* Is loop li an ancestor-or-self of the innermost loop of block b? */
+static int loop_contains(const struct ml_cfg *cfg, int li, unsigned b)
+{
+    for (int l = cfg->loop_of[b]; l >= 0; l = cfg->loops[l].parent)
+        if (l == li)
+            return 1;
+    return 0;
+}
+
+/*
+ * A loop that holds both a BEGIN and an END of a region scopes it: leaving
+ * the loop (break, goto, an exit of an endless loop) ends the region, even
+ * when the code after the loop can only be reached from inside the region.
+ * Returns a [nlocal * nloops] flag array.
+ */
+static unsigned char *scoping_loops(const struct fwork *w, const struct ml_cfg *cfg)
+{
+    size_t n = (size_t)w->nlocal * cfg->nloops;
+    unsigned char *has_begin = calloc(n + 1, 1), *has_end = calloc(n + 1, 1);
+
+    if (!has_begin || !has_end) {
+        free(has_begin);
+        free(has_end);
+        return NULL;
+    }
+    for (size_t i = 0; i < w->nmarkers; i++) {
+        int b = block_index(w, LLVMGetInstructionParent(w->markers[i].call)), l;
+        uint32_t k;
+        for (k = 0; k < w->nlocal && w->local[k] != w->markers[i].region; k++)
+            ;
+        if (b < 0 || k == w->nlocal)
+            continue;
+        for (l = cfg->loop_of[b]; l >= 0; l = cfg->loops[l].parent)
+            (w->markers[i].begin ? has_begin : has_end)[(size_t)k * cfg->nloops + l] = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        has_begin[i] &= has_end[i];
+    free(has_end);
+    return has_begin;
+}
+
+/* Does the edge p->s leave a loop that scopes local region l? */
+static int edge_ends_region(const struct ml_cfg *cfg, const unsigned char *scoping, uint32_t l,
+                            unsigned p, unsigned s)
+{
+    for (int li = cfg->loop_of[p]; li >= 0; li = cfg->loops[li].parent)
+        if (scoping[(size_t)l * cfg->nloops + li] && !loop_contains(cfg, li, s))
+            return 1;
+    return 0;
+}
+
 /*
  * For each local region, a block is inside when every predecessor leaves the
- * region open (the entry block starts outside). Unknown predecessors (not yet
- * reached) are ignored, so states only move unknown -> in -> out and the
- * iteration ends.
+ * region open (the entry block starts outside, and edges out of a scoping
+ * loop close it). Unknown predecessors (not yet reached) are ignored, so
+ * states only move unknown -> in -> out and the iteration ends.
  */
-static int region_dataflow(struct fwork *w)
+static int region_dataflow(struct fwork *w, const struct ml_cfg *cfg)
 {
     size_t n = (size_t)w->nlocal * w->nb;
     int changed = 1;
 
     w->in = calloc(n ? n : 1, 1);
     w->out = calloc(n ? n : 1, 1);
-    if (!w->in || !w->out)
+    w->scoping = scoping_loops(w, cfg);
+    if (!w->in || !w->out || !w->scoping)
         return -ENOMEM;
     for (uint32_t l = 0; l < w->nlocal; l++) {
         unsigned char *in = w->in + (size_t)l * w->nb, *out = w->out + (size_t)l * w->nb;
@@ -315,7 +369,10 @@ static int region_dataflow(struct fwork *w)
                 if (b) {
                     unsigned char agg = ST_UNK;
                     for (unsigned k = 0; k < w->npred[b]; k++) {
-                        unsigned char ps = out[w->preds[b][k]];
+                        unsigned p = w->preds[b][k];
+                        unsigned char ps = out[p];
+                        if (ps == ST_IN && edge_ends_region(cfg, w->scoping, l, p, b))
+                            ps = ST_OUT;
                         if (ps == ST_OUT)
                             agg = ST_OUT;
                         else if (ps == ST_IN && agg == ST_UNK)
@@ -694,7 +751,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         if (!ml_regset_has(ir, w.ctx, w.markers[i].region) &&
             local_index(&w, w.markers[i].region) < 0)
             w.local[w.nlocal++] = w.markers[i].region;
-    rc = region_dataflow(&w);
+    rc = region_dataflow(&w, &cfg);
     if (rc)
         goto out;
 
