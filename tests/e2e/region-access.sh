@@ -1,7 +1,7 @@
 #!/bin/bash
 # Strided reads and writes (stride s) and indirect access (gather a[idx[i]], scatter b[idx[i]])
 # on heap and global arrays at -O0..-O3: heap and global bytes equal the closed forms.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 for O in $ML_LEVELS; do

@@ -2,7 +2,7 @@
 # A region begun inside an endless loop ('for (;;)') and left by 'break' ends on the break at
 # -O0..-O3, although the code after the loop is reachable only through the region's BEGIN: work
 # after the loop must not count for it.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 n=5000 pos=1234

@@ -3,7 +3,7 @@
 # goto and continue at a position the test picks, regions entered in a loop (entries = trip
 # count), nested regions (the outer includes the inner) and a recursive region (counts once per
 # outermost entry). Heap and global bytes and entries equal the closed forms.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 n=1000 len=20000 pos=12345 reps=7 k=300 key=7

@@ -2,7 +2,7 @@
 # C++ at -O0..-O3: a region in a method of a class template, template functions instantiated for
 # float and long inside a region, and an exception thrown and caught inside a region (the scan
 # stops at a position the test picks): exact heap and global bytes.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 n=100000 pos=31415

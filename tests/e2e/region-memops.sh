@@ -2,7 +2,7 @@
 # memcpy / memmove / memset and struct copies inside regions at -O0..-O3: constant sizes (static
 # facts) and sizes from the command line (run-time byte counters) give the exact heap and global
 # bytes.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 for O in $ML_LEVELS; do

@@ -3,7 +3,7 @@
 # (--ml-whole-program) the callees are counted exactly; in per-file mode the region has no bytes
 # of them and lists them as not seen, with the number of calls. A region name used in both files
 # adds up either way.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 n=50000 reps=3

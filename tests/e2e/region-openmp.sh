@@ -2,7 +2,7 @@
 # OpenMP parallel loops inside regions, at -O0..-O3 with OMP_NUM_THREADS=2 and 3: every worker
 # counts its own share (n / threads iterations of the triad), the shares add up to the closed
 # form, and the region is entered once (by the thread that began it).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 n=120000 # divisible by 2 and 3: static scheduling gives every thread n / T iterations

@@ -3,7 +3,7 @@
 # per-thread bytes are exactly the chunk sizes, which all differ, and add up to the total); a
 # region around pthread_create/join in main counts main's own chunk only (threads do not inherit
 # regions) and lists pthread_create and pthread_join as not seen with their call counts.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 base=10000

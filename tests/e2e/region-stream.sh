@@ -1,7 +1,7 @@
 #!/bin/bash
 # Streaming kernels (sum, copy, triad; int8, int32, double, 4 x double vectors; heap and global
 # arrays) at -O0..-O3: heap and global bytes of every region equal the closed form from N.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/region-lib.bash"
 ml_setup
 
 for O in $ML_LEVELS; do
