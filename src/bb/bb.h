@@ -40,8 +40,9 @@ struct ml_bb_opts {
     unsigned max_unroll;  /* cap on the larger automatic factor (default 1000) */
     unsigned work;        /* instructions per timing: passes = work / (U * insns) (65536) */
     enum ml_bb_method method;
-    unsigned max_faults; /* page faults mapped before giving up (default 64; 0 = no limit) */
+    unsigned max_faults; /* page faults mapped before giving up (default 256; 0 = no limit) */
     unsigned timeout_ms; /* CPU time of the sandbox per block (default 2000) */
+    unsigned attempts;   /* rounds of reps timings until one agrees (default 3) */
     int static_check;    /* refuse branches/syscalls/privileged before running (default 1) */
     int trace;           /* single-step two iterations to record addresses (default 1) */
 };
@@ -62,7 +63,12 @@ struct ml_bb_result {
     double ratio;      /* TSC ticks per core cycle (tsc method), 1 for pmu */
     unsigned u, u2;
     unsigned clean[2], agree[2]; /* per factor: clean timings, and the agreeing group */
+    unsigned attempts;           /* rounds of timings used */
     unsigned n_insns;
+    /* per job (block u/U, then calibration u/U when tsc) and timing: ticks or cycles per
+       pass, negative when the timing was not clean */
+    unsigned n_jobs;
+    double timings[4][ML_BB_MAX_REPS];
     unsigned faults; /* pages mapped */
     uint64_t pages[ML_BB_MAX_PAGES];
     unsigned flags; /* ML_BB_FLAG_* */

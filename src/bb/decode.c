@@ -192,6 +192,12 @@ int ml_bb_decode(const uint8_t *code, size_t len, struct ml_bb_insn *out, unsign
                 m->write = (op->access & CS_AC_WRITE) != 0;
             }
         }
+        for (int k = 0; k < x->op_count; k++)
+            if (x->operands[k].type == X86_OP_MEM && x->operands[k].mem.base == X86_REG_RIP &&
+                x->encoding.disp_size == 4) {
+                d->rip_disp_off = x->encoding.disp_offset;
+                d->rip_size = x->operands[k].size;
+            }
         if ((insn->id == X86_INS_PUSH || insn->id == X86_INS_POP) && d->n_mem < 3) {
             struct ml_bb_memop *m = &d->mem[d->n_mem++];
 

@@ -31,6 +31,7 @@ enum { CHILD_EPTRACE = 90, CHILD_EMAP, CHILD_EMAPS, CHILD_ESECCOMP };
 struct job {
     uint8_t *code;
     size_t len;
+    unsigned off;    /* entry offset in the first page */
     unsigned iters;  /* copies of the measured unit */
     unsigned passes; /* runs of the code per timing */
 };
@@ -57,7 +58,8 @@ void ml_bb_opts_init(struct ml_bb_opts *o)
     o->max_unroll = 1000;
     o->work = 65536;
     o->method = ML_BB_METHOD_AUTO;
-    o->max_faults = 64;
+    o->max_faults = 256;
+    o->attempts = 3;
     o->timeout_ms = 2000;
     o->static_check = 1;
     o->trace = 1;
@@ -74,23 +76,75 @@ const char *ml_bb_method_name(enum ml_bb_method m)
     return m == ML_BB_METHOD_PMU ? "pmu" : m == ML_BB_METHOD_TSC ? "tsc" : "auto";
 }
 
-/* n copies of unit followed by 'jmp *0(%rip)' and the absolute address of the stub's return. */
-static int job_build(struct job *j, const uint8_t *unit, size_t len, unsigned n, unsigned passes)
+/*
+ * n copies of unit followed by 'jmp *0(%rip)' and the absolute address of the stub's return,
+ * after off bytes of int3 that place the entry. RIP-relative displacements are rewritten in
+ * every copy so that all copies reach the addresses of the first one, as every iteration of
+ * the real block does; otherwise the copies would spread over many pages and misalign their
+ * data.
+ */
+static int job_build(struct job *j, const uint8_t *unit, size_t len, unsigned n, unsigned passes,
+                     const struct ml_bb_insn *in, int n_in, unsigned off)
 {
     uint64_t back = ML_BB_STUB_AT(ml_bb_stub_back);
     static const uint8_t jmp[6] = {0xff, 0x25, 0, 0, 0, 0};
+    uint8_t *p;
 
-    j->len = len * n + sizeof(jmp) + 8;
+    j->off = off;
+    j->len = off + len * n + sizeof(jmp) + 8;
     j->code = malloc(j->len);
     if (!j->code)
         return -ENOMEM;
-    for (unsigned k = 0; k < n; k++)
-        memcpy(j->code + k * len, unit, len);
-    memcpy(j->code + len * n, jmp, sizeof(jmp));
-    memcpy(j->code + len * n + sizeof(jmp), &back, 8);
+    memset(j->code, 0xcc, off);
+    p = j->code + off;
+    for (unsigned k = 0; k < n; k++) {
+        uint8_t *copy = p + k * len;
+
+        memcpy(copy, unit, len);
+        for (int i = 0; i < n_in; i++) {
+            int32_t disp;
+            int64_t moved;
+
+            if (!in[i].rip_disp_off)
+                continue;
+            memcpy(&disp, copy + in[i].off + in[i].rip_disp_off, 4);
+            moved = (int64_t)disp - (int64_t)k * (int64_t)len;
+            if (moved < INT32_MIN)
+                continue;
+            disp = (int32_t)moved;
+            memcpy(copy + in[i].off + in[i].rip_disp_off, &disp, 4);
+        }
+    }
+    memcpy(p + len * n, jmp, sizeof(jmp));
+    memcpy(p + len * n + sizeof(jmp), &back, 8);
     j->iters = n;
     j->passes = passes;
     return 0;
+}
+
+/*
+ * Where the code starts in its page: so that the widest RIP-relative access is aligned to
+ * its size (up to 64), as the compiler aligned it in the real program (movaps needs it).
+ */
+static unsigned code_offset(const uint8_t *code, const struct ml_bb_insn *in, int n)
+{
+    unsigned best = 0, off = 0;
+
+    for (int i = 0; i < n; i++) {
+        unsigned align = 1;
+        int32_t disp;
+        int64_t end;
+
+        if (!in[i].rip_disp_off || in[i].rip_size <= best)
+            continue;
+        while (align < in[i].rip_size && align < 64)
+            align <<= 1;
+        memcpy(&disp, code + in[i].off + in[i].rip_disp_off, 4);
+        end = (int64_t)in[i].off + in[i].size + disp;
+        off = (unsigned)(-end & (int64_t)(align - 1));
+        best = in[i].rip_size;
+    }
+    return off;
 }
 
 static long perf_open(struct perf_event_attr *a)
@@ -319,13 +373,24 @@ static int set_rip(pid_t pid, uint64_t rip)
         return -errno;
     regs.rip = rip;
     regs.orig_rax = (unsigned long long)-1;
+    /* the old TLS is gone: %fs/%gs-relative accesses go near the other data instead */
+    regs.fs_base = ML_BB_INIT_VALUE;
+    regs.gs_base = ML_BB_INIT_VALUE;
     return ptrace(PTRACE_SETREGS, pid, 0, &regs) ? -errno : 0;
 }
 
-static int in_harness(uint64_t a)
+/* The harness's own pages; RIP-relative data between the jobs' code is mappable. */
+static int in_harness(const struct run *x, uint64_t a)
 {
-    return (a >= ML_BB_STUB_ADDR && a < ML_BB_STUB_ADDR + 0x100000) ||
-           (a >= ML_BB_CODE_ADDR && a < ML_BB_CODE_ADDR + ML_BB_MAX_JOBS * ML_BB_CODE_STRIDE);
+    if (a >= ML_BB_STUB_ADDR && a < ML_BB_ALIAS_ADDR + 4096)
+        return 1;
+    for (unsigned j = 0; j < x->n_jobs; j++) {
+        uint64_t at = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE;
+
+        if (a >= at && a < at + ((x->jobs[j].len + 4095) & ~(size_t)4095))
+            return 1;
+    }
+    return 0;
 }
 
 /*
@@ -369,7 +434,8 @@ static int handle_stop(struct run *x, int status)
         }
         return 0;
     }
-    if (addr < 0x10000 || addr >= 0x800000000000ull || in_harness(addr)) {
+    /* below vm.mmap_min_addr, mmap succeeds only with CAP_SYS_RAWIO; the injection tells */
+    if (addr >= 0x800000000000ull || in_harness(x, addr)) {
         snprintf(buf, sizeof(buf), "unmappable address 0x%llx", (unsigned long long)addr);
         crash(r, SIGSEGV, buf);
         return 0;
@@ -516,7 +582,7 @@ static int trace_accesses(struct run *x, const uint8_t *code, size_t len)
 {
     struct ml_bb_insn insns[512];
     struct ml_bb_result *r = x->r;
-    uint64_t start = ML_BB_CODE_ADDR + (x->n_jobs - 2) * ML_BB_CODE_STRIDE;
+    uint64_t start = ML_BB_CODE_ADDR + x->jobs[0].off;
     int n = ml_bb_decode(code, len, insns, 512), status;
     struct user_regs_struct g;
 
@@ -531,7 +597,7 @@ static int trace_accesses(struct run *x, const uint8_t *code, size_t len)
     if (ptrace(PTRACE_SINGLESTEP, x->pid, 0, 0) || wait_stop(x->pid, &status) < 0)
         return -ECHILD;
     for (int step = 0; step < 2 * n; step++) {
-        uint64_t off;
+        uint64_t off, copy;
         int k;
 
         if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP)
@@ -540,6 +606,7 @@ static int trace_accesses(struct run *x, const uint8_t *code, size_t len)
             return -errno;
         if (g.rip < start || g.rip >= start + 2 * len)
             break;
+        copy = (g.rip - start) / len;
         off = (g.rip - start) % len;
         for (k = 0; k < n && insns[k].off != off; k++)
             ;
@@ -552,6 +619,8 @@ static int trace_accesses(struct run *x, const uint8_t *code, size_t len)
                          reg_value(&g, op->index, next) * (uint64_t)op->scale + (uint64_t)op->disp;
             struct ml_bb_access *acc = &r->accesses[r->n_accesses++];
 
+            if (op->base == X86_REG_RIP && insns[k].rip_disp_off) /* see job_build */
+                a -= copy * len;
             if (op->seg == X86_REG_FS || op->seg == X86_REG_GS)
                 a += reg_value(&g, op->seg, next);
             acc->addr = a;
@@ -597,21 +666,25 @@ static void evaluate(struct run *x)
 
         for (unsigned i = 0; i < x->o->reps; i++) {
             const struct ml_bb_slot *s = &x->ctl->res[i][j];
+            double t = (double)slot_value(x, s) / x->jobs[j].passes;
+
+            r->timings[j][i] = slot_clean(x, s) ? t : -t;
             if (slot_clean(x, s))
-                v[n++] = (double)slot_value(x, s) / x->jobs[j].passes;
+                v[n++] = t;
         }
         agree[j] = ml_bb_agree(v, n, x->o->tolerance, &val[j]);
-        if (j + 2 >= x->n_jobs)
-            r->clean[j + 2 - x->n_jobs] = n;
+        if (j < 2)
+            r->clean[j] = n;
         if (agree[j] < x->o->min_agree)
             good = 0;
     }
-    r->agree[0] = agree[x->n_jobs - 2];
-    r->agree[1] = agree[x->n_jobs - 1];
+    r->n_jobs = x->n_jobs;
+    r->agree[0] = agree[0];
+    r->agree[1] = agree[1];
     r->ratio = 1;
     if (r->method == ML_BB_METHOD_TSC)
-        r->ratio = (val[1] - val[0]) / (CALIB_U2 - CALIB_U);
-    r->throughput = (val[x->n_jobs - 1] - val[x->n_jobs - 2]) / (double)(r->u2 - r->u) / r->ratio;
+        r->ratio = (val[3] - val[2]) / (CALIB_U2 - CALIB_U);
+    r->throughput = (val[1] - val[0]) / (double)(r->u2 - r->u) / r->ratio;
     if (good && r->ratio > 0) {
         r->status = ML_BB_OK;
         r->detail[0] = 0;
@@ -621,13 +694,16 @@ static void evaluate(struct run *x)
     }
 }
 
+/* Jobs 0 and 1 are the block at u and U (first, so that restarts after faults are cheap);
+   with the tsc method, jobs 2 and 3 are the calibration chain. */
 static int plan(struct run *x, const uint8_t *code, size_t len)
 {
     const struct ml_bb_opts *o = x->o;
     struct ml_bb_result *r = x->r;
     static const uint8_t add_chain[2] = {0x01, 0xc0}; /* add %eax,%eax */
-    unsigned calib_passes, passes;
-    int err;
+    struct ml_bb_insn *in;
+    unsigned calib_passes, passes, off;
+    int n_in, err;
 
     r->u = o->u;
     r->u2 = o->u2;
@@ -643,21 +719,28 @@ static int plan(struct run *x, const uint8_t *code, size_t len)
                  o->code_budget);
         return 1;
     }
-    x->n_jobs = 0;
+    in = calloc(len, sizeof(*in));
+    if (!in)
+        return -ENOMEM;
+    n_in = ml_bb_decode(code, len, in, (unsigned)len);
+    if (n_in < 0)
+        n_in = 0;
+    off = code_offset(code, in, n_in);
     calib_passes = o->work / CALIB_U2 ? o->work / CALIB_U2 : 1;
     passes = o->work / (r->u2 * (r->n_insns ? r->n_insns : 1));
     if (passes == 0)
         passes = 1;
-    if (r->method == ML_BB_METHOD_TSC) {
-        err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_U, calib_passes);
-        if (!err)
-            err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_U2, calib_passes);
-        if (err)
-            return err;
-    }
-    err = job_build(&x->jobs[x->n_jobs++], code, len, r->u, passes);
+    x->n_jobs = 0;
+    err = job_build(&x->jobs[x->n_jobs++], code, len, r->u, passes, in, n_in, off);
     if (!err)
-        err = job_build(&x->jobs[x->n_jobs++], code, len, r->u2, passes);
+        err = job_build(&x->jobs[x->n_jobs++], code, len, r->u2, passes, in, n_in, off);
+    if (!err && r->method == ML_BB_METHOD_TSC) {
+        err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_U, calib_passes, NULL, 0, 0);
+        if (!err)
+            err =
+                job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_U2, calib_passes, NULL, 0, 0);
+    }
+    free(in);
     return err;
 }
 
@@ -727,7 +810,7 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
     x.ctl->n_reps = o->reps;
     x.ctl->alias = ML_BB_ALIAS_ADDR;
     for (unsigned j = 0; j < x.n_jobs; j++) {
-        x.ctl->job_code[j] = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE;
+        x.ctl->job_code[j] = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE + x.jobs[j].off;
         x.ctl->passes[j] = x.jobs[j].passes;
     }
 
@@ -757,10 +840,18 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
             err = -ECHILD;
         goto out;
     }
-    err = run_all(&x);
+    /* noise comes in bursts (other tenants, interrupts): an unclean run is retried afresh */
+    for (unsigned a = 0; a < (o->attempts ? o->attempts : 1); a++) {
+        err = run_all(&x);
+        if (err != 1)
+            break;
+        r->attempts = a + 1;
+        evaluate(&x);
+        if (r->status == ML_BB_OK)
+            break;
+    }
     if (err == 1) {
         err = 0;
-        evaluate(&x);
         if (o->trace)
             err = trace_accesses(&x, code, len);
     }

@@ -93,6 +93,8 @@ struct ml_bb_memop {
 struct ml_bb_insn {
     uint16_t off, size;
     uint8_t n_mem;
+    uint8_t rip_disp_off; /* offset of the disp32 of a RIP-relative operand, 0 if none */
+    uint16_t rip_size;    /* access size of that operand */
     struct ml_bb_memop mem[3];
 };
 

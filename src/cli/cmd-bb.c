@@ -29,12 +29,13 @@ static const char bb_usage[] =
     "\n"
     "Measurement:\n"
     "  --reps <n>           timings per unroll factor (default 16, max 64)\n"
+    "  --attempts <n>       rounds of --reps timings tried until one agrees (default 3)\n"
     "  --min-agree <n>      clean timings that must agree for 'ok' (default 8)\n"
     "  --tolerance <pct>    spread allowed among agreeing timings (default 2)\n"
     "  -u <n>, -U <n>       unroll factors u < U (default: U fills 16 KiB of code, max 1000,\n"
     "                       u = U/2)\n"
     "  --method <m>         auto (default), tsc, or pmu (fails without a PMU)\n"
-    "  --max-faults <n>     pages mapped before giving up (default 64, 0 = unlimited)\n"
+    "  --max-faults <n>     pages mapped before giving up (default 256, 0 = unlimited)\n"
     "  --timeout <ms>       CPU time allowed per block (default 2000)\n"
     "  --no-static-check    run blocks the decoder would refuse (the sandbox still refuses\n"
     "                       syscalls and stops privileged instructions)\n"
@@ -165,8 +166,10 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
                    r->ratio);
         else
             printf("method    pmu (core cycles from perf_event)\n");
-        printf("unroll    u=%u U=%u; clean timings %u and %u of %u, agreeing %u and %u\n", r->u,
-               r->u2, r->clean[0], r->clean[1], c->o.reps, r->agree[0], r->agree[1]);
+        printf("unroll    u=%u U=%u; clean timings %u and %u of %u, agreeing %u and %u"
+               " (attempt %u)\n",
+               r->u, r->u2, r->clean[0], r->clean[1], c->o.reps, r->agree[0], r->agree[1],
+               r->attempts);
     }
     if (r->status != ML_BB_UNSUPPORTED || r->faults) {
         printf("pages     %u mapped", r->faults);
@@ -178,6 +181,15 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
     if (r->status == ML_BB_OK || r->status == ML_BB_UNCLEAN) {
         flags_text(r->flags, flags, sizeof(flags));
         printf("flags     %s\n", flags[0] ? flags : "none");
+    }
+    for (unsigned j = 0; c->verbose && j < r->n_jobs; j++) {
+        static const char *const jobs[] = {"block u", "block U", "calib u", "calib U"};
+
+        printf("timings   %s:", jobs[j]);
+        for (unsigned i = 0; i < c->o.reps; i++)
+            printf(r->timings[j][i] < 0 ? " (%.0f)" : " %.0f",
+                   r->timings[j][i] < 0 ? -r->timings[j][i] : r->timings[j][i]);
+        putchar('\n');
     }
     if (c->verbose)
         for (unsigned i = 0; i < r->n_accesses; i++)
@@ -382,6 +394,7 @@ int cmd_bb(int argc, char **argv)
         O_TOL,
         O_METHOD,
         O_FAULTS,
+        O_ATTEMPTS,
         O_TIMEOUT,
         O_NOCHECK,
         O_NOTRACE,
@@ -401,6 +414,7 @@ int cmd_bb(int argc, char **argv)
                                              {"method", required_argument, 0, O_METHOD},
                                              {"max-faults", required_argument, 0, O_FAULTS},
                                              {"timeout", required_argument, 0, O_TIMEOUT},
+                                             {"attempts", required_argument, 0, O_ATTEMPTS},
                                              {"no-static-check", no_argument, 0, O_NOCHECK},
                                              {"no-trace", no_argument, 0, O_NOTRACE},
                                              {"csv", no_argument, 0, O_CSV},
