@@ -116,9 +116,12 @@ int ml_bb_assemble(const char *text, enum ml_bb_syntax syntax, int use_llvm_mc, 
 
 /*
  * Runs llvm-mca-14 on the block (disassembled by LLVM) and stores total cycles / iterations
- * in *cycles. mcpu NULL means the host CPU. Returns 0, -ENOENT or -EINVAL.
+ * in *cycles. mcpu NULL means ml_bb_mca_cpu(). Returns 0, -ENOENT or -EINVAL.
  */
 int ml_bb_mca(const uint8_t *code, size_t len, const char *mcpu, double *cycles);
+
+/* The -mcpu given to llvm-mca by default: LLVM's host CPU, or the closest model it knows. */
+const char *ml_bb_mca_cpu(void);
 
 /* Record-address analysis (exposed for tests): sets ML_BB_FLAG_* from r->accesses. */
 unsigned ml_bb_flags_compute(const struct ml_bb_access *a, unsigned n);

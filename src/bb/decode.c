@@ -216,3 +216,21 @@ out:
     cs_close(&h);
     return n;
 }
+
+int ml_bb_privileged_at(const uint8_t *code, size_t len)
+{
+    csh h;
+    cs_insn *insn;
+    const uint8_t *p = code;
+    uint64_t addr = 0;
+    int priv = 0;
+
+    if (open_cs(&h) < 0)
+        return 0;
+    insn = cs_malloc(h);
+    if (cs_disasm_iter(h, &p, &len, &addr, insn))
+        priv = is_privileged(h, insn);
+    cs_free(insn, 1);
+    cs_close(&h);
+    return priv;
+}

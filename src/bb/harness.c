@@ -22,8 +22,8 @@
 #include "bb/sandbox.h"
 
 /* Calibration: a chain of dependent 'add %eax,%eax' (1 cycle each on every x86-64 core). */
-#define CALIB_U  2000
-#define CALIB_U2 4000
+#define CALIB_U  200
+#define CALIB_U2 400
 
 /* Exit codes of the child when its setup fails, before the harness takes control. */
 enum { CHILD_EPTRACE = 90, CHILD_EMAP, CHILD_EMAPS, CHILD_ESECCOMP };
@@ -54,8 +54,8 @@ void ml_bb_opts_init(struct ml_bb_opts *o)
     o->reps = 16;
     o->min_agree = 8;
     o->tolerance = 0.02;
-    o->code_budget = 16384;
-    o->max_unroll = 1000;
+    o->code_budget = 4096;
+    o->max_unroll = 200;
     o->work = 65536;
     o->method = ML_BB_METHOD_AUTO;
     o->max_faults = 256;
@@ -393,6 +393,22 @@ static int in_harness(const struct run *x, uint64_t a)
     return 0;
 }
 
+/* Whether the child stopped on a privileged instruction of a job's code (never executed). */
+static int privileged_stop(const struct run *x)
+{
+    struct user_regs_struct g;
+
+    if (ptrace(PTRACE_GETREGS, x->pid, 0, &g))
+        return 0;
+    for (unsigned j = 0; j < x->n_jobs; j++) {
+        uint64_t at = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE;
+
+        if (g.rip >= at && g.rip < at + x->jobs[j].len)
+            return ml_bb_privileged_at(x->jobs[j].code + (g.rip - at), at + x->jobs[j].len - g.rip);
+    }
+    return 0;
+}
+
 /*
  * Classifies a stop that is not the end of the run. Returns 1 when the run must restart
  * (a page was mapped), 0 when r->status is final, negative on harness failure.
@@ -417,7 +433,7 @@ static int handle_stop(struct run *x, int status)
         return 0;
     }
     if (sig != SIGSEGV) {
-        snprintf(buf, sizeof(buf), "signal %s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+        snprintf(buf, sizeof(buf), "SIG%s", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
         crash(r, sig, buf);
         return 0;
     }
@@ -426,7 +442,10 @@ static int handle_stop(struct run *x, int status)
     addr = (uint64_t)(uintptr_t)si.si_addr;
     page = addr & ~4095ull;
     if (si.si_code != SEGV_MAPERR) {
-        if (si.si_code == SI_KERNEL)
+        if (si.si_code == SI_KERNEL && privileged_stop(x)) {
+            r->status = ML_BB_UNSUPPORTED;
+            snprintf(r->detail, sizeof(r->detail), "privileged instruction (trapped)");
+        } else if (si.si_code == SI_KERNEL)
             crash(r, SIGSEGV, "general protection (non-canonical address, alignment)");
         else {
             snprintf(buf, sizeof(buf), "access violation at 0x%llx", (unsigned long long)addr);

@@ -104,4 +104,7 @@ struct ml_bb_insn {
  */
 int ml_bb_decode(const uint8_t *code, size_t len, struct ml_bb_insn *out, unsigned cap);
 
+/* Whether the instruction at the start of code is privileged (the #GP it raised says why). */
+int ml_bb_privileged_at(const uint8_t *code, size_t len);
+
 #endif

@@ -9,9 +9,9 @@
  * gadget, getrusage, read of perf counters) come from its own addresses, which is what the
  * seccomp filter allows; everything else traps.
  *
- * Layout of one timing: refill the data page, read counters, lfence+rdtsc, then for each
- * of the job's passes: initialise x87/SSE/AVX state, flags and general-purpose registers and
- * jump to the job's code (n copies of the block, then an absolute jump back); finally
+ * Layout of one timing: refill the data page, read counters, initialise x87/SSE/AVX state
+ * and flags, lfence+rdtsc, then for each of the job's passes: initialise the general-purpose
+ * registers and jump to the job's code (n copies of the block, then an absolute jump back); finally
  * lfence+rdtsc and read counters. Several passes per timing keep the TSC's granularity
  * (26 ticks on some VMs) far below the measured difference. Timings interleave the
  * jobs (calibration and block, both unroll factors) so that frequency drifts hit all alike.
@@ -160,15 +160,16 @@ __asm__(".pushsection .text\n"
         "  mov %rax, C_PASSLEFT(%rip)\n"
         "  ML_REFILL\n"
         "  ML_COUNTERS 0\n"
+        "  ML_INITSTATE\n"
         "  lfence\n"
         "  rdtsc\n"
         "  shl $32, %rdx\n"
         "  or %rdx, %rax\n"
         "  mov C_CURRES(%rip), %rbx\n"
         "  mov %rax, (%rbx)\n"
-        /* each pass restarts from the initial registers, so pages stay those of one pass */
+        /* each pass restarts from the initial general-purpose registers, so the pages are
+           those of one pass; the slower x87/vector/flags set-up stays out of the loop */
         ".Lml_bb_pass:\n"
-        "  ML_INITSTATE\n"
         "  ML_INITGPR\n"
         "  jmp *C_CURCODE(%rip)\n"
         "ml_bb_stub_back:\n"

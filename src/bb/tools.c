@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <llvm-c/Core.h>
 #include <llvm-c/Disassembler.h>
 #include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
 
 #include "bb/bb.h"
 
@@ -194,6 +196,25 @@ static int write_llvm_asm(const uint8_t *code, size_t len, FILE *f)
     return 0;
 }
 
+const char *ml_bb_mca_cpu(void)
+{
+    static char name[64];
+    char *host;
+
+    if (name[0])
+        return name;
+    /* LLVM 14 predates the newest cores and calls them generic: take the closest model */
+    host = LLVMGetHostCPUName();
+    if (host && host[0] && strcmp(host, "generic"))
+        snprintf(name, sizeof(name), "%s", host);
+    else {
+        __builtin_cpu_init();
+        snprintf(name, sizeof(name), "%s", __builtin_cpu_is("amd") ? "znver3" : "skylake");
+    }
+    LLVMDisposeMessage(host);
+    return name;
+}
+
 static int parse_mca(const char *path, double *cycles)
 {
     FILE *f = fopen(path, "r");
@@ -235,7 +256,7 @@ int ml_bb_mca(const uint8_t *code, size_t len, const char *mcpu, double *cycles)
     fclose(f);
     if (rc < 0)
         goto out;
-    snprintf(cpu, sizeof(cpu), "-mcpu=%s", mcpu ? mcpu : "native");
+    snprintf(cpu, sizeof(cpu), "-mcpu=%s", mcpu ? mcpu : ml_bb_mca_cpu());
     {
         char *argv[] = {
             "llvm-mca-14", "-mtriple=x86_64-unknown-linux-gnu", cpu, "-iterations=200", s, NULL};

@@ -32,8 +32,11 @@ static const char bb_usage[] =
     "  --attempts <n>       rounds of --reps timings tried until one agrees (default 3)\n"
     "  --min-agree <n>      clean timings that must agree for 'ok' (default 8)\n"
     "  --tolerance <pct>    spread allowed among agreeing timings (default 2)\n"
-    "  -u <n>, -U <n>       unroll factors u < U (default: U fills 16 KiB of code, max 1000,\n"
-    "                       u = U/2)\n"
+    "  -u <n>, -U <n>       unroll factors u < U (default: automatic, see next two)\n"
+    "  --code-budget <b>    bytes of unrolled code for U (default 4096; L1I must hold it)\n"
+    "  --max-unroll <n>     largest automatic U (default 200); u = U/2\n"
+    "  --work <n>           instructions per timing; the code is run n/(U*insns) times\n"
+    "                       per timing to dwarf the TSC's granularity (default 65536)\n"
     "  --method <m>         auto (default), tsc, or pmu (fails without a PMU)\n"
     "  --max-faults <n>     pages mapped before giving up (default 256, 0 = unlimited)\n"
     "  --timeout <ms>       CPU time allowed per block (default 2000)\n"
@@ -45,7 +48,8 @@ static const char bb_usage[] =
     "  --csv                one CSV row (with header) instead of the report\n"
     "  -v, --verbose        also list mapped pages and recorded accesses\n"
     "  --compare-mca        also run llvm-mca-14 on the block and print its prediction\n"
-    "  --mcpu <cpu>         CPU for llvm-mca (default native)\n"
+    "  --mcpu <cpu>         CPU for llvm-mca (default: the host's, or the closest model\n"
+    "                       LLVM 14 knows, e.g. znver3 for newer AMD cores)\n"
     "  -o, --output <file>  batch output (resumes when the file already has rows)\n"
     "  --limit <n>          batch: stop after n blocks\n"
     "\n"
@@ -153,9 +157,8 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
     printf("block     %s (%u instruction%s, %zu bytes)\n", hex, r->n_insns,
            r->n_insns == 1 ? "" : "s", len);
     printf("status    %s", ml_bb_status_name(r->status));
-    if (r->status == ML_BB_CRASHED && r->signal)
-        printf(" (%s%s%s)", sigabbrev_np(r->signal) ? "SIG" : "",
-               sigabbrev_np(r->signal) ? sigabbrev_np(r->signal) : "signal", "");
+    if (r->status == ML_BB_CRASHED && r->signal && strncmp(r->detail, "SIG", 3))
+        printf(" (SIG%s)", sigabbrev_np(r->signal) ? sigabbrev_np(r->signal) : "?");
     if (r->detail[0])
         printf(": %s", r->detail);
     putchar('\n');
@@ -199,7 +202,7 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
     if (c->mca) {
         if (have_mca)
             printf("llvm-mca  %.3f cycles per iteration (-mcpu=%s)\n", mca,
-                   c->mcpu ? c->mcpu : "native");
+                   c->mcpu ? c->mcpu : ml_bb_mca_cpu());
         else
             printf("llvm-mca  no prediction (llvm-mca-14 missing or rejected the block)\n");
     }
@@ -395,6 +398,9 @@ int cmd_bb(int argc, char **argv)
         O_METHOD,
         O_FAULTS,
         O_ATTEMPTS,
+        O_BUDGET,
+        O_MAXU,
+        O_WORK,
         O_TIMEOUT,
         O_NOCHECK,
         O_NOTRACE,
@@ -415,6 +421,9 @@ int cmd_bb(int argc, char **argv)
                                              {"max-faults", required_argument, 0, O_FAULTS},
                                              {"timeout", required_argument, 0, O_TIMEOUT},
                                              {"attempts", required_argument, 0, O_ATTEMPTS},
+                                             {"code-budget", required_argument, 0, O_BUDGET},
+                                             {"max-unroll", required_argument, 0, O_MAXU},
+                                             {"work", required_argument, 0, O_WORK},
                                              {"no-static-check", no_argument, 0, O_NOCHECK},
                                              {"no-trace", no_argument, 0, O_NOTRACE},
                                              {"csv", no_argument, 0, O_CSV},
@@ -479,6 +488,18 @@ int cmd_bb(int argc, char **argv)
             break;
         case O_FAULTS:
             c.o.max_faults = parse_uint(optarg, "--max-faults");
+            break;
+        case O_ATTEMPTS:
+            c.o.attempts = parse_uint(optarg, "--attempts");
+            break;
+        case O_BUDGET:
+            c.o.code_budget = parse_uint(optarg, "--code-budget");
+            break;
+        case O_MAXU:
+            c.o.max_unroll = parse_uint(optarg, "--max-unroll");
+            break;
+        case O_WORK:
+            c.o.work = parse_uint(optarg, "--work");
             break;
         case O_TIMEOUT:
             c.o.timeout_ms = parse_uint(optarg, "--timeout");
