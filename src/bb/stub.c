@@ -170,6 +170,7 @@ __asm__(".pushsection .text\n"
         /* each pass restarts from the initial general-purpose registers, so the pages are
            those of one pass; the slower x87/vector/flags set-up stays out of the loop */
         ".Lml_bb_pass:\n"
+        "  lfence\n" /* passes must not overlap: each is one BHive-style run */
         "  ML_INITGPR\n"
         "  jmp *C_CURCODE(%rip)\n"
         "ml_bb_stub_back:\n"
