@@ -1,0 +1,110 @@
+/* Private layout shared by the sandbox stub (stub.c, assembly) and the harness (harness.c). */
+#ifndef ML_BB_SANDBOX_H
+#define ML_BB_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <capstone/capstone.h>
+
+#include "bb/bb.h"
+
+/*
+ * Fixed addresses in the sandboxed child. They lie far from the data pages the block touches
+ * (registers start near ML_BB_INIT_VALUE) and from the places Linux, ASan and LSan put their
+ * own mappings in the parent, because the child inherits the parent's address space and
+ * maps these with MAP_FIXED_NOREPLACE before unmapping everything else.
+ */
+#define ML_BB_STUB_ADDR   0x4a0000000000ull
+#define ML_BB_STUB_MAP    0x1000ull
+#define ML_BB_CTL_ADDR    (ML_BB_STUB_ADDR + 0x10000ull) /* the stub addresses it RIP-relative */
+#define ML_BB_CTL_SIZE    0x20000ull
+#define ML_BB_ALIAS_ADDR  (ML_BB_STUB_ADDR + 0x40000ull)
+#define ML_BB_CODE_ADDR   0x4a1000000000ull
+#define ML_BB_CODE_STRIDE 0x1000000ull /* 16 MiB gaps: RIP-relative data lands in free space */
+#define ML_BB_MAX_JOBS    4
+#define ML_BB_MAX_PMU     4
+#define ML_BB_MAX_UNMAP   4096
+
+/* Registers and every 8-byte word of the data page start at this value (BHive's choice). */
+#define ML_BB_INIT_VALUE 0x12345600ull
+/* MXCSR: all exceptions masked, flush-to-zero (bit 15) and denormals-are-zero (bit 6). */
+#define ML_BB_MXCSR 0x9fc0u
+
+/* One timing, written by the stub: TSC and counters before/after the job's code. */
+struct ml_bb_slot {
+    uint64_t t0, t1;
+    uint64_t csw0, csw1; /* voluntary + involuntary context switches (getrusage) */
+    uint64_t flt0, flt1; /* minor + major page faults (getrusage) */
+    uint64_t pmu0[ML_BB_MAX_PMU], pmu1[ML_BB_MAX_PMU];
+    uint64_t pad[2];
+};
+
+/* The control page, shared (memfd) between harness and child; offsets are fixed in stub.c. */
+struct ml_bb_ctl {
+    uint64_t init;                  /* 0x00 */
+    uint32_t mxcsr;                 /* 0x08 */
+    uint32_t vec;                   /* 0x0c: 0 sse, 1 avx, 2 avx-512 */
+    uint64_t n_jobs;                /* 0x10 */
+    uint64_t n_reps;                /* 0x18 */
+    uint64_t rep;                   /* 0x20: stub-owned loop state */
+    uint64_t job;                   /* 0x28 */
+    uint64_t cur_code;              /* 0x30 */
+    uint64_t cur_res;               /* 0x38 */
+    uint64_t alias;                 /* 0x40 */
+    uint64_t n_unmap;               /* 0x48 */
+    uint64_t n_pmu;                 /* 0x50 */
+    uint64_t pass_left;             /* 0x58: stub-owned */
+    uint64_t pmu_fd[ML_BB_MAX_PMU]; /* 0x60 */
+    uint64_t job_code[8];           /* 0x80 */
+    uint64_t passes[8];             /* 0xc0: passes over the job's code per timing */
+    uint8_t rusage[0x100];          /* 0x100: struct rusage written by getrusage */
+    uint8_t stack[0x200];           /* 0x200..0x400: a few bytes of stack for popfq */
+    struct ml_bb_slot res[ML_BB_MAX_REPS][ML_BB_MAX_JOBS]; /* 0x400 */
+    uint64_t unmap[ML_BB_MAX_UNMAP][2];                    /* 0x8400 */
+};
+
+_Static_assert(sizeof(struct ml_bb_slot) == 128, "stub assumes 128-byte slots");
+_Static_assert(offsetof(struct ml_bb_ctl, n_pmu) == 0x50, "stub offsets");
+_Static_assert(offsetof(struct ml_bb_ctl, pmu_fd) == 0x60, "stub offsets");
+_Static_assert(offsetof(struct ml_bb_ctl, job_code) == 0x80, "stub offsets");
+_Static_assert(offsetof(struct ml_bb_ctl, passes) == 0xc0, "stub offsets");
+_Static_assert(offsetof(struct ml_bb_ctl, rusage) == 0x100, "stub offsets");
+_Static_assert(offsetof(struct ml_bb_ctl, res) == 0x400, "stub offsets");
+_Static_assert(offsetof(struct ml_bb_ctl, unmap) == 0x8400, "stub offsets");
+_Static_assert(sizeof(struct ml_bb_ctl) <= ML_BB_CTL_SIZE, "control page too small");
+
+/* Entry points of the stub (stub.c); the child copies [start, end) to ML_BB_STUB_ADDR. */
+extern const char ml_bb_stub_start[], ml_bb_stub_run[], ml_bb_stub_back[], ml_bb_stub_done[],
+    ml_bb_stub_gadget[], ml_bb_stub_trace[], ml_bb_stub_end[];
+
+/* Address of a stub symbol once copied into the child. */
+#define ML_BB_STUB_AT(sym) (ML_BB_STUB_ADDR + (uint64_t)((sym)-ml_bb_stub_start))
+
+/* A memory operand of a decoded instruction, kept for computing addresses while tracing. */
+struct ml_bb_memop {
+    x86_reg seg, base, index;
+    int scale;
+    int64_t disp;
+    uint16_t size;
+    uint8_t write;
+};
+
+struct ml_bb_insn {
+    uint16_t off, size;
+    uint8_t n_mem;
+    uint8_t rip_disp_off; /* offset of the disp32 of a RIP-relative operand, 0 if none */
+    uint16_t rip_size;    /* access size of that operand */
+    struct ml_bb_memop mem[3];
+};
+
+/*
+ * Decodes code into at most cap instructions with their explicit memory operands (push and
+ * pop get their implicit stack access). Returns the count, or negative on undecodable bytes.
+ */
+int ml_bb_decode(const uint8_t *code, size_t len, struct ml_bb_insn *out, unsigned cap);
+
+/* Whether the instruction at the start of code is privileged (the #GP it raised says why). */
+int ml_bb_privileged_at(const uint8_t *code, size_t len);
+
+#endif
