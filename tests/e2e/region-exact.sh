@@ -4,7 +4,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 ml_require_cc
 dir=$ML_ROOT/tests/e2e/exact
-progs=("$ML_ROOT/examples/stream.c:20000 2" "$dir/threads.c:" "$dir/solver.cpp:")
+progs=("$ML_ROOT/examples/stream.c:20000 2" "$dir/threads.c:" "$dir/solver.cpp:" "$dir/atomics.c:3000")
 for O in 0 2 3; do
     for entry in "${progs[@]}"; do
         src=${entry%%:*}
@@ -37,5 +37,7 @@ for r in p.regions:
 sys.exit(1 if bad else 0)
 PY
     done
+    # closed form for the atomics: 3000 fetch-adds and 3000 compare-exchanges of 8 bytes
+    check_py "$T/out-atomics-O$O" "P[0].totals('at')['rd_heap'] == 16*3000 == P[0].totals('at')['wr_heap']"
 done
 echo ok

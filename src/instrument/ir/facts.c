@@ -231,20 +231,11 @@ int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f)
         mem_write(f, ml_ptr_class(LLVMGetOperand(inst, 1)), store_size(ir, t));
         break;
     }
-    case LLVMAtomicRMW: {
-        enum ml_memclass c = ml_ptr_class(LLVMGetOperand(inst, 0));
-        uint64_t n = store_size(ir, t);
-        f[ML_F_LOADS]++;
-        f[ML_F_STORES]++;
-        f[ML_F_I_MEM]++;
-        mem_read(f, c, n);
-        mem_write(f, c, n);
-        break;
-    }
+    case LLVMAtomicRMW:
     case LLVMAtomicCmpXchg: {
-        /* A locked compare-exchange reads and writes its line whether or not it succeeds. */
+        /* Both read and write their location; a failed compare-exchange still locks the line. */
         enum ml_memclass c = ml_ptr_class(LLVMGetOperand(inst, 0));
-        uint64_t n = store_size(ir, LLVMTypeOf(LLVMGetOperand(inst, 1)));
+        uint64_t n = store_size(ir, op == LLVMAtomicRMW ? t : LLVMTypeOf(LLVMGetOperand(inst, 1)));
         f[ML_F_LOADS]++;
         f[ML_F_STORES]++;
         f[ML_F_I_MEM]++;
