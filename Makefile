@@ -80,7 +80,15 @@ $(B)/asan/bin/memlens: $(ASAN_OBJ)
 	ln -sf memlens $*/bin/memlens-cc
 	ln -sf memlens $*/bin/memlens-c++
 
-%/lib/libmemlens-rt.a: $(RT_OBJ)
+# One relocatable object whose only global symbols are the runtime's entry points, so that
+# its internals (ml_profile_*, ...) can never clash with the program's own symbols.
+$(B)/rt/memlens-rt.o: $(RT_OBJ)
+	ld -r -o $@.tmp $^
+	objcopy --wildcard --keep-global-symbol='__memlens_*' --keep-global-symbol=pthread_create \
+		$@.tmp $@
+	rm -f $@.tmp
+
+%/lib/libmemlens-rt.a: $(B)/rt/memlens-rt.o
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 

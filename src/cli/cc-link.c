@@ -232,9 +232,9 @@ static size_t decimal(const char *p, int width)
     return v;
 }
 
-/* Parses the bitcode members of an ar archive (GNU or BSD long names). */
+/* Parses the bitcode members of an ar archive (GNU or BSD long names); counts the others. */
 static int archive_members(struct merge *m, const char *path, const char *data, size_t len,
-                           struct member **out, int *nout, char *err, size_t errlen)
+                           struct member **out, int *nout, int *native, char *err, size_t errlen)
 {
     const char *longnames = NULL;
     size_t longlen = 0, off = 8;
@@ -279,8 +279,10 @@ static int archive_members(struct merge *m, const char *path, const char *data, 
             memcpy(name, hdr, nl);
         }
         name[nl] = 0;
-        if (!bitcode_magic((const unsigned char *)body, size))
+        if (!bitcode_magic((const unsigned char *)body, size)) {
+            (*native)++;
             continue;
+        }
         struct member *v = realloc(*out, (*nout + 1) * sizeof(*v));
 
         if (!v) {
@@ -300,8 +302,17 @@ static int archive_members(struct merge *m, const char *path, const char *data, 
     return 0;
 }
 
+/* Symbols defined in module-level asm are invisible to the symbol scan: always pull them. */
+static bool has_module_asm(LLVMModuleRef mod)
+{
+    size_t len = 0;
+
+    LLVMGetModuleInlineAsm(mod, &len);
+    return len > 0;
+}
+
 int ml_cc_merge_bitcode(char *const *objs, int nobj, char *const *ars, int nar, const char *out,
-                        char *err, size_t errlen)
+                        bool *ar_all_bitcode, char *err, size_t errlen)
 {
     struct merge m = {.ctx = LLVMContextCreate()};
     LLVMModuleRef dst = NULL, mod;
@@ -321,18 +332,20 @@ int ml_cc_merge_bitcode(char *const *objs, int nobj, char *const *ars, int nar, 
             goto out;
     }
     for (int a = 0; a < nar; a++) {
-        int first = nmem;
+        int first = nmem, native = 0;
         bool more = true;
 
         if (read_all(ars[a], &data, &len, err, errlen) ||
-            archive_members(&m, ars[a], data, len, &mem, &nmem, err, errlen))
+            archive_members(&m, ars[a], data, len, &mem, &nmem, &native, err, errlen))
             goto out;
+        ar_all_bitcode[a] = !native && nmem > first;
         free(data);
         data = NULL;
         while (more) {
             more = false;
             for (int i = first; i < nmem; i++) {
-                if (!mem[i].mod || each_symbol(mem[i].mod, is_wanted, &m) != 1)
+                if (!mem[i].mod || (each_symbol(mem[i].mod, is_wanted, &m) != 1 &&
+                                    !has_module_asm(mem[i].mod)))
                     continue;
                 mod = mem[i].mod;
                 mem[i].mod = NULL;

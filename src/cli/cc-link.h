@@ -17,9 +17,11 @@ bool ml_cc_is_archive(const char *path);
  * symbol that the bitcode gathered so far references and nobody defines,
  * archive by archive in order, each searched until nothing more is pulled
  * (like ld's handling of one archive; native members are left to the linker).
+ * ar_all_bitcode[a] tells whether archive a holds only bitcode members (the
+ * native link must then not see it: ld cannot read them without a plugin).
  * Returns the number of archive members merged, or -1 with a reason in err.
  */
 int ml_cc_merge_bitcode(char *const *objs, int nobj, char *const *ars, int nar, const char *out,
-                        char *err, size_t errlen);
+                        bool *ar_all_bitcode, char *err, size_t errlen);
 
 #endif

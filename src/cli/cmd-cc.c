@@ -337,8 +337,11 @@ static const char *whole_program(int *first)
     struct ml_strv objs = {0}, ars = {0};
     const char *merged, *opt, *ml, *obj;
     char err[512];
-    int pulled, first_ar = -1;
+    int pulled, first_ar = -1, *ar_input = calloc(g.cmd.nin + 1, sizeof(int));
+    bool *ar_all_bitcode = calloc(g.cmd.nin + 1, sizeof(bool));
 
+    if (!ar_input || !ar_all_bitcode)
+        die("out of memory");
     *first = -1;
     for (int i = 0; i < g.cmd.nin; i++) {
         const struct ml_cc_input *in = &g.cmd.in[i];
@@ -349,6 +352,7 @@ static const char *whole_program(int *first)
             if (*first < 0)
                 *first = i;
         } else if (in->kind == ML_IN_LINK && ml_cc_is_archive(in->path)) {
+            ar_input[ars.n] = i;
             ml_strv_push(&ars, in->path);
             if (first_ar < 0)
                 first_ar = i;
@@ -360,9 +364,15 @@ static const char *whole_program(int *first)
     if (ml_cc_verbose)
         fprintf(stderr, "memlens: link %d bitcode file(s) and archive members -> %s\n", objs.n,
                 merged);
-    pulled = ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, err, sizeof(err));
+    pulled = ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, ar_all_bitcode, err,
+                                 sizeof(err));
+    for (int a = 0; pulled >= 0 && a < ars.n; a++)
+        if (ar_all_bitcode[a])
+            g.obj[ar_input[a]] = ""; /* merged above; ld cannot read bitcode members */
     free(objs.v);
     free(ars.v);
+    free(ar_input);
+    free(ar_all_bitcode);
     if (pulled < 0 && !objs.n)
         return NULL; /* archives without bitcode members: nothing to do */
     if (pulled < 0)
