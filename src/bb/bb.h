@@ -8,8 +8,8 @@
 
 /* Every block ends with exactly one of these; none is ever left unset. */
 enum ml_bb_status {
-    ML_BB_OK,          /* measured: enough clean timings agreed for both unroll factors */
-    ML_BB_UNCLEAN,     /* ran, but fewer than min_agree clean timings agreed */
+    ML_BB_OK,          /* measured: the quietest timing pair was reproduced min_agree times */
+    ML_BB_UNCLEAN,     /* ran, but the quietest pair was reproduced fewer than min_agree times */
     ML_BB_CRASHED,     /* a signal other than a mappable page fault (see signal, detail) */
     ML_BB_UNSUPPORTED, /* syscall, privileged instruction, branch, undecodable, too long */
     ML_BB_TIMEOUT,     /* exceeded the CPU-time limit */
@@ -32,9 +32,9 @@ enum ml_bb_method {
 #define ML_BB_MAX_PAGES    256
 
 struct ml_bb_opts {
-    unsigned reps;        /* timings per unroll factor, 1..ML_BB_MAX_REPS (default 16) */
-    unsigned min_agree;   /* clean timings that must agree, <= reps (default 8) */
-    double tolerance;     /* relative spread allowed among agreeing timings (default 0.02) */
+    unsigned reps;        /* timing pairs (u then U), 1..ML_BB_MAX_REPS (default 32) */
+    unsigned min_agree;   /* quietest pairs that must agree, <= reps (default 8) */
+    double tolerance;     /* their spread above the quietest pair's total (default 0.01) */
     unsigned u, u2;       /* unroll factors, u < u2; 0 = choose from code_budget */
     unsigned code_budget; /* bytes of unrolled code for the larger factor (default 16384) */
     unsigned max_unroll;  /* cap on the larger automatic factor (default 1000) */
@@ -62,8 +62,9 @@ struct ml_bb_result {
     double throughput; /* core cycles per iteration (valid for ok) */
     double ratio;      /* TSC ticks per core cycle (tsc method), 1 for pmu */
     unsigned u, u2;
-    unsigned clean[2], agree[2]; /* per factor: clean timings, and the agreeing group */
-    unsigned attempts;           /* rounds of timings used */
+    unsigned clean[2]; /* per factor: clean timings */
+    unsigned agree[2]; /* pairs within tolerance of the quietest: block, calibration (tsc) */
+    unsigned attempts; /* rounds of timings used */
     unsigned n_insns;
     /* per job (block u/U, then calibration u/U when tsc) and timing: ticks or cycles per
        pass, negative when the timing was not clean */
@@ -96,10 +97,15 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
 int ml_bb_check(const uint8_t *code, size_t len, struct ml_bb_result *r);
 
 /*
- * Statistics: among the clean values v[0..n), finds the largest group whose spread is within
- * tol of its smallest member. Returns the group's size and stores its median in *value.
+ * Lower envelope of paired timings. a[i] and b[i] were taken back to back (the two unroll
+ * factors, or the two calibration factors), so a slow phase of the machine hits both; a
+ * negative value marks an unclean timing and drops its pair. Interference only ever adds
+ * time, so the pairs with the smallest a+b are the quietest: *ma and *mb are the means of a
+ * and b over the k quietest pairs (all clean pairs when fewer). Returns how many clean pairs
+ * lie within tol of the smallest sum: the minimum is reproduced when that is at least k.
  */
-unsigned ml_bb_agree(const double *v, unsigned n, double tol, double *value);
+unsigned ml_bb_envelope(const double *a, const double *b, unsigned n, unsigned k, double tol,
+                        double *ma, double *mb);
 
 /* Parses hex bytes (spaces, commas and a 0x prefix allowed). 0, or -EINVAL / -E2BIG. */
 int ml_bb_hex_parse(const char *s, uint8_t *buf, size_t cap, size_t *len);

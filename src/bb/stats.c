@@ -1,44 +1,43 @@
-/* Pure helpers of the bb harness: timing agreement, hex encoding, address-based flags. */
+/* Pure helpers of the bb harness: lower envelope of timings, hex encoding, address-based flags. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bb/bb.h"
 
-static int cmp_double(const void *a, const void *b)
+struct pair {
+    double sum, a, b;
+};
+
+static int cmp_pair(const void *x, const void *y)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    double p = ((const struct pair *)x)->sum, q = ((const struct pair *)y)->sum;
+    return (p > q) - (p < q);
 }
 
-unsigned ml_bb_agree(const double *v, unsigned n, double tol, double *value)
+unsigned ml_bb_envelope(const double *a, const double *b, unsigned n, unsigned k, double tol,
+                        double *ma, double *mb)
 {
-    double s[64];
-    unsigned best = 0, best_lo = 0;
+    struct pair s[64];
+    unsigned m = 0, within = 0;
 
-    *value = 0;
-    if (n == 0)
+    *ma = *mb = 0;
+    for (unsigned i = 0; i < n && m < 64; i++)
+        if (a[i] >= 0 && b[i] >= 0)
+            s[m++] = (struct pair){a[i] + b[i], a[i], b[i]};
+    if (m == 0)
         return 0;
-    if (n > 64)
-        n = 64;
-    memcpy(s, v, n * sizeof(*s));
-    qsort(s, n, sizeof(*s), cmp_double);
-    /* sliding window over the sorted values: the widest run within tol of its first member */
-    for (unsigned lo = 0, hi = 0; lo < n; lo++) {
-        if (hi < lo)
-            hi = lo;
-        while (hi + 1 < n && s[hi + 1] <= s[lo] + (s[lo] > 0 ? s[lo] : -s[lo]) * tol)
-            hi++;
-        if (hi - lo + 1 > best) {
-            best = hi - lo + 1;
-            best_lo = lo;
-        }
+    qsort(s, m, sizeof(*s), cmp_pair);
+    while (within < m && s[within].sum <= s[0].sum * (1 + tol))
+        within++;
+    /* the k quietest pairs (fewer when there are fewer clean ones) */
+    if (k == 0 || k > m)
+        k = m;
+    for (unsigned i = 0; i < k; i++) {
+        *ma += s[i].a / k;
+        *mb += s[i].b / k;
     }
-    if (best % 2)
-        *value = s[best_lo + best / 2];
-    else
-        *value = (s[best_lo + best / 2 - 1] + s[best_lo + best / 2]) / 2;
-    return best;
+    return within;
 }
 
 static int hexval(int c)

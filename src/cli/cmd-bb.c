@@ -28,10 +28,12 @@ static const char bb_usage[] =
     "  --llvm-mc            assemble with llvm-mc-14 instead of as\n"
     "\n"
     "Measurement:\n"
-    "  --reps <n>           timings per unroll factor (default 16, max 64)\n"
-    "  --attempts <n>       rounds of --reps timings tried until one agrees (default 3)\n"
-    "  --min-agree <n>      clean timings that must agree for 'ok' (default 8)\n"
-    "  --tolerance <pct>    spread allowed among agreeing timings (default 2)\n"
+    "  --reps <n>           timing pairs (u then U, back to back) per round (default 32,\n"
+    "                       max 64)\n"
+    "  --attempts <n>       rounds of --reps pairs tried until one is ok (default 3)\n"
+    "  --min-agree <n>      quietest pairs (smallest u+U) averaged; 'ok' when all lie\n"
+    "                       within the tolerance of the quietest one (default 8)\n"
+    "  --tolerance <pct>    spread allowed above the quietest pair (default 1)\n"
     "  -u <n>, -U <n>       unroll factors u < U (default: automatic, see next two)\n"
     "  --code-budget <b>    bytes of unrolled code for U (default 4096; L1I must hold it)\n"
     "  --max-unroll <n>     largest automatic U (default 200); u = U/2\n"
@@ -53,7 +55,8 @@ static const char bb_usage[] =
     "  -o, --output <file>  batch output (resumes when the file already has rows)\n"
     "  --limit <n>          batch: stop after n blocks\n"
     "\n"
-    "Status of every block: ok, unclean (timings did not agree), crashed (with the signal),\n"
+    "Status of every block: ok, unclean (quietest timings not reproduced), crashed (with the "
+    "signal),\n"
     "unsupported (syscall, privileged, branch, undecodable, too long), timeout.\n"
     "Method: pmu (core cycles from perf_event) or tsc (TSC scaled by a ratio calibrated next\n"
     "to each block on a chain of dependent adds). Exit status: 0 when the block is ok (or a\n"
@@ -169,7 +172,7 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
                    r->ratio);
         else
             printf("method    pmu (core cycles from perf_event)\n");
-        printf("unroll    u=%u U=%u; clean timings %u and %u of %u, agreeing %u and %u"
+        printf("unroll    u=%u U=%u; clean timings %u and %u of %u, quiet pairs %u and %u"
                " (attempt %u)\n",
                r->u, r->u2, r->clean[0], r->clean[1], c->o.reps, r->agree[0], r->agree[1],
                r->attempts);
@@ -190,7 +193,7 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
 
         printf("timings   %s:", jobs[j]);
         for (unsigned i = 0; i < c->o.reps; i++)
-            printf(r->timings[j][i] < 0 ? " (%.0f)" : " %.0f",
+            printf(r->timings[j][i] < 0 ? " (%.1f)" : " %.1f",
                    r->timings[j][i] < 0 ? -r->timings[j][i] : r->timings[j][i]);
         putchar('\n');
     }

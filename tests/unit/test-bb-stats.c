@@ -1,4 +1,5 @@
-/* Unit tests of the bb harness's pure parts: timing agreement, hex codec, address flags. */
+/* Unit tests of the bb harness's pure parts: lower envelope of timings, hex codec, address flags.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,37 +11,32 @@
 
 #include "bb/bb.h"
 
-static void test_agree_picks_largest_group(void **state)
+static void test_envelope_takes_quietest_pairs(void **state)
 {
-    /* 9 values within 2% of 100, 5 outliers above, 2 below */
-    double v[] = {100,   101, 100.5, 250, 101.5, 100.2, 300, 99.9,
-                  101.8, 40,  100.1, 260, 30,    100.7, 270, 280};
-    double value;
-    unsigned n = ml_bb_agree(v, 16, 0.02, &value);
+    /* pairs (a, b) with b = 2a + 10: slow phases scale both; a negative value is unclean */
+    double a[] = {100, 130, 100.5, 101, 160, -99, 100.2, 140, 100.4, 100.1};
+    double b[] = {210, 270, 211, 212, 330, 208, 210.4, 290, 210.8, 210.2};
+    double ma, mb;
+    unsigned n = ml_bb_envelope(a, b, 10, 4, 0.01, &ma, &mb);
 
     (void)state;
-    assert_int_equal(n, 9);
-    assert_true(value >= 100.1 && value <= 100.7);
+    assert_int_equal(n, 6); /* the unclean pair is dropped even though it is the smallest */
+    assert_true(ma > 100.17 && ma < 100.18); /* mean of 100, 100.1, 100.2, 100.4 */
+    assert_true(mb > 210.34 && mb < 210.36);
 }
 
-static void test_agree_median_even(void **state)
+static void test_envelope_unreproduced_minimum(void **state)
 {
-    double v[] = {10, 12, 11, 13};
-    double value;
+    /* one lucky pair far below the rest: the minimum is not reproduced */
+    double a[] = {80, 100, 105, 110};
+    double b[] = {160, 200, 210, 220};
+    double ma, mb;
 
     (void)state;
-    assert_int_equal(ml_bb_agree(v, 4, 0.5, &value), 4);
-    assert_true(value > 11.49 && value < 11.51);
-    assert_int_equal(ml_bb_agree(v, 0, 0.02, &value), 0);
-}
-
-static void test_agree_nothing_agrees(void **state)
-{
-    double v[] = {1, 2, 4, 8, 16};
-    double value;
-
-    (void)state;
-    assert_int_equal(ml_bb_agree(v, 5, 0.01, &value), 1);
+    assert_int_equal(ml_bb_envelope(a, b, 4, 2, 0.02, &ma, &mb), 1);
+    assert_true(ma > 89.9 && ma < 90.1);
+    assert_int_equal(ml_bb_envelope(a, b, 0, 2, 0.02, &ma, &mb), 0);
+    assert_true(ma == 0 && mb == 0);
 }
 
 static void test_hex_roundtrip(void **state)
@@ -84,9 +80,8 @@ static void test_flags(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agree_picks_largest_group),
-        cmocka_unit_test(test_agree_median_even),
-        cmocka_unit_test(test_agree_nothing_agrees),
+        cmocka_unit_test(test_envelope_takes_quietest_pairs),
+        cmocka_unit_test(test_envelope_unreproduced_minimum),
         cmocka_unit_test(test_hex_roundtrip),
         cmocka_unit_test(test_flags),
     };
