@@ -2,15 +2,15 @@
 # memlens bb on microbenchmarks whose throughput is fixed by the microarchitecture:
 # latency chains (add 1 cycle, imul 3 cycles, L1 load-to-use 4 or 5 cycles) and port
 # limits (4 integer ALUs; 1 or 2 stores per cycle, depending on the core generation).
-# Allows 10% (the closing figures in bench/bb.sh are tighter); each block gets 3 tries so
+# Allows 10% (the closing figures in bench/bb.sh are tighter); each block gets 5 tries of 6 rounds so
 # that a burst of load on the shared machine does not fail the test.
 . "$(dirname "$0")/bb-lib.bash"
 bb_require_ptrace
 
 check() { # name lo hi asm
     local name=$1 lo=$2 hi=$3 asm=$4 out st tp
-    for try in 1 2 3; do
-        out=$("$ML" bb --csv --no-trace "$asm") || true
+    for try in 1 2 3 4 5; do
+        out=$("$ML" bb --csv --no-trace --attempts 6 "$asm") || true
         st=$(bb_field status "$out")
         tp=$(bb_field throughput "$out")
         if [ "$st" = ok ] && python3 -c "import sys; sys.exit(not ($lo <= $tp <= $hi))"; then
