@@ -1,5 +1,6 @@
 /* memlens bb: steady-state throughput of x86-64 basic blocks (one block, or a CSV batch). */
 #include "cli/cli.h"
+#include "format/csv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -110,22 +111,6 @@ static void measure_or_die(const struct bb_cli *c, const uint8_t *code, size_t l
         die("cannot run the sandbox: %s", strerror(-err));
 }
 
-/* CSV field: the detail may hold commas or quotes, so it is quoted when needed. */
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void csv_row(FILE *f, const char *hex, const struct ml_bb_result *r, int have_mca,
                     double mca)
 {
@@ -138,7 +123,7 @@ static void csv_row(FILE *f, const char *hex, const struct ml_bb_result *r, int 
     else
         fprintf(f, ",%u,%u,%s,", r->u, r->u2, r->u ? ml_bb_method_name(r->method) : "");
     fprintf(f, "%s,", ml_bb_status_name(r->status));
-    csv_field(f, r->detail);
+    ml_csv_str(f, r->detail);
     fprintf(f, ",%d,", r->signal);
     if (r->status == ML_BB_OK || r->status == ML_BB_UNCLEAN)
         fprintf(f, "%.4f,%u/%u,%u/%u,", r->ratio, r->clean[0], r->clean[1], r->agree[0],

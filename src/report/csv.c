@@ -1,25 +1,10 @@
 /* CSV report renderers: one row per region and thread, or one row per counting unit. */
 #include "report/report.h"
+#include "format/csv.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-
-/* RFC 4180: quote a field holding a comma, quote or line break; double its quotes. */
-static void csv_str(FILE *f, const char *s)
-{
-    if (!s[strcspn(s, ",\"\r\n")]) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
 
 /* Unknown quantities (no time, so no bandwidth) are empty fields. */
 static void csv_double(FILE *f, double x, const char *fmt)
@@ -38,9 +23,9 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
                                ML_F_RD_STACK, ML_F_WR_HEAP, ML_F_WR_GLOBAL, ML_F_WR_STACK};
     double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
 
-    csv_str(f, r->name);
+    ml_csv_str(f, r->name);
     fprintf(f, ",%u,", r->prof->hdr.pid);
-    csv_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
+    ml_csv_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
     fprintf(f, ",%s,%s,%" PRIu64, thread, tid, s->entries);
     csv_double(f, sec, "%.9f");
     for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
@@ -133,17 +118,17 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
             const uint64_t *fa = u->facts;
             if (!unit_shown(r, u, o))
                 continue;
-            csv_str(f, r->name);
+            ml_csv_str(f, r->name);
             fprintf(f, ",%u,%" PRIu64 ",%s,", p->hdr.pid, ui,
                     u->kind == ML_UNIT_BYTES ? "bytes" : "block");
             csv_regions(f, r, u);
             fputc(',', f);
-            csv_str(f,
+            ml_csv_str(f,
                     u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
             fputc(',', f);
-            csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+            ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
             fputc(',', f);
-            csv_str(f, ml_profile_str(p, u->file));
+            ml_csv_str(f, ml_profile_str(p, u->file));
             fprintf(f, ",%u,", u->line);
             /* A bytes unit counts bytes moved, not executions. */
             if (u->kind != ML_UNIT_BYTES)
