@@ -18,20 +18,35 @@
 /* A private temporary directory holding the files of one tool invocation. */
 struct tmp {
     char dir[64];
+    char in[128], out[128], err[128]; /* the tool's input, stdout and stderr */
 };
-
-static int tmp_open(struct tmp *t)
-{
-    const char *base = getenv("TMPDIR");
-
-    snprintf(t->dir, sizeof(t->dir), "%s/memlens-bb-XXXXXX",
-             base && strlen(base) < 32 ? base : "/tmp");
-    return mkdtemp(t->dir) ? 0 : -errno;
-}
 
 static void tmp_path(const struct tmp *t, const char *name, char *out, size_t len)
 {
     snprintf(out, len, "%s/%s", t->dir, name);
+}
+
+static void tmp_close(struct tmp *t);
+
+/* Makes the directory and opens its input file (in.s) for writing into *f. */
+static int tmp_open(struct tmp *t, FILE **f)
+{
+    const char *base = getenv("TMPDIR");
+    int rc;
+
+    snprintf(t->dir, sizeof(t->dir), "%s/memlens-bb-XXXXXX",
+             base && strlen(base) < 32 ? base : "/tmp");
+    if (!mkdtemp(t->dir))
+        return -errno;
+    tmp_path(t, "in.s", t->in, sizeof(t->in));
+    tmp_path(t, "out.txt", t->out, sizeof(t->out));
+    tmp_path(t, "err.txt", t->err, sizeof(t->err));
+    *f = fopen(t->in, "w");
+    if (*f)
+        return 0;
+    rc = -errno;
+    tmp_close(t);
+    return rc;
 }
 
 static void tmp_close(struct tmp *t)
@@ -94,7 +109,7 @@ static void first_line(const char *path, char *buf, size_t len)
 int ml_bb_assemble(const char *text, enum ml_bb_syntax syntax, int use_llvm_mc, uint8_t *buf,
                    size_t cap, size_t *len, char *err, size_t errlen)
 {
-    char s[128], o[128], bin[128], out[128], errp[128];
+    char o[128], bin[128];
     struct tmp t;
     FILE *f;
     int rc;
@@ -102,19 +117,12 @@ int ml_bb_assemble(const char *text, enum ml_bb_syntax syntax, int use_llvm_mc, 
 
     if (errlen)
         err[0] = 0;
-    rc = tmp_open(&t);
+    rc = tmp_open(&t, &f);
     if (rc < 0)
         return rc;
-    tmp_path(&t, "in.s", s, sizeof(s));
+    char *s = t.in, *out = t.out, *errp = t.err;
     tmp_path(&t, "in.o", o, sizeof(o));
     tmp_path(&t, "in.bin", bin, sizeof(bin));
-    tmp_path(&t, "out.txt", out, sizeof(out));
-    tmp_path(&t, "err.txt", errp, sizeof(errp));
-    f = fopen(s, "w");
-    if (!f) {
-        rc = -errno;
-        goto out;
-    }
     fputs(syntax == ML_BB_INTEL ? ".intel_syntax noprefix\n" : ".att_syntax\n", f);
     fputs(".text\n", f);
     for (const char *p = text; *p; p++)
@@ -236,22 +244,15 @@ static int parse_mca(const char *path, double *cycles)
 
 int ml_bb_mca(const uint8_t *code, size_t len, const char *mcpu, double *cycles)
 {
-    char s[128], out[128], errp[128], cpu[80];
+    char cpu[80];
     struct tmp t;
     FILE *f;
     int rc;
 
-    rc = tmp_open(&t);
+    rc = tmp_open(&t, &f);
     if (rc < 0)
         return rc;
-    tmp_path(&t, "in.s", s, sizeof(s));
-    tmp_path(&t, "out.txt", out, sizeof(out));
-    tmp_path(&t, "err.txt", errp, sizeof(errp));
-    f = fopen(s, "w");
-    if (!f) {
-        rc = -errno;
-        goto out;
-    }
+    char *s = t.in, *out = t.out, *errp = t.err;
     rc = write_llvm_asm(code, len, f);
     fclose(f);
     if (rc < 0)
