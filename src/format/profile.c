@@ -81,8 +81,9 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static const char *sec_name(uint32_t type)
 {
-    static const char *const names[] = {"end",   "strtab", "meta",   "regions", "regsets",
-                                        "units", "calls",  "thread", "modules", "exact"};
+    static const char *const names[] = {"end",      "strtab", "meta",   "regions", "regsets",
+                                        "units",    "calls",  "thread", "modules", "exact",
+                                        "timeline", "events", "calib"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -168,6 +169,16 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
                     (unsigned long long)off, (unsigned long long)len,
                     (unsigned long long)(sizeof(t) + t.nunits * 8 +
                                          t.nregions * sizeof(struct ml_prof_rstat)));
+    for (uint64_t r = 0; r < t.nregions; r++) {
+        struct ml_prof_rstat rs;
+        memcpy(&rs, q + sizeof(t) + t.nunits * 8 + r * sizeof(rs), sizeof(rs));
+        if (rs.measured > rs.entries)
+            return fail(err, errlen,
+                        "thread record at offset %llu: region %llu has %llu measured of %llu "
+                        "executions",
+                        (unsigned long long)off, (unsigned long long)r,
+                        (unsigned long long)rs.measured, (unsigned long long)rs.entries);
+    }
     nt = realloc(p->threads, (p->nthreads + 1) * sizeof(*nt));
     if (!nt) {
         if (errlen)
@@ -179,7 +190,70 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
     nt[p->nthreads].index = t.index;
     nt[p->nthreads].counts = (const uint64_t *)(q + sizeof(t));
     nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
+    nt[p->nthreads].events = NULL;
     p->nthreads++;
+    return 0;
+}
+
+/*
+ * EVENTS: the header, nevents names, then per thread an ml_prof_evthread and
+ * nregions * nevents sums. Threads are matched by index once every THREAD
+ * record is known (the runtime writes EVENTS last, but nothing requires it).
+ */
+static int parse_events(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
+                        char *err, size_t errlen)
+{
+    struct ml_prof_events e;
+    uint64_t block, need;
+
+    if (len < sizeof(e))
+        return fail(err, errlen, "events section at offset %llu is too short",
+                    (unsigned long long)off);
+    memcpy(&e, q, sizeof(e));
+    if (e.nevents == 0 || e.nevents > ML_MAX_EVENTS)
+        return fail(err, errlen, "events section at offset %llu has %u events, expected 1 to %d",
+                    (unsigned long long)off, e.nevents, ML_MAX_EVENTS);
+    if (e.nregions != p->nregions)
+        return fail(err, errlen, "events section at offset %llu has %llu regions, expected %llu",
+                    (unsigned long long)off, (unsigned long long)e.nregions,
+                    (unsigned long long)p->nregions);
+    block = sizeof(struct ml_prof_evthread) + e.nregions * e.nevents * 8;
+    need = sizeof(e) + (uint64_t)e.nevents * ML_EVENT_NAME;
+    if (len < need || (len - need) / block < e.nthreads || len != need + e.nthreads * block)
+        return fail(err, errlen, "events section at offset %llu has length %llu, expected %llu",
+                    (unsigned long long)off, (unsigned long long)len,
+                    (unsigned long long)(need + (uint64_t)e.nthreads * block));
+    for (uint32_t i = 0; i < e.nevents; i++)
+        if (!memchr(q + sizeof(e) + i * ML_EVENT_NAME, 0, ML_EVENT_NAME))
+            return fail(err, errlen, "event name %u at offset %llu is not NUL-terminated", i,
+                        (unsigned long long)off);
+    p->nevents = e.nevents;
+    p->event_names = (const char(*)[ML_EVENT_NAME])(q + sizeof(e));
+    p->ev_raw = q + need;
+    p->ev_nthreads = e.nthreads;
+    return 0;
+}
+
+/* Points each thread at its event sums; a block naming no thread, or one twice, is corrupt. */
+static int link_events(struct ml_profile *p, char *err, size_t errlen)
+{
+    uint64_t block = sizeof(struct ml_prof_evthread) + p->nregions * p->nevents * 8;
+
+    for (uint32_t i = 0; i < p->ev_nthreads; i++) {
+        const unsigned char *q = p->ev_raw + i * block;
+        struct ml_prof_evthread et;
+        uint64_t t;
+
+        memcpy(&et, q, sizeof(et));
+        for (t = 0; t < p->nthreads && p->threads[t].index != et.index; t++)
+            ;
+        if (t == p->nthreads)
+            return fail(err, errlen, "event sums %u name thread index %u, which has no record", i,
+                        et.index);
+        if (p->threads[t].events)
+            return fail(err, errlen, "event sums %u repeat thread index %u", i, et.index);
+        p->threads[t].events = (const uint64_t *)(q + sizeof(et));
+    }
     return 0;
 }
 
@@ -221,6 +295,12 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                 return fail(err, errlen, "section '%s' at offset %llu comes after a thread record",
                             sec_name(s.type), (unsigned long long)off);
         }
+        if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB) && (seen & (1u << s.type)))
+            return fail(err, errlen, "section '%s' at offset %llu appears twice", sec_name(s.type),
+                        (unsigned long long)off);
+        if (s.type == ML_SEC_EVENTS && !(seen & (1u << ML_SEC_REGIONS)))
+            return fail(err, errlen, "section 'events' at offset %llu comes before the regions",
+                        (unsigned long long)off);
         if (s.type < 32)
             seen |= 1u << s.type;
         q = dst;
@@ -283,6 +363,19 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
             if (rc)
                 return rc;
             break;
+        case ML_SEC_EVENTS:
+            rc = parse_events(p, q, s.length, off, err, errlen);
+            if (rc)
+                return rc;
+            break;
+        case ML_SEC_CALIB:
+            if (s.length != sizeof(struct ml_prof_calib))
+                return fail(err, errlen,
+                            "calib section at offset %llu has length %llu, expected %zu",
+                            (unsigned long long)off, (unsigned long long)s.length,
+                            sizeof(struct ml_prof_calib));
+            p->calib = (const struct ml_prof_calib *)q;
+            break;
         default:
             break; /* newer section kinds are skipped, see the version rule */
         }
@@ -295,6 +388,9 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                     (unsigned long long)len);
     if (!p->strtab)
         return fail(err, errlen, "no string table");
+    rc = link_events(p, err, errlen);
+    if (rc)
+        return rc;
     return check_refs(p, err, errlen);
 }
 

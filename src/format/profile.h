@@ -21,7 +21,7 @@
  * unknown sections).
  */
 #define ML_PROF_MAGIC   "MLPROF\0\n"
-#define ML_PROF_VERSION 1
+#define ML_PROF_VERSION 2
 
 struct ml_prof_header {
     char magic[8];
@@ -58,11 +58,20 @@ enum ml_sec_type {
     ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
     ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
     ML_SEC_EXACT = 9,   /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
+    ML_SEC_EVENTS = 11, /* hardware counters: struct ml_prof_events, names, per-thread sums */
+    ML_SEC_CALIB = 12,  /* struct ml_prof_calib: measured cost of an increment and a timer pair */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
-enum ml_class { ML_C_RD_HEAP, ML_C_RD_GLOBAL, ML_C_RD_STACK, ML_C_WR_HEAP, ML_C_WR_GLOBAL,
-                ML_C_WR_STACK, ML_NCLASS };
+enum ml_class {
+    ML_C_RD_HEAP,
+    ML_C_RD_GLOBAL,
+    ML_C_RD_STACK,
+    ML_C_WR_HEAP,
+    ML_C_WR_GLOBAL,
+    ML_C_WR_STACK,
+    ML_NCLASS
+};
 
 /* Static facts of one counting unit, per execution (or per byte for ML_UNIT_BYTES). */
 enum ml_fact {
@@ -121,9 +130,49 @@ struct ml_prof_thread {
     uint64_t nregions;
 };
 
+/*
+ * Version 2 added `measured`. With sampling (header `sample` > 1) only measured
+ * executions are timed and counted: ticks and the unit counters cover
+ * `measured` of the `entries` executions; measured <= entries.
+ */
 struct ml_prof_rstat {
-    uint64_t entries; /* outermost entries (recursion counts once) */
-    uint64_t ticks;   /* inclusive clock ticks of those entries */
+    uint64_t entries;  /* outermost entries (recursion counts once), measured or not */
+    uint64_t ticks;    /* inclusive clock ticks of the measured entries */
+    uint64_t measured; /* entries that were timed and counted */
+};
+
+/*
+ * ML_SEC_EVENTS, at most once: struct ml_prof_events, then char
+ * name[nevents][ML_EVENT_NAME] (perf event names as given in MEMLENS_EVENTS,
+ * NUL-terminated), then per thread struct ml_prof_evthread followed by u64
+ * sum[nregions][nevents]: each event's count summed over the thread's measured
+ * executions of the region, scaled by enabled/running time when the kernel
+ * multiplexed the counter. Threads are named by their THREAD record's index.
+ */
+#define ML_EVENT_NAME 32
+#define ML_MAX_EVENTS 8
+
+struct ml_prof_events {
+    uint32_t nevents; /* 1..ML_MAX_EVENTS */
+    uint32_t nthreads;
+    uint64_t nregions; /* == entries of REGIONS */
+};
+
+struct ml_prof_evthread {
+    uint32_t index; /* struct ml_prof_thread.index */
+    uint32_t tid;
+};
+
+/*
+ * ML_SEC_CALIB, at most once: costs measured by the runtime at start-up, in
+ * thousandths of a clock tick (the header's tsc_hz converts ticks to seconds).
+ * incr: one counter increment (a thread-local add to memory) inside a loop;
+ * timer: the ticks one empty measured region execution records (the part of
+ * enter and exit between their two clock reads).
+ */
+struct ml_prof_calib {
+    uint64_t incr_mticks;
+    uint64_t timer_mticks;
 };
 
 /* ---- writer (used by the runtime: no malloc, no stdio, signal-tolerant) ---- */
@@ -148,6 +197,7 @@ struct ml_profile_thread {
     uint32_t tid, index;
     const uint64_t *counts;             /* [nunits] */
     const struct ml_prof_rstat *rstats; /* [nregions] */
+    const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
 };
 
 struct ml_profile {
@@ -169,6 +219,11 @@ struct ml_profile {
     uint64_t nmodules;
     struct ml_profile_thread *threads;
     uint64_t nthreads;
+    uint32_t nevents;                         /* 0 without an EVENTS section */
+    const char (*event_names)[ML_EVENT_NAME]; /* [nevents], NUL-terminated */
+    const struct ml_prof_calib *calib;        /* NULL without a CALIB section */
+    const unsigned char *ev_raw;              /* parser internal: EVENTS thread blocks */
+    uint32_t ev_nthreads;
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
     size_t size; /* bytes in the file */
 };

@@ -13,7 +13,7 @@
  * the binary; the runtime copies them into the profile, so no side files are
  * needed.
  */
-#define ML_RT_ABI 1
+#define ML_RT_ABI 2
 
 struct ml_rt_unit {
     uint32_t kind;   /* enum ml_unit_kind */
@@ -51,8 +51,14 @@ struct ml_rt_module {
 
 /* Called by the constructor the instrumenter adds to each module. */
 void __memlens_register(struct ml_rt_module *m);
-/* Region entry and exit; the instrumenter replaces MEMLENS_ROI_* calls with these. */
-void __memlens_enter(struct ml_rt_module *m, uint32_t local_region);
+/*
+ * Region entry and exit; the instrumenter replaces MEMLENS_ROI_* calls with
+ * these. enter returns 1 when this execution is measured (timed and counted:
+ * the instrumented code must run) and 0 when it is not (uninstrumented code
+ * may run). exit is called for both. Executions nested in a measured one are
+ * measured; executions nested in an unmeasured one are not (docs/regions.md).
+ */
+uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region);
 void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
 /* Exact mode: one call per access of region code; flags bit 0 = read, bit 1 = write. */
 void __memlens_access(struct ml_rt_module *m, uint32_t unit, const void *p, uint64_t n,

@@ -1,6 +1,7 @@
 /* Runtime linked into profiled programs: module registry, region timing, threads, exit paths. */
 #include "runtime/rt.h"
 #include "runtime/clock.h"
+#include "runtime/pmu.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,6 +63,8 @@ static struct ml_thread_rec *thread_new_locked(void)
         return NULL;
     t->tid = gettid_u32();
     t->index = ml_rt.nthreads++;
+    t->rng = (ml_rt_ticks() ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1;
+    t->hint = ml_rt_ticks();
     capture_tls(t);
     *ml_rt.threads_tail = t;
     ml_rt.threads_tail = &t->next;
@@ -107,10 +110,15 @@ static void thread_exit(void *arg)
     if (t->rs)
         for (i = 0; i < ML_RT_MAX_REGIONS; i++)
             if (t->rs[i].depth) {
-                t->rs[i].ticks += now - t->rs[i].start;
+                if (t->rs[i].on) {
+                    t->rs[i].ticks += now - t->rs[i].start;
+                    t->rs[i].measured++;
+                }
                 t->rs[i].entries++;
                 t->rs[i].depth = 0;
             }
+    t->measured_open = t->plain_open = 0;
+    ml_pmu_thread_exit(t);
     t->done = 1;
     pthread_mutex_unlock(&ml_rt.lock);
     self = NULL;
@@ -159,9 +167,10 @@ static void after_fork_child(void)
         memset(t->tls[i], 0, m->nunits * sizeof(uint64_t));
     if (t->rs)
         for (uint32_t i = 0; i < ML_RT_MAX_REGIONS; i++) {
-            t->rs[i].entries = t->rs[i].ticks = 0;
+            t->rs[i].entries = t->rs[i].ticks = t->rs[i].measured = 0;
             t->rs[i].start = now;
         }
+    ml_pmu_after_fork(t);
     t->tid = gettid_u32();
     t->index = ml_rt.nthreads++;
     t->next = NULL;
@@ -184,8 +193,46 @@ static void install_signal_handlers(void)
     }
 }
 
+void ml_rt_say(const char *const *parts, size_t n)
+{
+    char msg[512];
+    size_t len = 0;
+
+    for (size_t i = 0; i < n; i++)
+        for (const char *s = parts[i]; *s && len < sizeof(msg) - 1; s++)
+            msg[len++] = *s;
+    msg[len++] = '\n';
+    if (write(2, msg, len) < 0)
+        return;
+}
+
+/* MEMLENS_SAMPLE=N: a positive integer, else one line and the default (measure everything). */
+static uint64_t sample_from_env(void)
+{
+    const char *env = getenv("MEMLENS_SAMPLE");
+    uint64_t n = 0;
+    const char *p;
+
+    if (!env)
+        return 1;
+    for (p = env; *p >= '0' && *p <= '9' && n <= UINT64_MAX / 10 - 1; p++)
+        n = n * 10 + (uint64_t)(*p - '0');
+    if (!*env || *p || n == 0) {
+        const char *msg[] = {"memlens: ignoring MEMLENS_SAMPLE='", env,
+                             "': expected a positive integer"};
+        ml_rt_say(msg, 3);
+        return 1;
+    }
+    return n;
+}
+
+/* Minimum gap of the sampling time rule (sample.h). */
+#define SAMPLE_T0_MS 10
+
 static void init_locked(void)
 {
+    uint64_t ticks_per_ms;
+
     ml_rt.initialised = 1;
     ml_rt.mods_tail = &ml_rt.mods;
     ml_rt.threads_tail = &ml_rt.threads;
@@ -196,6 +243,10 @@ static void init_locked(void)
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);
     install_signal_handlers();
+    ml_rt.sample = sample_from_env();
+    ticks_per_ms = ml_rt_calibrate();
+    ml_rt.sample_t0 = ticks_per_ms * SAMPLE_T0_MS;
+    ml_pmu_init();
 }
 
 static uint32_t region_id_locked(const char *name)
@@ -234,10 +285,8 @@ ML_EXPORT void __memlens_register(struct ml_rt_module *m)
     pthread_mutex_unlock(&ml_rt.lock);
 }
 
-static struct ml_rstate *region_state(uint32_t g)
+static struct ml_rstate *region_state(struct ml_thread_rec *t, uint32_t g)
 {
-    struct ml_thread_rec *t = ml_rt_self();
-
     if (!t || g >= ML_RT_MAX_REGIONS)
         return NULL;
     if (!t->rs) {
@@ -248,32 +297,91 @@ static struct ml_rstate *region_state(uint32_t g)
     return &t->rs[g];
 }
 
-static void region_enter(uint32_t g)
+__attribute__((noinline)) void ml_rt_measured_begin(struct ml_thread_rec *t, struct ml_rstate *s,
+                                                    uint32_t g)
 {
-    struct ml_rstate *s = region_state(g);
+    s->on = 1;
+    t->measured_open++;
+    ml_pmu_begin(t, g);
+    s->start = ml_rt_ticks();
+}
 
-    if (s && s->depth++ == 0)
-        s->start = ml_rt_ticks();
+__attribute__((noinline)) void ml_rt_measured_end(struct ml_thread_rec *t, struct ml_rstate *s,
+                                                  uint32_t g)
+{
+    uint64_t now = ml_rt_ticks();
+
+    s->ticks += now - s->start;
+    s->measured++;
+    t->measured_open--;
+    t->hint = now;
+    ml_sample_done(&s->smp, s->start, now);
+    ml_pmu_end(t, g);
+}
+
+/*
+ * Whether the outermost execution of s that starts now is measured. Nested
+ * executions inherit: inside a measured execution everything is measured (its
+ * instrumented code counts for the enclosing region too), inside an unmeasured
+ * one nothing is (its plain code has no counters). Only a young region reads
+ * the clock here; see sample.h.
+ */
+static int sample_decide(struct ml_thread_rec *t, struct ml_rstate *s)
+{
+    uint64_t now;
+
+    if (t->plain_open)
+        return 0;
+    if (t->measured_open || ml_rt.sample <= 1)
+        return 1;
+    if (s->entries < ML_SAMPLE_YOUNG || !s->started)
+        t->hint = ml_rt_ticks();
+    now = t->hint;
+    if (!s->started) {
+        ml_sample_start(&s->smp, ml_rt.sample, ml_sample_rand(&t->rng), now);
+        s->started = 1;
+    }
+    return ml_sample_decide(&s->smp, ml_rt.sample, ml_rt.sample_t0, now);
+}
+
+static uint32_t region_enter(uint32_t g)
+{
+    struct ml_thread_rec *t = self ? self : ml_rt_self();
+    struct ml_rstate *s = region_state(t, g);
+
+    if (!s) /* no state to time it: count it unless an unmeasured execution encloses it */
+        return t && t->plain_open ? 0 : 1;
+    if (s->depth++)
+        return s->on; /* recursion: part of the open execution */
+    if (sample_decide(t, s)) {
+        ml_rt_measured_begin(t, s, g);
+        return 1;
+    }
+    s->on = 0;
+    t->plain_open++;
+    return 0;
 }
 
 static void region_exit(uint32_t g)
 {
-    uint64_t now = ml_rt_ticks();
     struct ml_thread_rec *t = self;
     struct ml_rstate *s;
 
     if (!t || !t->rs || g >= ML_RT_MAX_REGIONS)
         return;
     s = &t->rs[g];
-    if (s->depth && --s->depth == 0) {
-        s->ticks += now - s->start;
-        s->entries++;
-    }
+    if (!s->depth || --s->depth)
+        return;
+    s->entries++;
+    if (s->on)
+        ml_rt_measured_end(t, s, g);
+    else
+        t->plain_open--;
 }
 
-ML_EXPORT void __memlens_enter(struct ml_rt_module *m, uint32_t local_region)
+ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region)
 {
-    region_enter(m->region_ids[local_region]);
+    return region_enter(m->region_ids[local_region]);
 }
 
 ML_EXPORT void __memlens_exit(struct ml_rt_module *m, uint32_t local_region)
@@ -294,6 +402,7 @@ static uint32_t region_by_name(const char *name)
     return g;
 }
 
+/* Such code has no counters: the execution is timed if the sampling policy picks it. */
 ML_EXPORT void __memlens_roi_begin(const char *name)
 {
     region_enter(region_by_name(name));
@@ -329,8 +438,8 @@ ML_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
     int rc;
 
     if (!real) {
-        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                        void *))dlsym(RTLD_NEXT, "pthread_create");
+        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+            RTLD_NEXT, "pthread_create");
         if (!real)
             return EAGAIN;
     }

@@ -6,16 +6,22 @@
 #include <stdint.h>
 
 #include "runtime/abi.h"
+#include "runtime/sample.h"
+
+struct ml_pmu_thread;
 
 /* Region ids are process-wide; one fixed array per thread keeps readers race-free. */
 #define ML_RT_MAX_REGIONS 1024
 
 struct ml_rstate {
-    uint64_t entries;
-    uint64_t ticks;
+    uint64_t entries; /* outermost executions, measured or not */
+    uint64_t ticks;   /* of the measured ones */
+    uint64_t measured;
     uint64_t start;
     uint32_t depth;
-    uint32_t reserved;
+    uint32_t on; /* the open execution is measured */
+    struct ml_sample smp;
+    uint32_t started; /* smp is initialised */
 };
 
 /*
@@ -29,9 +35,9 @@ struct ml_thread_rec {
     uint32_t tid;
     uint32_t index;
     volatile int done;
-    uint32_t nmods;       /* modules whose tls[] entry is captured */
-    uint32_t cap;         /* capacity of tls[] */
-    uint32_t snap_units;  /* units covered by snap */
+    uint32_t nmods;      /* modules whose tls[] entry is captured */
+    uint32_t cap;        /* capacity of tls[] */
+    uint32_t snap_units; /* units covered by snap */
     uint64_t **tls;
     uint64_t *snap;
     struct ml_rstate *rs; /* [ML_RT_MAX_REGIONS] or NULL until the thread enters a region */
@@ -39,6 +45,11 @@ struct ml_thread_rec {
     uint64_t **exact;
     uint32_t exact_cap;
     uintptr_t stack_lo, stack_hi;
+    /* Sampling: open outermost executions, measured and not; the last clock reading. */
+    uint32_t measured_open, plain_open;
+    uint64_t hint;
+    uint64_t rng;              /* xorshift state for sampling phases, non-zero */
+    struct ml_pmu_thread *pmu; /* MEMLENS_EVENTS counters, NULL until first used */
 };
 
 struct ml_rt {
@@ -55,6 +66,9 @@ struct ml_rt {
     uint32_t nthreads;
     uint64_t tick0, mono0, real0;
     volatile int written;
+    uint64_t sample;    /* MEMLENS_SAMPLE: measure 1 in `sample` executions (1 = all) */
+    uint64_t sample_t0; /* time rule's minimum gap, in ticks */
+    struct ml_prof_calib calib;
 };
 
 extern struct ml_rt ml_rt;
@@ -68,5 +82,23 @@ void ml_rt_write_profile(int from_signal);
 
 /* The calling thread's record, created on first use; NULL when out of memory. */
 struct ml_thread_rec *ml_rt_self(void);
+
+/* Writes parts[0..n-1] and a newline to stderr as one line, without stdio. */
+void ml_rt_say(const char *const *parts, size_t n);
+
+/*
+ * Start-up calibration (calib.c, < 1 ms): fills ml_rt.calib with the cost of
+ * a counter increment and of an empty measured region execution, and returns
+ * an estimate of clock ticks per millisecond.
+ */
+uint64_t ml_rt_calibrate(void);
+
+/*
+ * The measured halves of region enter and exit on state s of region g of
+ * thread t (counter readings outside the timed interval, clock, bookkeeping).
+ * Not inlined, so that calibration pays what a real execution pays.
+ */
+void ml_rt_measured_begin(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t g);
+void ml_rt_measured_end(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t g);
 
 #endif

@@ -1,6 +1,8 @@
-/* Runtime profile writer: one .mlp per process, written atomically, signal-safe (no malloc, no stdio). */
+/* Runtime profile writer: one .mlp per process, written atomically, signal-safe (no malloc, no
+ * stdio). */
 #include "runtime/rt.h"
 #include "runtime/clock.h"
+#include "runtime/pmu.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,13 +180,12 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     }
 }
 
-/* A live thread's counters are read in place: aligned 64-bit loads, at worst one increment stale. */
+/* A live thread's counters are read in place: aligned 64-bit loads, at worst one increment stale.
+ */
 static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
 {
-    struct ml_prof_thread pt = {.tid = t->tid,
-                                .index = t->index,
-                                .nunits = ml_rt.nunits,
-                                .nregions = ml_rt.nregions};
+    struct ml_prof_thread pt = {
+        .tid = t->tid, .index = t->index, .nunits = ml_rt.nunits, .nregions = ml_rt.nregions};
     struct ml_rt_module *m;
     uint32_t off = 0, mi = 0;
     static const uint64_t zero[64];
@@ -211,14 +212,18 @@ static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
         off += m->nunits;
     }
     for (uint32_t g = 0; g < ml_rt.nregions; g++) {
-        struct ml_prof_rstat rs = {0, 0};
+        struct ml_prof_rstat rs = {0, 0, 0};
         if (t->rs) {
             const struct ml_rstate *s = &t->rs[g];
             rs.entries = s->entries;
             rs.ticks = s->ticks;
+            rs.measured = s->measured;
             if (s->depth && !t->done) { /* still open: count it up to now */
                 rs.entries++;
-                rs.ticks += now - s->start;
+                if (s->on) {
+                    rs.measured++;
+                    rs.ticks += now - s->start;
+                }
             }
         }
         ml_pw_bytes(w, &rs, sizeof(rs));
@@ -242,6 +247,37 @@ static void write_exact(struct ml_pw *w, struct ml_thread_rec *t)
         else
             for (uint32_t i = 0; i < m->nunits; i++)
                 ml_pw_bytes(w, zero, sizeof(zero));
+    }
+}
+
+/* Hardware counter sums per thread and region (MEMLENS_EVENTS); threads without counters write 0.
+ */
+static void write_events(struct ml_pw *w)
+{
+    struct ml_prof_events e = {.nevents = ml_pmu_nevents(), .nregions = ml_rt.nregions};
+    static const uint64_t zero[ML_MAX_EVENTS];
+    struct ml_thread_rec *t;
+
+    if (!e.nevents)
+        return;
+    for (t = ml_rt.threads; t; t = t->next)
+        e.nthreads++;
+    ml_pw_section(w, ML_SEC_EVENTS,
+                  sizeof(e) + e.nevents * (uint64_t)ML_EVENT_NAME +
+                      e.nthreads *
+                          (sizeof(struct ml_prof_evthread) + e.nregions * e.nevents * 8ull));
+    ml_pw_bytes(w, &e, sizeof(e));
+    for (uint32_t i = 0; i < e.nevents; i++) {
+        char name[ML_EVENT_NAME] = {0};
+        strncpy(name, ml_pmu_name(i), sizeof(name) - 1);
+        ml_pw_bytes(w, name, sizeof(name));
+    }
+    for (t = ml_rt.threads; t; t = t->next) {
+        struct ml_prof_evthread et = {.index = t->index, .tid = t->tid};
+        const uint64_t *sums = ml_pmu_sums(t);
+        ml_pw_bytes(w, &et, sizeof(et));
+        for (uint32_t g = 0; g < e.nregions; g++)
+            ml_pw_bytes(w, sums ? sums + (uint64_t)g * ML_MAX_EVENTS : zero, e.nevents * 8ull);
     }
 }
 
@@ -386,7 +422,7 @@ void ml_rt_write_profile(int from_signal)
     h.ppid = (uint32_t)getppid();
     h.clock = ML_RT_CLOCK;
     h.flags = from_signal ? ML_PROF_F_SIGNAL : 0;
-    h.sample = 1;
+    h.sample = ml_rt.sample ? ml_rt.sample : 1;
 
     ml_pw_init(&w, fd, wbuf, sizeof(wbuf));
     ml_pw_bytes(&w, &h, sizeof(h));
@@ -397,6 +433,9 @@ void ml_rt_write_profile(int from_signal)
         write_thread(&w, t, now);
         write_exact(&w, t);
     }
+    write_events(&w);
+    ml_pw_section(&w, ML_SEC_CALIB, sizeof(ml_rt.calib));
+    ml_pw_bytes(&w, &ml_rt.calib, sizeof(ml_rt.calib));
     ml_pw_section(&w, ML_SEC_END, 0);
     rc = ml_pw_finish(&w);
     if (close(fd) && !rc)

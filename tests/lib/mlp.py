@@ -15,11 +15,14 @@ class Profile:
         d = open(path, 'rb').read()
         magic, ver, hsize, self.tsc_hz, self.start_ns, self.wall_ns, self.pid, self.ppid, \
             self.clock, self.flags, self.sample = struct.unpack_from('<8sIIQQQIIIIQ', d, 0)
-        assert magic == b'MLPROF\0\n' and ver == 1 and hsize == 64, path
+        assert magic == b'MLPROF\0\n' and ver == 2 and hsize == 64, path
         self.path = path
         strtab, regions, regsets, self.units, self.calls, self.threads = b'', (), (), [], [], []
         off, end = 64, False
         self.exact = {}
+        self.events = []   # event names (MEMLENS_EVENTS)
+        self.ev = {}       # thread index -> [region][event] sums over measured executions
+        self.calib = None  # (increment, timer pair) cost in thousandths of a tick
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -39,13 +42,27 @@ class Profile:
             elif t == 7:
                 tid, idx, nu, nr = struct.unpack_from('<IIQQ', d, p)
                 counts = struct.unpack_from('<%dQ' % nu, d, p + 24)
-                rs = struct.unpack_from('<%dQ' % (2 * nr), d, p + 24 + 8 * nu)
+                rs = struct.unpack_from('<%dQ' % (3 * nr), d, p + 24 + 8 * nu)
                 self.threads.append({'tid': tid, 'index': idx, 'counts': counts,
-                                     'entries': rs[0::2], 'ticks': rs[1::2]})
+                                     'entries': rs[0::3], 'ticks': rs[1::3],
+                                     'measured': rs[2::3]})
             elif t == 9:
                 tid, idx, nu, _ = struct.unpack_from('<IIQQ', d, p)
                 ex = struct.unpack_from('<%dQ' % (nu * 6), d, p + 24)
                 self.exact[idx] = [ex[i * 6:i * 6 + 6] for i in range(nu)]
+            elif t == 11:
+                ne, nt, nr = struct.unpack_from('<IIQ', d, p)
+                q = p + 16
+                self.events = [d[q + 32 * i:q + 32 * i + 32].split(b'\0')[0].decode()
+                               for i in range(ne)]
+                q += 32 * ne
+                for _ in range(nt):
+                    idx, _tid = struct.unpack_from('<II', d, q)
+                    v = struct.unpack_from('<%dQ' % (nr * ne), d, q + 8)
+                    self.ev[idx] = [v[r * ne:(r + 1) * ne] for r in range(nr)]
+                    q += 8 + 8 * nr * ne
+            elif t == 12:
+                self.calib = struct.unpack_from('<QQ', d, p)
             off = p + ln
         assert end, '%s: no end record' % path
         self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode()
@@ -73,6 +90,10 @@ class Profile:
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         tot['entries'] = sum(t['entries'][r] for t in self.threads
                              if thread is None or t['index'] == thread)
+        tot['measured'] = sum(t['measured'][r] for t in self.threads
+                              if thread is None or t['index'] == thread)
+        tot['ticks'] = sum(t['ticks'][r] for t in self.threads
+                           if thread is None or t['index'] == thread)
         return tot
 
     def exact_totals(self, region, thread=None):
@@ -90,6 +111,16 @@ class Profile:
         tot['bytes_read'] = tot['rd_heap'] + tot['rd_global'] + tot['rd_stack']
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         return tot
+
+    def event_sums(self, region, thread=None):
+        """Event name -> sum over the measured executions of a region, one thread index or all."""
+        r = self.region_id(region)
+        out = dict.fromkeys(self.events, 0)
+        for idx, sums in self.ev.items():
+            if thread is None or idx == thread:
+                for name, v in zip(self.events, sums[r]):
+                    out[name] += v
+        return out
 
     def per_thread(self, region):
         return [self.totals(region, t['index']) for t in self.threads]
