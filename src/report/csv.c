@@ -14,6 +14,49 @@ static void csv_double(FILE *f, double x, const char *fmt)
         fprintf(f, fmt, x);
 }
 
+/* An unsigned count, or an empty field when unknown (known = 0). */
+static void csv_count(FILE *f, int known, uint64_t v)
+{
+    fputc(',', f);
+    if (known)
+        fprintf(f, "%" PRIu64, v);
+}
+
+/* Sampling, overhead corrections and event sums: the columns after time_borrowed. */
+static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+{
+    char ev[ML_MAX_EVENTS * (ML_EVENT_NAME + 24) + 1] = "";
+    int n = 0;
+    uint64_t hz = r->prof->hdr.tsc_hz;
+    double cf = ml_rstats_ticks_seconds(s, s->cf_ticks, hz);
+    double cal = ml_rstats_ticks_seconds(s, s->cal_ticks, hz);
+    int sc = s->scale >= 0;
+
+    fprintf(f, ",%" PRIu64, s->measured);
+    csv_double(f, s->scale, "%.6f");
+    csv_double(f, ml_rstats_ticks_seconds(s, s->est_ticks, hz), "%.9f");
+    csv_count(f, sc, ml_rstats_est(s, s->v[ML_F_INSTR]));
+    csv_count(f, sc, ml_rstats_est(s, s->v[ML_F_LOADS]));
+    csv_count(f, sc, ml_rstats_est(s, s->v[ML_F_STORES]));
+    csv_count(f, sc, ml_rstats_est(s, ml_rstats_read(s)));
+    csv_count(f, sc, ml_rstats_est(s, ml_rstats_written(s)));
+    fprintf(f, ",%" PRIu64, s->v[ML_F_INCR]);
+    csv_double(f, s->cf, "%.6f");
+    csv_double(f, cf, "%.9f");
+    csv_double(f, cal, "%.9f");
+    csv_double(f, ml_report_gbs(ml_rstats_read(s), cf), "%.6f");
+    csv_double(f, ml_report_gbs(ml_rstats_written(s), cf), "%.6f");
+    csv_double(f, ml_report_gbs(ml_rstats_read(s), cal), "%.6f");
+    csv_double(f, ml_report_gbs(ml_rstats_written(s), cal), "%.6f");
+    /* Event sums as name=value;... in one field: profiles of one report may differ in events. */
+    for (uint32_t e = 0; e < r->prof->nevents; e++)
+        n += snprintf(ev + n, sizeof(ev) - n, "%s%s=%" PRIu64, e ? ";" : "",
+                      r->prof->event_names[e], s->ev[e]);
+    fputc(',', f);
+    ml_csv_str(f, ev);
+    fputc('\n', f);
+}
+
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
                       const char *tid, const struct ml_rstats *s)
 {
@@ -32,14 +75,18 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
         fprintf(f, ",%" PRIu64, s->v[cols[i]]);
     csv_double(f, ml_report_gbs(ml_rstats_read(s), sec), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_written(s), sec), "%.6f");
-    fprintf(f, ",%d\n", s->borrowed);
+    fprintf(f, ",%d", s->borrowed);
+    csv_more(f, r, s);
 }
 
 int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
 {
     fputs("profile,pid,region,thread,tid,executions,seconds,instr_int,instr_fp,instr_vec,"
           "instr_mem,instr_branch,instr_call,instr_other,instructions,loads,stores,rd_heap,"
-          "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed\n",
+          "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
+          "measured,scale,est_seconds,est_instructions,est_loads,est_stores,est_bytes_read,"
+          "est_bytes_written,increments,cf,cf_seconds,cal_seconds,read_gbs_cf,write_gbs_cf,"
+          "read_gbs_cal,write_gbs_cal,events\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const struct ml_report *r = reps[i];
@@ -123,8 +170,8 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
                     u->kind == ML_UNIT_BYTES ? "bytes" : "block");
             csv_regions(f, r, u);
             fputc(',', f);
-            ml_csv_str(f,
-                    u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+            ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name)
+                                                  : "");
             fputc(',', f);
             ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
             fputc(',', f);

@@ -68,6 +68,60 @@ static void json_num(FILE *f, double x)
         fputs("null", f);
 }
 
+/* A count, or null when unknown (known = 0). */
+static void json_count(FILE *f, int known, uint64_t v)
+{
+    if (known)
+        fprintf(f, "%" PRIu64, v);
+    else
+        fputs("null", f);
+}
+
+/* Sampling, overhead corrections and event sums of one row (docs/report.md). */
+static void json_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+{
+    uint64_t hz = r->prof->hdr.tsc_hz;
+    double cf = ml_rstats_ticks_seconds(s, s->cf_ticks, hz);
+    double cal = ml_rstats_ticks_seconds(s, s->cal_ticks, hz);
+    int sc = s->scale >= 0;
+
+    fprintf(f, ", \"measured\": %" PRIu64 ", \"scale\": ", s->measured);
+    json_num(f, s->scale);
+    fputs(", \"estimated\": {\"seconds\": ", f);
+    json_num(f, ml_rstats_ticks_seconds(s, s->est_ticks, hz));
+    fputs(", \"instructions\": ", f);
+    json_count(f, sc, ml_rstats_est(s, s->v[ML_F_INSTR]));
+    fputs(", \"loads\": ", f);
+    json_count(f, sc, ml_rstats_est(s, s->v[ML_F_LOADS]));
+    fputs(", \"stores\": ", f);
+    json_count(f, sc, ml_rstats_est(s, s->v[ML_F_STORES]));
+    fputs(", \"bytes_read\": ", f);
+    json_count(f, sc, ml_rstats_est(s, ml_rstats_read(s)));
+    fputs(", \"bytes_written\": ", f);
+    json_count(f, sc, ml_rstats_est(s, ml_rstats_written(s)));
+    fprintf(f, "}, \"correction\": {\"increments\": %" PRIu64 ", \"cf\": ", s->v[ML_F_INCR]);
+    json_num(f, s->cf);
+    fputs(", \"cf_seconds\": ", f);
+    json_num(f, cf);
+    fputs(", \"calibrated_seconds\": ", f);
+    json_num(f, cal);
+    fputs(", \"read_gbs_cf\": ", f);
+    json_num(f, ml_report_gbs(ml_rstats_read(s), cf));
+    fputs(", \"write_gbs_cf\": ", f);
+    json_num(f, ml_report_gbs(ml_rstats_written(s), cf));
+    fputs(", \"read_gbs_calibrated\": ", f);
+    json_num(f, ml_report_gbs(ml_rstats_read(s), cal));
+    fputs(", \"write_gbs_calibrated\": ", f);
+    json_num(f, ml_report_gbs(ml_rstats_written(s), cal));
+    fputs("}, \"events\": {", f);
+    for (uint32_t e = 0; e < r->prof->nevents; e++) {
+        fputs(e ? ", " : "", f);
+        json_str(f, r->prof->event_names[e]);
+        fprintf(f, ": %" PRIu64, s->ev[e]);
+    }
+    fputc('}', f);
+}
+
 static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
 {
     double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
@@ -97,6 +151,7 @@ static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstat
     json_num(f, ml_report_gbs(ml_rstats_read(s), sec));
     fputs(", \"write_gbs\": ", f);
     json_num(f, ml_report_gbs(ml_rstats_written(s), sec));
+    json_more(f, r, s);
 }
 
 static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
@@ -195,7 +250,18 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
         fputs(": ", f);
         json_str(f, ml_profile_str(p, p->meta[2 * i + 1]));
     }
-    fputs("},\n     \"threads\": [", f);
+    fputs("},\n     \"calibration\": ", f);
+    if (p->calib)
+        fprintf(f, "{\"increment_ticks\": %.3f, \"timer_ticks\": %.3f}",
+                (double)p->calib->incr_mticks / 1000, (double)p->calib->timer_mticks / 1000);
+    else
+        fputs("null", f);
+    fputs(", \"events\": [", f);
+    for (uint32_t e = 0; e < p->nevents; e++) {
+        fputs(e ? ", " : "", f);
+        json_str(f, p->event_names[e]);
+    }
+    fputs("],\n     \"threads\": [", f);
     for (uint64_t t = 0; t < p->nthreads; t++)
         fprintf(f, "%s{\"index\": %u, \"tid\": %u}", t ? ", " : "", p->threads[t].index,
                 p->threads[t].tid);

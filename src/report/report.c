@@ -118,6 +118,64 @@ out:
     return rc;
 }
 
+/* The published correction factor: 1 + 2 n / (loads + stores); see docs/report.md. */
+static double correction_factor(const struct ml_rstats *s)
+{
+    uint64_t mem = s->v[ML_F_LOADS] + s->v[ML_F_STORES];
+
+    if (!s->v[ML_F_INCR])
+        return 1;
+    if (!mem)
+        return -1;
+    return 1 + 2.0 * (double)s->v[ML_F_INCR] / (double)mem;
+}
+
+static void derive_row(struct ml_rstats *c, double scale, const struct ml_prof_calib *cal,
+                       int own_cal)
+{
+    c->scale = scale;
+    c->est_ticks = c->timed && scale >= 0 ? (double)c->ticks * scale : -1;
+    c->cf = correction_factor(c);
+    c->cf_ticks = c->timed && c->cf > 0 ? (double)c->ticks / c->cf : -1;
+    if (own_cal) {
+        double t = (double)c->ticks - (double)c->v[ML_F_INCR] * (double)cal->incr_mticks / 1000 -
+                   (double)c->measured * (double)cal->timer_mticks / 1000;
+        c->cal_ticks = t > 0 ? t : -1;
+    }
+}
+
+/* Sampling scale and overhead corrections of every cell and total (struct ml_rstats). */
+static void derive(struct ml_report *r)
+{
+    const struct ml_prof_calib *cal = r->prof->calib;
+
+    for (uint64_t reg = 0; reg < r->nregions; reg++) {
+        struct ml_rstats *tot = &r->totals[reg];
+        double scale = tot->measured ? (double)tot->entries / (double)tot->measured : -1;
+        double best = -1;
+
+        for (uint64_t t = 0; t < r->nthreads; t++) {
+            struct ml_rstats *c = &r->cells[reg * r->nthreads + t];
+            c->cal_ticks = -1;
+            if (c->borrowed)
+                derive_row(c, scale, cal, 0);
+            else
+                derive_row(c, c->measured ? (double)c->entries / (double)c->measured : -1, cal,
+                           cal && c->timed);
+            if (!c->borrowed && c->cal_ticks > best)
+                best = c->cal_ticks;
+        }
+        tot->cal_ticks = -1;
+        derive_row(tot, scale, cal, 0);
+        tot->cal_ticks = best;
+        for (uint64_t t = 0; t < r->nthreads; t++) {
+            struct ml_rstats *c = &r->cells[reg * r->nthreads + t];
+            if (c->borrowed)
+                c->cal_ticks = best;
+        }
+    }
+}
+
 int ml_report_build(const struct ml_profile *p, const char *name, struct ml_report **out)
 {
     struct ml_report *r;
@@ -145,7 +203,11 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
             struct ml_rstats *c = &r->cells[reg * nt + t];
             c->entries = th->rstats[reg].entries;
             c->ticks = th->rstats[reg].ticks;
-            c->active = c->timed = c->entries > 0;
+            c->measured = th->rstats[reg].measured;
+            c->active = c->entries > 0;
+            c->timed = c->measured > 0; /* sampled away entirely: the time is unknown */
+            for (uint32_t e = 0; th->events && e < p->nevents; e++)
+                c->ev[e] = th->events[reg * p->nevents + e];
         }
         for (uint64_t u = 0; u < p->nunits; u++) {
             uint64_t cnt = th->counts[u];
@@ -171,10 +233,13 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
         for (uint64_t t = 0; t < nt; t++) {
             const struct ml_rstats *c = &r->cells[reg * nt + t];
             tot->entries += c->entries;
+            tot->measured += c->measured;
+            for (uint32_t e = 0; e < p->nevents; e++)
+                tot->ev[e] += c->ev[e];
             for (int f = 0; f < ML_NFACTS; f++)
                 tot->v[f] += c->v[f];
             tot->active |= c->active;
-            if (c->entries) {
+            if (c->timed) {
                 tot->timed = 1;
                 if (c->ticks > tot->ticks)
                     tot->ticks = c->ticks;
@@ -188,6 +253,7 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
             }
         }
     }
+    derive(r);
     rc = build_callees(r);
 out:
     if (rc) {
@@ -225,6 +291,33 @@ double ml_rstats_seconds(const struct ml_rstats *s, uint64_t tsc_hz)
     if (!s->timed || !tsc_hz)
         return -1;
     return (double)s->ticks / (double)tsc_hz;
+}
+
+double ml_rstats_ticks_seconds(const struct ml_rstats *s, double ticks, uint64_t tsc_hz)
+{
+    if (!s->timed || !tsc_hz || ticks < 0)
+        return -1;
+    return ticks / (double)tsc_hz;
+}
+
+uint64_t ml_rstats_est(const struct ml_rstats *s, uint64_t v)
+{
+    double x;
+
+    if (s->scale < 0)
+        return v;
+    x = (double)v * s->scale + 0.5;
+    return x >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)x;
+}
+
+int ml_report_sampled(const struct ml_report *r)
+{
+    if (r->prof->hdr.sample > 1)
+        return 1;
+    for (uint64_t reg = 0; reg < r->nregions; reg++)
+        if (r->totals[reg].measured != r->totals[reg].entries)
+            return 1;
+    return 0;
 }
 
 double ml_report_gbs(uint64_t bytes, double seconds)

@@ -29,6 +29,24 @@ struct ml_rstats {
     int active;   /* entered, or some unit of the region counted */
     int timed;    /* ticks are meaningful */
     int borrowed; /* ticks come from the threads that entered the region */
+    /*
+     * Sampling and overhead corrections (docs/report.md); -1 = unknown.
+     * Counts and ticks cover the measured executions; est_ticks and
+     * ml_rstats_est() scale them by scale = entries / measured (a borrowed
+     * row and a total use the region's overall ratio). cf = 1 + 2 n / (loads
+     * + stores) with n = v[ML_F_INCR] (the published correction factor, each
+     * increment two memory operations); cf_ticks = ticks / cf. cal_ticks =
+     * ticks - n x increment cost - measured x timer cost (calibrated at
+     * start-up); a total or borrowed row takes the longest cal_ticks of the
+     * threads that entered.
+     */
+    uint64_t measured;
+    double scale;
+    double est_ticks;
+    double cf;
+    double cf_ticks;
+    double cal_ticks;
+    uint64_t ev[ML_MAX_EVENTS]; /* event sums over measured executions (prof->nevents) */
 };
 
 /* Calls from a region into one function memlens did not see, by thread. */
@@ -70,6 +88,12 @@ uint64_t ml_rstats_read(const struct ml_rstats *s);    /* RD_HEAP + RD_GLOBAL + 
 uint64_t ml_rstats_written(const struct ml_rstats *s); /* WR_HEAP + WR_GLOBAL + WR_STACK */
 /* Seconds of s under a clock of tsc_hz ticks per second, or -1 when unknown. */
 double ml_rstats_seconds(const struct ml_rstats *s, uint64_t tsc_hz);
+/* ticks / tsc_hz, or -1 when ticks is unknown (< 0), the row untimed or tsc_hz 0. */
+double ml_rstats_ticks_seconds(const struct ml_rstats *s, double ticks, uint64_t tsc_hz);
+/* A count scaled to all executions (v x scale, rounded), or v itself when scale is unknown. */
+uint64_t ml_rstats_est(const struct ml_rstats *s, uint64_t v);
+/* Whether the profile is sampled: header sample > 1 or some execution was not measured. */
+int ml_report_sampled(const struct ml_report *r);
 /* bytes / seconds in GB/s (1e9 bytes), or -1 when seconds is unknown or 0. */
 double ml_report_gbs(uint64_t bytes, double seconds);
 

@@ -19,10 +19,9 @@ struct tbl {
     const char **first; /* column 0 of each row: a region name, not copied */
 };
 
-static int tbl_row(struct tbl *t, const char *first, ...)
+/* Makes room for one more row and starts it with first; 0 or -ENOMEM. */
+static int tbl_grow(struct tbl *t, const char *first)
 {
-    va_list ap;
-
     if (t->nrows == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
         char(*cells)[CELL] = realloc(t->cells, cap * t->ncols * CELL);
@@ -37,10 +36,30 @@ static int tbl_row(struct tbl *t, const char *first, ...)
         t->cap = cap;
     }
     t->first[t->nrows] = first;
+    return 0;
+}
+
+static int tbl_row(struct tbl *t, const char *first, ...)
+{
+    va_list ap;
+
+    if (tbl_grow(t, first))
+        return -ENOMEM;
     va_start(ap, first);
     for (size_t c = 1; c < t->ncols; c++)
         snprintf(t->cells[t->nrows * t->ncols + c], CELL, "%s", va_arg(ap, const char *));
     va_end(ap);
+    t->nrows++;
+    return 0;
+}
+
+/* Like tbl_row, with the cells after the first in an array of ncols - 1. */
+static int tbl_rowv(struct tbl *t, const char *first, const char *const *cells)
+{
+    if (tbl_grow(t, first))
+        return -ENOMEM;
+    for (size_t c = 1; c < t->ncols; c++)
+        snprintf(t->cells[t->nrows * t->ncols + c], CELL, "%s", cells[c - 1]);
     t->nrows++;
     return 0;
 }
@@ -135,7 +154,7 @@ static void fmt_seconds(char *buf, size_t len, double s)
 /* Borrowed times, and the bandwidths computed from them, are shown in parentheses. */
 static const char *fmt_time(char *buf, double s, int borrowed)
 {
-    char tmp[CELL];
+    char tmp[CELL - 2];
 
     fmt_seconds(tmp, sizeof(tmp), s);
     snprintf(buf, CELL, borrowed && s >= 0 ? "(%s)" : "%s", tmp);
@@ -159,16 +178,66 @@ static const char *fmt_gbs(char *buf, double gbs, int borrowed)
     return buf;
 }
 
-enum { T_MAIN, T_MIX, T_BYTES, T_N };
+/* Column titles of the events table: the event names of the profile being printed. */
+static const char *r_event_names[ML_MAX_EVENTS];
+
+enum { T_MAIN, T_MIX, T_BYTES, T_SAMPLE, T_CORR, T_EVENTS, T_N };
+
+/* A scale factor: "x12.5", or "-" when nothing was measured. */
+static const char *fmt_scale(char *buf, double x)
+{
+    if (x < 0)
+        snprintf(buf, CELL, "-");
+    else
+        sig3(buf, CELL, x, "");
+    return buf;
+}
 
 static int add_rows(struct tbl *t, int which, const char *region, const char *thread,
                     const char *tid, const struct ml_rstats *s, uint64_t tsc_hz)
 {
     char b[16][CELL];
     double sec = ml_rstats_seconds(s, tsc_hz);
+    double cf = ml_rstats_ticks_seconds(s, s->cf_ticks, tsc_hz);
+    double cal = ml_rstats_ticks_seconds(s, s->cal_ticks, tsc_hz);
     const uint64_t *v = s->v;
+    int bw = s->borrowed;
 
     switch (which) {
+    case T_SAMPLE:
+        if (s->scale < 0) /* nothing measured: nothing to scale */
+            return tbl_row(t, region, thread, tid, fmt_count(b[0], s->entries),
+                           fmt_count(b[1], s->measured), "-", "-", "-", "-", "-", "-", "-");
+        return tbl_row(t, region, thread, tid, fmt_count(b[0], s->entries),
+                       fmt_count(b[1], s->measured), fmt_scale(b[2], s->scale),
+                       fmt_time(b[3], ml_rstats_ticks_seconds(s, s->est_ticks, tsc_hz), bw),
+                       fmt_count(b[4], ml_rstats_est(s, v[ML_F_INSTR])),
+                       fmt_count(b[5], ml_rstats_est(s, v[ML_F_LOADS])),
+                       fmt_count(b[6], ml_rstats_est(s, v[ML_F_STORES])),
+                       fmt_bytes(b[7], ml_rstats_est(s, ml_rstats_read(s))),
+                       fmt_bytes(b[8], ml_rstats_est(s, ml_rstats_written(s))));
+    case T_CORR:
+        if (s->cf < 0)
+            snprintf(b[2], CELL, "-");
+        else
+            snprintf(b[2], CELL, "%.3f", s->cf);
+        return tbl_row(t, region, thread, tid, fmt_time(b[0], sec, bw),
+                       fmt_count(b[1], v[ML_F_INCR]), b[2], fmt_time(b[3], cf, bw),
+                       fmt_time(b[4], cal, bw),
+                       fmt_gbs(b[5], ml_report_gbs(ml_rstats_read(s), sec), bw),
+                       fmt_gbs(b[6], ml_report_gbs(ml_rstats_read(s), cf), bw),
+                       fmt_gbs(b[7], ml_report_gbs(ml_rstats_read(s), cal), bw),
+                       fmt_gbs(b[8], ml_report_gbs(ml_rstats_written(s), sec), bw),
+                       fmt_gbs(b[9], ml_report_gbs(ml_rstats_written(s), cf), bw),
+                       fmt_gbs(b[10], ml_report_gbs(ml_rstats_written(s), cal), bw));
+    case T_EVENTS: {
+        const char *cells[2 + ML_MAX_EVENTS];
+        cells[0] = thread;
+        cells[1] = tid;
+        for (size_t e = 0; e + 3 < t->ncols; e++)
+            cells[2 + e] = fmt_count(b[e], s->ev[e]);
+        return tbl_rowv(t, region, cells);
+    }
     case T_MAIN:
         return tbl_row(t, region, thread, tid, fmt_count(b[0], s->entries),
                        fmt_time(b[1], sec, s->borrowed), fmt_count(b[2], v[ML_F_INSTR]),
@@ -194,9 +263,12 @@ static const char *const titles[T_N] = {
     "time, memory operations and bandwidth",
     "instructions by class",
     "bytes by memory class",
+    "sampling: figures above cover the measured executions; est. = scaled by execs / measured",
+    "bandwidth corrected for instrumentation overhead (CF: published factor, cal: calibrated)",
+    "hardware counters, summed over measured executions",
 };
 
-static const size_t ncols[T_N] = {12, 11, 9};
+static const size_t ncols[T_N] = {12, 11, 9, 12, 14, 3};
 
 static int header_row(struct tbl *t, int which)
 {
@@ -207,6 +279,18 @@ static int header_row(struct tbl *t, int which)
     case T_MIX:
         return tbl_row(t, "region", "thread", "tid", "int", "fp", "vec", "mem", "branch", "call",
                        "other", "total");
+    case T_SAMPLE:
+        return tbl_row(t, "region", "thread", "tid", "execs", "measured", "scale", "est. time",
+                       "est. instrs", "est. loads", "est. stores", "est. read", "est. written");
+    case T_CORR:
+        return tbl_row(t, "region", "thread", "tid", "time", "incr", "CF", "time/CF", "time cal",
+                       "rd GB/s", "rd CF", "rd cal", "wr GB/s", "wr CF", "wr cal");
+    case T_EVENTS: {
+        const char *cells[2 + ML_MAX_EVENTS] = {"thread", "tid"};
+        for (size_t e = 0; e + 3 < t->ncols; e++)
+            cells[2 + e] = r_event_names[e];
+        return tbl_rowv(t, "region", cells);
+    }
     default:
         return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
                        "wr global", "wr stack");
@@ -261,10 +345,11 @@ static void print_header(FILE *f, const struct ml_report *r)
         fprintf(f, "  program %s\n", prog);
     if (cmd)
         fprintf(f, "  cmdline %s\n", cmd);
-    if (p->hdr.sample > 1)
+    if (ml_report_sampled(r))
         fprintf(f,
-                "  note: counts are sampled, 1 in %" PRIu64
-                " region executions; they are not scaled up\n",
+                "  note: sampled, 1 in %" PRIu64
+                " region executions measured (MEMLENS_SAMPLE); counts and times cover the "
+                "measured ones, est. figures scale them to all\n",
                 p->hdr.sample);
     if (p->hdr.flags & ML_PROF_F_SIGNAL)
         fputs("  note: written when a signal ended the process; figures cover the run up to it\n",
@@ -331,6 +416,15 @@ static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_
     }
     for (int which = 0; which < T_N && !rc; which++) {
         struct tbl t = {.ncols = ncols[which]};
+        if (which == T_SAMPLE && !ml_report_sampled(r))
+            continue;
+        if (which == T_EVENTS) {
+            if (!r->prof->nevents)
+                continue;
+            t.ncols = 3 + r->prof->nevents;
+            for (uint32_t e = 0; e < r->prof->nevents; e++)
+                r_event_names[e] = r->prof->event_names[e];
+        }
         rc = fill(&t, which, r, o, &borrowed);
         if (!rc) {
             fprintf(f, "\n  %s\n", titles[which]);

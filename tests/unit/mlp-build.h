@@ -34,6 +34,8 @@ struct mlb {
     uint32_t nmodules;
     struct mlb_thread threads[8];
     uint32_t nthreads;
+    struct ml_prof_calib calib; /* written when has_calib */
+    int has_calib;
 };
 
 static inline struct mlb *mlb_new(uint64_t tsc_hz)
@@ -166,6 +168,8 @@ static inline unsigned char *mlb_write(struct mlb *b, size_t *len)
         ml_pw_bytes(&w, th->counts, 8ull * b->nunits);
         ml_pw_bytes(&w, th->rs, sizeof(th->rs[0]) * b->nregions);
     }
+    if (b->has_calib)
+        mlb_sec(&w, ML_SEC_CALIB, &b->calib, sizeof(b->calib));
     ml_pw_section(&w, ML_SEC_END, 0);
     if (ml_pw_finish(&w))
         abort();

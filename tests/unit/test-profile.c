@@ -35,9 +35,9 @@ static struct mlb *sample(void)
     t1 = mlb_thread(b, 101);
     b->threads[t0].counts[u0] = 5;
     b->threads[t0].counts[u1] = 4096;
-    b->threads[t0].rs[r0] = (struct ml_prof_rstat){1, 777};
+    b->threads[t0].rs[r0] = (struct ml_prof_rstat){1, 777, 1};
     b->threads[t1].counts[u0] = 7;
-    b->threads[t1].rs[r1] = (struct ml_prof_rstat){3, 99};
+    b->threads[t1].rs[r1] = (struct ml_prof_rstat){3, 99, 2};
     return b;
 }
 
@@ -188,9 +188,9 @@ static void test_bad_header(void **state)
     buf[0] = 'X';
     expect_bad(buf, len, "bad magic");
     buf[0] = 'M';
-    put32(buf, offsetof(struct ml_prof_header, version), 2);
-    expect_bad(buf, len, "profile version 2, this memlens reads version 1");
     put32(buf, offsetof(struct ml_prof_header, version), 1);
+    expect_bad(buf, len, "profile version 1, this memlens reads version 2");
+    put32(buf, offsetof(struct ml_prof_header, version), 2);
     put32(buf, offsetof(struct ml_prof_header, header_size), 72);
     expect_bad(buf, len, "header size 72, expected 64");
     free(buf);
@@ -312,7 +312,7 @@ static void test_bad_threads(void **state)
     /* Record counts right, section length wrong (eats the END record's header). */
     put64(buf, sh + 8, len - t1);
     snprintf(want, sizeof(want), "thread record at offset %zu has length %zu, expected %zu", sh,
-             len - t1, sizeof(struct ml_prof_thread) + 2 * 8 + 2 * 16);
+             len - t1, sizeof(struct ml_prof_thread) + 2 * 8 + 2 * sizeof(struct ml_prof_rstat));
     expect_bad(buf, len, want);
     free(buf);
 
@@ -393,6 +393,87 @@ static void test_section_order(void **state)
     }
 }
 
+/* EVENTS and CALIB (version 2): parsed, linked to threads by index, and validated. */
+static void test_events_calib(void **state)
+{
+    static const char strs[] = "\0r";
+    static const uint32_t regions[] = {1};
+    struct {
+        struct ml_prof_thread t;
+        struct ml_prof_rstat rs;
+    } th = {{.tid = 7, .index = 0, .nunits = 0, .nregions = 1}, {10, 500, 4}};
+    struct {
+        struct ml_prof_events h;
+        char names[2][ML_EVENT_NAME];
+        struct ml_prof_evthread et;
+        uint64_t sums[2];
+    } ev = {{2, 1, 1}, {"task-clock", "page-faults"}, {0, 7}, {123, 45}};
+    struct ml_prof_calib cal = {717, 25394};
+    struct ml_profile *p;
+    unsigned char *buf;
+    char err[256];
+    size_t len;
+
+    (void)state;
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS, regions, sizeof(regions),
+              ML_SEC_THREAD, &th, sizeof(th), ML_SEC_EVENTS, &ev, sizeof(ev), ML_SEC_CALIB, &cal,
+              sizeof(cal), ML_SEC_END, NULL, (size_t)0, -1);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->threads[0].rstats[0].measured, 4);
+    assert_int_equal(p->nevents, 2);
+    assert_string_equal(p->event_names[1], "page-faults");
+    assert_non_null(p->threads[0].events);
+    assert_int_equal(p->threads[0].events[0], 123);
+    assert_int_equal(p->threads[0].events[1], 45);
+    assert_non_null(p->calib);
+    assert_int_equal(p->calib->incr_mticks, 717);
+    assert_int_equal(p->calib->timer_mticks, 25394);
+    ml_profile_free(p);
+    free(buf);
+
+    th.rs.measured = 11;
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS, regions, sizeof(regions),
+              ML_SEC_THREAD, &th, sizeof(th), ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "region 0 has 11 measured of 10 executions");
+    free(buf);
+    th.rs.measured = 4;
+
+    ev.et.index = 3;
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS, regions, sizeof(regions),
+              ML_SEC_THREAD, &th, sizeof(th), ML_SEC_EVENTS, &ev, sizeof(ev), ML_SEC_END, NULL,
+              (size_t)0, -1);
+    expect_bad(buf, len, "event sums 0 name thread index 3, which has no record");
+    free(buf);
+    ev.et.index = 0;
+
+    ev.h.nregions = 2;
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS, regions, sizeof(regions),
+              ML_SEC_EVENTS, &ev, sizeof(ev), ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "has 2 regions, expected 1");
+    free(buf);
+    ev.h.nregions = 1;
+
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS, regions, sizeof(regions),
+              ML_SEC_EVENTS, &ev, sizeof(ev) - 8, ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "expected");
+    free(buf);
+
+    memset(ev.names[0], 'x', ML_EVENT_NAME);
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGIONS, regions, sizeof(regions),
+              ML_SEC_EVENTS, &ev, sizeof(ev), ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "event name 0 at offset");
+    free(buf);
+
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_CALIB, &cal, sizeof(cal) - 1,
+              ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "calib section at offset");
+    free(buf);
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_CALIB, &cal, sizeof(cal),
+              ML_SEC_CALIB, &cal, sizeof(cal), ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "section 'calib' at offset");
+    free(buf);
+}
+
 /* The writer reports a write error (here EBADF) instead of losing data silently. */
 static void test_writer_error(void **state)
 {
@@ -413,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_bad_lengths),   cmocka_unit_test(test_bad_strings),
         cmocka_unit_test(test_bad_regsets),   cmocka_unit_test(test_bad_threads),
         cmocka_unit_test(test_section_order), cmocka_unit_test(test_writer_error),
+        cmocka_unit_test(test_events_calib),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

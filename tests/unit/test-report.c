@@ -67,12 +67,12 @@ static struct mlb *synthetic(void)
     b->threads[t0].counts[u2] = 1000;
     b->threads[t0].counts[u3] = 50;
     b->threads[t0].counts[u4] = 7;
-    b->threads[t0].rs[outer] = (struct ml_prof_rstat){1, 2000};
-    b->threads[t0].rs[inner] = (struct ml_prof_rstat){5, 500};
-    b->threads[t0].rs[omp] = (struct ml_prof_rstat){1, 1000};
+    b->threads[t0].rs[outer] = (struct ml_prof_rstat){1, 2000, 1};
+    b->threads[t0].rs[inner] = (struct ml_prof_rstat){5, 500, 5};
+    b->threads[t0].rs[omp] = (struct ml_prof_rstat){1, 1000, 1};
     b->threads[t1].counts[u3] = 30;
     b->threads[t2].counts[u0] = 4;
-    b->threads[t2].rs[outer] = (struct ml_prof_rstat){2, 3000};
+    b->threads[t2].rs[outer] = (struct ml_prof_rstat){2, 3000, 2};
     return b;
 }
 
@@ -260,12 +260,19 @@ static void test_csv(void **state)
     assert_true(starts_with(s, "profile,pid,region,thread,tid,executions,seconds,instr_int,"
                                "instr_fp,instr_vec,instr_mem,instr_branch,instr_call,instr_other,"
                                "instructions,loads,stores,rd_heap,rd_global,rd_stack,wr_heap,"
-                               "wr_global,wr_stack,read_gbs,write_gbs,time_borrowed\n"));
+                               "wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,measured,"
+                               "scale,est_seconds,est_instructions,est_loads,est_stores,"
+                               "est_bytes_read,est_bytes_written,increments,cf,cf_seconds,"
+                               "cal_seconds,read_gbs_cf,write_gbs_cf,read_gbs_cal,write_gbs_cal,"
+                               "events\n"));
+    /* Not sampled: scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
-                              "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0\n"));
+                              "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,1,1.000000,"
+                              "2.000000000,90,25,10,1200,1080,10,1.571429,1.272727273,,"
+                              "0.000001,0.000001,,,\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
-                              "120,0,0,0,120,0,0.000000,0.000000,1\n"));
+                              "120,0,0,0,120,0,0.000000,0.000000,1,0,1.000000,"));
     assert_null(strstr(s, "idle"));
     assert_null(strstr(s, "outer,1,101"));
     free(s);
@@ -279,7 +286,8 @@ static void test_csv(void **state)
         s = render(ml_report_csv, fx->r, &o);
         assert_string_equal(strchr(s, '\n') + 1,
                             "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
-                            "1000,40,0,1000,0,0,0.000002,0.000002,0\n");
+                            "1000,40,0,1000,0,0,0.000002,0.000002,0,5,1.000000,0.500000000,20,5,"
+                            "0,1040,1000,0,1.000000,0.500000000,,0.000002,0.000002,,,\n");
         free(s);
     }
 }
@@ -317,12 +325,15 @@ static void test_table(void **state)
                               "19, sqrt \xc3\x97"
                               "10\n"));
     assert_non_null(strstr(s, "1.17 KiB"));
-    assert_null(strstr(s, "note: counts are sampled"));
+    assert_null(strstr(s, "note: sampled"));
+    assert_null(strstr(s, "est. time"));
+    assert_non_null(strstr(s, "time/CF"));
     free(s);
 
     fx->p->hdr.sample = 8;
     s = render(ml_report_table, fx->r, &o);
-    assert_non_null(strstr(s, "note: counts are sampled, 1 in 8 region executions"));
+    assert_non_null(strstr(s, "note: sampled, 1 in 8 region executions measured"));
+    assert_non_null(strstr(s, "est. time"));
     fx->p->hdr.sample = 1;
     free(s);
 }
@@ -371,7 +382,7 @@ static void test_json_escapes(void **state)
     mlb_unit(b, ML_UNIT_BLOCK, "_Z", "", 0, mlb_regset(b, 1, reg), MLB_F(ML_F_LOADS, 1), -1);
     t = mlb_thread(b, 7);
     b->threads[t].counts[0] = 3;
-    b->threads[t].rs[0] = (struct ml_prof_rstat){1, 5};
+    b->threads[t].rs[0] = (struct ml_prof_rstat){1, 5, 1};
     buf = mlb_write(b, &len);
     assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
     assert_int_equal(ml_report_build(p, "x", &r), 0);
@@ -390,6 +401,87 @@ static void test_json_escapes(void **state)
     free(b);
 }
 
+/*
+ * Sampling and corrections with known answers: 10 executions, 4 measured in
+ * 400 ticks (1000 ticks per second); one unit with a load, 8 heap bytes and
+ * one increment, run 40 times; calibration 2 ticks per increment, 10 per
+ * timer pair.
+ */
+static void test_sampled(void **state)
+{
+    struct mlb *b = mlb_new(1000);
+    struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
+    const struct ml_rstats *c;
+    struct ml_profile *p;
+    struct ml_report *r;
+    unsigned char *buf;
+    uint32_t t, reg;
+    char err[256], *s;
+    size_t len;
+
+    (void)state;
+    reg = mlb_region(b, "k");
+    mlb_unit(b, ML_UNIT_BLOCK, "f", "k.c", 1, mlb_regset(b, 1, reg), MLB_F(ML_F_LOADS, 1),
+             MLB_F(ML_F_RD_HEAP, 8), MLB_F(ML_F_INSTR, 5), MLB_F(ML_F_INCR, 1), -1);
+    t = mlb_thread(b, 9);
+    b->hdr.sample = 3;
+    b->threads[t].counts[0] = 40;
+    b->threads[t].rs[0] = (struct ml_prof_rstat){10, 400, 4};
+    b->calib = (struct ml_prof_calib){2000, 10000};
+    b->has_calib = 1;
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(ml_report_build(p, "s", &r), 0);
+    c = ml_report_cell(r, 0, 0);
+    assert_int_equal(c->measured, 4);
+    assert_true(c->scale == 2.5);
+    assert_true(c->est_ticks == 1000);
+    assert_int_equal(ml_rstats_est(c, c->v[ML_F_LOADS]), 100);
+    assert_int_equal(ml_rstats_est(c, ml_rstats_read(c)), 800);
+    /* CF = 1 + 2 x 40 increments / 40 memory operations = 3. */
+    assert_true(c->cf == 3);
+    assert_true(c->cf_ticks > 133.33 && c->cf_ticks < 133.34);
+    /* 400 - 40 x 2 - 4 x 10 = 280 ticks. */
+    assert_true(c->cal_ticks == 280);
+    assert_true(r->totals[0].cal_ticks == 280);
+    assert_true(ml_report_sampled(r));
+    s = render(ml_report_csv, r, &o);
+    assert_non_null(strstr(s, "\ns,4242,k,0,9,10,0.400000000,0,0,0,0,0,0,0,200,40,0,320,0,0,0,0,0,"
+                              "0.000001,0.000000,0,4,2.500000,1.000000000,500,100,0,800,0,40,"
+                              "3.000000,0.133333333,0.280000000,0.000002,0.000000,0.000001,"
+                              "0.000000,\n"));
+    free(s);
+    s = render(ml_report_table, r, &o);
+    assert_non_null(strstr(s, "note: sampled, 1 in 3 region executions measured"));
+    assert_non_null(strstr(s, "est. time"));
+    free(s);
+    s = render(ml_report_json, r, &o);
+    assert_non_null(strstr(s, "\"measured\": 4, \"scale\": 2.5, \"estimated\": {\"seconds\": 1, "
+                              "\"instructions\": 500, \"loads\": 100"));
+    assert_non_null(strstr(s, "\"calibration\": {\"increment_ticks\": 2.000, \"timer_ticks\": "
+                              "10.000}"));
+    free(s);
+    ml_report_free(r);
+    ml_profile_free(p);
+    free(buf);
+
+    /* Nothing measured: scale, time and estimates unknown. */
+    b->threads[t].rs[0] = (struct ml_prof_rstat){10, 0, 0};
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(ml_report_build(p, "s", &r), 0);
+    c = ml_report_cell(r, 0, 0);
+    assert_true(c->scale < 0 && c->est_ticks < 0 && c->cal_ticks < 0);
+    assert_true(ml_rstats_seconds(c, 1000) < 0);
+    s = render(ml_report_csv, r, &o);
+    assert_non_null(strstr(s, ",0,0,,,,,,,,40,3.000000,,,,,,,\n"));
+    free(s);
+    ml_report_free(r);
+    ml_profile_free(p);
+    free(buf);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_json_escapes),
+        cmocka_unit_test(test_sampled),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
