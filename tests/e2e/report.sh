@@ -45,15 +45,20 @@ def profile(seed, pid, nthreads):
     for t in range(nthreads):
         counts = [rnd.randrange(0, 10**9) if rnd.random() < 0.8 else 0 for _ in units]
         worker = t == nthreads - 1 and t > 0
-        rst = [(0, 0) if worker or r == 3 else (rnd.randrange(1, 100), rnd.randrange(10**6, 10**10))
-               for r in range(len(names))]
+        rst = []
+        for r in range(len(names)):
+            if worker or r == 3:
+                rst.append((0, 0, 0))
+            else:
+                e = rnd.randrange(1, 100)
+                rst.append((e, rnd.randrange(10**6, 10**10), rnd.randrange(1, e + 1)))
         if worker:  # runs only omp code, never enters
             counts = [c if sets[units[u][1]] == [2] else 0 for u, c in enumerate(counts)]
         threads.append((1000 + t, t, counts, rst))
     unames = [(s("f%d" % i), s("a.c")) for i in range(len(units))]
     hz = 2_500_000_000
     out = bytearray()
-    out += b"MLPROF\0\n" + struct.pack("<IIQQQIIIIQ", 1, 64, hz, 0, 3 * 10**9, pid, 1, 1, 0, 1)
+    out += b"MLPROF\0\n" + struct.pack("<IIQQQIIIIQ", 2, 64, hz, 0, 3 * 10**9, pid, 1, 1, 0, 7)
     def sec(t, payload):
         out.extend(struct.pack("<IIQ", t, 0, len(payload)) + payload)
     sec(1, bytes(strs))
@@ -66,14 +71,16 @@ def profile(seed, pid, nthreads):
     for tid, idx, counts, rst in threads:
         sec(7, struct.pack("<IIQQ", tid, idx, len(units), len(names)) +
             struct.pack("<%dQ" % len(units), *counts) +
-            b"".join(struct.pack("<QQ", *r) for r in rst))
+            b"".join(struct.pack("<QQQ", *r) for r in rst))
+    calib = (rnd.randrange(100, 3000), rnd.randrange(5000, 50000))  # thousandths of a tick
+    sec(12, struct.pack("<QQ", *calib))
     sec(0, b"")
     # Expected CSV figures, computed here from the definitions in docs/report.md.
-    exp = {}
+    exp, more, extra = {}, {}, {}
     for r, name in enumerate(names):
         entered = [th for th in threads if th[3][r][0] > 0]
         maxt = max([th[3][r][1] for th in entered], default=None)
-        tot = [0] * NF; tot_e = 0
+        tot = [0] * NF; tot_e = 0; tot_m = 0
         for tid, idx, counts, rst in threads:
             v = [0] * NF
             for u, (k, st, f) in enumerate(units):
@@ -85,13 +92,39 @@ def profile(seed, pid, nthreads):
                 continue
             ticks = rst[r][1] if rst[r][0] else maxt
             exp[(name, str(idx))] = (rst[r][0], None if ticks is None else ticks / hz, v, 0 if rst[r][0] else 1)
-            tot = [a + b for a, b in zip(tot, v)]; tot_e += rst[r][0]
+            more[(name, str(idx))] = (rst[r][2], ticks, v, rst[r][0] > 0)
+            tot = [a + b for a, b in zip(tot, v)]; tot_e += rst[r][0]; tot_m += rst[r][2]
         if any(k[0] == name for k in exp):
             exp[(name, "total")] = (tot_e, None if maxt is None else maxt / hz, tot, 0)
-    return bytes(out), exp
+            more[(name, "total")] = (tot_m, maxt, tot, False)
+            # Extra columns (docs/report.md): scale, estimates, CF, calibrated time.
+            cal_own = {}
+            for key, (m, ticks, v, own) in more.items():
+                if key[0] == name and own:
+                    t = ticks - v[INCR] * calib[0] / 1000 - m * calib[1] / 1000
+                    cal_own[key] = t if t > 0 else None
+            best = max([c for c in cal_own.values() if c is not None], default=None)
+            for key, (m, ticks, v, own) in list(more.items()):
+                if key[0] != name:
+                    continue
+                e = exp[key][0]
+                scale = (e / m if m else None) if own else (tot_e / tot_m if tot_m else None)
+                mem = v[LOADS] + v[STORES]
+                cf = 1.0 if not v[INCR] else (1 + 2 * v[INCR] / mem if mem else None)
+                cal = cal_own[key] if own else best
+                extra[key] = (m, scale, None if ticks is None or scale is None else ticks * scale / hz,
+                              v, cf, None if ticks is None or cf is None else ticks / cf / hz,
+                              None if cal is None else cal / hz)
+    return bytes(out), exp, extra
 
 cols = [INT, FP, VEC, MEM, BR, CALL, OTHER, INSTR, LOADS, STORES, RDH, RDG, RDS, WRH, WRG, WRS]
-def check(path, exp, pid):
+def near(got, want, what):
+    if want is None:
+        assert got == "", (what, got)
+    else:
+        assert abs(float(got) - want) <= 1e-6 + 1e-6 * abs(want), (what, got, want)
+
+def check(path, exp, extra, pid):
     out = subprocess.run([ml, "report", "--csv", path], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     rows = list(csv.reader(io.StringIO(out.stdout)))
@@ -110,15 +143,33 @@ def check(path, exp, pid):
             assert abs(float(r[6]) - sec) <= 1e-9 * max(1, sec), (key, r[6], sec)
             rd = (v[RDH] + v[RDG] + v[RDS]) / sec / 1e9
             assert abs(float(r[23]) - rd) <= 1e-6 + 1e-6 * rd, (key, r[23], rd)
+        m, scale, est_sec, v, cf, cf_sec, cal_sec = extra[key]
+        assert int(r[26]) == m, (key, r[26], m)
+        near(r[27], scale, key)
+        near(r[28], est_sec, key)
+        rd, wr = v[RDH] + v[RDG] + v[RDS], v[WRH] + v[WRG] + v[WRS]
+        ests = [v[INSTR], v[LOADS], v[STORES], rd, wr]
+        for col, x in zip(r[29:34], ests):
+            if scale is None:
+                assert col == "", (key, r)
+            else:
+                assert abs(int(col) - x * scale) <= 1 + 1e-12 * x * scale, (key, col, x * scale)
+        assert int(r[34]) == v[INCR], (key, r[34])
+        near(r[35], cf, key)
+        near(r[36], cf_sec, key)
+        near(r[37], cal_sec, key)
+        near(r[38], None if not cf_sec else rd / cf_sec / 1e9, key)
+        near(r[41], None if not cal_sec else wr / cal_sec / 1e9, key)
+        assert r[42] == "", (key, r[42])
     return len(exp)
 
 n = 0
 for i, (pid, nth) in enumerate([(111, 1), (222, 3)]):
-    data, exp = profile(i, pid, nth)
+    data, exp, extra = profile(i, pid, nth)
     path = "%s/dir/p%d.mlp" % (tmp, i)
     import os; os.makedirs(tmp + "/dir", exist_ok=True)
     open(path, "wb").write(data)
-    n += check(path, exp, pid)
+    n += check(path, exp, extra, pid)
     if i == 1:
         open(tmp + "/good.mlp", "wb").write(data)
 # JSON of the whole directory must parse and hold both processes.
@@ -135,7 +186,8 @@ EOF
 
 # The table names both processes, their regions and the worker's borrowed time.
 out=$("$ML" report "$tmp/dir") || fail "table exit $?"
-for s in "pid 111" "pid 222" "main-loop" "kernel" "omp,par" "not executed: never" "(...)"; do
+for s in "pid 111" "pid 222" "main-loop" "kernel" "omp,par" "not executed: never" "(...)" \
+    "note: sampled, 1 in 7" "est. time" "time/CF"; do
     grep -qF -- "$s" <<<"$out" || fail "table lacks '$s'"
 done
 
