@@ -13,12 +13,18 @@
 #include <unistd.h>
 
 static const char run_usage[] =
-    "usage: memlens run [-o <dir>] [-q] [--] <program> [<args>...]\n"
+    "usage: memlens run [-o <dir>] [-q] [--sample <n>] [--events <list>] [--] <program> "
+    "[<args>...]\n"
     "\n"
     "Runs a program built with memlens-cc and lists the profiles it wrote.\n"
     "\n"
     "    -o, --output <dir>   profile directory (sets MEMLENS_OUT; default ./memlens-out)\n"
     "    -q, --quiet          do not list the profiles afterwards\n"
+    "    --sample <n>         measure 1 in n executions of each region per thread\n"
+    "                         (sets MEMLENS_SAMPLE)\n"
+    "    --events <list>      hardware counters around measured executions, perf names\n"
+    "                         such as cycles,instructions,L1-dcache-load-misses\n"
+    "                         (sets MEMLENS_EVENTS)\n"
     "\n"
     "The program's exit status is passed through.\n";
 
@@ -30,8 +36,10 @@ static void list_new(const char *dir, time_t t0)
     int n = 0;
 
     if (!d) {
-        fprintf(stderr, "memlens: no profile written to '%s' (was the program built with memlens-cc "
-                        "and did it run a region?)\n", dir);
+        fprintf(stderr,
+                "memlens: no profile written to '%s' (was the program built with memlens-cc "
+                "and did it run a region?)\n",
+                dir);
         return;
     }
     while ((e = readdir(d))) {
@@ -48,8 +56,8 @@ static void list_new(const char *dir, time_t t0)
     }
     closedir(d);
     if (!n)
-        fprintf(stderr, "memlens: no new profile in '%s' (was the program built with memlens-cc?)\n",
-                dir);
+        fprintf(stderr,
+                "memlens: no new profile in '%s' (was the program built with memlens-cc?)\n", dir);
 }
 
 int cmd_run(int argc, char **argv)
@@ -70,6 +78,15 @@ int cmd_run(int argc, char **argv)
             out = argv[++i];
         } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--sample") && i + 1 < argc) {
+            const char *n = argv[++i];
+            if (!*n || strspn(n, "0123456789") != strlen(n) || strspn(n, "0") == strlen(n))
+                die("bad --sample '%s': expected a positive integer", n);
+            if (setenv("MEMLENS_SAMPLE", n, 1))
+                die("cannot set MEMLENS_SAMPLE: %s", strerror(errno));
+        } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
+            if (setenv("MEMLENS_EVENTS", argv[++i], 1))
+                die("cannot set MEMLENS_EVENTS: %s", strerror(errno));
         } else if (argv[i][0] == '-') {
             error("unknown option '%s'", argv[i]);
             usage(run_usage);
