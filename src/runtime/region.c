@@ -172,6 +172,7 @@ static void after_fork_child(void)
         }
     ml_pmu_after_fork(t);
     t->tid = gettid_u32();
+    t->rng = (now ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1; /* not the parent's phases */
     t->index = ml_rt.nthreads++;
     t->next = NULL;
     *ml_rt.threads_tail = t;

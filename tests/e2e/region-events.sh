@@ -29,13 +29,14 @@ s = p.event_sums("sleep")
 ok("sleep: %d context switches for 5 sleeps" % s["context-switches"], s["context-switches"] >= 5)
 hz = p.tsc_hz
 for t in (0, 1):
-    # spin burns >= 20 ms of thread CPU time per execution (3 on thread 0, 1 on thread 1);
-    # CPU time cannot exceed the region wall time, plus the counter reads around it.
+    # spin burns >= 20 ms of thread CPU time per execution (3 on thread 0, 1 on thread 1) by
+    # CLOCK_THREAD_CPUTIME_ID, which the kernel accounts a little differently from task-clock
+    # (hence 5% slack); CPU time cannot exceed the region wall time plus the counter reads.
     n = 3 if t == 0 else 1
     cpu = p.event_sums("spin", t)["task-clock"] / 1e9
     wall = p.totals("spin", t)["ticks"] / hz
     eq("spin executions on thread %d" % t, p.totals("spin", t)["entries"], n)
-    ok("spin thread %d: task-clock %.4f s >= %.3f s" % (t, cpu, 0.02 * n), cpu >= 0.02 * n)
+    ok("spin thread %d: task-clock %.4f s >= %.3f s" % (t, cpu, 0.019 * n), cpu >= 0.019 * n)
     ok("spin thread %d: task-clock %.4f s <= wall %.4f s" % (t, cpu, wall), cpu <= wall + 0.001)
 import csv
 rows = {(r["region"], r["thread"]): r for r in csv.DictReader(open(sys.argv[2]))}
