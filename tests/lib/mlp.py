@@ -20,6 +20,7 @@ class Profile:
         strtab, regions, regsets, self.units, self.calls, self.threads = b'', (), (), [], [], []
         off, end = 64, False
         self.exact = {}
+        self.entries = ()
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -42,6 +43,8 @@ class Profile:
                 rs = struct.unpack_from('<%dQ' % (2 * nr), d, p + 24 + 8 * nu)
                 self.threads.append({'tid': tid, 'index': idx, 'counts': counts,
                                      'entries': rs[0::2], 'ticks': rs[1::2]})
+            elif t == 13:
+                self.entries = struct.unpack_from('<%dI' % (ln // 4), d, p)
             elif t == 9:
                 tid, idx, nu, _ = struct.unpack_from('<IIQQ', d, p)
                 ex = struct.unpack_from('<%dQ' % (nu * 6), d, p + 24)
@@ -90,6 +93,21 @@ class Profile:
         tot['bytes_read'] = tot['rd_heap'] + tot['rd_global'] + tot['rd_stack']
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         return tot
+
+    def functions(self):
+        """Per (module, function): calls (sum of entry-unit counts, None without one) and
+        bytes read and written by all its units, over all threads."""
+        out = {}
+        for i, u in enumerate(self.units):
+            c = sum(t['counts'][i] for t in self.threads)
+            f = out.setdefault((u[1], self.s(u[2])), {'calls': None, 'bytes_read': 0,
+                                                       'bytes_written': 0, 'instr': 0})
+            if i in self.entries:
+                f['calls'] = (f['calls'] or 0) + c
+            f['bytes_read'] += c * (u[6 + 2] + u[6 + 3] + u[6 + 4])
+            f['bytes_written'] += c * (u[6 + 5] + u[6 + 6] + u[6 + 7])
+            f['instr'] += c * u[6 + FACTS.index('instr')]
+        return out
 
     def per_thread(self, region):
         return [self.totals(region, t['index']) for t in self.threads]
