@@ -124,6 +124,17 @@ static void check_regions(struct ml_report *const *reps, size_t n, const struct 
     }
 }
 
+/* --top: the rankings in the chosen layout. */
+static int report_top(enum fmt fmt, struct ml_report *const *reps, size_t n,
+                      const struct ml_report_opts *o)
+{
+    if (fmt == FMT_CSV)
+        return ml_report_top_csv(stdout, reps, n, o);
+    if (fmt == FMT_JSON)
+        return ml_report_top_json(stdout, reps, n, o);
+    return ml_report_top_table(stdout, reps, n, o);
+}
+
 int cmd_report(int argc, char **argv)
 {
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
@@ -219,11 +230,11 @@ int cmd_report(int argc, char **argv)
     }
     check_regions(reps, ngood, &o);
 
-    if (o.top)
-        rc = fmt == FMT_CSV    ? ml_report_top_csv(stdout, reps, ngood, &o)
-             : fmt == FMT_JSON ? ml_report_top_json(stdout, reps, ngood, &o)
-                               : ml_report_top_table(stdout, reps, ngood, &o);
-    else switch (fmt) {
+    if (o.top) {
+        rc = report_top(fmt, reps, ngood, &o);
+        goto written;
+    }
+    switch (fmt) {
     case FMT_CSV:
         rc = ml_report_csv(stdout, reps, ngood, &o);
         break;
@@ -237,6 +248,7 @@ int cmd_report(int argc, char **argv)
         rc = ml_report_table(stdout, reps, ngood, &o);
         break;
     }
+written:
     if (rc)
         die("cannot write the report: %s", strerror(-rc));
     if (bad)

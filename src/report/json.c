@@ -294,13 +294,14 @@ static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
 static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     struct ml_top *t;
+    size_t nf, nu, ne;
     int rc = ml_top_build(r, o, &t);
-    size_t nf = t && t->nfns < o->top ? t->nfns : o->top;
-    size_t nu = t && t->nunits < o->top ? t->nunits : o->top;
-    size_t ne = t && t->nunits_by_execs < o->top ? t->nunits_by_execs : o->top;
 
     if (rc)
         return rc;
+    nf = t->nfns < o->top ? t->nfns : o->top;
+    nu = t->nunits < o->top ? t->nunits : o->top;
+    ne = t->nunits_by_execs < o->top ? t->nunits_by_execs : o->top;
     fputs("    {\"profile\": ", f);
     json_str(f, r->name);
     fprintf(f, ", \"pid\": %u, \"bytes\": %" PRIu64 ",\n     \"functions_by_bytes\": [",

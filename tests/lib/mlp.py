@@ -94,20 +94,35 @@ class Profile:
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         return tot
 
-    def functions(self):
-        """Per (module, function): calls (sum of entry-unit counts, None without one) and
-        bytes read and written by all its units, over all threads."""
+    def functions(self, thread=None):
+        """Per (module, mangled function name): calls (sum of its entry units' counts, None when
+        it has none), instructions, and bytes per class (rd_heap, ...), from all its units."""
         out = {}
         for i, u in enumerate(self.units):
-            c = sum(t['counts'][i] for t in self.threads)
-            f = out.setdefault((u[1], self.s(u[2])), {'calls': None, 'bytes_read': 0,
-                                                       'bytes_written': 0, 'instr': 0})
+            c = sum(t['counts'][i] for t in self.threads if thread is None or t['index'] == thread)
+            f = out.setdefault((u[1], self.s(u[2])), dict(dict.fromkeys(FACTS, 0), calls=None))
             if i in self.entries:
                 f['calls'] = (f['calls'] or 0) + c
-            f['bytes_read'] += c * (u[6 + 2] + u[6 + 3] + u[6 + 4])
-            f['bytes_written'] += c * (u[6 + 5] + u[6 + 6] + u[6 + 7])
-            f['instr'] += c * u[6 + FACTS.index('instr')]
+            for k, name in enumerate(FACTS):
+                f[name] += c * u[6 + k]
+        for f in out.values():
+            f['bytes_read'] = f['rd_heap'] + f['rd_global'] + f['rd_stack']
+            f['bytes_written'] = f['wr_heap'] + f['wr_global'] + f['wr_stack']
         return out
+
+    def function(self, name, thread=None):
+        """Figures of the function whose mangled name is name or contains it, summed over modules."""
+        hits = [f for (m, fn), f in self.functions(thread).items() if fn == name] or \
+            [f for (m, fn), f in self.functions(thread).items() if name in fn]
+        assert hits, 'no function %r in %s' % (name, self.path)
+        tot = dict(hits[0])
+        for f in hits[1:]:
+            for k, v in f.items():
+                if k == 'calls':
+                    tot[k] = None if v is None and tot[k] is None else (tot[k] or 0) + (v or 0)
+                else:
+                    tot[k] += v
+        return tot
 
     def per_thread(self, region):
         return [self.totals(region, t['index']) for t in self.threads]
