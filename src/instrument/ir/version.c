@@ -1,6 +1,5 @@
 /* Code versioning for sampling: an instrumented and a plain copy of each function with regions. */
 #include "instrument/ir/ir.h"
-#include "instrument/ir/cfg.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -266,12 +265,18 @@ nomem:
 }
 
 /*
- * Points every use of the pair (a, b) that its own definition no longer
- * dominates at the value reaching it through the merged CFG.
+ * Points every use of the pair (a, b) at the definition that reaches it
+ * through the merged CFG. Dominance is not the test: the header of the
+ * instrumented copy of a loop dominates the plain copy's blocks, yet its
+ * values are stale there once the plain copy redefined them. So every use
+ * outside its definition's block is looked up; the lookup returns the
+ * definition itself where no other one intervenes.
  */
-static int repair_value(struct repair *r, const struct ml_cfg *cfg, LLVMValueRef a, LLVMValueRef b)
+static int repair_value(struct repair *r, LLVMValueRef a, LLVMValueRef b)
 {
-    LLVMValueRef defs[2] = {a, b};
+    LLVMValueRef defs[2] = {a, b}, *users = NULL;
+    size_t nu, cap = 0;
+    int rc = 0;
 
     r->def[0] = a;
     r->def[1] = b;
@@ -280,68 +285,54 @@ static int repair_value(struct repair *r, const struct ml_cfg *cfg, LLVMValueRef
     ml_ptrmap_free(&r->memo);
     ml_ptrmap_init(&r->memo);
     for (int d = 0; d < 2; d++) {
-        int db = ml_cfg_index(cfg, r->defb[d]);
-        LLVMValueRef users[64];
-        size_t nu = 0;
-        int more = 1;
-        /* Collect users first: repairing adds uses (new phis) while we walk. */
-        while (more) {
-            more = 0;
-            nu = 0;
-            for (LLVMUseRef u = LLVMGetFirstUse(defs[d]); u; u = LLVMGetNextUse(u)) {
-                LLVMValueRef user = LLVMGetUser(u);
-                int ub, skip = 0;
-                if (!LLVMIsAInstruction(user))
-                    continue;
-                ub = ml_cfg_index(cfg, LLVMGetInstructionParent(user));
-                if (ub < 0 || !r->live[bindex(r, LLVMGetInstructionParent(user))])
-                    continue;
-                if (!LLVMIsAPHINode(user) && ml_cfg_dominates(cfg, (unsigned)db, (unsigned)ub))
-                    continue;
-                if (LLVMIsAPHINode(user)) {
-                    int bad = 0;
-                    for (unsigned i = 0, n = LLVMCountIncoming(user); i < n; i++)
-                        if (LLVMGetIncomingValue(user, i) == defs[d]) {
-                            int ib = ml_cfg_index(cfg, LLVMGetIncomingBlock(user, i));
-                            bad |= ib >= 0 && !ml_cfg_dominates(cfg, (unsigned)db, (unsigned)ib);
-                        }
-                    if (!bad)
-                        continue;
+        /* Collect users first: the lookup adds uses (new phis) that are right as built. */
+        nu = 0;
+        for (LLVMUseRef u = LLVMGetFirstUse(defs[d]); u; u = LLVMGetNextUse(u)) {
+            LLVMValueRef user = LLVMGetUser(u);
+            LLVMBasicBlockRef ub;
+            int seen = 0;
+            if (!LLVMIsAInstruction(user))
+                continue;
+            ub = LLVMGetInstructionParent(user);
+            if (!r->live[bindex(r, ub)] || (ub == r->defb[d] && !LLVMIsAPHINode(user)))
+                continue;
+            for (size_t j = 0; j < nu && !seen; j++)
+                seen = users[j] == user;
+            if (seen)
+                continue;
+            if (nu == cap) {
+                LLVMValueRef *nw = realloc(users, (cap = cap ? 2 * cap : 16) * sizeof(*nw));
+                if (!nw) {
+                    rc = -ENOMEM;
+                    goto out;
                 }
-                for (size_t j = 0; j < nu; j++)
-                    skip |= users[j] == user;
-                if (skip)
-                    continue;
-                if (nu == sizeof(users) / sizeof(users[0])) {
-                    more = 1;
-                    break;
-                }
-                users[nu++] = user;
+                users = nw;
             }
-            for (size_t j = 0; j < nu; j++) {
-                LLVMValueRef user = users[j];
-                if (LLVMIsAPHINode(user)) {
-                    for (unsigned i = 0, n = LLVMCountIncoming(user); i < n; i++) {
-                        LLVMBasicBlockRef ibb = LLVMGetIncomingBlock(user, i);
-                        int ib = ml_cfg_index(cfg, ibb);
-                        if (LLVMGetIncomingValue(user, i) != defs[d] || ib < 0 ||
-                            ml_cfg_dominates(cfg, (unsigned)db, (unsigned)ib))
-                            continue;
-                        LLVMSetOperand(user, i, read_end(r, (unsigned)bindex(r, ibb)));
-                    }
-                    continue;
+            users[nu++] = user;
+        }
+        for (size_t j = 0; j < nu; j++) {
+            LLVMValueRef user = users[j];
+            LLVMBasicBlockRef ub = LLVMGetInstructionParent(user);
+            if (LLVMIsAPHINode(user)) {
+                for (unsigned i = 0, n = LLVMCountIncoming(user); i < n; i++) {
+                    LLVMBasicBlockRef ib = LLVMGetIncomingBlock(user, i);
+                    if (LLVMGetIncomingValue(user, i) == defs[d] && r->live[bindex(r, ib)])
+                        LLVMSetOperand(user, i, read_end(r, (unsigned)bindex(r, ib)));
                 }
-                for (int i = 0, n = LLVMGetNumOperands(user); i < n; i++)
-                    if (LLVMGetOperand(user, (unsigned)i) == defs[d])
-                        LLVMSetOperand(
-                            user, (unsigned)i,
-                            read_start(r, (unsigned)bindex(r, LLVMGetInstructionParent(user))));
+                continue;
             }
-            if (r->oom)
-                return -ENOMEM;
+            for (int i = 0, n = LLVMGetNumOperands(user); i < n; i++)
+                if (LLVMGetOperand(user, (unsigned)i) == defs[d])
+                    LLVMSetOperand(user, (unsigned)i, read_start(r, (unsigned)bindex(r, ub)));
+        }
+        if (r->oom) {
+            rc = -ENOMEM;
+            goto out;
         }
     }
-    return 0;
+out:
+    free(users);
+    return rc;
 }
 
 /* Phis whose incoming values are all one value (or the phi itself) are that value. */
@@ -482,7 +473,6 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
 {
     struct ml_ptrmap imap, pmap;
     struct repair r = {.ir = ir};
-    struct ml_cfg cfg = {0};
     LLVMValueRef *enters = NULL;
     LLVMBasicBlockRef *conts = NULL;
     size_t nenters = 0;
@@ -551,10 +541,8 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
 
     /* SSA repair of every value whose two definitions now meet. */
     rc = repair_init(&r, v->fn);
-    if (!rc)
-        rc = ml_cfg_build(v->fn, &cfg);
     for (bb = LLVMGetFirstBasicBlock(v->fn); !rc && bb; bb = LLVMGetNextBasicBlock(bb)) {
-        if (bb == pentry || !r.live[bindex(&r, bb)])
+        if (bb == pentry)
             continue;
         for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !rc;
              in = LLVMGetNextInstruction(in)) {
@@ -563,7 +551,7 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
             if (!twin || twin == in || LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMVoidTypeKind ||
                 ml_ptrmap_get(&pmap, t) != in)
                 continue;
-            rc = repair_value(&r, &cfg, twin, in);
+            rc = repair_value(&r, twin, in);
         }
     }
     if (rc)
@@ -575,7 +563,6 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
 out:
     free(enters);
     free(conts);
-    ml_cfg_free(&cfg);
     repair_free(&r);
     ml_ptrmap_free(&imap);
     ml_ptrmap_free(&pmap);
