@@ -15,7 +15,7 @@ struct ml_rstate {
     uint64_t ticks;
     uint64_t start;
     uint32_t depth;
-    uint32_t reserved;
+    uint32_t measured; /* the open execution is measured (valid while depth > 0) */
 };
 
 /*
@@ -35,6 +35,8 @@ struct ml_thread_rec {
     uint64_t **tls;
     uint64_t *snap;
     struct ml_rstate *rs; /* [ML_RT_MAX_REGIONS] or NULL until the thread enters a region */
+    uint32_t open;          /* regions with depth > 0 */
+    uint32_t measured_open; /* of those, measured ones */
     /* Exact mode: per module, u64[nunits][ML_NCLASS] bytes classified by address. */
     uint64_t **exact;
     uint32_t exact_cap;
@@ -54,6 +56,7 @@ struct ml_rt {
     struct ml_thread_rec *threads, **threads_tail;
     uint32_t nthreads;
     uint64_t tick0, mono0, real0;
+    uint32_t sample; /* MEMLENS_SAMPLE: measure one in `sample` top-level executions */
     volatile int written;
 };
 
