@@ -49,17 +49,18 @@ struct ml_prof_section {
 
 enum ml_sec_type {
     ML_SEC_END = 0,
-    ML_SEC_STRTAB = 1,  /* NUL-terminated strings; other records hold offsets */
-    ML_SEC_META = 2,    /* u32 pairs: key string, value string */
-    ML_SEC_REGIONS = 3, /* u32 name string per region; index = region id */
-    ML_SEC_REGSETS = 4, /* u32 words: n, id[0..n-1], n, ... */
-    ML_SEC_UNITS = 5,   /* struct ml_prof_unit[] */
-    ML_SEC_CALLS = 6,   /* struct ml_prof_call[] */
-    ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
-    ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
-    ML_SEC_EXACT = 9,   /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
-    ML_SEC_EVENTS = 11, /* hardware counters: struct ml_prof_events, names, per-thread sums */
-    ML_SEC_CALIB = 12,  /* struct ml_prof_calib: measured cost of an increment and a timer pair */
+    ML_SEC_STRTAB = 1,   /* NUL-terminated strings; other records hold offsets */
+    ML_SEC_META = 2,     /* u32 pairs: key string, value string */
+    ML_SEC_REGIONS = 3,  /* u32 name string per region; index = region id */
+    ML_SEC_REGSETS = 4,  /* u32 words: n, id[0..n-1], n, ... */
+    ML_SEC_UNITS = 5,    /* struct ml_prof_unit[] */
+    ML_SEC_CALLS = 6,    /* struct ml_prof_call[] */
+    ML_SEC_THREAD = 7,   /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
+    ML_SEC_MODULES = 8,  /* struct ml_prof_module[] */
+    ML_SEC_EXACT = 9,    /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
+    ML_SEC_EVENTS = 11,  /* hardware counters: struct ml_prof_events, names, per-thread sums */
+    ML_SEC_CALIB = 12,   /* struct ml_prof_calib: measured cost of an increment and a timer pair */
+    ML_SEC_ENTRIES = 13, /* u32 unit ids, ascending: units holding their function's entry */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
@@ -224,6 +225,9 @@ struct ml_profile {
     const struct ml_prof_calib *calib;        /* NULL without a CALIB section */
     const unsigned char *ev_raw;              /* parser internal: EVENTS thread blocks */
     uint32_t ev_nthreads;
+    /* Units whose count is their function's calls (ascending; may be empty). */
+    const uint32_t *entries;
+    uint64_t nentries;
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
     size_t size; /* bytes in the file */
 };

@@ -207,22 +207,24 @@ void ml_rt_say(const char *const *parts, size_t n)
         return;
 }
 
-/* MEMLENS_SAMPLE=N: a positive integer, else one line and the default (measure everything). */
-static uint64_t sample_from_env(void)
+/*
+ * An unsigned integer from the environment, at least min; def when unset, and
+ * also (after one line on stderr) when it is not such a number.
+ */
+static uint64_t uint_from_env(const char *name, uint64_t min, uint64_t def, const char *expect)
 {
-    const char *env = getenv("MEMLENS_SAMPLE");
+    const char *env = getenv(name);
     uint64_t n = 0;
     const char *p;
 
     if (!env)
-        return 1;
+        return def;
     for (p = env; *p >= '0' && *p <= '9' && n <= UINT64_MAX / 10 - 1; p++)
         n = n * 10 + (uint64_t)(*p - '0');
-    if (!*env || *p || n == 0) {
-        const char *msg[] = {"memlens: ignoring MEMLENS_SAMPLE='", env,
-                             "': expected a positive integer"};
-        ml_rt_say(msg, 3);
-        return 1;
+    if (!*env || *p || n < min) {
+        const char *msg[] = {"memlens: ignoring ", name, "='", env, "': expected ", expect};
+        ml_rt_say(msg, sizeof(msg) / sizeof(msg[0]));
+        return def;
     }
     return n;
 }
@@ -244,9 +246,12 @@ static void init_locked(void)
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);
     install_signal_handlers();
-    ml_rt.sample = sample_from_env();
+    ml_rt.sample = uint_from_env("MEMLENS_SAMPLE", 1, 1, "a positive integer");
+    ml_rt.sample_phase =
+        uint_from_env("MEMLENS_SAMPLE_PHASE", 0, UINT64_MAX, "a non-negative integer");
     ticks_per_ms = ml_rt_calibrate();
-    ml_rt.sample_t0 = ticks_per_ms * SAMPLE_T0_MS;
+    /* A fixed phase makes sampling reproducible: the count rule alone. */
+    ml_rt.sample_t0 = ml_rt.sample_phase == UINT64_MAX ? ticks_per_ms * SAMPLE_T0_MS : UINT64_MAX;
     ml_pmu_init();
 }
 
@@ -339,22 +344,29 @@ static int sample_decide(struct ml_thread_rec *t, struct ml_rstate *s)
         t->hint = ml_rt_ticks();
     now = t->hint;
     if (!s->started) {
-        ml_sample_start(&s->smp, ml_rt.sample, ml_sample_rand(&t->rng), now);
+        ml_sample_start(
+            &s->smp, ml_rt.sample,
+            ml_rt.sample_phase == UINT64_MAX ? ml_sample_rand(&t->rng) : ml_rt.sample_phase, now);
         s->started = 1;
     }
     return ml_sample_decide(&s->smp, ml_rt.sample, ml_rt.sample_t0, now);
 }
 
-static uint32_t region_enter(uint32_t g)
+/*
+ * The rules of abi.h. always: the BEGIN site's code is always instrumented (a
+ * function that could not be versioned, or code without counters timed by
+ * name), so a new execution is measured whatever the policy says.
+ */
+static uint32_t region_enter(uint32_t g, int always)
 {
     struct ml_thread_rec *t = self ? self : ml_rt_self();
     struct ml_rstate *s = region_state(t, g);
 
     if (!s) /* no state to time it: count it unless an unmeasured execution encloses it */
-        return t && t->plain_open ? 0 : 1;
+        return always || !t || !t->plain_open;
     if (s->depth++)
         return s->on; /* recursion: part of the open execution */
-    if (sample_decide(t, s)) {
+    if (always || sample_decide(t, s)) {
         ml_rt_measured_begin(t, s, g);
         return 1;
     }
@@ -382,7 +394,12 @@ static void region_exit(uint32_t g)
 
 ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region)
 {
-    return region_enter(m->region_ids[local_region]);
+    return region_enter(m->region_ids[local_region], 0);
+}
+
+ML_EXPORT uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region)
+{
+    return region_enter(m->region_ids[local_region], 1);
 }
 
 ML_EXPORT void __memlens_exit(struct ml_rt_module *m, uint32_t local_region)
@@ -403,10 +420,10 @@ static uint32_t region_by_name(const char *name)
     return g;
 }
 
-/* Such code has no counters: the execution is timed if the sampling policy picks it. */
+/* Such code has no plain copy to run: every execution is timed, sampling or not. */
 ML_EXPORT void __memlens_roi_begin(const char *name)
 {
-    region_enter(region_by_name(name));
+    region_enter(region_by_name(name), 1);
 }
 
 ML_EXPORT void __memlens_roi_end(const char *name)

@@ -19,7 +19,7 @@ struct ml_rstate {
     uint64_t measured;
     uint64_t start;
     uint32_t depth;
-    uint32_t on; /* the open execution is measured */
+    uint32_t on; /* the open execution is measured (valid while depth > 0) */
     struct ml_sample smp;
     uint32_t started; /* smp is initialised */
 };
@@ -66,8 +66,9 @@ struct ml_rt {
     uint32_t nthreads;
     uint64_t tick0, mono0, real0;
     volatile int written;
-    uint64_t sample;    /* MEMLENS_SAMPLE: measure 1 in `sample` executions (1 = all) */
-    uint64_t sample_t0; /* time rule's minimum gap, in ticks */
+    uint64_t sample;       /* MEMLENS_SAMPLE: measure 1 in `sample` executions (1 = all) */
+    uint64_t sample_t0;    /* time rule's minimum gap, in ticks (UINT64_MAX: no time rule) */
+    uint64_t sample_phase; /* MEMLENS_SAMPLE_PHASE, or UINT64_MAX for a random phase */
     struct ml_prof_calib calib;
 };
 

@@ -1,97 +1,45 @@
 #!/bin/bash
-# Sampling (MEMLENS_SAMPLE): one in N executions per region and thread is measured, nested
-# executions follow the enclosing one, extrapolated figures in the report, the random phase
-# (no "first execution" bias) and the time rule for slow regions, bad values. See
-# docs/regions.md, "Sampling".
+# Sampling by code versioning at -O0..-O3: with MEMLENS_SAMPLE=2 every region (in a loop, nested in
+# the same function, in a callee, recursive) counts exactly half of what a full run counts, while
+# executions stay all counted and the output is the plain build's. Half, exactly, proves that the
+# unmeasured executions ran code without counters. The binary must also hold that branch: each
+# call to __memlens_enter is followed by a test of its result and a conditional jump.
 . "$(dirname "$0")/region-lib.bash"
 ml_setup
-ML=$MEMLENS_BUILD/bin/memlens
 
-ml_build sample 2 "$ML_KERNELS/sample.c" -lpthread || ml_finish
-
-# Frequent regions on two threads, 1 in 10: exactly 100 of 1000 by the count rule, plus at most a
-# few from the time rule should the machine stall the thread for 10 ms between two of them.
-MEMLENS_SAMPLE=10 ml_run sample "$ML_TMP/freq" frequent 1000 &&
-    "$ML" report --csv "$ML_TMP/freq" >"$ML_TMP/freq.csv" &&
-    ml_check "sample frequent" '
-p = profile(sys.argv[1])
-eq("header sample", p.sample, 10)
-K = 64
-for t in (0, 1):
-    o, i = p.totals("outer", t), p.totals("inner", t)
-    eq("thread %d outer executions" % t, o["entries"], 1000)
-    eq("thread %d inner executions" % t, i["entries"], 1000)
-    ok("thread %d outer measured %d in [100, 105]" % (t, o["measured"]), 100 <= o["measured"] <= 105)
-    # inner runs only inside outer: measured exactly when the enclosing outer is.
-    eq("thread %d inner measured" % t, i["measured"], o["measured"])
-    ok("thread %d inner time within outer time" % t, 0 < i["ticks"] <= o["ticks"])
-    # Counts cover the executions whose instrumented code ran: the measured ones once the
-    # instrumenter runs plain copies of unmeasured executions, all of them before that.
-    x = o["rd_heap"] // (8 * K)
-    ok("thread %d outer bytes %d are those of %d measured or %d executions"
-       % (t, o["rd_heap"], o["measured"], o["entries"]),
-       o["rd_heap"] == 8 * K * x and x in (o["measured"], o["entries"]))
-    eq("thread %d inner bytes" % t, i["wr_heap"], 8 * x)
-# The report scales measured figures by executions / measured.
-import csv
-rows = {(r["region"], r["thread"]): r for r in csv.DictReader(open(sys.argv[2]))}
-for (reg, th), r in rows.items():
-    tot = p.totals(reg, None if th == "total" else int(th))
-    if reg not in ("outer", "inner"):
-        continue
-    eq("%s/%s measured column" % (reg, th), int(r["measured"]), tot["measured"])
-    scale = tot["entries"] / tot["measured"]
-    ok("%s/%s scale %s" % (reg, th, r["scale"]), abs(float(r["scale"]) - scale) < 1e-6)
-    rd = tot["bytes_read"]
-    ok("%s/%s est_bytes_read %s = %d x %.4f" % (reg, th, r["est_bytes_read"], rd, scale),
-       abs(int(r["est_bytes_read"]) - rd * scale) <= 1)
-' "$ML_TMP/freq" "$ML_TMP/freq.csv"
-
-# Not measuring the first execution: over 20 runs of a region executed 3 times at 1 in 1000,
-# a random phase measures about 0.06 executions in all; "first execution always" would give 20.
-total=0
-for run in $(seq 20); do
-    rm -rf "$ML_TMP/rare" && mkdir -p "$ML_TMP/rare"
-    MEMLENS_OUT=$ML_TMP/rare MEMLENS_SAMPLE=1000 "$ML_TMP/sample.ml" rare >/dev/null ||
-        ml_error "rare run $run failed"
-    m=$(python3 -c '
-import sys; sys.path.insert(0, sys.argv[1]); import mlp
-p = mlp.load_dir(sys.argv[2])[0]; t = p.totals("rare")
-assert t["entries"] == 3, t
-print(t["measured"])' "$ML_ROOT/tests/lib" "$ML_TMP/rare") || { ml_error "rare profile"; break; }
-    total=$((total + m))
+n=1000 reps=100
+command -v objdump >/dev/null || { echo "objdump not installed: run scripts/deps.sh"; exit 77; }
+for O in $ML_LEVELS; do
+    ml_build smp$O $O "$ML_KERNELS/sample.c" || continue
+    ml_run smp$O "$ML_TMP/full$O" $n $reps || continue
+    MEMLENS_SAMPLE=2 MEMLENS_SAMPLE_PHASE=0 ml_run smp$O "$ML_TMP/half$O" $n $reps || continue
+    ml_check "sample -O$O" '
+n, reps, full, half = int(sys.argv[1]), int(sys.argv[2]), profile(sys.argv[3]), profile(sys.argv[4])
+inner = len(range(0, reps, 3))
+# Full run: closed forms (outer reads a[] in sum() and in scale(), writes it in scale()).
+region(full, "outer", rd_heap=8 * (2 * n * reps + n // 2 * inner), wr_heap=8 * n * reps,
+       entries=reps)
+region(full, "inner", rd_heap=8 * (n // 2) * inner, entries=inner)
+region(full, "scale", rd_heap=8 * n * reps, wr_heap=8 * n * reps, entries=reps)
+rec = sum(r % 8 + 1 for r in range(reps))
+region(full, "rec", rd_heap=8 * rec, entries=reps)
+# MEMLENS_SAMPLE=2, phase 0: the first of every two executions per region is measured. inner and scale
+# run only inside outer, so they follow its even iterations.
+ev = range(0, reps, 2)
+region(half, "outer", rd_heap=8 * (2 * n * len(ev) + n // 2 * len([r for r in ev if r % 3 == 0])),
+       wr_heap=8 * n * len(ev), entries=reps)
+region(half, "inner", rd_heap=8 * (n // 2) * len([r for r in ev if r % 3 == 0]), entries=inner)
+region(half, "scale", rd_heap=8 * n * len(ev), wr_heap=8 * n * len(ev), entries=reps)
+region(half, "rec", rd_heap=8 * sum(r % 8 + 1 for r in ev), entries=reps)
+for k in ("rd_heap", "wr_heap"):
+    eq("outer %s halves" % k, 2 * half.totals("outer")[k], full.totals("outer")[k])
+' $n $reps "$ML_TMP/full$O" "$ML_TMP/half$O"
+    # Every enter call is followed, within four instructions, by a test and a conditional jump.
+    objdump -d --no-show-raw-insn "$ML_TMP/smp$O.ml" | awk '
+        /call.*<__memlens_enter>/ { calls++; want = 4; seen_test = 0; next }
+        want > 0 { want--; if ($0 ~ /test|cmp/) seen_test = 1
+                   if (seen_test && $0 ~ /\tj(e|ne|z|nz) /) { branched++; want = 0 } }
+        END { if (calls < 4 || branched != calls) { print "enter calls " calls ", branching " branched; exit 1 } }' ||
+        ml_error "sample -O$O: __memlens_enter results do not select a copy"
 done
-[ "$total" -le 3 ] || ml_error "rare region measured $total times in 20 runs (want <= 3)"
-
-# The time rule: five 30 ms executions at 1 in 1000 get one (rarely two) measured executions.
-MEMLENS_SAMPLE=1000 ml_run sample "$ML_TMP/slow" slow &&
-    ml_check "sample slow" '
-t = profile(sys.argv[1]).totals("slow")
-eq("executions", t["entries"], 5)
-ok("measured %d in [1, 2]" % t["measured"], 1 <= t["measured"] <= 2)
-' "$ML_TMP/slow"
-
-# A bad value: one line, then every execution is measured.
-rm -rf "$ML_TMP/bad" && mkdir -p "$ML_TMP/bad"
-MEMLENS_OUT=$ML_TMP/bad MEMLENS_SAMPLE=1x "$ML_TMP/sample.ml" frequent 50 >/dev/null \
-    2>"$ML_TMP/bad.err" || ml_error "bad MEMLENS_SAMPLE run failed"
-grep -qx "memlens: ignoring MEMLENS_SAMPLE='1x': expected a positive integer" "$ML_TMP/bad.err" ||
-    ml_error "no message for MEMLENS_SAMPLE=1x: $(cat "$ML_TMP/bad.err")"
-ml_check "sample bad value" '
-p = profile(sys.argv[1])
-eq("header sample", p.sample, 1)
-t = p.totals("outer")
-eq("measured", t["measured"], t["entries"])
-' "$ML_TMP/bad"
-
-# memlens run --sample sets MEMLENS_SAMPLE.
-rm -rf "$ML_TMP/run"
-"$ML" run -q -o "$ML_TMP/run" --sample 5 -- "$ML_TMP/sample.ml" frequent 100 >/dev/null ||
-    ml_error "memlens run --sample failed"
-ml_check "run --sample" '
-p = profile(sys.argv[1])
-eq("header sample", p.sample, 5)
-m = p.totals("outer", 0)["measured"]
-ok("outer measured %d in [20, 22]" % m, 20 <= m <= 22)
-' "$ML_TMP/run"
 ml_finish

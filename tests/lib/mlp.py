@@ -23,6 +23,7 @@ class Profile:
         self.events = []   # event names (MEMLENS_EVENTS)
         self.ev = {}       # thread index -> [region][event] sums over measured executions
         self.calib = None  # (increment, timer pair) cost in thousandths of a tick
+        self.entries = ()
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -46,6 +47,8 @@ class Profile:
                 self.threads.append({'tid': tid, 'index': idx, 'counts': counts,
                                      'entries': rs[0::3], 'ticks': rs[1::3],
                                      'measured': rs[2::3]})
+            elif t == 13:
+                self.entries = struct.unpack_from('<%dI' % (ln // 4), d, p)
             elif t == 9:
                 tid, idx, nu, _ = struct.unpack_from('<IIQQ', d, p)
                 ex = struct.unpack_from('<%dQ' % (nu * 6), d, p + 24)
@@ -92,8 +95,6 @@ class Profile:
                              if thread is None or t['index'] == thread)
         tot['measured'] = sum(t['measured'][r] for t in self.threads
                               if thread is None or t['index'] == thread)
-        tot['ticks'] = sum(t['ticks'][r] for t in self.threads
-                           if thread is None or t['index'] == thread)
         return tot
 
     def exact_totals(self, region, thread=None):
@@ -112,6 +113,11 @@ class Profile:
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
         return tot
 
+    def ticks(self, region, thread=None):
+        """Clock ticks of the measured executions of a region, one thread index or summed."""
+        r = self.region_id(region)
+        return sum(t['ticks'][r] for t in self.threads if thread is None or t['index'] == thread)
+
     def event_sums(self, region, thread=None):
         """Event name -> sum over the measured executions of a region, one thread index or all."""
         r = self.region_id(region)
@@ -121,6 +127,36 @@ class Profile:
                 for name, v in zip(self.events, sums[r]):
                     out[name] += v
         return out
+
+    def functions(self, thread=None):
+        """Per (module, mangled function name): calls (sum of its entry units' counts, None when
+        it has none), instructions, and bytes per class (rd_heap, ...), from all its units."""
+        out = {}
+        for i, u in enumerate(self.units):
+            c = sum(t['counts'][i] for t in self.threads if thread is None or t['index'] == thread)
+            f = out.setdefault((u[1], self.s(u[2])), dict(dict.fromkeys(FACTS, 0), calls=None))
+            if i in self.entries:
+                f['calls'] = (f['calls'] or 0) + c
+            for k, name in enumerate(FACTS):
+                f[name] += c * u[6 + k]
+        for f in out.values():
+            f['bytes_read'] = f['rd_heap'] + f['rd_global'] + f['rd_stack']
+            f['bytes_written'] = f['wr_heap'] + f['wr_global'] + f['wr_stack']
+        return out
+
+    def function(self, name, thread=None):
+        """Figures of the function whose mangled name is name or contains it, summed over modules."""
+        hits = [f for (m, fn), f in self.functions(thread).items() if fn == name] or \
+            [f for (m, fn), f in self.functions(thread).items() if name in fn]
+        assert hits, 'no function %r in %s' % (name, self.path)
+        tot = dict(hits[0])
+        for f in hits[1:]:
+            for k, v in f.items():
+                if k == 'calls':
+                    tot[k] = None if v is None and tot[k] is None else (tot[k] or 0) + (v or 0)
+                else:
+                    tot[k] += v
+        return tot
 
     def per_thread(self, region):
         return [self.totals(region, t['index']) for t in self.threads]

@@ -1,72 +1,63 @@
-/* Sampling test kernel: frequent nested regions on two threads, a rare region, a slow region. */
-#include "memlens.h"
-
-#include <pthread.h>
+/* Sampling kernel: regions run many times, nested, recursive and through callees, so that
+ * MEMLENS_SAMPLE=2 must give exactly half the counts of a full run. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#define K 64 /* longs read per execution of "outer" */
+#include "memlens.h"
 
-/* Heap arrays escape through this, so the optimiser keeps every access. */
-void *volatile sample_escape;
-
-static long execs;
-
-/* "outer" reads K longs and holds "inner", which writes one: 8 K and 8 bytes per execution. */
-static void *frequent(void *arg)
+/* Reads n longs: a callee of region code (cloned for the region, original for the plain copy). */
+__attribute__((noinline)) static long sum(const long *p, long len)
 {
-    long *a = calloc(K + 1, sizeof(long)), sum = 0;
+    long s = 0;
 
-    (void)arg;
-    if (!a)
-        exit(1);
-    sample_escape = a;
-    for (long e = 0; e < execs; e++) {
-        MEMLENS_ROI_BEGIN("outer");
-        for (int i = 0; i < K; i++)
-            sum += a[i];
-        MEMLENS_ROI_BEGIN("inner");
-        a[K] = sum + e;
-        MEMLENS_ROI_END("inner");
-        MEMLENS_ROI_END("outer");
-    }
-    free(a);
-    return NULL;
+    for (long i = 0; i < len; i++)
+        s += p[i];
+    return s;
+}
+
+/* A region of its own in a function called from region code: always nested, inherits. */
+__attribute__((noinline)) static void scale(long *p, long len, long k)
+{
+    MEMLENS_ROI_BEGIN("scale");
+    for (long i = 0; i < len; i++)
+        p[i] = p[i] * k % 1000003;
+    MEMLENS_ROI_END("scale");
+}
+
+/* Recursion: the region is entered again while open (one execution per outermost entry). */
+__attribute__((noinline)) static long rec(const long *a, long depth)
+{
+    long s;
+
+    MEMLENS_ROI_BEGIN("rec");
+    s = a[depth] + (depth ? rec(a, depth - 1) : 0);
+    MEMLENS_ROI_END("rec");
+    return s;
 }
 
 int main(int argc, char **argv)
 {
-    const char *mode = argc > 1 ? argv[1] : "";
+    long n = argc > 1 ? atol(argv[1]) : 1000, reps = argc > 2 ? atol(argv[2]) : 100, total = 0;
+    long *a = malloc(n * sizeof(*a));
 
-    if (!strcmp(mode, "frequent") && argc > 2) {
-        pthread_t th;
-        execs = atol(argv[2]);
-        if (pthread_create(&th, NULL, frequent, NULL))
-            return 1;
-        frequent(NULL);
-        pthread_join(th, NULL);
-    } else if (!strcmp(mode, "rare")) {
-        /* Three quick executions: a "first execution" rule would always measure one. */
-        volatile long x = 0;
-        for (int e = 0; e < 3; e++) {
-            MEMLENS_ROI_BEGIN("rare");
-            x += e;
-            MEMLENS_ROI_END("rare");
+    for (long i = 0; i < n; i++)
+        a[i] = i;
+    for (long r = 0; r < reps; r++) {
+        MEMLENS_ROI_BEGIN("outer");
+        total += sum(a, n);
+        if (r % 3 == 0) {
+            /* A nested region in the same function: measured exactly when outer is. */
+            MEMLENS_ROI_BEGIN("inner");
+            total += sum(a, n / 2);
+            MEMLENS_ROI_END("inner");
         }
-    } else if (!strcmp(mode, "slow")) {
-        /* Five executions of 30 ms each: the time rule measures one after the first. */
-        struct timespec ts = {0, 30 * 1000 * 1000};
-        for (int e = 0; e < 5; e++) {
-            MEMLENS_ROI_BEGIN("slow");
-            nanosleep(&ts, NULL);
-            MEMLENS_ROI_END("slow");
-        }
-    } else {
-        fprintf(stderr, "usage: sample frequent N | rare | slow\n");
-        return 2;
+        scale(a, n, r + 2);
+        if (total < 0)
+            break; /* never taken: an exit edge out of the region */
+        MEMLENS_ROI_END("outer");
+        total += rec(a, r % 8);
     }
-    puts("done");
+    printf("%ld %ld\n", total, a[n - 1]);
+    free(a);
     return 0;
 }

@@ -1,0 +1,72 @@
+/* Sampling test kernel: frequent nested regions on two threads, a rare region, a slow region. */
+#include "memlens.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define K 64 /* longs read per execution of "outer" */
+
+/* Heap arrays escape through this, so the optimiser keeps every access. */
+void *volatile sample_escape;
+
+static long execs;
+
+/* "outer" reads K longs and holds "inner", which writes one: 8 K and 8 bytes per execution. */
+static void *frequent(void *arg)
+{
+    long *a = calloc(K + 1, sizeof(long)), sum = 0;
+
+    (void)arg;
+    if (!a)
+        exit(1);
+    sample_escape = a;
+    for (long e = 0; e < execs; e++) {
+        MEMLENS_ROI_BEGIN("outer");
+        for (int i = 0; i < K; i++)
+            sum += a[i];
+        MEMLENS_ROI_BEGIN("inner");
+        a[K] = sum + e;
+        MEMLENS_ROI_END("inner");
+        MEMLENS_ROI_END("outer");
+    }
+    free(a);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+
+    if (!strcmp(mode, "frequent") && argc > 2) {
+        pthread_t th;
+        execs = atol(argv[2]);
+        if (pthread_create(&th, NULL, frequent, NULL))
+            return 1;
+        frequent(NULL);
+        pthread_join(th, NULL);
+    } else if (!strcmp(mode, "rare")) {
+        /* Three quick executions: a "first execution" rule would always measure one. */
+        volatile long x = 0;
+        for (int e = 0; e < 3; e++) {
+            MEMLENS_ROI_BEGIN("rare");
+            x += e;
+            MEMLENS_ROI_END("rare");
+        }
+    } else if (!strcmp(mode, "slow")) {
+        /* Five executions of 30 ms each: the time rule measures one after the first. */
+        struct timespec ts = {0, 30 * 1000 * 1000};
+        for (int e = 0; e < 5; e++) {
+            MEMLENS_ROI_BEGIN("slow");
+            nanosleep(&ts, NULL);
+            MEMLENS_ROI_END("slow");
+        }
+    } else {
+        fprintf(stderr, "usage: sample frequent N | rare | slow\n");
+        return 2;
+    }
+    puts("done");
+    return 0;
+}

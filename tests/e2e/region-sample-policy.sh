@@ -1,0 +1,94 @@
+#!/bin/bash
+# Sampling (MEMLENS_SAMPLE): one in N executions per region and thread is measured, nested
+# executions follow the enclosing one, extrapolated figures in the report, the random phase
+# (no "first execution" bias) and the time rule for slow regions, bad values. See
+# docs/regions.md, "Sampling".
+. "$(dirname "$0")/region-lib.bash"
+ml_setup
+ML=$MEMLENS_BUILD/bin/memlens
+
+ml_build sample 2 "$ML_KERNELS/sample-policy.c" -lpthread || ml_finish
+
+# Frequent regions on two threads, 1 in 10: exactly 100 of 1000 by the count rule, plus at most a
+# few from the time rule should the machine stall the thread for 10 ms between two of them.
+MEMLENS_SAMPLE=10 ml_run sample "$ML_TMP/freq" frequent 1000 &&
+    "$ML" report --csv "$ML_TMP/freq" >"$ML_TMP/freq.csv" &&
+    ml_check "sample frequent" '
+p = profile(sys.argv[1])
+eq("header sample", p.sample, 10)
+K = 64
+for t in (0, 1):
+    o, i = p.totals("outer", t), p.totals("inner", t)
+    eq("thread %d outer executions" % t, o["entries"], 1000)
+    eq("thread %d inner executions" % t, i["entries"], 1000)
+    ok("thread %d outer measured %d in [100, 105]" % (t, o["measured"]), 100 <= o["measured"] <= 105)
+    # inner runs only inside outer: measured exactly when the enclosing outer is.
+    eq("thread %d inner measured" % t, i["measured"], o["measured"])
+    ok("thread %d inner time within outer time" % t,
+       0 < p.ticks("inner", t) <= p.ticks("outer", t))
+    # Counts cover the measured executions only: unmeasured ones ran the plain copy.
+    eq("thread %d outer bytes" % t, o["rd_heap"], 8 * K * o["measured"])
+    eq("thread %d inner bytes" % t, i["wr_heap"], 8 * i["measured"])
+# The report scales measured figures by executions / measured.
+import csv
+rows = {(r["region"], r["thread"]): r for r in csv.DictReader(open(sys.argv[2]))}
+for (reg, th), r in rows.items():
+    tot = p.totals(reg, None if th == "total" else int(th))
+    if reg not in ("outer", "inner"):
+        continue
+    eq("%s/%s measured column" % (reg, th), int(r["measured"]), tot["measured"])
+    scale = tot["entries"] / tot["measured"]
+    ok("%s/%s scale %s" % (reg, th, r["scale"]), abs(float(r["scale"]) - scale) < 1e-6)
+    rd = tot["bytes_read"]
+    ok("%s/%s est_bytes_read %s = %d x %.4f" % (reg, th, r["est_bytes_read"], rd, scale),
+       abs(int(r["est_bytes_read"]) - rd * scale) <= 1)
+' "$ML_TMP/freq" "$ML_TMP/freq.csv"
+
+# Not measuring the first execution: over 20 runs of a region executed 3 times at 1 in 1000,
+# a random phase measures about 0.06 executions in all; "first execution always" would give 20.
+total=0
+for run in $(seq 20); do
+    rm -rf "$ML_TMP/rare" && mkdir -p "$ML_TMP/rare"
+    MEMLENS_OUT=$ML_TMP/rare MEMLENS_SAMPLE=1000 "$ML_TMP/sample.ml" rare >/dev/null ||
+        ml_error "rare run $run failed"
+    m=$(python3 -c '
+import sys; sys.path.insert(0, sys.argv[1]); import mlp
+p = mlp.load_dir(sys.argv[2])[0]; t = p.totals("rare")
+assert t["entries"] == 3, t
+print(t["measured"])' "$ML_ROOT/tests/lib" "$ML_TMP/rare") || { ml_error "rare profile"; break; }
+    total=$((total + m))
+done
+[ "$total" -le 3 ] || ml_error "rare region measured $total times in 20 runs (want <= 3)"
+
+# The time rule: five 30 ms executions at 1 in 1000 get one (rarely two) measured executions.
+MEMLENS_SAMPLE=1000 ml_run sample "$ML_TMP/slow" slow &&
+    ml_check "sample slow" '
+t = profile(sys.argv[1]).totals("slow")
+eq("executions", t["entries"], 5)
+ok("measured %d in [1, 2]" % t["measured"], 1 <= t["measured"] <= 2)
+' "$ML_TMP/slow"
+
+# A bad value: one line, then every execution is measured.
+rm -rf "$ML_TMP/bad" && mkdir -p "$ML_TMP/bad"
+MEMLENS_OUT=$ML_TMP/bad MEMLENS_SAMPLE=1x "$ML_TMP/sample.ml" frequent 50 >/dev/null \
+    2>"$ML_TMP/bad.err" || ml_error "bad MEMLENS_SAMPLE run failed"
+grep -qx "memlens: ignoring MEMLENS_SAMPLE='1x': expected a positive integer" "$ML_TMP/bad.err" ||
+    ml_error "no message for MEMLENS_SAMPLE=1x: $(cat "$ML_TMP/bad.err")"
+ml_check "sample bad value" '
+p = profile(sys.argv[1])
+eq("header sample", p.sample, 1)
+t = p.totals("outer")
+eq("measured", t["measured"], t["entries"])
+' "$ML_TMP/bad"
+
+# memlens run --sample sets MEMLENS_SAMPLE.
+rm -rf "$ML_TMP/run"
+"$ML" run -q -o "$ML_TMP/run" --sample 5 -- "$ML_TMP/sample.ml" frequent 100 >/dev/null ||
+    ml_error "memlens run --sample failed"
+ml_check "run --sample" '
+p = profile(sys.argv[1])
+eq("header sample", p.sample, 5)
+m = p.totals("outer", 0)["measured"]
+ok("outer measured %d in [20, 22]" % m, 20 <= m <= 22)
+' "$ML_TMP/run"
+ml_finish
