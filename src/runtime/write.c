@@ -397,6 +397,7 @@ void ml_rt_write_profile(int from_signal)
         write_thread(&w, t, now);
         write_exact(&w, t);
     }
+    ml_rt_timeline_write(&w, locked, now);
     ml_pw_section(&w, ML_SEC_END, 0);
     rc = ml_pw_finish(&w);
     if (close(fd) && !rc)
