@@ -12,23 +12,27 @@
 #include <unistd.h>
 
 /*
- * Snapshots live in one anonymous mapping of TL_CAP bytes reserved at start
- * (MAP_NORESERVE: only the pages written cost memory), laid out exactly as
+ * Snapshots live in one anonymous mapping of tl.cap bytes (TL_CAP, or
+ * MEMLENS_TIMELINE_MAX) reserved at start (MAP_NORESERVE: only the pages
+ * written cost memory), laid out exactly as
  * the TIMELINE payload after its header. When the next snapshot does not
  * fit, every other snapshot is dropped and the interval doubles, so a long
  * run keeps its whole span at a coarser resolution within a fixed budget.
  * Values are cumulative, so dropping a snapshot loses resolution, not bytes.
  */
-#define TL_CAP    (32ull << 20)
-#define TL_MIN_NS 1000000ull       /* 1 ms */
-#define TL_MAX_NS 3600000000000ull /* 1 h */
+#define TL_CAP     (32ull << 20)
+#define TL_CAP_MIN 4096ull
+#define TL_CAP_MAX (1ull << 40)
+#define TL_MIN_NS  1000000ull       /* 1 ms */
+#define TL_MAX_NS  3600000000000ull /* 1 h */
 
 static struct {
     uint64_t requested_ns, interval_ns;
-    unsigned char *buf; /* [TL_CAP] */
-    size_t len;         /* published bytes: whole snapshots only (release/acquire) */
-    uint32_t flags;     /* ML_TL_F_* */
-    int busy;           /* compacting: a writer that could not take the lock skips buf */
+    unsigned char *buf; /* [cap] */
+    size_t cap;
+    size_t len;     /* published bytes: whole snapshots only (release/acquire) */
+    uint32_t flags; /* ML_TL_F_* */
+    int busy;       /* compacting: a writer that could not take the lock skips buf */
     int on;
 } tl;
 
@@ -167,7 +171,7 @@ static int snapshot(uint64_t now)
     size_t base = tl.len, pos = base + sizeof(sh);
     const struct ml_thread_rec *t;
 
-    if (pos > TL_CAP)
+    if (pos > tl.cap)
         return -ENOSPC;
     for (t = ml_rt.threads; t; t = t->next) {
         const struct ml_rstate *rs = __atomic_load_n(&t->rs, __ATOMIC_ACQUIRE);
@@ -180,7 +184,7 @@ static int snapshot(uint64_t now)
                 region_figures(t, rs, g, now, &pt);
             if (!pt.entries && !acc_seen[g])
                 continue;
-            if (TL_CAP - pos < sizeof(pt))
+            if (tl.cap - pos < sizeof(pt))
                 return -ENOSPC;
             pt.bytes_read = acc_rd[g];
             pt.bytes_written = acc_wr[g];
@@ -309,9 +313,28 @@ static void after_fork_child(void)
     start_sampler();
 }
 
+/* A byte count in [TL_CAP_MIN, TL_CAP_MAX]: 0 and *v set, or -1. */
+static int parse_bytes(const char *s, uint64_t *v)
+{
+    uint64_t x = 0;
+
+    if (*s < '0' || *s > '9')
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (x > TL_CAP_MAX)
+            return -1;
+        x = x * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s || x < TL_CAP_MIN || x > TL_CAP_MAX)
+        return -1;
+    *v = x;
+    return 0;
+}
+
 void ml_rt_timeline_start(void)
 {
-    const char *s = getenv("MEMLENS_INTERVAL");
+    const char *s = getenv("MEMLENS_INTERVAL"), *m = getenv("MEMLENS_TIMELINE_MAX");
+    uint64_t cap = TL_CAP;
     void *buf;
 
     if (!s || !*s)
@@ -321,13 +344,19 @@ void ml_rt_timeline_start(void)
             "': expected a duration from 1ms to 1h such as 100ms (units ns, us, ms, s)");
         return;
     }
-    buf = mmap(NULL, TL_CAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-               -1, 0);
+    if (m && *m && parse_bytes(m, &cap)) {
+        say("ignoring MEMLENS_TIMELINE_MAX='", m,
+            "': expected a byte count from 4096 to 2^40; using 32 MiB");
+        cap = TL_CAP;
+    }
+    buf =
+        mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (buf == MAP_FAILED) {
         say("cannot reserve memory for timelines", "", "; timelines are off");
         return;
     }
     tl.buf = buf;
+    tl.cap = cap;
     tl.interval_ns = tl.requested_ns;
     tl.on = 1;
     pthread_atfork(NULL, NULL, after_fork_child);

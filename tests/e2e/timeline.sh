@@ -83,6 +83,32 @@ eq("tl_stream total: sum of interval bytes", sums.get(("tl_stream", "total")), [
 eq("tl_init total: sum of interval bytes", sums.get(("tl_init", "total")), [0, 32 * n, ns, 1])
 ' $n $passes "$ML_TMP/p" "$ML_TMP/tl.csv"
 
+# A small buffer (MEMLENS_TIMELINE_MAX) at 1 ms: the runtime halves the resolution, the whole
+# span stays covered, and the figures stay exact.
+rm -rf "$ML_TMP/small"
+MEMLENS_OUT=$ML_TMP/small MEMLENS_INTERVAL=1ms MEMLENS_TIMELINE_MAX=8192 "$ML_TMP/tl.ml" $n 4000 >/dev/null ||
+    ml_error "run with a small timeline buffer failed"
+"$M" report --timeline --csv "$ML_TMP/small" >"$ML_TMP/small.csv" || ml_error "report of the small timeline failed"
+ml_check "timeline halved" '
+import csv
+n, passes, p = int(sys.argv[1]), int(sys.argv[2]), profile(sys.argv[3])
+tl = p.timeline
+size = 32 + sum(16 + 48 * len(pts) for _, pts in tl["snaps"])
+ok("payload %d bytes within the 8192 bytes allowed" % size, size <= 8192)
+k = tl["interval_ns"] // tl["requested_ns"]
+ok("interval %d ns is 1 ms times a power of two above 1" % tl["interval_ns"],
+   tl["interval_ns"] % tl["requested_ns"] == 0 and k >= 2 and k & (k - 1) == 0)
+eq("flags", tl["flags"], 0)
+ticks = [t for t, _ in tl["snaps"]]
+ok("snapshots cover the run: first at %d of %d ticks" % (ticks[0], ticks[-1]), ticks[0] < ticks[-1] // 4)
+stream = 8 * n * passes
+sums = {}
+for r in csv.DictReader(open(sys.argv[4])):
+    k = (r["region"], r["thread"])
+    sums[k] = sums.get(k, 0) + int(r["bytes_read"]) + int(r["bytes_written"])
+eq("tl_stream total bytes over the intervals", sums.get(("tl_stream", "total")), 4 * stream)
+' $n 4000 "$ML_TMP/small" "$ML_TMP/small.csv"
+
 # A bad interval: one line on stderr, no timeline, and --timeline says how to get one.
 rm -rf "$ML_TMP/bad"
 MEMLENS_OUT=$ML_TMP/bad MEMLENS_INTERVAL=fast "$ML_TMP/tl.ml" 1000 2 >/dev/null 2>"$ML_TMP/bad.err" ||
