@@ -71,6 +71,8 @@ void ml_rt_write_profile(int from_signal);
  * sampler thread; called once by init with ml_rt.lock held. write: appends
  * the TIMELINE section; exclusive = the writer holds ml_rt.lock (a final
  * snapshot at tick now is then added), else it copies what is published.
+ * Called before the THREAD records are written, so that the final snapshot
+ * never exceeds them while other threads keep running.
  */
 void ml_rt_timeline_start(void);
 struct ml_pw;

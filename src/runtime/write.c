@@ -393,11 +393,13 @@ void ml_rt_write_profile(int from_signal)
     str_layout(&b);
     write_strtab(&w, &b);
     write_tables(&w, &b);
+    /* Before the threads: threads still running then keep counting, so the final snapshot
+       never exceeds the THREAD records. */
+    ml_rt_timeline_write(&w, locked, now);
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
         write_exact(&w, t);
     }
-    ml_rt_timeline_write(&w, locked, now);
     ml_pw_section(&w, ML_SEC_END, 0);
     rc = ml_pw_finish(&w);
     if (close(fd) && !rc)
