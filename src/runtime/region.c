@@ -227,6 +227,7 @@ static void init_locked(void)
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);
     install_signal_handlers();
+    ml_rt_timeline_start();
 }
 
 static uint32_t region_id_locked(const char *name)
