@@ -253,6 +253,7 @@ static void init_locked(void)
     /* A fixed phase makes sampling reproducible: the count rule alone. */
     ml_rt.sample_t0 = ml_rt.sample_phase == UINT64_MAX ? ticks_per_ms * SAMPLE_T0_MS : UINT64_MAX;
     ml_pmu_init();
+    ml_rt_timeline_start();
 }
 
 static uint32_t region_id_locked(const char *name)

@@ -81,6 +81,18 @@ extern struct ml_rt ml_rt;
  */
 void ml_rt_write_profile(int from_signal);
 
+/*
+ * Timelines (timeline.c). start: reads MEMLENS_INTERVAL and starts the
+ * sampler thread; called once by init with ml_rt.lock held. write: appends
+ * the TIMELINE section; exclusive = the writer holds ml_rt.lock (a final
+ * snapshot at tick now is then added), else it copies what is published.
+ * Called before the THREAD records are written, so that the final snapshot
+ * never exceeds them while other threads keep running.
+ */
+void ml_rt_timeline_start(void);
+struct ml_pw;
+void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now);
+
 /* The calling thread's record, created on first use; NULL when out of memory. */
 struct ml_thread_rec *ml_rt_self(void);
 
