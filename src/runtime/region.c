@@ -337,11 +337,13 @@ static int sample_decide(struct ml_thread_rec *t, struct ml_rstate *s)
 {
     uint64_t now;
 
+    s->clocked = 0;
     if (t->plain_open)
         return 0;
     if (t->measured_open || ml_rt.sample <= 1)
         return 1;
-    if (s->entries < ML_SAMPLE_YOUNG || !s->started)
+    s->clocked = s->entries < ML_SAMPLE_YOUNG || !s->started;
+    if (s->clocked)
         t->hint = ml_rt_ticks();
     now = t->hint;
     if (!s->started) {
@@ -373,6 +375,7 @@ static uint32_t region_enter(uint32_t g, int always)
     }
     s->on = 0;
     t->plain_open++;
+    s->start = t->hint; /* a clock reading when clocked (sample_decide), else unused */
     return 0;
 }
 
@@ -387,10 +390,16 @@ static void region_exit(uint32_t g)
     if (!s->depth || --s->depth)
         return;
     s->entries++;
-    if (s->on)
+    if (s->on) {
         ml_rt_measured_end(t, s, g);
-    else
-        t->plain_open--;
+        return;
+    }
+    t->plain_open--;
+    if (s->clocked) { /* a young region: its duration feeds the time rule */
+        uint64_t now = ml_rt_ticks();
+        ml_sample_seen(&s->smp, s->start, now);
+        t->hint = now;
+    }
 }
 
 ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region)

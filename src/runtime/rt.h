@@ -22,6 +22,7 @@ struct ml_rstate {
     uint32_t on; /* the open execution is measured (valid while depth > 0) */
     struct ml_sample smp;
     uint32_t started; /* smp is initialised */
+    uint32_t clocked; /* the open execution read the clock at entry (young region) */
 };
 
 /*

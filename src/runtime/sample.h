@@ -19,23 +19,27 @@
  *    and the expected extrapolation is right.
  *
  *  - time rule: an execution starting at least max(T0, (N - 1) x d) ticks
- *    after the end of the region's last measured execution (d = that
- *    execution's duration) is measured; before any measurement, the gap counts
- *    from the region's first entry on the thread. A region that runs a few,
- *    long executions is thus measured about once per N times its own duration:
- *    it spends about 1/N of its time measured, like a frequent region. The
- *    first execution is never forced, so a region that runs once is measured
- *    with probability 1/N only (use MEMLENS_SAMPLE=1 for such programs).
+ *    after the end of the region's last measured execution is measured (before
+ *    any measurement, the gap counts from the region's first entry on the
+ *    thread), d being the duration of the region's latest timed execution:
+ *    measured, or unmeasured but timed while the region is young. A region
+ *    whose executions are sparse in time (a checkpoint every minute) is thus
+ *    measured about once per N times its duration, i.e. about 1/N of its own
+ *    time, instead of once per N executions; back-to-back long executions
+ *    never trigger it, so the rule cannot raise the cost above about 1/N.
+ *    The first execution is never forced: a region that runs once is measured
+ *    with probability 1/N (use MEMLENS_SAMPLE=1 for such programs).
  *
- * `now` is the caller's notion of the current tick; the runtime passes a real
- * clock reading only during the first ML_SAMPLE_YOUNG executions of a region
- * on a thread, and otherwise the thread's last clock reading, so that an
- * unmeasured execution reads no clock.
+ * `now` is the caller's notion of the current tick; the runtime reads the
+ * clock at entry and exit only during the first ML_SAMPLE_YOUNG executions of
+ * a region on a thread, and otherwise passes the thread's last clock reading
+ * (taken by measured executions), so that an unmeasured execution of a
+ * frequent region reads no clock.
  */
 struct ml_sample {
     uint64_t left; /* executions to skip before the count rule measures one */
     uint64_t last; /* tick: end of the last measured execution, or the first entry */
-    uint64_t span; /* ticks of the last measured execution, 0 before the first */
+    uint64_t span; /* ticks of the latest timed execution, 0 before the first */
 };
 
 /* Executions of a region on a thread during which entry reads the clock for the time rule. */
@@ -77,6 +81,12 @@ static inline int ml_sample_decide(struct ml_sample *s, uint64_t n, uint64_t t0,
     if (gap < t0)
         gap = t0;
     return now >= s->last && now - s->last >= gap;
+}
+
+/* Records the duration of an unmeasured execution that was timed (young region). */
+static inline void ml_sample_seen(struct ml_sample *s, uint64_t start, uint64_t end)
+{
+    s->span = end - start;
 }
 
 /* Records a measured execution from tick start to tick end. */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Sampling (MEMLENS_SAMPLE): one in N executions per region and thread is measured, nested
 # executions follow the enclosing one, extrapolated figures in the report, the random phase
-# (no "first execution" bias) and the time rule for slow regions, bad values. See
+# (no "first execution" bias), the time rule for sparse regions and its cost bound, bad values. See
 # docs/regions.md, "Sampling".
 . "$(dirname "$0")/region-lib.bash"
 ml_setup
@@ -60,13 +60,21 @@ print(t["measured"])' "$ML_ROOT/tests/lib" "$ML_TMP/rare") || { ml_error "rare p
 done
 [ "$total" -le 3 ] || ml_error "rare region measured $total times in 20 runs (want <= 3)"
 
-# The time rule: five 30 ms executions at 1 in 1000 get one (rarely two) measured executions.
-MEMLENS_SAMPLE=1000 ml_run sample "$ML_TMP/slow" slow &&
-    ml_check "sample slow" '
-t = profile(sys.argv[1]).totals("slow")
+# The time rule. Three short executions 300 ms apart at 1 in 10: the first is measured with
+# probability 1/10, the next two because 300 ms exceed 9 times their duration. Five 30 ms
+# executions back to back at 1 in 1000: never 999 x 30 ms apart, so only the count rule.
+MEMLENS_SAMPLE=10 ml_run sample "$ML_TMP/sparse" sparse &&
+    ml_check "sample sparse" '
+t = profile(sys.argv[1]).totals("sparse")
+eq("executions", t["entries"], 3)
+ok("measured %d in [2, 3]" % t["measured"], 2 <= t["measured"] <= 3)
+' "$ML_TMP/sparse"
+MEMLENS_SAMPLE=1000 ml_run sample "$ML_TMP/dense" dense &&
+    ml_check "sample dense" '
+t = profile(sys.argv[1]).totals("dense")
 eq("executions", t["entries"], 5)
-ok("measured %d in [1, 2]" % t["measured"], 1 <= t["measured"] <= 2)
-' "$ML_TMP/slow"
+ok("measured %d <= 1" % t["measured"], t["measured"] <= 1)
+' "$ML_TMP/dense"
 
 # A bad value: one line, then every execution is measured.
 rm -rf "$ML_TMP/bad" && mkdir -p "$ML_TMP/bad"

@@ -95,6 +95,29 @@ static void test_time_rule(void **state)
     assert_false(ml_sample_decide(&s, n, t0, 69000));
 }
 
+/*
+ * Durations of unmeasured (young) executions count too: back-to-back long
+ * executions never trigger the rule, sparse ones do.
+ */
+static void test_time_rule_seen(void **state)
+{
+    const uint64_t n = 20, t0 = 10;
+    struct ml_sample s;
+
+    (void)state;
+    ml_sample_start(&s, n, 7, 0); /* the count rule measures the 8th execution */
+    /* Back to back, 100 ticks each: the rule needs 19 x 100 ticks since the first entry. */
+    assert_false(ml_sample_decide(&s, n, t0, 0));
+    ml_sample_seen(&s, 0, 100);
+    assert_false(ml_sample_decide(&s, n, t0, 100));
+    ml_sample_seen(&s, 100, 200);
+    assert_false(ml_sample_decide(&s, n, t0, 200));
+    ml_sample_seen(&s, 200, 300);
+    /* Then idle: the next execution 1900 ticks after the first entry is measured. */
+    assert_false(ml_sample_decide(&s, n, t0, 1899));
+    assert_true(ml_sample_decide(&s, n, t0, 1900));
+}
+
 /* A huge duration times n overflows: the time rule must not wrap around and fire. */
 static void test_time_overflow(void **state)
 {
@@ -111,7 +134,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all),           cmocka_unit_test(test_count_rule),
         cmocka_unit_test(test_random_phase),  cmocka_unit_test(test_time_rule),
-        cmocka_unit_test(test_time_overflow),
+        cmocka_unit_test(test_time_overflow), cmocka_unit_test(test_time_rule_seen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* Sampling test kernel: frequent nested regions on two threads, a rare region, a slow region. */
+/* Sampling policy kernel: frequent nested regions on two threads, rare, sparse and dense regions.
+ */
 #include "memlens.h"
 
 #include <pthread.h>
@@ -55,16 +56,26 @@ int main(int argc, char **argv)
             x += e;
             MEMLENS_ROI_END("rare");
         }
-    } else if (!strcmp(mode, "slow")) {
-        /* Five executions of 30 ms each: the time rule measures one after the first. */
-        struct timespec ts = {0, 30 * 1000 * 1000};
+    } else if (!strcmp(mode, "sparse")) {
+        /* Three 2 ms executions 300 ms apart: sparse in time, the time rule measures them. */
+        struct timespec run = {0, 2 * 1000 * 1000}, idle = {0, 300 * 1000 * 1000};
+        for (int e = 0; e < 3; e++) {
+            if (e)
+                nanosleep(&idle, NULL);
+            MEMLENS_ROI_BEGIN("sparse");
+            nanosleep(&run, NULL);
+            MEMLENS_ROI_END("sparse");
+        }
+    } else if (!strcmp(mode, "dense")) {
+        /* Five 30 ms executions back to back: the time rule must not measure them all. */
+        struct timespec run = {0, 30 * 1000 * 1000};
         for (int e = 0; e < 5; e++) {
-            MEMLENS_ROI_BEGIN("slow");
-            nanosleep(&ts, NULL);
-            MEMLENS_ROI_END("slow");
+            MEMLENS_ROI_BEGIN("dense");
+            nanosleep(&run, NULL);
+            MEMLENS_ROI_END("dense");
         }
     } else {
-        fprintf(stderr, "usage: sample frequent N | rare | slow\n");
+        fprintf(stderr, "usage: sample-policy frequent N | rare | sparse | dense\n");
         return 2;
     }
     puts("done");
