@@ -1,9 +1,10 @@
 #!/bin/bash
 # AArch64 portability: the region test kernels (tests/e2e/kernels) and the bench kernels
 # (bench/kernels), built with memlens-cc for x86-64 and with memlens-cc --target=aarch64-linux-gnu
-# at -O0 and -O2, run natively and under qemu-aarch64 with small sizes. Both must print the same
-# thing and their profiles must agree, per region (and per thread), on heap and global bytes read
-# and written, entries and calls not seen; where a closed form is known it is checked on both.
+# at -O0, -O2 and -O3, run natively and under qemu-aarch64 with small sizes. Both must print the
+# same thing and their profiles must agree, per region (and per thread), on heap and global bytes
+# read and written, entries and calls not seen; where a closed form is known it is checked on
+# both, and AArch64 exact mode (addresses classified at run time) must give the counted bytes.
 . "$(dirname "$0")/region-lib.bash"
 
 QEMU=$(command -v qemu-aarch64 || command -v qemu-aarch64-static) ||
@@ -119,6 +120,20 @@ secs = sum(sum(t["ticks"]) for t in p.threads) / p.tsc_hz
 ok("region time %.6f s within the run (%.6f s)" % (secs, p.wall_ns / 1e9),
    0 < secs <= p.wall_ns / 1e9)
 ' $n
+    # Second method on AArch64: exact mode classifies every access by address at run time.
+    if "$MEMLENS_BUILD/bin/memlens-cc" --ml-exact --target=aarch64-linux-gnu -O$O \
+        -I"$ML_ROOT/include" "$ML_KERNELS/stream.c" -o "$ML_TMP/exact$O" &&
+        MEMLENS_OUT=$ML_TMP/exact$O.d "$QEMU" "$ML_TMP/exact$O" $n 3 >/dev/null; then
+        ml_check "stream --exact -O$O AArch64" '
+p = profile(sys.argv[1])
+for r in p.regions:
+    t, e = p.totals(r), p.exact_totals(r)
+    for k in ("rd_heap", "wr_heap", "rd_global", "wr_global"):
+        eq("%s %s counted vs exact" % (r, k), t[k], e[k])
+' "$ML_TMP/exact$O.d"
+    else
+        ml_error "stream --exact -O$O: AArch64 build or run failed"
+    fi
     arm_build pth$O $O -pthread "$ML_KERNELS/pthreads.c" && arm_run pth$O 1000 &&
         arm_check pth$O $O '
 chunks = [(k + 1) * args[0] for k in range(5)]
