@@ -56,6 +56,8 @@ static const char cc_usage[] =
     "--version, -print-*, -dump*, commands without inputs and commands with header,\n"
     "IR, Objective-C or CUDA inputs. -shared and -nostdlib links get no runtime: an\n"
     "instrumented shared library needs an executable linked by memlens-cc.\n"
+    "--target=aarch64-linux-gnu links the AArch64 runtime that make builds when\n"
+    "Debian's arm64 cross libc is installed.\n"
     "See docs/cc.md.\n";
 
 static struct {
