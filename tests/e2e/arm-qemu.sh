@@ -72,6 +72,10 @@ def view(p, r):
 for r in x86.regions:
     if r in arm.regions:
         eq(r + " (totals, per thread, not seen) AArch64 vs x86-64", view(arm, r), view(x86, r))
+def funcs(p):
+    return {k[1]: tuple(f[k2] for k2 in ("rd_heap", "wr_heap", "rd_global", "wr_global", "calls"))
+            for k, f in p.functions().items()}
+eq("per function (heap and global bytes, calls) AArch64 vs x86-64", funcs(arm), funcs(x86))
 for p in (x86, arm):
     TAG = "'"$name -O$level"' " + ("x86-64" if p is x86 else "AArch64")
 '"$(sed 's/^/    /' <<<"$code")"'
@@ -158,6 +162,12 @@ region(p, "pt_spawn", rd_heap=16 * chunks[0] + 32, wr_heap=8 * chunks[0] + 8, en
 n, reps = args
 region(p, "calls", rd_heap=reps * (16 * n + 8 * n), wr_heap=reps * 8 * n, entries=1)
 ' 5000 3
+
+    # --all: every function is a region, compared function by function.
+    arm_build allp$O $O --ml-all -pthread "$ML_KERNELS/pthreads.c" && arm_run allp$O 1000 &&
+        arm_check allp$O $O ''
+    arm_build allc$O $O --ml-all "$ML_KERNELS/control.c" && arm_run allc$O 200 5000 1234 3 100 7 &&
+        arm_check allc$O $O ''
 
     # Bench kernels (closed forms as in bench/regions.sh). omp.c needs libomp, which Debian
     # ships for the host only.
