@@ -501,3 +501,23 @@ int ml_report_top_table(FILE *f, struct ml_report *const *reps, size_t n,
     fflush(f);
     return ferror(f) ? -EIO : 0;
 }
+
+const char *ml_report_fmt_count(char *buf, uint64_t v)
+{
+    return fmt_count(buf, v);
+}
+
+const char *ml_report_fmt_bytes(char *buf, uint64_t v)
+{
+    return fmt_bytes(buf, v);
+}
+
+const char *ml_report_fmt_time(char *buf, double seconds)
+{
+    return fmt_time(buf, seconds, 0);
+}
+
+const char *ml_report_fmt_gbs(char *buf, double gbs)
+{
+    return fmt_gbs(buf, gbs, 0);
+}
