@@ -362,3 +362,25 @@ int ml_report_table(FILE *f, struct ml_report *const *reps, size_t n,
     fflush(f);
     return ferror(f) ? -EIO : 0;
 }
+
+_Static_assert(CELL == ML_REPORT_CELL, "the exported formats share the table's cell size");
+
+const char *ml_report_fmt_count(char *buf, uint64_t v)
+{
+    return fmt_count(buf, v);
+}
+
+const char *ml_report_fmt_bytes(char *buf, uint64_t v)
+{
+    return fmt_bytes(buf, v);
+}
+
+const char *ml_report_fmt_time(char *buf, double seconds, int borrowed)
+{
+    return fmt_time(buf, seconds, borrowed);
+}
+
+const char *ml_report_fmt_gbs(char *buf, double gbs, int borrowed)
+{
+    return fmt_gbs(buf, gbs, borrowed);
+}

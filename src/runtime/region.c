@@ -124,6 +124,7 @@ static void on_exit_write(void)
 static void on_signal(int sig)
 {
     ml_rt_write_profile(1);
+    ml_rt_unpublish();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -196,6 +197,7 @@ static void init_locked(void)
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);
     install_signal_handlers();
+    ml_rt_publish();
 }
 
 static uint32_t region_id_locked(const char *name)
