@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -177,7 +178,9 @@ int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
         goto out;
     }
     if (l->h.pid != (uint32_t)pid) {
-        rc = fail(err, errlen, -ESTALE, "'%s' was written by process %u", path, l->h.pid);
+        rc = fail(err, errlen, -ESTALE,
+                  "process %d is not profiled by memlens (%s is stale: written by process %u)",
+                  (int)pid, path, l->h.pid);
         goto out;
     }
     if (l->h.clock != ML_RT_CLOCK) {
@@ -466,19 +469,46 @@ static void prof_fill_tables(struct ml_profile *p, const char *strtab, const uin
 }
 
 /*
+ * Reads n pieces in as few process_vm_readv calls as possible, so that they
+ * are copied within microseconds of each other: a thread's counters and its
+ * region statistics then describe nearly the same moment. A piece that cannot
+ * be read (an array freed under us) reads as zero.
+ */
+static int peek_many(const struct ml_live *l, struct iovec *lo, struct iovec *re, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t k = n - i < IOV_MAX ? n - i : IOV_MAX, want = 0;
+        ssize_t r;
+        for (size_t j = 0; j < k; j++)
+            want += lo[i + j].iov_len;
+        r = process_vm_readv(l->pid, lo + i, k, re + i, k, 0);
+        if (r < 0 && (errno == EPERM || errno == ESRCH || errno == ENOMEM))
+            return -errno;
+        if (r != (ssize_t)want)
+            for (size_t j = 0; j < k; j++)
+                if (peek(l, (uint64_t)(uintptr_t)re[i + j].iov_base, lo[i + j].iov_base,
+                         lo[i + j].iov_len))
+                    memset(lo[i + j].iov_base, 0, lo[i + j].iov_len);
+        i += k;
+    }
+    return 0;
+}
+
+/*
  * One thread's counts and region statistics. A live thread's counters are
- * its thread-local arrays; once it has exited (done), they are in snap. done
- * is read again after the live arrays, since a thread that exits meanwhile
- * frees them: then the snapshot is read instead. A part that cannot be read
- * (an array freed under us) reads as zero, which ml_live_diff repairs.
+ * its thread-local arrays, one per module; once it has exited (done), they
+ * are in snap. done is read again after the live arrays, since a thread that
+ * exits meanwhile frees them: then the snapshot is read instead. iov holds
+ * nmods + 1 entries of each of lo and re.
  */
 static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread *pt,
-                       unsigned char *rsbuf, uint64_t *now)
+                       unsigned char *rsbuf, struct iovec *lo, struct iovec *re, uint64_t *ptrs)
 {
-    uint64_t *counts = (uint64_t *)pt->counts, tls, snap, rsp, base = 0, ptrs[64];
+    uint64_t *counts = (uint64_t *)pt->counts, tls, snap, rsp, base = 0, now;
     struct ml_prof_rstat *out = (struct ml_prof_rstat *)pt->rstats;
     const uint32_t *o = l->h.off;
     uint32_t done, tmods, snapn, nreg = l->nregions, rsz = o[ML_LF_RS_SIZE];
+    size_t n;
     int rc;
 
     rc = peek_u32(l, rec, ML_LF_THR_TID, &pt->tid);
@@ -488,55 +518,61 @@ static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread
         rc = peek_u32(l, rec, ML_LF_THR_DONE, &done);
     if (!rc)
         rc = peek_ptr(l, rec, ML_LF_THR_RS, &rsp);
+    if (!rc && !done)
+        rc = peek_u32(l, rec, ML_LF_THR_NMODS, &tmods);
+    if (!rc && !done)
+        rc = peek_ptr(l, rec, ML_LF_THR_TLS, &tls);
+    if (!rc && done)
+        rc = peek_ptr(l, rec, ML_LF_THR_SNAP, &snap);
+    if (!rc && done)
+        rc = peek_u32(l, rec, ML_LF_THR_SNAPN, &snapn);
     if (rc)
         return rc;
+    n = 0;
     if (!done) {
-        rc = peek_u32(l, rec, ML_LF_THR_NMODS, &tmods);
-        if (!rc)
-            rc = peek_ptr(l, rec, ML_LF_THR_TLS, &tls);
-        if (rc)
-            return rc;
         if (tmods > l->nmods)
             tmods = l->nmods;
+        if (tmods && peek(l, tls, ptrs, 8ull * tmods))
+            tmods = 0;
         for (uint32_t k = 0; k < tmods; k++) {
-            if (k % 64 == 0 &&
-                peek(l, tls + 8ull * k, ptrs, 8ull * (tmods - k < 64 ? tmods - k : 64)))
-                memset(ptrs, 0, sizeof(ptrs));
-            if (ptrs[k % 64] && peek(l, ptrs[k % 64], counts + base, 8ull * l->mod_nunits[k]))
-                memset(counts + base, 0, 8ull * l->mod_nunits[k]);
+            if (ptrs[k] && l->mod_nunits[k]) {
+                lo[n] = (struct iovec){counts + base, 8ull * l->mod_nunits[k]};
+                re[n++] = (struct iovec){(void *)(uintptr_t)ptrs[k], 8ull * l->mod_nunits[k]};
+            }
             base += l->mod_nunits[k];
         }
-        rc = peek_u32(l, rec, ML_LF_THR_DONE, &done);
-        if (rc)
-            return rc;
+    } else if (snap && snapn) {
+        lo[n] = (struct iovec){counts, 8ull * (snapn < l->nunits ? snapn : l->nunits)};
+        re[n++] = (struct iovec){(void *)(uintptr_t)snap, lo[0].iov_len};
     }
-    if (done) {
-        memset(counts, 0, 8 * l->nunits);
-        rc = peek_ptr(l, rec, ML_LF_THR_SNAP, &snap);
-        if (!rc)
-            rc = peek_u32(l, rec, ML_LF_THR_SNAPN, &snapn);
-        if (rc)
-            return rc;
-        if (snap && peek(l, snap, counts, 8ull * (snapn < l->nunits ? snapn : l->nunits)))
-            memset(counts, 0, 8 * l->nunits);
+    if (rsp && nreg) {
+        lo[n] = (struct iovec){rsbuf, (size_t)nreg * rsz};
+        re[n++] = (struct iovec){(void *)(uintptr_t)rsp, (size_t)nreg * rsz};
+    } else {
+        memset(rsbuf, 0, (size_t)nreg * rsz);
     }
-    if (!rsp || !nreg)
-        return 0;
-    if (peek(l, rsp, rsbuf, (size_t)nreg * rsz))
-        return 0;
+    rc = peek_many(l, lo, re, n);
     /* After the read: an execution that started during it began before now. */
-    *now = ml_rt_ticks();
+    now = ml_rt_ticks();
+    if (!rc && !done) {
+        uint32_t again;
+        rc = peek_u32(l, rec, ML_LF_THR_DONE, &again);
+        if (!rc && again) /* it exited while we read: its arrays may be gone, snap is not */
+            return read_thread(l, rec, pt, rsbuf, lo, re, ptrs);
+    }
+    if (rc)
+        return rc;
     for (uint32_t g = 0; g < nreg; g++) {
-        const unsigned char *s = rsbuf + (size_t)g * rsz;
+        const unsigned char *r = rsbuf + (size_t)g * rsz;
         uint64_t start;
         uint32_t depth;
-        memcpy(&out[g].entries, s + o[ML_LF_RS_ENTRIES], 8);
-        memcpy(&out[g].ticks, s + o[ML_LF_RS_TICKS], 8);
-        memcpy(&start, s + o[ML_LF_RS_START], 8);
-        memcpy(&depth, s + o[ML_LF_RS_DEPTH], 4);
-        if (depth && !done && *now > start) { /* open: count it up to now, as the writer does */
+        memcpy(&out[g].entries, r + o[ML_LF_RS_ENTRIES], 8);
+        memcpy(&out[g].ticks, r + o[ML_LF_RS_TICKS], 8);
+        memcpy(&start, r + o[ML_LF_RS_START], 8);
+        memcpy(&depth, r + o[ML_LF_RS_DEPTH], 4);
+        if (depth && !done && now > start) { /* open: count it up to now, as the writer does */
             out[g].entries++;
-            out[g].ticks += *now - start;
+            out[g].ticks += now - start;
         }
     }
     return 0;
@@ -548,6 +584,8 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
     uint64_t *recs = NULL, addr, now, mono;
     uint32_t nmods, nregions, nthreads = 0, cap = 0;
     unsigned char *rsbuf = NULL;
+    struct iovec *lo = NULL, *re = NULL;
+    uint64_t *ptrs = NULL;
     int rc;
 
     *out = NULL;
@@ -592,14 +630,16 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
     }
     p = prof_new(l->strtab_len, l->nregions, l->nregset_words, l->nunits, nthreads);
     rsbuf = malloc((size_t)l->nregions * l->h.off[ML_LF_RS_SIZE] + 1);
-    if (!p || !rsbuf) {
+    lo = calloc(l->nmods + 2, sizeof(*lo));
+    re = calloc(l->nmods + 2, sizeof(*re));
+    ptrs = calloc(l->nmods + 1, sizeof(*ptrs));
+    if (!p || !rsbuf || !lo || !re || !ptrs) {
         rc = fail(err, errlen, -ENOMEM, "out of memory");
         goto out;
     }
     prof_fill_tables(p, l->strtab, l->region_off, l->regsets, l->units);
-    now = ml_rt_ticks();
     for (uint32_t t = 0; t < nthreads; t++) {
-        rc = read_thread(l, recs[t], &p->threads[t], rsbuf, &now);
+        rc = read_thread(l, recs[t], &p->threads[t], rsbuf, lo, re, ptrs);
         if (rc) {
             rc = read_failed(l, rc, err, errlen);
             goto out;
@@ -624,6 +664,9 @@ out:
     ml_profile_free(p);
     free(recs);
     free(rsbuf);
+    free(lo);
+    free(re);
+    free(ptrs);
     return rc;
 }
 
