@@ -1,7 +1,7 @@
 #!/bin/bash
 # memlens top on a live two-thread program: both threads and the region appear with non-zero
 # bandwidth in every frame; each frame's bytes agree with its executions (8n + 24 bytes read and
-# 8n written per execution, give or take the one execution open at each end); the bytes of all
+# 8n written per execution, give or take the executions open at each end); the bytes of all
 # frames add up to no more than the final profile's; and the refusals (a process memlens does not
 # profile, a pid that does not exist, a stale publication file, a process it may not read) each
 # give their one-line message and exit 128.
@@ -68,7 +68,6 @@ p = profile(sys.argv[4])
 # Per execution: the copy (8n read, 8n written), plus the loads of n (global) and of j->src and
 # j->dst (heap, through the argument), which the markers make the loop reload every execution.
 per_rd, per_wr = 8 * n + 24, 8 * n
-per_exec = max(per_rd, per_wr)
 tids = {t["index"]: t["tid"] for t in p.threads}
 
 # Table: five frames, each listing the region on threads 1 and 2 with non-zero bandwidth.
@@ -85,8 +84,10 @@ for k, b in enumerate(blocks):
         ok("frame %d row %r: tid" % (k + 1, r), int(r[2]) == tids.get(int(r[1])))
         ok("frame %d row %r: non-zero bandwidth" % (k + 1, r), float(r[-2]) > 0 and float(r[-1]) > 0)
 
-# CSV: exact bytes. Per frame and thread, bytes are per_exec x executions within one execution
-# (an execution open at a frame boundary is counted as it starts, its bytes as they happen).
+# CSV: exact bytes. Per frame and thread, bytes are per-execution bytes x executions within two
+# executions: an execution open at a frame boundary is counted as it starts, its bytes as they
+# happen, and the counters and region statistics of a thread are copied microseconds apart (one
+# process_vm_readv) while it keeps running.
 rows = list(csv.DictReader(open(frames)))
 eq("csv frames", sorted({int(r["frame"]) for r in rows}), [1, 2, 3, 4, 5])
 sums = {}
@@ -96,9 +97,9 @@ for r in rows:
     rd, wr, sec = int(r["bytes_read"]), int(r["bytes_written"]), float(r["region_seconds"])
     ok("csv thread %d tid" % th, int(r["tid"]) == tids.get(th))
     ok("frame %s thread %d: read %d vs %d executions" % (r["frame"], th, rd, ex),
-       abs(rd - per_rd * ex) <= per_rd)
+       abs(rd - per_rd * ex) <= 2 * per_rd)
     ok("frame %s thread %d: written %d vs %d executions" % (r["frame"], th, wr, ex),
-       abs(wr - per_wr * ex) <= per_wr)
+       abs(wr - per_wr * ex) <= 2 * per_wr)
     ok("frame %s thread %d: bytes and time" % (r["frame"], th), rd > 0 and wr > 0 and sec > 0)
     ok("frame %s thread %d: read GB/s = bytes / time" % (r["frame"], th),
        abs(float(r["read_gbs"]) - rd / sec / 1e9) <= 1e-6 + 1e-4 * rd / sec / 1e9)
