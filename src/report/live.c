@@ -381,11 +381,18 @@ static int read_modules(struct ml_live *l, uint32_t nmods, char *err, size_t err
             memcpy(&u->kind, r + o[ML_LF_UNIT_KIND], 4);
             memcpy(&rs, r + o[ML_LF_UNIT_REGSET], 4);
             memcpy(u->facts, r + o[ML_LF_UNIT_FACTS], nfacts * 8ull);
-            if (rs >= m->nwords) {
+            /* The reader indexes by these ids: the unit's own set must hold only region ids. */
+            if (rs >= m->nwords || w[rs] >= m->nwords - rs) {
                 rc = fail(err, errlen, -EPROTO, "process %d: unit %u has no region set",
                           (int)l->pid, i);
                 goto out;
             }
+            for (uint32_t j = 1; j <= w[rs]; j++)
+                if (w[rs + j] >= l->nregions) {
+                    rc = fail(err, errlen, -EPROTO, "process %d: unit %u has a bad region set",
+                              (int)l->pid, i);
+                    goto out;
+                }
             u->module = k;
             u->regset = (uint32_t)(wb + rs);
         }
