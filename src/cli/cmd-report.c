@@ -19,6 +19,8 @@ static const char report_usage[] =
     "    --csv             one CSV row per region and thread, plus a total row per region\n"
     "    --json            everything as JSON (regions, threads, not-seen calls, units)\n"
     "    --blocks          one CSV row per counting unit (function, file, line, counts)\n"
+    "    --top <n>         the n hottest functions and blocks, by bytes and by\n"
+    "                      executions (with --csv or --json: those layouts)\n"
     "    --region <name>   only this region (repeatable)\n"
     "    --totals          only the totals over threads\n"
     "    --threads         each thread and the totals (default)\n"
@@ -122,6 +124,17 @@ static void check_regions(struct ml_report *const *reps, size_t n, const struct 
     }
 }
 
+/* --top: the rankings in the chosen layout. */
+static int report_top(enum fmt fmt, struct ml_report *const *reps, size_t n,
+                      const struct ml_report_opts *o)
+{
+    if (fmt == FMT_CSV)
+        return ml_report_top_csv(stdout, reps, n, o);
+    if (fmt == FMT_JSON)
+        return ml_report_top_json(stdout, reps, n, o);
+    return ml_report_top_table(stdout, reps, n, o);
+}
+
 int cmd_report(int argc, char **argv)
 {
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
@@ -153,6 +166,15 @@ int cmd_report(int argc, char **argv)
             o.rows = ML_REPORT_TOTALS;
         } else if (!strcmp(a, "--threads")) {
             o.rows = ML_REPORT_THREADS_AND_TOTALS;
+        } else if (!strcmp(a, "--top") || !strncmp(a, "--top=", 6)) {
+            const char *v = a[5] == '=' ? a + 6 : i + 1 < argc ? argv[++i] : NULL;
+            char *end;
+            unsigned long long k = v ? strtoull(v, &end, 10) : 0;
+            if (!v || !*v || *end || !k || v[0] == '-' || k > SIZE_MAX) {
+                error("option '--top' needs a positive number of rows, got '%s'", v ? v : "");
+                usage(report_usage);
+            }
+            o.top = (size_t)k;
         } else if (!strcmp(a, "--region") || !strncmp(a, "--region=", 9)) {
             if (a[8] == '=') {
                 names[o.nregion_names++] = a + 9;
@@ -171,6 +193,10 @@ int cmd_report(int argc, char **argv)
         } else {
             break;
         }
+    }
+    if (o.top && fmt == FMT_BLOCKS) {
+        error("--top ranks the blocks itself; use it without --blocks");
+        usage(report_usage);
     }
     if (nfmt > 1) {
         error("choose one of --csv, --json and --blocks (--json already lists the units)");
@@ -204,6 +230,10 @@ int cmd_report(int argc, char **argv)
     }
     check_regions(reps, ngood, &o);
 
+    if (o.top) {
+        rc = report_top(fmt, reps, ngood, &o);
+        goto written;
+    }
     switch (fmt) {
     case FMT_CSV:
         rc = ml_report_csv(stdout, reps, ngood, &o);
@@ -218,6 +248,7 @@ int cmd_report(int argc, char **argv)
         rc = ml_report_table(stdout, reps, ngood, &o);
         break;
     }
+written:
     if (rc)
         die("cannot write the report: %s", strerror(-rc));
     if (bad)

@@ -81,6 +81,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static const char *sec_name(uint32_t type)
 {
+    if (type == ML_SEC_ENTRIES)
+        return "entries";
     static const char *const names[] = {"end",   "strtab", "meta",   "regions", "regsets",
                                         "units", "calls",  "thread", "modules", "exact"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
@@ -107,6 +109,21 @@ static int regset_ok(const struct ml_profile *p, uint32_t off)
 }
 
 /* Checks cross-references once every section is known. */
+/* Entry units exist, are block units (a count of bytes is no count of calls) and ascend. */
+static int check_entries(const struct ml_profile *p, char *err, size_t errlen)
+{
+    for (uint64_t i = 0; i < p->nentries; i++) {
+        uint32_t u = p->entries[i];
+        if (u >= p->nunits || p->units[u].kind != ML_UNIT_BLOCK)
+            return fail(err, errlen, "entry %llu names unit %u, which is not a block unit",
+                        (unsigned long long)i, u);
+        if (i && u <= p->entries[i - 1])
+            return fail(err, errlen, "entry %llu (unit %u) is not above the previous one",
+                        (unsigned long long)i, u);
+    }
+    return 0;
+}
+
 static int check_refs(struct ml_profile *p, char *err, size_t errlen)
 {
     for (uint64_t i = 0; i < p->nmeta * 2; i++)
@@ -143,7 +160,7 @@ static int check_refs(struct ml_profile *p, char *err, size_t errlen)
         if (p->calls[i].unit >= p->nunits || !str_ok(p, p->calls[i].callee))
             return fail(err, errlen, "call record %llu names a bad unit or string",
                         (unsigned long long)i);
-    return 0;
+    return check_entries(p, err, errlen);
 }
 
 static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
@@ -221,6 +238,9 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                 return fail(err, errlen, "section '%s' at offset %llu comes after a thread record",
                             sec_name(s.type), (unsigned long long)off);
         }
+        if (s.type == ML_SEC_ENTRIES && (seen & (1u << ML_SEC_ENTRIES)))
+            return fail(err, errlen, "section 'entries' at offset %llu appears twice",
+                        (unsigned long long)off);
         if (s.type < 32)
             seen |= 1u << s.type;
         q = dst;
@@ -277,6 +297,13 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                             (unsigned long long)off, (unsigned long long)s.length);
             p->modules = (const struct ml_prof_module *)q;
             p->nmodules = s.length / sizeof(struct ml_prof_module);
+            break;
+        case ML_SEC_ENTRIES:
+            if (s.length % 4)
+                return fail(err, errlen, "entry section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->entries = (const uint32_t *)q;
+            p->nentries = s.length / 4;
             break;
         case ML_SEC_THREAD:
             rc = add_thread(p, q, s.length, off, err, errlen);

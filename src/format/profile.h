@@ -58,6 +58,7 @@ enum ml_sec_type {
     ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
     ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
     ML_SEC_EXACT = 9,   /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
+    ML_SEC_ENTRIES = 13, /* u32 unit ids, ascending: units holding their function's entry */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
@@ -169,6 +170,9 @@ struct ml_profile {
     uint64_t nmodules;
     struct ml_profile_thread *threads;
     uint64_t nthreads;
+    /* Units whose count is their function's calls (ascending; may be empty). */
+    const uint32_t *entries;
+    uint64_t nentries;
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
     size_t size; /* bytes in the file */
 };

@@ -19,11 +19,14 @@ struct ml_rt_unit {
     uint32_t kind;   /* enum ml_unit_kind */
     uint32_t line;
     uint32_t regset; /* word offset into the module's regsets (local region ids) */
-    uint32_t reserved;
+    uint32_t flags;  /* ML_RT_UNIT_*; 0 in modules built before flags existed */
     const char *func;
     const char *file;
     uint64_t facts[ML_NFACTS];
 };
+
+/* The unit holds the first instructions of its function: its count is the function's calls. */
+#define ML_RT_UNIT_ENTRY 1u
 
 struct ml_rt_call {
     uint32_t unit;

@@ -31,6 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ml_report_csv(sink, &r, 1, &all);
     ml_report_blocks_csv(sink, &r, 1, &all);
     ml_report_json(sink, &r, 1, &all);
+    all.top = 3;
+    ml_report_top_table(sink, &r, 1, &all);
+    ml_report_top_csv(sink, &r, 1, &all);
+    ml_report_top_json(sink, &r, 1, &all);
     if (p->nregions) {
         names[0] = ml_profile_str(p, p->regions[0]);
         ml_report_table(sink, &r, 1, &one);

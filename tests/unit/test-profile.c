@@ -393,6 +393,50 @@ static void test_section_order(void **state)
     }
 }
 
+/* ENTRIES (section 13) names existing block units in ascending order, once. */
+static void test_entries(void **state)
+{
+    static const char strs[] = "\0f";
+    static const uint32_t regsets[] = {0};
+    struct ml_prof_unit units[3] = {{.kind = ML_UNIT_BLOCK, .func = 1},
+                                    {.kind = ML_UNIT_BYTES, .func = 1},
+                                    {.kind = ML_UNIT_BLOCK, .func = 1}};
+    static const uint32_t good[] = {0, 2}, bytes[] = {1}, range[] = {3}, order[] = {2, 0};
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256];
+
+    (void)state;
+#define ENTRIES(e, n)                                                                              \
+    raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGSETS, regsets, sizeof(regsets),        \
+        ML_SEC_UNITS, units, sizeof(units), ML_SEC_ENTRIES, e, (size_t)(n), ML_SEC_END, NULL,      \
+        (size_t)0, -1)
+    buf = ENTRIES(good, sizeof(good));
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->nentries, 2);
+    assert_int_equal(p->entries[1], 2);
+    ml_profile_free(p);
+    free(buf);
+    buf = ENTRIES(bytes, sizeof(bytes));
+    expect_bad(buf, len, "entry 0 names unit 1, which is not a block unit");
+    free(buf);
+    buf = ENTRIES(range, sizeof(range));
+    expect_bad(buf, len, "entry 0 names unit 3, which is not a block unit");
+    free(buf);
+    buf = ENTRIES(order, sizeof(order));
+    expect_bad(buf, len, "entry 1 (unit 0) is not above the previous one");
+    free(buf);
+    buf = ENTRIES(good, 6);
+    expect_bad(buf, len, "has odd length 6");
+    free(buf);
+#undef ENTRIES
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_ENTRIES, good, (size_t)0,
+              ML_SEC_ENTRIES, good, (size_t)0, ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "section 'entries' at offset 99 appears twice");
+    free(buf);
+}
+
 /* The writer reports a write error (here EBADF) instead of losing data silently. */
 static void test_writer_error(void **state)
 {
@@ -413,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_bad_lengths),   cmocka_unit_test(test_bad_strings),
         cmocka_unit_test(test_bad_regsets),   cmocka_unit_test(test_bad_threads),
         cmocka_unit_test(test_section_order), cmocka_unit_test(test_writer_error),
+        cmocka_unit_test(test_entries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

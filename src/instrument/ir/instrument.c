@@ -487,6 +487,9 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint3
     if (LLVMGetIntrinsicID(fn))
         return 0;
     name = LLVMGetValueName2(fn, &len);
+    /* All-blocks mode outside regions: defined callees count their own blocks in place. */
+    if (regset == ir->noregion && !LLVMIsDeclaration(fn))
+        return 0;
     if (LLVMIsDeclaration(fn)) {
         /* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
         if ((len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
@@ -494,7 +497,7 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint3
             LLVMValueRef mt = LLVMGetOperand(call, 2), base = mt;
             while (base && LLVMIsAConstantExpr(base) && LLVMGetConstOpcode(base) == LLVMBitCast)
                 base = LLVMGetOperand(base, 0);
-            if (base && LLVMIsAFunction(base) && ml_can_clone(base)) {
+            if (base && LLVMIsAFunction(base) && ml_can_clone(base) && regset != ir->noregion) {
                 LLVMValueRef c = clone_for(ir, base, regset);
                 if (!c)
                     return -ENOMEM;
@@ -723,6 +726,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
     int *class_of = NULL;
     unsigned *leaders = NULL;
+    size_t first_unit;
     int rc;
 
     ml_ptrmap_init(&w.index);
@@ -755,7 +759,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     if (rc)
         goto out;
 
-    /* Count every segment whose region set is non-empty. */
+    /* Count every segment whose region set is non-empty (every segment in all-blocks mode). */
+    first_unit = ir->nunits;
     for (unsigned b = 0; b < w.nb; b++) {
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
@@ -774,6 +779,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             rc = regset_union(ir, w.ctx, active, nact, &set);
             if (rc)
                 goto out;
+            if (set == ML_NOSET)
+                set = ir->noregion;
             if (set != ML_NOSET && from != in) {
                 uint32_t holder = UINT32_MAX;
                 void *key = (void *)(uintptr_t)(((uint64_t)class_of[b] << 32 | set) + 1);
@@ -801,6 +808,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             }
             from = at = LLVMGetNextInstruction(in);
         }
+        if (b == 0)
+            ml_all_mark_entry(ir, first_unit);
     }
 
     /* Close local regions on edges that leave them and at returns. */
@@ -906,6 +915,34 @@ static int has_markers(struct ml_ir *ir, LLVMValueRef fn)
     return 0;
 }
 
+/*
+ * All-blocks mode: every other defined function is counted in place, after
+ * region code was cloned from the pristine bodies. Code outside regions
+ * never clones, so this adds no work.
+ */
+static int instrument_rest(struct ml_ir *ir)
+{
+    size_t first = ir->nwork;
+    int rc;
+
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
+        size_t len;
+        const char *name;
+        if (!ml_all_wants(ir, fn))
+            continue;
+        name = LLVMGetValueName2(fn, &len);
+        if (push_work(ir, fn, ML_NOSET, name))
+            return ml_ir_fail(ir, -ENOMEM, "out of memory");
+    }
+    for (size_t i = first; i < ir->nwork; i++) {
+        struct ml_work job = ir->work[i];
+        rc = instrument_function(ir, &job);
+        if (rc)
+            return rc == -ENOMEM ? ml_ir_fail(ir, rc, "out of memory") : rc;
+    }
+    return 0;
+}
+
 static void ir_free(struct ml_ir *ir)
 {
     for (uint32_t i = 0; i < ir->nregions; i++)
@@ -967,7 +1004,8 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         err[0] = 0;
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
-    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) && (!ir.f_end || !LLVMGetFirstUse(ir.f_end)))
+    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
+        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && o->all))
         return 0; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
@@ -982,6 +1020,10 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         ir.f_access = LLVMGetNamedFunction(m, "__memlens_access");
         if (!ir.f_access)
             ir.f_access = LLVMAddFunction(m, "__memlens_access", ir.ty_access);
+    }
+    if (ml_all_setup(&ir)) {
+        rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
+        goto out;
     }
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
@@ -1016,6 +1058,9 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             goto out;
         }
     }
+    rc = instrument_rest(&ir);
+    if (rc)
+        goto out;
     rc = ml_emit_module(&ir);
     if (rc)
         goto out;

@@ -16,6 +16,7 @@ struct ml_unit {
     uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
     uint32_t regset; /* word offset into ml_ir.words */
+    uint32_t flags;  /* ML_RT_UNIT_* */
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
@@ -75,6 +76,7 @@ struct ml_ir {
     size_t nclones, capclones;
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
+    uint32_t noregion; /* all-blocks mode: the empty region set; else ML_NOSET */
 };
 
 /* Reports an error into ir->err; returns -EINVAL (or the given code). */
@@ -101,6 +103,14 @@ LLVMValueRef ml_clone_function(struct ml_ir *ir, LLVMValueRef fn, const char *na
 /* Removes debug locations and debug intrinsics from a generated function. */
 void ml_strip_debug(LLVMValueRef fn);
 int ml_can_clone(LLVMValueRef fn);
+
+/* all.c: all-blocks mode (ml_ir_opts.all). */
+/* Interns the empty region set into ir->noregion in all-blocks mode; else ML_NOSET. */
+int ml_all_setup(struct ml_ir *ir);
+/* Whether a defined function still needs its blocks counted in place (not yet instrumented). */
+int ml_all_wants(struct ml_ir *ir, LLVMValueRef fn);
+/* Marks the first block unit of a function's entry block: its count is the function's calls. */
+void ml_all_mark_entry(struct ml_ir *ir, size_t first_unit);
 
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);
