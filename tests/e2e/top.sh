@@ -24,13 +24,13 @@ trap cleanup EXIT
 # start_prog <dir> [wrapper...]: starts the program writing its profile into <dir>; sets $prog
 # to its pid once it has published /dev/shm/memlens.<pid>.
 start_prog() {
-    local dir=$1 i
+    local dir=$1 _
     shift
     mkdir -p "$dir" && chmod 777 "$dir"
     MEMLENS_OUT=$dir "$@" "$ML_TMP/topthr.ml" $n "$dir/stop" >"$dir/stdout" 2>"$dir/stderr" &
     prog=$!
     pids+=("$prog")
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         [ -e /dev/shm/memlens.$prog ] && return 0
         sleep 0.05
     done
@@ -136,7 +136,7 @@ expect_refusal "bad interval" \
 # A publication file left by another process (a killed one whose pid was reused).
 if start_prog "$ML_TMP/stale"; then
     cp /dev/shm/memlens.$prog /dev/shm/memlens.$plain
-    stale+=(/dev/shm/memlens.$plain)
+    stale+=("/dev/shm/memlens.$plain")
     expect_refusal "stale file" "memlens: process $plain is not profiled by memlens \
 (/dev/shm/memlens.$plain is stale: written by process $prog)" "$TOP" top -n 1 $plain
     rm -f /dev/shm/memlens.$plain

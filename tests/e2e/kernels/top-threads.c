@@ -1,4 +1,4 @@
-/* memlens top test program: two threads copy their own heap arrays in region "top_copy" until a stop file appears. */
+/* memlens top test program: two threads copy in region "top_copy" until a stop file appears. */
 #include <memlens.h>
 #include <pthread.h>
 #include <stdio.h>
