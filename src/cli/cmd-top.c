@@ -189,13 +189,24 @@ static void print_csv(FILE *f, const struct ml_report *r, const struct row *rows
     }
 }
 
+/* Borrowed times, and the bandwidths computed from them, in parentheses as in the report. */
+static const char *paren(char *buf, const char *s, int borrowed)
+{
+    if (borrowed && strcmp(s, "-"))
+        snprintf(buf, ML_REPORT_CELL, "(%s)", s);
+    else
+        snprintf(buf, ML_REPORT_CELL, "%s", s);
+    return buf;
+}
+
 static void print_table(FILE *f, const struct ml_report *r, const struct row *rows, size_t n,
                         size_t max_rows)
 {
     const struct ml_profile *d = r->prof;
     size_t wname = 6;
     char a[ML_REPORT_CELL], b[ML_REPORT_CELL], c[ML_REPORT_CELL], e[ML_REPORT_CELL],
-        g[ML_REPORT_CELL], h[ML_REPORT_CELL];
+        g[ML_REPORT_CELL], h[ML_REPORT_CELL], t[ML_REPORT_CELL], t2[ML_REPORT_CELL],
+        t3[ML_REPORT_CELL];
 
     if (n > max_rows)
         n = max_rows;
@@ -211,9 +222,10 @@ static void print_table(FILE *f, const struct ml_report *r, const struct row *ro
         fprintf(f, "  %-*s  %6u  %7u  %6s  %9s  %9s  %9s  %8s  %8s\n", (int)wname,
                 ml_profile_str(d, d->regions[w->region]), d->threads[w->thread].index,
                 d->threads[w->thread].tid, ml_report_fmt_count(a, w->entries),
-                ml_report_fmt_time(b, w->seconds, w->borrowed), ml_report_fmt_bytes(c, w->rd),
-                ml_report_fmt_bytes(e, w->wr), ml_report_fmt_gbs(g, gbs_of(w->rd, w), w->borrowed),
-                ml_report_fmt_gbs(h, gbs_of(w->wr, w), w->borrowed));
+                paren(b, ml_report_fmt_time(t, w->seconds), w->borrowed),
+                ml_report_fmt_bytes(c, w->rd), ml_report_fmt_bytes(e, w->wr),
+                paren(g, ml_report_fmt_gbs(t2, gbs_of(w->rd, w)), w->borrowed),
+                paren(h, ml_report_fmt_gbs(t3, gbs_of(w->wr, w)), w->borrowed));
     }
     if (!n)
         fputs("  (no region ran in this interval)\n", f);
@@ -364,7 +376,7 @@ int cmd_top(int argc, char **argv)
             fprintf(stdout,
                     "memlens top  pid %d (%s)  %" PRIu64 " thread%s  frame %u  interval %s\n",
                     (int)pid, name, d->nthreads, d->nthreads == 1 ? "" : "s", frame,
-                    ml_report_fmt_time(iv, (double)d->hdr.wall_ns / 1e9, 0));
+                    ml_report_fmt_time(iv, (double)d->hdr.wall_ns / 1e9));
             print_table(stdout, r, rows, n, interactive ? screen_rows() : n);
         }
         if (fflush(stdout) == EOF)

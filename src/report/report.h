@@ -154,15 +154,14 @@ int ml_report_top_json(FILE *f, struct ml_report *const *reps, size_t n,
                        const struct ml_report_opts *o);
 
 /*
- * The table's number formats, for other views (memlens top): each writes at
- * most ML_REPORT_CELL bytes into buf and returns buf. Counts K/M/G (10^3),
- * bytes B/KiB/MiB/GiB, times ns..s with three significant digits (negative =
- * unknown, "-"); borrowed values are shown in parentheses.
+ * The table's number formats, for other human-readable renderers: buf holds
+ * ML_REPORT_CELL bytes. Counts K/M/G (10^3), bytes B/KiB/MiB (2^10), times
+ * ns..s, GB/s; three significant digits; a negative time or rate is "-".
  */
 #define ML_REPORT_CELL 24
 const char *ml_report_fmt_count(char *buf, uint64_t v);
 const char *ml_report_fmt_bytes(char *buf, uint64_t v);
-const char *ml_report_fmt_time(char *buf, double seconds, int borrowed);
-const char *ml_report_fmt_gbs(char *buf, double gbs, int borrowed);
+const char *ml_report_fmt_time(char *buf, double seconds);
+const char *ml_report_fmt_gbs(char *buf, double gbs);
 
 #endif

@@ -502,8 +502,6 @@ int ml_report_top_table(FILE *f, struct ml_report *const *reps, size_t n,
     return ferror(f) ? -EIO : 0;
 }
 
-_Static_assert(CELL == ML_REPORT_CELL, "the exported formats share the table's cell size");
-
 const char *ml_report_fmt_count(char *buf, uint64_t v)
 {
     return fmt_count(buf, v);
@@ -514,12 +512,12 @@ const char *ml_report_fmt_bytes(char *buf, uint64_t v)
     return fmt_bytes(buf, v);
 }
 
-const char *ml_report_fmt_time(char *buf, double seconds, int borrowed)
+const char *ml_report_fmt_time(char *buf, double seconds)
 {
-    return fmt_time(buf, seconds, borrowed);
+    return fmt_time(buf, seconds, 0);
 }
 
-const char *ml_report_fmt_gbs(char *buf, double gbs, int borrowed)
+const char *ml_report_fmt_gbs(char *buf, double gbs)
 {
-    return fmt_gbs(buf, gbs, borrowed);
+    return fmt_gbs(buf, gbs, 0);
 }

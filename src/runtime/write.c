@@ -417,6 +417,9 @@ void ml_rt_write_profile(int from_signal)
     write_strtab(&w, &b);
     write_tables(&w, &b);
     write_entries(&w);
+    /* Before the threads: threads still running then keep counting, so the final snapshot
+       never exceeds the THREAD records. */
+    ml_rt_timeline_write(&w, locked, now);
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
         write_exact(&w, t);

@@ -21,6 +21,7 @@ class Profile:
         off, end = 64, False
         self.exact = {}
         self.entries = ()
+        self.timeline = None
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -49,6 +50,8 @@ class Profile:
                 tid, idx, nu, _ = struct.unpack_from('<IIQQ', d, p)
                 ex = struct.unpack_from('<%dQ' % (nu * 6), d, p + 24)
                 self.exact[idx] = [ex[i * 6:i * 6 + 6] for i in range(nu)]
+            elif t == 10:
+                self.timeline = self._timeline(d, p, ln)
             off = p + ln
         assert end, '%s: no end record' % path
         self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode()
@@ -57,6 +60,30 @@ class Profile:
         for u in self.units:
             n = regsets[u[5]]
             self.unit_regions.append(set(regsets[u[5] + 1:u[5] + 1 + n]))
+
+    @staticmethod
+    def _timeline(d, p, ln):
+        """TIMELINE: header, then per snapshot (tick, npoints) and npoints points."""
+        interval, requested, nsnaps, flags, _ = struct.unpack_from('<QQQII', d, p)
+        q, snaps = p + 32, []
+        for _ in range(nsnaps):
+            tick, npts = struct.unpack_from('<QQ', d, q)
+            q += 16
+            pts = {}
+            for _ in range(npts):
+                th, rg, e, tk, rd, wr, ins = struct.unpack_from('<II5Q', d, q)
+                q += 48
+                pts[(th, rg)] = {'entries': e, 'ticks': tk, 'bytes_read': rd,
+                                 'bytes_written': wr, 'instructions': ins}
+            snaps.append((tick, pts))
+        assert q == p + ln, 'timeline length'
+        return {'interval_ns': interval, 'requested_ns': requested, 'flags': flags,
+                'snaps': snaps}
+
+    def series(self, region, thread):
+        """Timeline of one region on one thread index: [(tick, point or None)] per snapshot."""
+        r = self.region_id(region)
+        return [(tick, pts.get((thread, r))) for tick, pts in self.timeline['snaps']]
 
     def region_id(self, name):
         return self.regions.index(name)

@@ -645,10 +645,10 @@ out:
     return rc;
 }
 
-static void emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
+static LLVMValueRef emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
 {
     LLVMValueRef args[2] = {ir->desc_ph, LLVMConstInt(ir->t_i32, region, 0)};
-    LLVMBuildCall2(ir->b, ir->ty_enter, fn, args, 2, "");
+    return LLVMBuildCall2(ir->b, fn == ir->f_exit ? ir->ty_exit : ir->ty_enter, fn, args, 2, "");
 }
 
 /* Redirects edge p->s through a new block that closes regions; fixes the phis of s. */
@@ -687,6 +687,7 @@ static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned 
             }
             LLVMAddIncoming(np, &v, &b, 1);
         }
+        LLVMSetMetadata(np, ir->md_id, LLVMGetMetadata(phi, ir->md_id));
         LLVMReplaceAllUsesWith(phi, np);
         {
             size_t len;
@@ -718,6 +719,66 @@ static int block_has_marker(const struct fwork *w, LLVMBasicBlockRef bb)
     return 0;
 }
 
+/*
+ * In a versioned function the code switches copies at BEGIN sites, so blocks
+ * may share a counter only when no BEGIN site lies between them: one
+ * execution then runs all of them in the same copy. For each class, walks the
+ * paths from its leader to its last member within one iteration of their loop
+ * and marks the class unshared when one passes a block holding a BEGIN.
+ */
+static int unshared_classes(const struct fwork *w, const struct ml_cfg *cfg, const int *class_of,
+                            const unsigned *leaders, unsigned nclasses, unsigned char *unshared)
+{
+    unsigned char *has_begin = calloc(w->nb + 1, 1), *seen = calloc(w->nb + 1, 1);
+    unsigned *last = calloc(nclasses + 1, sizeof(*last)),
+             *stack = calloc(w->nb + 1, sizeof(*stack));
+    int rc = 0;
+
+    if (!has_begin || !seen || !last || !stack) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < w->nmarkers; i++) {
+        int b = block_index(w, LLVMGetInstructionParent(w->markers[i].call));
+        if (b >= 0 && w->markers[i].begin)
+            has_begin[b] = 1;
+    }
+    for (unsigned c = 0; c < nclasses; c++)
+        last[c] = leaders[c];
+    for (unsigned b = 0; b < w->nb; b++)
+        if (class_of[b] >= 0 && cfg->dom_pre[b] > cfg->dom_pre[last[class_of[b]]])
+            last[class_of[b]] = b;
+    for (unsigned c = 0; c < nclasses; c++) {
+        unsigned a = leaders[c], n = 0;
+        int l = cfg->loop_of[a];
+        if (last[c] == a)
+            continue;
+        memset(seen, 0, w->nb);
+        stack[n++] = a;
+        seen[a] = 1;
+        while (n && !unshared[c]) {
+            unsigned x = stack[--n];
+            if (x != a && has_begin[x])
+                unshared[c] = 1;
+            if (x == last[c])
+                continue;
+            for (unsigned k = cfg->succ_off[x]; k < cfg->succ_off[x + 1]; k++) {
+                unsigned s = cfg->succ[k];
+                if (seen[s] || (l >= 0 && (s == cfg->loops[l].header || !loop_contains(cfg, l, s))))
+                    continue;
+                seen[s] = 1;
+                stack[n++] = s;
+            }
+        }
+    }
+out:
+    free(has_begin);
+    free(seen);
+    free(last);
+    free(stack);
+    return rc;
+}
+
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
@@ -726,8 +787,9 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
     int *class_of = NULL;
     unsigned *leaders = NULL;
+    unsigned char *unshared = NULL;
     size_t first_unit;
-    int rc;
+    int rc, nclasses;
 
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
@@ -745,7 +807,12 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         rc = -ENOMEM;
         goto out;
     }
-    ml_cfg_equiv_classes(&cfg, class_of, leaders);
+    nclasses = ml_cfg_equiv_classes(&cfg, class_of, leaders);
+    unshared = calloc((size_t)(nclasses > 0 ? nclasses : 0) + 1, 1);
+    if (nclasses < 0 || !unshared) {
+        rc = -ENOMEM;
+        goto out;
+    }
     w.local = calloc(w.nmarkers + 1, sizeof(*w.local));
     if (!w.local) {
         rc = -ENOMEM;
@@ -758,14 +825,25 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     rc = region_dataflow(&w, &cfg);
     if (rc)
         goto out;
+    if (job->versioned && !job->plain) {
+        rc = unshared_classes(&w, &cfg, class_of, leaders, (unsigned)nclasses, unshared);
+        if (rc)
+            goto out;
+    }
 
-    /* Count every segment whose region set is non-empty (every segment in all-blocks mode). */
+    /*
+     * Count every segment whose region set is non-empty (every segment in all-blocks mode);
+     * the plain copy counts nothing.
+     */
     first_unit = ir->nunits;
-    for (unsigned b = 0; b < w.nb; b++) {
+    for (unsigned b = 0; b < w.nb && !job->plain; b++) {
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
         int reachable = cfg.rpo_num[b] >= 0, whole = !block_has_marker(&w, bb);
+
+        if (reachable && unshared[class_of[b]])
+            whole = 0;
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -849,13 +927,19 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         }
     }
 
-    /* Markers become runtime calls on this module's descriptor. */
+    /* Markers become runtime calls on this module's descriptor; the id pairs the copies. */
     for (size_t i = 0; i < w.nmarkers; i++) {
+        LLVMValueRef fn = !w.markers[i].begin ? ir->f_exit
+                          : job->versioned    ? ir->f_enter
+                                              : ir->f_enter_always;
+        LLVMValueRef call;
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
-        emit_marker_call(ir, w.markers[i].begin ? ir->f_enter : ir->f_exit, w.markers[i].region);
+        call = emit_marker_call(ir, fn, w.markers[i].region);
+        LLVMSetMetadata(call, ir->md_id, LLVMGetMetadata(w.markers[i].call, ir->md_id));
         LLVMInstructionEraseFromParent(w.markers[i].call);
     }
 out:
+    free(unshared);
     free(active);
     free(class_of);
     free(leaders);
@@ -869,7 +953,7 @@ static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, const char
 {
     if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
-    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src};
+    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src, 0, 0};
     return 0;
 }
 
@@ -957,6 +1041,7 @@ static void ir_free(struct ml_ir *ir)
     free(ir->calls);
     free(ir->work);
     free(ir->clones);
+    free(ir->versions);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     if (ir->b)
@@ -977,15 +1062,17 @@ static void setup_types(struct ml_ir *ir)
     ir->t_i64p = LLVMPointerType(ir->t_i64, 0);
     params[0] = ir->t_i8p;
     params[1] = ir->t_i32;
-    ir->ty_enter = LLVMFunctionType(ir->t_void, params, 2, 0);
+    ir->ty_enter = LLVMFunctionType(ir->t_i32, params, 2, 0);
+    ir->ty_exit = LLVMFunctionType(ir->t_void, params, 2, 0);
+    ir->md_id = LLVMGetMDKindIDInContext(ir->ctx, "memlens.id", 10);
 }
 
-static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name)
+static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name, LLVMTypeRef ty)
 {
     LLVMValueRef f = LLVMGetNamedFunction(ir->m, name);
 
     if (!f) {
-        f = LLVMAddFunction(ir->m, name, ir->ty_enter);
+        f = LLVMAddFunction(ir->m, name, ty);
         LLVMAddAttributeAtIndex(
             f, LLVMAttributeFunctionIndex,
             LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
@@ -1012,8 +1099,9 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
-    ir.f_enter = runtime_fn(&ir, "__memlens_enter");
-    ir.f_exit = runtime_fn(&ir, "__memlens_exit");
+    ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
+    ir.f_enter_always = runtime_fn(&ir, "__memlens_enter_always", ir.ty_enter);
+    ir.f_exit = runtime_fn(&ir, "__memlens_exit", ir.ty_exit);
     if (o && o->exact) {
         LLVMTypeRef p[5] = {ir.t_i8p, ir.t_i32, ir.t_i8p, ir.t_i64, ir.t_i32};
         ir.ty_access = LLVMFunctionType(ir.t_void, p, 5, 0);
@@ -1048,6 +1136,25 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
             goto out;
         }
+        /*
+         * Sampling: a plain copy runs the executions the runtime does not measure. Not in
+         * all-blocks mode, where code outside regions is counted too.
+         */
+        if (!(ir.o && ir.o->all) && ml_version_supported(fn)) {
+            LLVMValueRef plain = NULL;
+            if (ml_version_prepare(&ir, fn, &plain) ||
+                grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
+                     sizeof(*ir.versions)) ||
+                ml_ptrmap_put(&ir.generated, plain, plain) ||
+                push_work(&ir, plain, ML_NOSET, name)) {
+                rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
+                goto out;
+            }
+            ir.work[ir.nwork - 2].versioned = 1;
+            ir.work[ir.nwork - 1].versioned = 1;
+            ir.work[ir.nwork - 1].plain = 1;
+            ir.versions[ir.nversions++] = (struct ml_version){fn, plain};
+        }
     }
     for (size_t i = 0; i < ir.nwork; i++) {
         struct ml_work job = ir.work[i];
@@ -1061,6 +1168,13 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = instrument_rest(&ir);
     if (rc)
         goto out;
+    for (size_t i = 0; i < ir.nversions; i++) {
+        rc = ml_version_merge(&ir, &ir.versions[i]);
+        if (rc) {
+            ml_ir_fail(&ir, rc, "out of memory");
+            goto out;
+        }
+    }
     rc = ml_emit_module(&ir);
     if (rc)
         goto out;
@@ -1068,8 +1182,9 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         ml_strip_debug(ir.clones[i].fn);
     /* Templates were only ever copied from, never called. */
     for (size_t i = 0; i < ir.nwork; i++) {
-        LLVMValueRef t = ir.work[i].ctx == ML_NOSET ? ml_ptrmap_get(&ir.templates, ir.work[i].fn)
-                                                    : NULL;
+        LLVMValueRef t = ir.work[i].ctx == ML_NOSET && !ir.work[i].plain
+                             ? ml_ptrmap_get(&ir.templates, ir.work[i].fn)
+                             : NULL;
         if (t && !LLVMGetFirstUse(t))
             LLVMDeleteFunction(t);
     }
