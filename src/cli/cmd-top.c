@@ -377,6 +377,9 @@ int cmd_top(int argc, char **argv)
                     "memlens top  pid %d (%s)  %" PRIu64 " thread%s  frame %u  interval %s\n",
                     (int)pid, name, d->nthreads, d->nthreads == 1 ? "" : "s", frame,
                     ml_report_fmt_time(iv, (double)d->hdr.wall_ns / 1e9));
+            if (d->hdr.sample > 1)
+                fprintf(stdout, "  sampling: 1 in %" PRIu64 " region executions measured\n",
+                        d->hdr.sample);
             print_table(stdout, r, rows, n, interactive ? screen_rows() : n);
         }
         if (fflush(stdout) == EOF)

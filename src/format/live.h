@@ -68,6 +68,8 @@ enum ml_live_field {
     ML_LF_RS_TICKS,   /* u64: ticks of those executions */
     ML_LF_RS_START,   /* u64: tick of the open execution's entry */
     ML_LF_RS_DEPTH,   /* u32: nesting depth, 0 = not open */
+    /* struct ml_rt, continued */
+    ML_LF_RT_SAMPLE, /* u32: MEMLENS_SAMPLE, 1 in N top-level executions measured (0, 1 = all) */
     ML_LIVE_NFIELDS
 };
 

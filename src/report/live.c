@@ -589,7 +589,7 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
 {
     struct ml_profile *p = NULL;
     uint64_t *recs = NULL, addr, now, mono;
-    uint32_t nmods, nregions, nthreads = 0, cap = 0;
+    uint32_t nmods, nregions, nthreads = 0, cap = 0, sample;
     unsigned char *rsbuf = NULL;
     struct iovec *lo = NULL, *re = NULL;
     uint64_t *ptrs = NULL;
@@ -659,7 +659,9 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
     p->hdr.header_size = sizeof(p->hdr);
     p->hdr.pid = (uint32_t)l->pid;
     p->hdr.clock = l->h.clock;
-    p->hdr.sample = 1;
+    if (peek_u32(l, l->h.rt_addr, ML_LF_RT_SAMPLE, &sample) || sample < 1)
+        sample = 1;
+    p->hdr.sample = sample;
     p->hdr.wall_ns = mono - l->mono0;
     if (l->h.clock == ML_CLOCK_MONOTONIC)
         p->hdr.tsc_hz = 1000000000ull;

@@ -60,6 +60,7 @@ static void fill_offsets(uint32_t *o)
     o[ML_LF_RS_TICKS] = offsetof(struct ml_rstate, ticks);
     o[ML_LF_RS_START] = offsetof(struct ml_rstate, start);
     o[ML_LF_RS_DEPTH] = offsetof(struct ml_rstate, depth);
+    o[ML_LF_RT_SAMPLE] = offsetof(struct ml_rt, sample);
 }
 
 void ml_rt_unpublish(void)

@@ -87,6 +87,7 @@ static void build_state(void)
     ml_rt.nthreads = 2;
     ml_rt.tick0 = ml_rt_ticks() - 1000000;
     ml_rt.mono0 = ml_rt_mono_ns() - 1000000;
+    ml_rt.sample = 100;
 }
 
 static int setup(void **state)
@@ -143,6 +144,7 @@ static void test_read(void **state)
     assert_int_equal(p->threads[1].counts[1], 7);
     assert_int_equal(p->threads[1].rstats[1].entries, 1);
     assert_true(p->hdr.tsc_hz > 0);
+    assert_int_equal(p->hdr.sample, 100);
     ml_profile_free(p);
     ml_live_close(l);
 }
