@@ -435,6 +435,8 @@ static void test_entries(void **state)
               ML_SEC_ENTRIES, good, (size_t)0, ML_SEC_END, NULL, (size_t)0, -1);
     expect_bad(buf, len, "section 'entries' at offset 99 appears twice");
     free(buf);
+}
+
 /* sample() with a timeline of three snapshots over its two threads and regions. */
 static struct mlb *sample_tl(void)
 {
