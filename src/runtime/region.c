@@ -126,6 +126,7 @@ static void on_exit_write(void)
 static void on_signal(int sig)
 {
     ml_rt_write_profile(1);
+    ml_rt_unpublish();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -228,6 +229,7 @@ static void init_locked(void)
     atexit(on_exit_write);
     install_signal_handlers();
     ml_rt_timeline_start();
+    ml_rt_publish();
 }
 
 static uint32_t region_id_locked(const char *name)

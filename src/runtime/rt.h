@@ -84,4 +84,12 @@ void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now);
 /* The calling thread's record, created on first use; NULL when out of memory. */
 struct ml_thread_rec *ml_rt_self(void);
 
+/*
+ * Live view (src/runtime/publish.c, src/format/live.h): publish writes
+ * /dev/shm/memlens.<pid> once, at runtime start, and arranges its removal at
+ * exit; unpublish removes it (signal-safe, and a no-op in a fork child).
+ */
+void ml_rt_publish(void);
+void ml_rt_unpublish(void);
+
 #endif
