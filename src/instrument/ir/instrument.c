@@ -626,7 +626,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         if (!loc && LLVMGetDebugLocLine(in))
             loc = in;
     }
-    if (!any || !at)
+    if ((!any && from != to) || !at)
         goto out;
     place = own && (*holder == UINT32_MAX || !ir->units[*holder].placed);
     facts[ML_F_INCR] += adds + (place ? 1 : 0);
@@ -668,26 +668,11 @@ static void emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
     LLVMBuildCall2(ir->b, ir->ty_enter, fn, args, 2, "");
 }
 
-/* Redirects edge p->s through a new block that closes regions; fixes the phis of s. */
-static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned s,
-                        const uint32_t *regions, uint32_t n)
+/* The phis of sb receive from nb what they received from pb (once, however many edges). */
+static void redirect_phis(struct ml_ir *ir, LLVMBasicBlockRef sb, LLVMBasicBlockRef pb,
+                          LLVMBasicBlockRef nb)
 {
-    LLVMBasicBlockRef pb = w->blocks[p], sb = w->blocks[s], nb;
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(pb), first = LLVMGetFirstInstruction(sb);
-    LLVMOpcode op = LLVMGetInstructionOpcode(term);
-
-    /* Unwind and indirect edges cannot be split; the runtime closes such regions later. */
-    if (op == LLVMIndirectBr || op == LLVMCallBr || (first && LLVMIsALandingPadInst(first)))
-        return 0;
-    nb = LLVMAppendBasicBlockInContext(ir->ctx, w->fn, "memlens.exit");
-    LLVMPositionBuilderAtEnd(ir->b, nb);
-    for (uint32_t i = 0; i < n; i++)
-        emit_marker_call(ir, ir->f_exit, regions[i]);
-    LLVMBuildBr(ir->b, sb);
-    for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
-        if (LLVMGetSuccessor(term, k) == sb)
-            LLVMSetSuccessor(term, k, nb);
-    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
+    for (LLVMValueRef phi = LLVMGetFirstInstruction(sb); phi && LLVMIsAPHINode(phi);) {
         LLVMValueRef next = LLVMGetNextInstruction(phi), np;
         unsigned cnt = LLVMCountIncoming(phi);
         int done = 0;
@@ -716,6 +701,28 @@ static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned 
         }
         phi = next;
     }
+}
+
+/* Redirects edge p->s through a new block that closes regions; fixes the phis of s. */
+static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned s,
+                        const uint32_t *regions, uint32_t n)
+{
+    LLVMBasicBlockRef pb = w->blocks[p], sb = w->blocks[s], nb;
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(pb), first = LLVMGetFirstInstruction(sb);
+    LLVMOpcode op = LLVMGetInstructionOpcode(term);
+
+    /* Unwind and indirect edges cannot be split; the runtime closes such regions later. */
+    if (op == LLVMIndirectBr || op == LLVMCallBr || (first && LLVMIsALandingPadInst(first)))
+        return 0;
+    nb = LLVMAppendBasicBlockInContext(ir->ctx, w->fn, "memlens.exit");
+    LLVMPositionBuilderAtEnd(ir->b, nb);
+    for (uint32_t i = 0; i < n; i++)
+        emit_marker_call(ir, ir->f_exit, regions[i]);
+    LLVMBuildBr(ir->b, sb);
+    for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
+        if (LLVMGetSuccessor(term, k) == sb)
+            LLVMSetSuccessor(term, k, nb);
+    redirect_phis(ir, sb, pb, nb);
     return 0;
 }
 
@@ -733,6 +740,37 @@ static int block_has_marker(const struct fwork *w, LLVMBasicBlockRef bb)
         if (LLVMGetInstructionParent(w->markers[i].call) == bb)
             return 1;
     return 0;
+}
+
+/*
+ * Gives a preheader to each loop that lacks one but would fold with it: a new
+ * block on the edge from the header's only outside predecessor. Its branch is
+ * not the program's, so it is not counted (synth holds the new blocks).
+ */
+static int split_preheaders(struct ml_ir *ir, LLVMValueRef fn, struct ml_ptrmap *synth)
+{
+    struct ml_cfg cfg = {0};
+    int rc = ml_cfg_build(fn, &cfg), e;
+
+    for (unsigned li = 0; !rc && li < cfg.nloops; li++) {
+        LLVMBasicBlockRef hb = cfg.blocks[cfg.loops[li].header], eb, nb;
+        LLVMValueRef term;
+        if (!ml_loopfold_wants_preheader(&cfg, li, &e))
+            continue;
+        eb = cfg.blocks[e];
+        term = LLVMGetBasicBlockTerminator(eb);
+        nb = LLVMInsertBasicBlockInContext(ir->ctx, hb, "memlens.ph");
+        LLVMPositionBuilderAtEnd(ir->b, nb);
+        LLVMBuildBr(ir->b, hb);
+        for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
+            if (LLVMGetSuccessor(term, k) == hb)
+                LLVMSetSuccessor(term, k, nb);
+        redirect_phis(ir, hb, eb, nb);
+        if (ml_ptrmap_put(synth, LLVMBasicBlockAsValue(nb), nb))
+            rc = -ENOMEM;
+    }
+    ml_cfg_free(&cfg);
+    return rc;
 }
 
 /*
@@ -773,6 +811,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     uint32_t *active = NULL; /* sized after the markers have named their regions */
     struct ml_cfg cfg = {0};
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
+    struct ml_ptrmap synth;   /* preheaders made by split_preheaders */
     struct ml_loopfold lf = {0};
     int *class_of = NULL, nclasses;
     unsigned *leaders = NULL;
@@ -782,6 +821,10 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
+    ml_ptrmap_init(&synth);
+    rc = split_preheaders(ir, w.fn, &synth);
+    if (rc)
+        goto out;
     rc = fwork_build(ir, &w);
     if (rc)
         goto out;
@@ -828,6 +871,9 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
         int reachable = cfg.rpo_num[b] >= 0;
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+        /* A preheader we made: nothing of its own to count, only what it hosts. */
+        int made = ml_ptrmap_get(&synth, LLVMBasicBlockAsValue(bb)) != NULL;
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -849,7 +895,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
-                rc = count_segment(ir, from, in, at, set, job->src_name, &holder,
+                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
+                                   set, job->src_name, &holder,
                                    lf.factor[c], host == c && !hoist, in ? 0 : lf.adds[b]);
                 if (rc)
                     goto out;
@@ -939,6 +986,7 @@ out:
     ml_loopfold_free(&lf);
     ml_cfg_free(&cfg);
     ml_ptrmap_free(&holders);
+    ml_ptrmap_free(&synth);
     fwork_free(&w);
     return rc;
 }

@@ -198,6 +198,41 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
     return 0;
 }
 
+int ml_loopfold_wants_preheader(const struct ml_cfg *cfg, unsigned li, int *entry)
+{
+    const struct ml_loop *l = &cfg->loops[li];
+    unsigned h = l->header, willreturn = LLVMGetEnumAttributeKindForName("willreturn", 10);
+    const uint64_t *bp;
+    struct ml_trip t;
+    LLVMValueRef term;
+    uint64_t bv;
+    int e = -1;
+
+    *entry = -1;
+    if (l->preheader >= 0)
+        return 0;
+    for (unsigned k = cfg->pred_off[h]; k < cfg->pred_off[h + 1]; k++) {
+        unsigned p = cfg->pred[k];
+        if (cfg->rpo_num[p] < 0 || in_loop(cfg, li, p))
+            continue;
+        if (e >= 0)
+            return 0;
+        e = (int)p;
+    }
+    if (e < 0)
+        return 0;
+    term = LLVMGetBasicBlockTerminator(cfg->blocks[e]);
+    if (!term || LLVMGetInstructionOpcode(term) != LLVMBr ||
+        ml_loop_tripcount_from(cfg, li, (unsigned)e, &t) || t.kind == ML_TRIP_UNKNOWN)
+        return 0;
+    const_bound(&t, &bp, &bv);
+    if ((t.kind == ML_TRIP_RECIPE && !ml_trip_foldable(&t.rule, bp)) ||
+        !calls_return(cfg, l, willreturn))
+        return 0;
+    *entry = e;
+    return 1;
+}
+
 LLVMValueRef ml_loopfold_count(const struct ml_loopfold *lf, const struct ml_cfg *cfg, unsigned c,
                                LLVMBuilderRef b, LLVMTypeRef i64)
 {

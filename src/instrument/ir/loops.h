@@ -60,5 +60,12 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
 LLVMValueRef ml_loopfold_count(const struct ml_loopfold *lf, const struct ml_cfg *cfg, unsigned c,
                                LLVMBuilderRef b, LLVMTypeRef i64);
 void ml_loopfold_free(struct ml_loopfold *lf);
+/*
+ * Whether loop li lacks a preheader but would fold (ignoring region markers)
+ * with one split on the edge from its only outside predecessor, which ends in
+ * a br: then 1, and *entry is that predecessor. LLVM's optimiser does not keep
+ * preheaders, e.g. for the main loop of an unrolled loop.
+ */
+int ml_loopfold_wants_preheader(const struct ml_cfg *cfg, unsigned li, int *entry);
 
 #endif

@@ -202,8 +202,8 @@ static int64_t step_of(LLVMValueRef next, LLVMValueRef phi)
  * Matches x as the induction variable: a phi of the header (tests_next 0) or
  * its increment coming back from the latch (tests_next 1).
  */
-static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned latch,
-                    LLVMValueRef x, struct ml_trip *t)
+static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned entry,
+                    unsigned latch, LLVMValueRef x, struct ml_trip *t)
 {
     LLVMValueRef phi = NULL, start = NULL, next = NULL;
     LLVMBasicBlockRef hb = cfg->blocks[l->header];
@@ -223,7 +223,7 @@ static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned 
         return 0;
     for (unsigned i = 0; i < 2; i++) {
         LLVMBasicBlockRef from = LLVMGetIncomingBlock(phi, i);
-        if (from == cfg->blocks[l->preheader])
+        if (from == cfg->blocks[entry])
             start = LLVMGetIncomingValue(phi, i);
         else if (from == cfg->blocks[latch])
             next = LLVMGetIncomingValue(phi, i);
@@ -244,16 +244,26 @@ static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned 
 
 int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t)
 {
+    memset(t, 0, sizeof(*t));
+    if (li >= cfg->nloops)
+        return -EINVAL;
+    if (cfg->loops[li].preheader < 0)
+        return 0;
+    return ml_loop_tripcount_from(cfg, li, (unsigned)cfg->loops[li].preheader, t);
+}
+
+int ml_loop_tripcount_from(const struct ml_cfg *cfg, unsigned li, unsigned entry, struct ml_trip *t)
+{
     const struct ml_loop *l;
     LLVMValueRef term, cond, ops[2];
     LLVMIntPredicate pred;
     int exiting = -1, cont0;
 
     memset(t, 0, sizeof(*t));
-    if (li >= cfg->nloops)
+    if (li >= cfg->nloops || entry >= cfg->n)
         return -EINVAL;
     l = &cfg->loops[li];
-    if (l->preheader < 0 || l->nlatches != 1)
+    if (l->nlatches != 1)
         return 0;
     for (unsigned i = 0; i < l->nblocks; i++) {
         unsigned b = l->blocks[i];
@@ -279,9 +289,9 @@ int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t)
         pred = invert_pred(pred);
     ops[0] = LLVMGetOperand(cond, 0);
     ops[1] = LLVMGetOperand(cond, 1);
-    if (match_iv(cfg, l, l->latches[0], ops[0], t) && invariant(cfg, l, ops[1])) {
+    if (match_iv(cfg, l, entry, l->latches[0], ops[0], t) && invariant(cfg, l, ops[1])) {
         t->bound = ops[1];
-    } else if (match_iv(cfg, l, l->latches[0], ops[1], t) && invariant(cfg, l, ops[0])) {
+    } else if (match_iv(cfg, l, entry, l->latches[0], ops[1], t) && invariant(cfg, l, ops[0])) {
         t->bound = ops[0];
         pred = swap_pred(pred);
     } else {

@@ -61,6 +61,13 @@ int ml_trip_eval(const struct ml_trip_rule *r, uint64_t start, uint64_t bound, u
  * the result) or -EINVAL for a bad loop index.
  */
 int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t);
+/*
+ * The same for a loop without a preheader, entered only from block entry (the
+ * header's one predecessor outside the loop, which may have other successors):
+ * the answer is what the count would be with a preheader split on that edge.
+ */
+int ml_loop_tripcount_from(const struct ml_cfg *cfg, unsigned li, unsigned entry,
+                           struct ml_trip *t);
 
 /*
  * Whether ml_trip_build gives the exact count for every execution of a loop
