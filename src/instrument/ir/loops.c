@@ -66,24 +66,79 @@ static void const_bound(const struct ml_trip *t, const uint64_t **p, uint64_t *v
     }
 }
 
-/* Whether loop li's count can be computed at the end of loop lo's preheader. */
-static int inputs_invariant(const struct ml_cfg *cfg, const struct ml_trip *t, unsigned lo)
+/* Whether v can be used at the end of block a: a constant, an argument, or defined in a
+ * block that dominates a. */
+static int available(const struct ml_cfg *cfg, LLVMValueRef v, unsigned a)
 {
-    LLVMValueRef v[2] = {t->start, t->bound};
+    int b;
 
-    if (t->kind == ML_TRIP_CONST)
+    if (!v || LLVMIsAConstant(v) || LLVMIsAArgument(v))
         return 1;
-    for (int i = 0; i < 2; i++) {
-        int b;
-        if (LLVMIsAConstant(v[i]) || LLVMIsAArgument(v[i]))
+    if (!LLVMIsAInstruction(v))
+        return 0;
+    b = ml_cfg_index(cfg, LLVMGetInstructionParent(v));
+    return b >= 0 && ml_cfg_dominates(cfg, (unsigned)b, a);
+}
+
+/* The values the factor of class c's link reads, all available at the end of block a. */
+static int link_available(const struct ml_cfg *cfg, const struct ml_loopfold *lf, unsigned c,
+                          unsigned a)
+{
+    const struct ml_trip *t;
+
+    if (lf->guard[c] >= 0)
+        return available(cfg, lf->cond[c], a);
+    t = &lf->trips[lf->link[c]];
+    return t->kind == ML_TRIP_CONST || (available(cfg, t->start, a) && available(cfg, t->bound, a));
+}
+
+static int has_link(const struct ml_loopfold *lf, unsigned c)
+{
+    return lf->link[c] >= 0 || lf->guard[c] >= 0;
+}
+
+/* The class whose executions c's link multiplies: the preheader's or the guard's. */
+static unsigned link_next(const struct ml_cfg *cfg, const struct ml_loopfold *lf, unsigned c)
+{
+    if (lf->guard[c] >= 0)
+        return (unsigned)lf->class_of[lf->guard[c]];
+    return (unsigned)lf->class_of[cfg->loops[lf->link[c]].preheader];
+}
+
+/*
+ * A block x whose only predecessor g ends in a conditional br on a value that
+ * does not change in g's loop runs [cond] times per execution of g. Linking
+ * x's class to g lets a chain pass an invariant guard, such as the "k > 0"
+ * test clang leaves inside an outer loop in front of an inner loop.
+ */
+static void link_guards(const struct ml_cfg *cfg, const uint32_t *set_of,
+                        const unsigned char *marked, struct ml_loopfold *lf)
+{
+    for (unsigned i = 0; i < cfg->nrpo; i++) {
+        unsigned g = cfg->rpo[i];
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(cfg->blocks[g]), cond;
+        int l = cfg->loop_of[g];
+        if (l < 0 || marked[g] || !has_link(lf, (unsigned)lf->class_of[g]) || !term ||
+            LLVMGetInstructionOpcode(term) != LLVMBr || !LLVMIsConditional(term) ||
+            LLVMGetSuccessor(term, 0) == LLVMGetSuccessor(term, 1))
             continue;
-        if (!LLVMIsAInstruction(v[i]))
-            return 0;
-        b = ml_cfg_index(cfg, LLVMGetInstructionParent(v[i]));
-        if (b < 0 || in_loop(cfg, lo, (unsigned)b))
-            return 0;
+        cond = LLVMGetCondition(term);
+        if (!available(cfg, cond, (unsigned)cfg->loops[l].header) ||
+            (LLVMIsAInstruction(cond) &&
+             in_loop(cfg, (unsigned)l,
+                     (unsigned)ml_cfg_index(cfg, LLVMGetInstructionParent(cond)))))
+            continue;
+        for (unsigned k = 0; k < 2; k++) {
+            int x = ml_cfg_index(cfg, LLVMGetSuccessor(term, k));
+            if (x < 0 || cfg->pred_off[x + 1] - cfg->pred_off[x] != 1 || lf->class_of[x] < 0 ||
+                has_link(lf, (unsigned)lf->class_of[x]) || cfg->loop_of[x] != l || marked[x] ||
+                set_of[x] != set_of[g])
+                continue;
+            lf->guard[lf->class_of[x]] = (int)g;
+            lf->cond[lf->class_of[x]] = cond;
+            lf->minus[lf->class_of[x]] = (unsigned char)k; /* 1: taken when cond is false */
+        }
     }
-    return 1;
 }
 
 static void link_loop(const struct ml_cfg *cfg, const int *class_of, unsigned li,
@@ -133,8 +188,10 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
     lf->minus = calloc(nclasses + 1, 1);
     lf->adds = calloc(cfg->n + 1, sizeof(*lf->adds));
     lf->trips = calloc(cfg->nloops + 1, sizeof(*lf->trips));
+    lf->guard = calloc(nclasses + 1, sizeof(*lf->guard));
+    lf->cond = calloc(nclasses + 1, sizeof(*lf->cond));
     if (!lf->host || !lf->factor || !lf->anchor || !lf->chain || !lf->link || !lf->minus ||
-        !lf->adds || !lf->trips) {
+        !lf->adds || !lf->trips || !lf->guard || !lf->cond) {
         ml_loopfold_free(lf);
         return -ENOMEM;
     }
@@ -143,6 +200,7 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
         lf->factor[c] = 1;
         lf->anchor[c] = -1;
         lf->link[c] = -1;
+        lf->guard[c] = -1;
     }
     for (unsigned li = 0; li < cfg->nloops; li++) {
         struct ml_trip *t = &lf->trips[li];
@@ -161,6 +219,7 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
     skip:
         memset(t, 0, sizeof(*t));
     }
+    link_guards(cfg, set_of, marked, lf);
     for (unsigned c = 0; c < nclasses; c++) {
         unsigned cur = c;
         uint64_t f = 1;
@@ -175,25 +234,26 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
             lf->factor[c] = f;
             continue;
         }
-        if (lf->link[c] < 0)
-            continue;
-        /* Its own counter, added to once per entry into the outermost loop the inputs allow. */
-        lf->chain[c] = 1;
-        lf->anchor[c] = cfg->loops[lf->link[c]].preheader;
-        cur = (unsigned)class_of[lf->anchor[c]];
-        while (lf->link[cur] >= 0) {
-            unsigned lo = (unsigned)lf->link[cur], k = c, ok = 1;
-            for (unsigned i = 0; i < lf->chain[c] && ok; i++) {
-                ok = inputs_invariant(cfg, &lf->trips[lf->link[k]], lo);
-                k = (unsigned)class_of[cfg->loops[lf->link[k]].preheader];
-            }
+        /*
+         * Its own counter, added to once per entry into the outermost loop whose preheader
+         * every factor of the chain can be computed in (guards are passed, never anchors).
+         */
+        for (unsigned k = c, len = 0; has_link(lf, k); k = link_next(cfg, lf, k)) {
+            unsigned a, j = c;
+            int ok = 1;
+            len++;
+            if (lf->link[k] < 0)
+                continue;
+            a = (unsigned)cfg->loops[lf->link[k]].preheader;
+            for (unsigned i = 0; i < len && ok; i++, j = link_next(cfg, lf, j))
+                ok = link_available(cfg, lf, j, a);
             if (!ok)
                 break;
-            lf->chain[c]++;
-            lf->anchor[c] = cfg->loops[lo].preheader;
-            cur = (unsigned)class_of[lf->anchor[c]];
+            lf->anchor[c] = (int)a;
+            lf->chain[c] = len;
         }
-        lf->adds[lf->anchor[c]]++;
+        if (lf->anchor[c] >= 0)
+            lf->adds[lf->anchor[c]]++;
     }
     return 0;
 }
@@ -239,13 +299,20 @@ LLVMValueRef ml_loopfold_count(const struct ml_loopfold *lf, const struct ml_cfg
     LLVMValueRef v = LLVMConstInt(i64, 1, 0);
     unsigned k = c;
 
-    for (unsigned i = 0; i < lf->chain[c]; i++) {
-        const struct ml_trip *t = &lf->trips[lf->link[k]];
-        LLVMValueRef n = ml_trip_build(b, t, i64);
-        if (lf->minus[k])
-            n = LLVMBuildSub(b, n, LLVMConstInt(i64, 1, 0), "");
+    for (unsigned i = 0; i < lf->chain[c]; i++, k = link_next(cfg, lf, k)) {
+        LLVMValueRef n;
+        if (lf->guard[k] >= 0) {
+            LLVMValueRef cond = lf->cond[k], one = LLVMConstInt(i64, 1, 0);
+            LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
+            if (!LLVMIsAConstant(cond))
+                cond = LLVMBuildFreeze(b, cond, "");
+            n = LLVMBuildSelect(b, cond, lf->minus[k] ? zero : one, lf->minus[k] ? one : zero, "");
+        } else {
+            n = ml_trip_build(b, &lf->trips[lf->link[k]], i64);
+            if (lf->minus[k])
+                n = LLVMBuildSub(b, n, LLVMConstInt(i64, 1, 0), "");
+        }
         v = LLVMBuildMul(b, v, n, "");
-        k = (unsigned)lf->class_of[cfg->loops[lf->link[k]].preheader];
     }
     return v;
 }
@@ -260,5 +327,7 @@ void ml_loopfold_free(struct ml_loopfold *lf)
     free(lf->minus);
     free(lf->adds);
     free(lf->trips);
+    free(lf->guard);
+    free(lf->cond);
     memset(lf, 0, sizeof(*lf));
 }

@@ -17,15 +17,18 @@
  * (willreturn). Then the class of L's header runs count(L) times per execution
  * of L's preheader, and, for a loop tested in its header, the class of the
  * header's in-loop successor (when that is its only predecessor) count(L) - 1
- * times: the class is *linked* to L.
+ * times: the class is *linked* to L. A block whose only predecessor g ends in
+ * a conditional br on a value invariant in g's loop, with g's class linked,
+ * runs [cond] times per execution of g: its class is linked to the guard g.
  *
  * Per class c:
  *   - host[c] != c: c's facts, times factor[c], belong to host[c]'s counter
  *     (c is linked to constant-count loops up to host[c]; factor <= 2^32);
  *   - host[c] == c and anchor[c] >= 0: c has its own counter, incremented not
  *     in c but at the end of block anchor[c] (a preheader) by the value that
- *     ml_loopfold_count builds there: the product of the counts of the loops
- *     from c out to anchor[c]'s loop, each of whose inputs is invariant there;
+ *     ml_loopfold_count builds there: the product of the factors (loop counts,
+ *     guard conditions) of the links from c out to anchor[c]'s loop, all of
+ *     whose inputs are available there;
  *   - otherwise c counts itself, one increment per execution.
  * adds[b] is the number of hoisted adds placed at the end of block b.
  */
@@ -37,7 +40,10 @@ struct ml_loopfold {
     int *anchor;           /* [nclasses] block index or -1 */
     unsigned *chain;       /* [nclasses] number of links from c to its anchor's loop */
     int *link;             /* [nclasses] loop the class is linked to, or -1 */
-    unsigned char *minus;  /* [nclasses] 1 if linked as count - 1 */
+    int *guard;            /* [nclasses] guard block the class is linked to, or -1 */
+    LLVMValueRef *cond;    /* [nclasses] the guard's condition */
+    unsigned char *minus;  /* [nclasses] loop: 1 if linked as count - 1; guard: 1 if taken when
+                              the condition is false */
     unsigned *adds;        /* [cfg->n] */
     struct ml_trip *trips; /* [nloops]; kind UNKNOWN when the loop is not folded */
     unsigned nfolded;      /* number of folded loops */
