@@ -35,6 +35,8 @@ static const char cc_usage[] =
     "                      implied by -flto\n"
     "    --exact           also report every access of region code with its address\n"
     "                      (slow; a check of the byte counts, see docs/regions.md)\n"
+    "    --all             count every function, not only regions (find the code\n"
+    "                      worth a region with 'memlens report --top N')\n"
     "    --verbose         print every command memlens runs\n"
     "    --keep-temps      keep the temporary directory and print its name\n"
     "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
@@ -50,7 +52,7 @@ static const char cc_usage[] =
     "See docs/cc.md.\n";
 
 static struct {
-    bool cxx, whole_program, compiled, exact;
+    bool cxx, whole_program, compiled, exact, all;
     const char *clang;
     struct ml_strv raw; /* clang arguments as given, memlens options removed */
     struct ml_cc_cmd cmd;
@@ -64,6 +66,8 @@ static bool set_option(const char *name)
         g.whole_program = true;
     else if (!strcmp(name, "exact"))
         g.exact = true;
+    else if (!strcmp(name, "all"))
+        g.all = true;
     else if (!strcmp(name, "verbose"))
         ml_cc_verbose = true;
     else if (!strcmp(name, "keep-temps"))
@@ -263,7 +267,7 @@ static void print_warning(void *ctx, const char *msg)
 
 static void instrument(const char *in, const char *out, const char *what)
 {
-    struct ml_ir_opts o = {.warn = print_warning, .exact = g.exact};
+    struct ml_ir_opts o = {.warn = print_warning, .exact = g.exact, .all = g.all};
     char err[512];
 
     if (ml_cc_verbose)

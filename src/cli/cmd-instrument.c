@@ -12,7 +12,8 @@ static const char instrument_usage[] =
     "into one module first (whole-program mode).\n"
     "\n"
     "    -o <file>   output bitcode (default: a.ml.bc)\n"
-    "    --exact     also report every access with its address (slow; for checking)\n";
+    "    --exact     also report every access with its address (slow; for checking)\n"
+    "    --all       count every function, not only region code\n";
 
 static void print_warning(void *ctx, const char *msg)
 {
@@ -34,6 +35,8 @@ int cmd_instrument(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--exact")) {
             o.exact = 1;
+        } else if (!strcmp(argv[i], "--all")) {
+            o.all = 1;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-') {

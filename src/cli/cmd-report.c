@@ -1,6 +1,7 @@
 /* memlens report: reads region profiles (.mlp) and prints per region and thread figures. */
 #include "cli/cli.h"
 #include "report/report.h"
+#include "report/timeline.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +20,12 @@ static const char report_usage[] =
     "    --csv             one CSV row per region and thread, plus a total row per region\n"
     "    --json            everything as JSON (regions, threads, not-seen calls, units)\n"
     "    --blocks          one CSV row per counting unit (function, file, line, counts)\n"
+    "    --top <n>         the n hottest functions and blocks, by bytes and by\n"
+    "                      executions (with --csv or --json: those layouts)\n"
+    "    --timeline        bandwidth per region and thread per interval (with --csv: as CSV);\n"
+    "                      needs a profile written with MEMLENS_INTERVAL=100ms\n"
+    "    --html <file>     one self-contained HTML page with the summary and SVG charts\n"
+    "                      (bytes per region, bandwidth over time); '-' for stdout\n"
     "    --region <name>   only this region (repeatable)\n"
     "    --totals          only the totals over threads\n"
     "    --threads         each thread and the totals (default)\n"
@@ -27,7 +34,7 @@ static const char report_usage[] =
     "Unreadable profiles are reported on stderr and skipped; the others are shown\n"
     "and the exit status is then 128. See docs/report.md for the layouts.\n";
 
-enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON, FMT_BLOCKS };
+enum fmt { FMT_TABLE, FMT_CSV, FMT_JSON, FMT_BLOCKS, FMT_HTML };
 
 struct paths {
     char **v;
@@ -122,6 +129,17 @@ static void check_regions(struct ml_report *const *reps, size_t n, const struct 
     }
 }
 
+/* --top: the rankings in the chosen layout. */
+static int report_top(enum fmt fmt, struct ml_report *const *reps, size_t n,
+                      const struct ml_report_opts *o)
+{
+    if (fmt == FMT_CSV)
+        return ml_report_top_csv(stdout, reps, n, o);
+    if (fmt == FMT_JSON)
+        return ml_report_top_json(stdout, reps, n, o);
+    return ml_report_top_table(stdout, reps, n, o);
+}
+
 int cmd_report(int argc, char **argv)
 {
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
@@ -130,7 +148,10 @@ int cmd_report(int argc, char **argv)
     struct ml_profile **profs;
     struct ml_report **reps;
     enum fmt fmt = FMT_TABLE;
-    int nfmt = 0, bad, i, rc;
+    struct ml_timeline **tls;
+    const char *html = NULL;
+    FILE *hf;
+    int nfmt = 0, timeline = 0, ntl = 0, bad, i, rc;
     size_t ngood = 0;
     char *dflt[] = {"memlens-out"};
 
@@ -149,10 +170,31 @@ int cmd_report(int argc, char **argv)
             fmt = FMT_JSON, nfmt++;
         } else if (!strcmp(a, "--blocks")) {
             fmt = FMT_BLOCKS, nfmt++;
+        } else if (!strcmp(a, "--timeline")) {
+            timeline = 1;
+        } else if (!strcmp(a, "--html") || !strncmp(a, "--html=", 7)) {
+            if (a[6] == '=') {
+                html = a + 7;
+            } else if (i + 1 < argc) {
+                html = argv[++i];
+            } else {
+                error("option '--html' needs an output file ('-' for stdout)");
+                usage(report_usage);
+            }
+            fmt = FMT_HTML, nfmt++;
         } else if (!strcmp(a, "--totals")) {
             o.rows = ML_REPORT_TOTALS;
         } else if (!strcmp(a, "--threads")) {
             o.rows = ML_REPORT_THREADS_AND_TOTALS;
+        } else if (!strcmp(a, "--top") || !strncmp(a, "--top=", 6)) {
+            const char *v = a[5] == '=' ? a + 6 : i + 1 < argc ? argv[++i] : NULL;
+            char *end;
+            unsigned long long k = v ? strtoull(v, &end, 10) : 0;
+            if (!v || !*v || *end || !k || v[0] == '-' || k > SIZE_MAX) {
+                error("option '--top' needs a positive number of rows, got '%s'", v ? v : "");
+                usage(report_usage);
+            }
+            o.top = (size_t)k;
         } else if (!strcmp(a, "--region") || !strncmp(a, "--region=", 9)) {
             if (a[8] == '=') {
                 names[o.nregion_names++] = a + 9;
@@ -172,8 +214,16 @@ int cmd_report(int argc, char **argv)
             break;
         }
     }
+    if (o.top && fmt == FMT_BLOCKS) {
+        error("--top ranks the blocks itself; use it without --blocks");
+        usage(report_usage);
+    }
     if (nfmt > 1) {
-        error("choose one of --csv, --json and --blocks (--json already lists the units)");
+        error("choose one of --csv, --json, --blocks and --html (--json already lists the units)");
+        usage(report_usage);
+    }
+    if (timeline && (fmt == FMT_JSON || fmt == FMT_BLOCKS)) {
+        error("--timeline goes with the table or --csv (--html always has the timeline)");
         usage(report_usage);
     }
     o.regions = names;
@@ -181,7 +231,8 @@ int cmd_report(int argc, char **argv)
     bad = i < argc ? collect(&ps, argc - i, argv + i, 1) : collect(&ps, 1, dflt, 0);
     profs = calloc(ps.n + 1, sizeof(*profs));
     reps = calloc(ps.n + 1, sizeof(*reps));
-    if (!profs || !reps)
+    tls = calloc(ps.n + 1, sizeof(*tls));
+    if (!profs || !reps || !tls)
         die("out of memory");
     for (size_t k = 0; k < ps.n; k++) {
         char err[256] = "";
@@ -195,6 +246,9 @@ int cmd_report(int argc, char **argv)
             bad++;
             continue;
         }
+        if (ml_timeline_build(reps[ngood], &tls[ngood]))
+            die("out of memory");
+        ntl += tls[ngood] != NULL;
         ngood++;
     }
     if (!ngood) {
@@ -203,10 +257,25 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     check_regions(reps, ngood, &o);
+    if (timeline && !ntl)
+        die("no timeline in the profiles; run the program with MEMLENS_INTERVAL=100ms");
 
+    if (o.top) {
+        rc = report_top(fmt, reps, ngood, &o);
+        goto written;
+    }
     switch (fmt) {
     case FMT_CSV:
-        rc = ml_report_csv(stdout, reps, ngood, &o);
+        rc = timeline ? ml_report_timeline_csv(stdout, reps, tls, ngood, &o)
+                      : ml_report_csv(stdout, reps, ngood, &o);
+        break;
+    case FMT_HTML:
+        hf = strcmp(html, "-") ? fopen(html, "w") : stdout;
+        if (!hf)
+            die("cannot write '%s': %s", html, strerror(errno));
+        rc = ml_report_html(hf, reps, tls, ngood, &o);
+        if (hf != stdout && fclose(hf) && !rc)
+            rc = -EIO;
         break;
     case FMT_JSON:
         rc = ml_report_json(stdout, reps, ngood, &o);
@@ -215,9 +284,11 @@ int cmd_report(int argc, char **argv)
         rc = ml_report_blocks_csv(stdout, reps, ngood, &o);
         break;
     default:
-        rc = ml_report_table(stdout, reps, ngood, &o);
+        rc = timeline ? ml_report_timeline_table(stdout, reps, tls, ngood, &o)
+                      : ml_report_table(stdout, reps, ngood, &o);
         break;
     }
+written:
     if (rc)
         die("cannot write the report: %s", strerror(-rc));
     if (bad)
@@ -225,6 +296,7 @@ int cmd_report(int argc, char **argv)
               ngood + (size_t)bad);
 out:
     for (size_t k = 0; k < ngood; k++) {
+        ml_timeline_free(tls[k]);
         ml_report_free(reps[k]);
         ml_profile_free(profs[k]);
     }
@@ -233,6 +305,7 @@ out:
     free(ps.v);
     free(profs);
     free(reps);
+    free(tls);
     free(names);
     return bad || !ngood ? 128 : 0;
 }

@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 static const char run_usage[] =
-    "usage: memlens run [-o <dir>] [-q] [--] <program> [<args>...]\n"
+    "usage: memlens run [-o <dir>] [-i <interval>] [-q] [--] <program> [<args>...]\n"
     "\n"
     "Runs a program built with memlens-cc and lists the profiles it wrote.\n"
     "\n"
     "    -o, --output <dir>   profile directory (sets MEMLENS_OUT; default ./memlens-out)\n"
+    "    -i, --interval <t>   timeline snapshot every t, e.g. 100ms (sets MEMLENS_INTERVAL;\n"
+    "                         units ns, us, ms, s); see 'memlens report --timeline'\n"
     "    -q, --quiet          do not list the profiles afterwards\n"
     "\n"
     "The program's exit status is passed through.\n";
@@ -68,6 +70,9 @@ int cmd_run(int argc, char **argv)
             return 0;
         } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
             out = argv[++i];
+        } else if ((!strcmp(argv[i], "-i") || !strcmp(argv[i], "--interval")) && i + 1 < argc) {
+            if (setenv("MEMLENS_INTERVAL", argv[++i], 1))
+                die("cannot set MEMLENS_INTERVAL: %s", strerror(errno));
         } else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
             quiet = 1;
         } else if (argv[i][0] == '-') {

@@ -65,6 +65,29 @@ int ml_pw_finish(struct ml_pw *w)
     return w->err;
 }
 
+size_t ml_tl_halve(void *buf, size_t len, uint64_t *nsnaps)
+{
+    unsigned char *b = buf;
+    size_t rd = 0, wr = 0;
+    uint64_t n = *nsnaps, kept = 0;
+
+    for (uint64_t i = 0; i < n && rd < len; i++) {
+        struct ml_prof_tl_snap s;
+        size_t sz;
+
+        memcpy(&s, b + rd, sizeof(s));
+        sz = sizeof(s) + s.npoints * sizeof(struct ml_prof_tl_point);
+        if (i % 2 == 0 || i == n - 1) {
+            memmove(b + wr, b + rd, sz);
+            wr += sz;
+            kept++;
+        }
+        rd += sz;
+    }
+    *nsnaps = kept;
+    return wr;
+}
+
 /* ---- reader ---- */
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -81,8 +104,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 
 static const char *sec_name(uint32_t type)
 {
-    static const char *const names[] = {"end",   "strtab", "meta",   "regions", "regsets",
-                                        "units", "calls",  "thread", "modules", "exact"};
+    if (type == ML_SEC_ENTRIES)
+        return "entries";
+    static const char *const names[] = {"end",   "strtab", "meta",    "regions", "regsets", "units",
+                                        "calls", "thread", "modules", "exact",   "timeline"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -107,6 +132,21 @@ static int regset_ok(const struct ml_profile *p, uint32_t off)
 }
 
 /* Checks cross-references once every section is known. */
+/* Entry units exist, are block units (a count of bytes is no count of calls) and ascend. */
+static int check_entries(const struct ml_profile *p, char *err, size_t errlen)
+{
+    for (uint64_t i = 0; i < p->nentries; i++) {
+        uint32_t u = p->entries[i];
+        if (u >= p->nunits || p->units[u].kind != ML_UNIT_BLOCK)
+            return fail(err, errlen, "entry %llu names unit %u, which is not a block unit",
+                        (unsigned long long)i, u);
+        if (i && u <= p->entries[i - 1])
+            return fail(err, errlen, "entry %llu (unit %u) is not above the previous one",
+                        (unsigned long long)i, u);
+    }
+    return 0;
+}
+
 static int check_refs(struct ml_profile *p, char *err, size_t errlen)
 {
     for (uint64_t i = 0; i < p->nmeta * 2; i++)
@@ -143,6 +183,78 @@ static int check_refs(struct ml_profile *p, char *err, size_t errlen)
         if (p->calls[i].unit >= p->nunits || !str_ok(p, p->calls[i].callee))
             return fail(err, errlen, "call record %llu names a bad unit or string",
                         (unsigned long long)i);
+    return check_entries(p, err, errlen);
+    for (uint64_t i = 0; p->timeline && i < p->timeline->nsnaps; i++) {
+        const struct ml_profile_snap *sn = &p->snaps[i];
+        for (uint64_t k = 0; k < sn->npoints; k++) {
+            const struct ml_prof_tl_point *pt = &sn->points[k];
+            if (pt->region >= p->nregions || ml_profile_thread_pos(p, pt->thread) < 0)
+                return fail(err, errlen,
+                            "timeline snapshot %llu point %llu names thread %u and region %u, "
+                            "which do not exist",
+                            (unsigned long long)i, (unsigned long long)k, pt->thread, pt->region);
+        }
+    }
+    return 0;
+}
+
+/*
+ * Sizes the snapshots of a TIMELINE section (cross-references are checked
+ * once every section is known): the lengths must add up exactly, ticks must
+ * not decrease and points must be sorted by (thread, region) within a snapshot.
+ */
+static int add_timeline(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
+                        char *err, size_t errlen)
+{
+    const struct ml_prof_timeline *tl = (const struct ml_prof_timeline *)q;
+    uint64_t pos = sizeof(*tl), prev_tick = 0;
+
+    if (len < sizeof(*tl))
+        return fail(err, errlen, "timeline at offset %llu is too short", (unsigned long long)off);
+    if (tl->nsnaps > (len - sizeof(*tl)) / sizeof(struct ml_prof_tl_snap))
+        return fail(err, errlen, "timeline at offset %llu claims %llu snapshots in %llu bytes",
+                    (unsigned long long)off, (unsigned long long)tl->nsnaps,
+                    (unsigned long long)len);
+    p->snaps = calloc(tl->nsnaps + 1, sizeof(*p->snaps));
+    if (!p->snaps) {
+        if (errlen)
+            snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (uint64_t i = 0; i < tl->nsnaps; i++) {
+        const struct ml_prof_tl_snap *sn;
+        const struct ml_prof_tl_point *pts;
+
+        if (len - pos < sizeof(*sn))
+            return fail(err, errlen, "timeline at offset %llu: snapshot %llu is cut short",
+                        (unsigned long long)off, (unsigned long long)i);
+        sn = (const struct ml_prof_tl_snap *)(q + pos);
+        pos += sizeof(*sn);
+        if (sn->npoints > (len - pos) / sizeof(*pts))
+            return fail(err, errlen,
+                        "timeline at offset %llu: snapshot %llu claims %llu points, "
+                        "only %llu bytes remain",
+                        (unsigned long long)off, (unsigned long long)i,
+                        (unsigned long long)sn->npoints, (unsigned long long)(len - pos));
+        if (sn->tick < prev_tick)
+            return fail(err, errlen, "timeline at offset %llu: snapshot %llu goes back in time",
+                        (unsigned long long)off, (unsigned long long)i);
+        pts = (const struct ml_prof_tl_point *)(q + pos);
+        for (uint64_t k = 1; k < sn->npoints; k++)
+            if (pts[k].thread < pts[k - 1].thread ||
+                (pts[k].thread == pts[k - 1].thread && pts[k].region <= pts[k - 1].region))
+                return fail(err, errlen,
+                            "timeline at offset %llu: snapshot %llu point %llu is out of order",
+                            (unsigned long long)off, (unsigned long long)i, (unsigned long long)k);
+        p->snaps[i].tick = prev_tick = sn->tick;
+        p->snaps[i].npoints = sn->npoints;
+        p->snaps[i].points = pts;
+        pos += sn->npoints * sizeof(*pts);
+    }
+    if (pos != len)
+        return fail(err, errlen, "timeline at offset %llu has %llu bytes after its last snapshot",
+                    (unsigned long long)off, (unsigned long long)(len - pos));
+    p->timeline = tl;
     return 0;
 }
 
@@ -212,7 +324,8 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                         sec_name(s.type), (unsigned long long)off, (unsigned long long)s.length,
                         (unsigned long long)(len - off - sizeof(s)));
         /* Only the tables must be unique; per-thread and unknown sections may repeat. */
-        if (s.type >= ML_SEC_STRTAB && s.type <= ML_SEC_MODULES && s.type != ML_SEC_THREAD) {
+        if ((s.type >= ML_SEC_STRTAB && s.type <= ML_SEC_MODULES && s.type != ML_SEC_THREAD) ||
+            s.type == ML_SEC_TIMELINE) {
             if (seen & (1u << s.type))
                 return fail(err, errlen, "section '%s' at offset %llu appears twice",
                             sec_name(s.type), (unsigned long long)off);
@@ -221,6 +334,9 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                 return fail(err, errlen, "section '%s' at offset %llu comes after a thread record",
                             sec_name(s.type), (unsigned long long)off);
         }
+        if (s.type == ML_SEC_ENTRIES && (seen & (1u << ML_SEC_ENTRIES)))
+            return fail(err, errlen, "section 'entries' at offset %llu appears twice",
+                        (unsigned long long)off);
         if (s.type < 32)
             seen |= 1u << s.type;
         q = dst;
@@ -278,8 +394,20 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
             p->modules = (const struct ml_prof_module *)q;
             p->nmodules = s.length / sizeof(struct ml_prof_module);
             break;
+        case ML_SEC_ENTRIES:
+            if (s.length % 4)
+                return fail(err, errlen, "entry section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->entries = (const uint32_t *)q;
+            p->nentries = s.length / 4;
+            break;
         case ML_SEC_THREAD:
             rc = add_thread(p, q, s.length, off, err, errlen);
+            if (rc)
+                return rc;
+            break;
+        case ML_SEC_TIMELINE:
+            rc = add_timeline(p, q, s.length, off, err, errlen);
             if (rc)
                 return rc;
             break;
@@ -406,9 +534,20 @@ void ml_profile_free(struct ml_profile *p)
     if (!p)
         return;
     free(p->threads);
+    free(p->snaps);
     free(p->data);
     free(p->path);
     free(p);
+}
+
+int64_t ml_profile_thread_pos(const struct ml_profile *p, uint32_t index)
+{
+    if (index < p->nthreads && p->threads[index].index == index)
+        return index;
+    for (uint64_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].index == index)
+            return (int64_t)i;
+    return -1;
 }
 
 const char *ml_profile_str(const struct ml_profile *p, uint32_t off)

@@ -49,20 +49,29 @@ struct ml_prof_section {
 
 enum ml_sec_type {
     ML_SEC_END = 0,
-    ML_SEC_STRTAB = 1,  /* NUL-terminated strings; other records hold offsets */
-    ML_SEC_META = 2,    /* u32 pairs: key string, value string */
-    ML_SEC_REGIONS = 3, /* u32 name string per region; index = region id */
-    ML_SEC_REGSETS = 4, /* u32 words: n, id[0..n-1], n, ... */
-    ML_SEC_UNITS = 5,   /* struct ml_prof_unit[] */
-    ML_SEC_CALLS = 6,   /* struct ml_prof_call[] */
-    ML_SEC_THREAD = 7,  /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
-    ML_SEC_MODULES = 8, /* struct ml_prof_module[] */
-    ML_SEC_EXACT = 9,   /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
+    ML_SEC_STRTAB = 1,    /* NUL-terminated strings; other records hold offsets */
+    ML_SEC_META = 2,      /* u32 pairs: key string, value string */
+    ML_SEC_REGIONS = 3,   /* u32 name string per region; index = region id */
+    ML_SEC_REGSETS = 4,   /* u32 words: n, id[0..n-1], n, ... */
+    ML_SEC_UNITS = 5,     /* struct ml_prof_unit[] */
+    ML_SEC_CALLS = 6,     /* struct ml_prof_call[] */
+    ML_SEC_THREAD = 7,    /* struct ml_prof_thread, u64 counts[nunits], ml_prof_rstat[nregions] */
+    ML_SEC_MODULES = 8,   /* struct ml_prof_module[] */
+    ML_SEC_EXACT = 9,     /* exact mode: struct ml_prof_thread, then u64[nunits][ML_NCLASS] */
+    ML_SEC_TIMELINE = 10, /* struct ml_prof_timeline, then snapshots (see below) */
+    ML_SEC_ENTRIES = 13,  /* u32 unit ids, ascending: units holding their function's entry */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
-enum ml_class { ML_C_RD_HEAP, ML_C_RD_GLOBAL, ML_C_RD_STACK, ML_C_WR_HEAP, ML_C_WR_GLOBAL,
-                ML_C_WR_STACK, ML_NCLASS };
+enum ml_class {
+    ML_C_RD_HEAP,
+    ML_C_RD_GLOBAL,
+    ML_C_RD_STACK,
+    ML_C_WR_HEAP,
+    ML_C_WR_GLOBAL,
+    ML_C_WR_STACK,
+    ML_NCLASS
+};
 
 /* Static facts of one counting unit, per execution (or per byte for ML_UNIT_BYTES). */
 enum ml_fact {
@@ -126,6 +135,54 @@ struct ml_prof_rstat {
     uint64_t ticks;   /* inclusive clock ticks of those entries */
 };
 
+/*
+ * Timeline (MEMLENS_INTERVAL): cumulative figures per thread and region,
+ * sampled every interval. Payload: struct ml_prof_timeline, then nsnaps times
+ * { struct ml_prof_tl_snap; struct ml_prof_tl_point[npoints] }.
+ *
+ * Invariants the reader checks: the lengths add up exactly; snapshot ticks do
+ * not decrease; within a snapshot, points are sorted by (thread, region) with
+ * no duplicates; each point names a thread index of a THREAD record and an
+ * existing region. Every snapshot holds every (thread, region) pair that was
+ * active (entered or counted anything) by then, so one snapshot alone gives
+ * the state at its time. Values are read racily from running threads: bytes
+ * and instructions never decrease, executions and ticks may step back by one
+ * execution at most (readers clamp).
+ */
+struct ml_prof_timeline {
+    uint64_t interval_ns;  /* spacing of the snapshots kept (requested_ns << halvings) */
+    uint64_t requested_ns; /* MEMLENS_INTERVAL */
+    uint64_t nsnaps;
+    uint32_t flags; /* ML_TL_F_* */
+    uint32_t reserved;
+};
+
+#define ML_TL_F_STOPPED 1u /* sampling stopped early: one snapshot outgrew the buffer */
+
+struct ml_prof_tl_snap {
+    uint64_t tick;    /* region-clock ticks since the profile's start */
+    uint64_t npoints; /* struct ml_prof_tl_point records that follow */
+};
+
+struct ml_prof_tl_point {
+    uint32_t thread;        /* index of a THREAD record */
+    uint32_t region;        /* region id */
+    uint64_t entries;       /* executions so far, an open one included */
+    uint64_t ticks;         /* ticks so far, the elapsed part of an open execution included */
+    uint64_t bytes_read;    /* sum over the region's units of counts x rd facts */
+    uint64_t bytes_written; /* same with wr facts */
+    uint64_t instructions;  /* same with ML_F_INSTR */
+};
+
+/*
+ * Halves the resolution of a timeline held in memory as the payload after
+ * struct ml_prof_timeline: keeps snapshots 0, 2, 4, ... and the last one,
+ * moving them to the front. buf holds *nsnaps well-formed snapshots in len
+ * bytes; returns the new length and updates *nsnaps. No malloc: the runtime
+ * calls it from its sampler and its signal-safe writer.
+ */
+size_t ml_tl_halve(void *buf, size_t len, uint64_t *nsnaps);
+
 /* ---- writer (used by the runtime: no malloc, no stdio, signal-tolerant) ---- */
 
 /* Streams records to a file descriptor through a caller-provided buffer. */
@@ -150,6 +207,13 @@ struct ml_profile_thread {
     const struct ml_prof_rstat *rstats; /* [nregions] */
 };
 
+/* One snapshot of a timeline, pointing into the profile's data. */
+struct ml_profile_snap {
+    uint64_t tick;
+    uint64_t npoints;
+    const struct ml_prof_tl_point *points;
+};
+
 struct ml_profile {
     char *path;
     struct ml_prof_header hdr;
@@ -169,6 +233,11 @@ struct ml_profile {
     uint64_t nmodules;
     struct ml_profile_thread *threads;
     uint64_t nthreads;
+    /* Units whose count is their function's calls (ascending; may be empty). */
+    const uint32_t *entries;
+    uint64_t nentries;
+    const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
+    struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
     size_t size; /* bytes in the file */
 };
@@ -186,6 +255,8 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
 int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen);
 void ml_profile_free(struct ml_profile *p);
 
+/* Position in threads[] of the thread with the given index, or -1. */
+int64_t ml_profile_thread_pos(const struct ml_profile *p, uint32_t index);
 /* String at offset off, or "?" if out of range (the parser already checked). */
 const char *ml_profile_str(const struct ml_profile *p, uint32_t off);
 /* Regions of a unit: *n ids starting at the returned pointer. */

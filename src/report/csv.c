@@ -63,20 +63,6 @@ int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct
     return ferror(f) ? -EIO : 0;
 }
 
-static int unit_shown(const struct ml_report *r, const struct ml_prof_unit *u,
-                      const struct ml_report_opts *o)
-{
-    uint32_t n;
-    const uint32_t *ids = ml_profile_regset(r->prof, u->regset, &n);
-
-    if (!o->nregion_names)
-        return 1;
-    for (uint32_t k = 0; k < n; k++)
-        if (ml_report_region_shown(r, ids[k], o))
-            return 1;
-    return 0;
-}
-
 static void csv_regions(FILE *f, const struct ml_report *r, const struct ml_prof_unit *u)
 {
     uint32_t n;
@@ -117,7 +103,7 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
             const struct ml_prof_unit *u = &p->units[ui];
             const uint64_t c = r->unit_counts[ui];
             const uint64_t *fa = u->facts;
-            if (!unit_shown(r, u, o))
+            if (!ml_report_unit_shown(r, u, o))
                 continue;
             ml_csv_str(f, r->name);
             fprintf(f, ",%u,%" PRIu64 ",%s,", p->hdr.pid, ui,
@@ -139,6 +125,83 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
                     c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
                     c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
         }
+    }
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}
+
+/* ---- --top ---- */
+
+static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
+                       const struct ml_top_fn *fn)
+{
+    const struct ml_profile *p = r->prof;
+    const uint64_t *v = fn->v;
+    char buf[4096];
+
+    ml_csv_str(f, r->name);
+    fprintf(f, ",%u,%s,%zu,function,,,", p->hdr.pid, ranking, rank);
+    ml_csv_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
+    fputc(',', f);
+    ml_csv_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
+    fputc(',', f);
+    ml_csv_str(f, fn->line ? ml_profile_str(p, fn->file) : "");
+    fprintf(f, ",%u,", fn->line);
+    if (fn->known)
+        fprintf(f, "%" PRIu64, fn->executions);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", v[ML_F_INSTR],
+            v[ML_F_LOADS], v[ML_F_STORES], v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_RD_STACK],
+            v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
+}
+
+static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
+                         uint32_t ui)
+{
+    const struct ml_profile *p = r->prof;
+    const struct ml_prof_unit *u = &p->units[ui];
+    const uint64_t c = r->unit_counts[ui], *fa = u->facts;
+    char buf[4096];
+
+    ml_csv_str(f, r->name);
+    fprintf(f, ",%u,%s,%zu,%s,%u,", p->hdr.pid, ranking, rank,
+            u->kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
+    csv_regions(f, r, u);
+    fputc(',', f);
+    ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+    fputc(',', f);
+    ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    fputc(',', f);
+    ml_csv_str(f, ml_profile_str(p, u->file));
+    fprintf(f, ",%u,", u->line);
+    if (u->kind != ML_UNIT_BYTES)
+        fprintf(f, "%" PRIu64, c);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+            c * fa[ML_F_INSTR], c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
+            c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
+            c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+}
+
+int ml_report_top_csv(FILE *f, struct ml_report *const *reps, size_t n,
+                      const struct ml_report_opts *o)
+{
+    fputs("profile,pid,ranking,rank,kind,unit,regions,module,function,file,line,executions,"
+          "instructions,loads,stores,bytes_read,bytes_written\n",
+          f);
+    for (size_t i = 0; i < n; i++) {
+        const struct ml_report *r = reps[i];
+        struct ml_top *t;
+        int rc = ml_top_build(r, o, &t);
+        if (rc)
+            return rc;
+        for (size_t k = 0; k < t->nfns && k < o->top; k++)
+            csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]]);
+        for (size_t k = 0; k < t->nunits && k < o->top; k++)
+            csv_top_unit(f, r, "bytes", k + 1, t->units_by_bytes[k]);
+        for (size_t k = 0; k < t->nfns && k < o->top; k++)
+            csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]]);
+        for (size_t k = 0; k < t->nunits_by_execs && k < o->top; k++)
+            csv_top_unit(f, r, "executions", k + 1, t->units_by_execs[k]);
+        ml_top_free(t);
     }
     fflush(f);
     return ferror(f) ? -EIO : 0;

@@ -226,3 +226,125 @@ int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n, const struc
     fflush(f);
     return ferror(f) ? -EIO : 0;
 }
+
+/* ---- --top ---- */
+
+static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_fn *fn)
+{
+    const struct ml_profile *p = r->prof;
+    const uint64_t *v = fn->v;
+    char buf[4096];
+
+    fputs("{\"function\": ", f);
+    json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
+    fputs(", \"symbol\": ", f);
+    json_str(f, ml_profile_str(p, fn->func));
+    fputs(", \"module\": ", f);
+    json_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
+    fputs(", \"file\": ", f);
+    json_str(f, fn->line ? ml_profile_str(p, fn->file) : "");
+    fprintf(f, ", \"line\": %u, \"calls\": ", fn->line);
+    if (fn->known)
+        fprintf(f, "%" PRIu64, fn->executions);
+    else
+        fputs("null", f);
+    fprintf(f,
+            ", \"instructions\": %" PRIu64 ", \"loads\": %" PRIu64 ", \"stores\": %" PRIu64
+            ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64 "}",
+            v[ML_F_INSTR], v[ML_F_LOADS], v[ML_F_STORES],
+            v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_RD_STACK],
+            v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
+}
+
+static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
+{
+    const struct ml_profile *p = r->prof;
+    const struct ml_prof_unit *u = &p->units[ui];
+    const uint64_t c = r->unit_counts[ui], *fa = u->facts;
+    uint32_t n;
+    const uint32_t *ids = ml_profile_regset(p, u->regset, &n);
+    char buf[4096];
+
+    fprintf(f, "{\"unit\": %u, \"kind\": \"%s\", \"entry\": %s, \"function\": ", ui,
+            u->kind == ML_UNIT_BYTES ? "bytes" : "block",
+            ml_top_is_entry(p, ui) ? "true" : "false");
+    json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    fputs(", \"symbol\": ", f);
+    json_str(f, ml_profile_str(p, u->func));
+    fputs(", \"regions\": [", f);
+    for (uint32_t k = 0; k < n; k++) {
+        if (k)
+            fputs(", ", f);
+        json_str(f, ml_profile_str(p, p->regions[ids[k]]));
+    }
+    fputs("], \"file\": ", f);
+    json_str(f, ml_profile_str(p, u->file));
+    fprintf(f, ", \"line\": %u, \"executions\": ", u->line);
+    /* A bytes unit counts bytes moved, not executions. */
+    if (u->kind == ML_UNIT_BYTES)
+        fputs("null", f);
+    else
+        fprintf(f, "%" PRIu64, c);
+    fprintf(f,
+            ", \"instructions\": %" PRIu64 ", \"loads\": %" PRIu64 ", \"stores\": %" PRIu64
+            ", \"bytes_read\": %" PRIu64 ", \"bytes_written\": %" PRIu64 "}",
+            c * fa[ML_F_INSTR], c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
+            c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
+            c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+}
+
+static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
+{
+    struct ml_top *t;
+    size_t nf, nu, ne;
+    int rc = ml_top_build(r, o, &t);
+
+    if (rc)
+        return rc;
+    nf = t->nfns < o->top ? t->nfns : o->top;
+    nu = t->nunits < o->top ? t->nunits : o->top;
+    ne = t->nunits_by_execs < o->top ? t->nunits_by_execs : o->top;
+    fputs("    {\"profile\": ", f);
+    json_str(f, r->name);
+    fprintf(f, ", \"pid\": %u, \"bytes\": %" PRIu64 ",\n     \"functions_by_bytes\": [",
+            r->prof->hdr.pid, t->bytes);
+    for (size_t i = 0; i < nf; i++) {
+        fputs(i ? ",\n      " : "\n      ", f);
+        json_top_fn(f, r, &t->fns[t->fns_by_bytes[i]]);
+    }
+    fputs("],\n     \"functions_by_calls\": [", f);
+    for (size_t i = 0; i < nf; i++) {
+        fputs(i ? ",\n      " : "\n      ", f);
+        json_top_fn(f, r, &t->fns[t->fns_by_execs[i]]);
+    }
+    fputs("],\n     \"blocks_by_bytes\": [", f);
+    for (size_t i = 0; i < nu; i++) {
+        fputs(i ? ",\n      " : "\n      ", f);
+        json_top_unit(f, r, t->units_by_bytes[i]);
+    }
+    fputs("],\n     \"blocks_by_executions\": [", f);
+    for (size_t i = 0; i < ne; i++) {
+        fputs(i ? ",\n      " : "\n      ", f);
+        json_top_unit(f, r, t->units_by_execs[i]);
+    }
+    fputs("]}", f);
+    ml_top_free(t);
+    return 0;
+}
+
+int ml_report_top_json(FILE *f, struct ml_report *const *reps, size_t n,
+                       const struct ml_report_opts *o)
+{
+    fputs("{\"profiles\": [\n", f);
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        if (i)
+            fputs(",\n", f);
+        rc = json_top_one(f, reps[i], o);
+        if (rc)
+            return rc;
+    }
+    fputs("\n]}\n", f);
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}

@@ -88,6 +88,7 @@ struct ml_report_opts {
     enum ml_report_rows rows;
     const char *const *regions; /* names to show; all when nregion_names == 0 */
     size_t nregion_names;
+    size_t top; /* --top N: rank functions and units instead (0 = off) */
 };
 
 /* Whether region id of r passes the filter in o. */
@@ -105,5 +106,65 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
                          const struct ml_report_opts *o);
 int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n,
                    const struct ml_report_opts *o);
+
+/*
+ * Hottest code (--top N, src/report/top.c): units and functions ranked over
+ * all threads, within the regions o selects (every unit without a filter,
+ * including code outside regions from `memlens cc --all`). A function is a
+ * (module, symbol) pair; its figures add up all its units, in regions or not,
+ * and clones made for regions. Its executions are the counts of its entry
+ * units (ML_SEC_ENTRIES); known = 0 when none was counted (a function whose
+ * first block lies outside every region, built without --all).
+ */
+struct ml_top_fn {
+    uint32_t module;
+    uint32_t func;  /* string offset: mangled symbol */
+    uint32_t file;  /* string offset of the first unit with a line */
+    uint32_t line;  /* lowest line in that file, 0 if unknown */
+    int known;      /* executions are known */
+    uint64_t executions;
+    uint64_t v[ML_NFACTS]; /* counts x facts */
+};
+
+struct ml_top {
+    struct ml_top_fn *fns; /* functions with a non-zero count */
+    size_t nfns;
+    uint32_t *units; /* shown units with a non-zero count */
+    size_t nunits;
+    /* Rankings, best first: indexes into fns and units. */
+    size_t *fns_by_bytes, *fns_by_execs;
+    uint32_t *units_by_bytes, *units_by_execs; /* by executions: block units only */
+    size_t nunits_by_execs;
+    uint64_t bytes; /* read + written over all shown units */
+};
+
+/* Whether unit u passes the region filter of o (every unit when there is none). */
+int ml_report_unit_shown(const struct ml_report *r, const struct ml_prof_unit *u,
+                         const struct ml_report_opts *o);
+int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, struct ml_top **out);
+void ml_top_free(struct ml_top *t);
+/* Bytes read + written by unit u over all threads. */
+uint64_t ml_top_unit_bytes(const struct ml_report *r, uint32_t u);
+/* Whether unit u holds its function's entry. */
+int ml_top_is_entry(const struct ml_profile *p, uint32_t u);
+
+/* --top renderers: the rankings of docs/report.md, at most o->top rows each. */
+int ml_report_top_table(FILE *f, struct ml_report *const *reps, size_t n,
+                        const struct ml_report_opts *o);
+int ml_report_top_csv(FILE *f, struct ml_report *const *reps, size_t n,
+                      const struct ml_report_opts *o);
+int ml_report_top_json(FILE *f, struct ml_report *const *reps, size_t n,
+                       const struct ml_report_opts *o);
+
+/*
+ * The table's number formats, for other human-readable renderers: buf holds
+ * ML_REPORT_CELL bytes. Counts K/M/G (10^3), bytes B/KiB/MiB (2^10), times
+ * ns..s, GB/s; three significant digits; a negative time or rate is "-".
+ */
+#define ML_REPORT_CELL 24
+const char *ml_report_fmt_count(char *buf, uint64_t v);
+const char *ml_report_fmt_bytes(char *buf, uint64_t v);
+const char *ml_report_fmt_time(char *buf, double seconds);
+const char *ml_report_fmt_gbs(char *buf, double gbs);
 
 #endif

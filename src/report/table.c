@@ -374,3 +374,162 @@ int ml_report_table(FILE *f, struct ml_report *const *reps, size_t n,
     fflush(f);
     return ferror(f) ? -EIO : 0;
 }
+
+/* ---- --top: hottest functions and blocks ---- */
+
+/* "file:line", keeping the end of a long path (the file name matters most). */
+static const char *fmt_where(char *buf, const struct ml_profile *p, uint32_t file, uint32_t line)
+{
+    const char *s = ml_profile_str(p, file);
+    char full[4096];
+    size_t n;
+
+    if (!line || !*s)
+        return "?";
+    n = (size_t)snprintf(full, sizeof(full), "%s:%u", s, line);
+    if (n >= sizeof(full))
+        n = sizeof(full) - 1;
+    if (n < CELL) {
+        memcpy(buf, full, n + 1);
+        return buf;
+    }
+    snprintf(buf, CELL, "...%s", full + n - (CELL - 4));
+    return buf;
+}
+
+static const char *fmt_share(char *buf, uint64_t part, uint64_t whole)
+{
+    snprintf(buf, CELL, "%.1f%%", whole ? 100.0 * (double)part / (double)whole : 0.0);
+    return buf;
+}
+
+/* Demangled names live until the table is printed: column 0 is not copied. */
+static const char *top_name(const struct ml_profile *p, uint32_t func, char **keep)
+{
+    char buf[4096];
+
+    *keep = strdup(ml_report_demangle(ml_profile_str(p, func), buf, sizeof(buf)));
+    return *keep ? *keep : "?";
+}
+
+enum { TOP_FN_BYTES, TOP_UNIT_BYTES, TOP_FN_EXECS, TOP_UNIT_EXECS, TOP_N };
+
+static int top_fill(struct tbl *t, int which, const struct ml_report *r, const struct ml_top *top,
+                    size_t rows, char **names)
+{
+    const struct ml_profile *p = r->prof;
+    char c[8][CELL];
+    int rc;
+
+    if (which == TOP_FN_BYTES || which == TOP_FN_EXECS) {
+        rc = tbl_row(t, "function", "calls", "instrs", "read", "written", "share", "where");
+        for (size_t i = 0; i < rows && !rc; i++) {
+            const struct ml_top_fn *f =
+                &top->fns[(which == TOP_FN_BYTES ? top->fns_by_bytes : top->fns_by_execs)[i]];
+            uint64_t rd = f->v[ML_F_RD_HEAP] + f->v[ML_F_RD_GLOBAL] + f->v[ML_F_RD_STACK];
+            uint64_t wr = f->v[ML_F_WR_HEAP] + f->v[ML_F_WR_GLOBAL] + f->v[ML_F_WR_STACK];
+            rc = tbl_row(t, top_name(p, f->func, &names[i]),
+                         f->known ? fmt_count(c[0], f->executions) : "-",
+                         fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd),
+                         fmt_bytes(c[3], wr), fmt_share(c[4], rd + wr, top->bytes),
+                         fmt_where(c[5], p, f->file, f->line));
+        }
+        return rc;
+    }
+    rc = tbl_row(t, "function", "unit", "execs", "instrs", "read", "written", "share", "where");
+    for (size_t i = 0; i < rows && !rc; i++) {
+        uint32_t ui = (which == TOP_UNIT_BYTES ? top->units_by_bytes : top->units_by_execs)[i];
+        const struct ml_prof_unit *u = &p->units[ui];
+        uint64_t cnt = r->unit_counts[ui];
+        const uint64_t *fa = u->facts;
+        uint64_t rd = cnt * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]);
+        uint64_t wr = cnt * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]);
+        snprintf(c[0], CELL, "%u", ui);
+        rc = tbl_row(t, top_name(p, u->func, &names[i]), c[0],
+                     u->kind == ML_UNIT_BYTES ? "-" : fmt_count(c[1], cnt),
+                     fmt_count(c[2], cnt * fa[ML_F_INSTR]), fmt_bytes(c[3], rd),
+                     fmt_bytes(c[4], wr), fmt_share(c[5], rd + wr, top->bytes),
+                     fmt_where(c[6], p, u->file, u->line));
+    }
+    return rc;
+}
+
+static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
+{
+    static const char *const titles[TOP_N] = {
+        "hottest functions by bytes (read + written)", "hottest blocks by bytes",
+        "functions by calls", "blocks by executions"};
+    struct ml_top *top;
+    int rc;
+
+    print_header(f, r);
+    rc = ml_top_build(r, o, &top);
+    if (rc)
+        return rc;
+    if (!top->nunits)
+        fputs("  no counted code matches (build with 'memlens cc --all' to count every "
+              "function)\n",
+              f);
+    for (int which = 0; which < TOP_N && !rc && top->nunits; which++) {
+        size_t avail = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? top->nfns
+                       : which == TOP_UNIT_BYTES                      ? top->nunits
+                                                                      : top->nunits_by_execs;
+        size_t rows = avail < o->top ? avail : o->top;
+        struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8};
+        char **names = calloc(rows + 1, sizeof(*names));
+        if (!names) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = top_fill(&t, which, r, top, rows, names);
+        if (!rc) {
+            fprintf(f, "\n  %s (%zu of %zu)\n", titles[which], rows, avail);
+            tbl_print(f, &t);
+        }
+        for (size_t i = 0; i < rows; i++)
+            free(names[i]);
+        free(names);
+        tbl_free(&t);
+    }
+    if (!rc && top->nunits)
+        fputs("\n  share: of all bytes counted; calls: counts of each function's first block "
+              "(- when it was not counted)\n",
+              f);
+    ml_top_free(top);
+    return rc;
+}
+
+int ml_report_top_table(FILE *f, struct ml_report *const *reps, size_t n,
+                        const struct ml_report_opts *o)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+        if (i)
+            fputc('\n', f);
+        rc = top_one(f, reps[i], o);
+        if (rc)
+            return rc;
+    }
+    fflush(f);
+    return ferror(f) ? -EIO : 0;
+}
+
+const char *ml_report_fmt_count(char *buf, uint64_t v)
+{
+    return fmt_count(buf, v);
+}
+
+const char *ml_report_fmt_bytes(char *buf, uint64_t v)
+{
+    return fmt_bytes(buf, v);
+}
+
+const char *ml_report_fmt_time(char *buf, double seconds)
+{
+    return fmt_time(buf, seconds, 0);
+}
+
+const char *ml_report_fmt_gbs(char *buf, double gbs)
+{
+    return fmt_gbs(buf, gbs, 0);
+}

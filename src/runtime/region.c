@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -111,6 +112,7 @@ static void thread_exit(void *arg)
                 t->rs[i].entries++;
                 t->rs[i].depth = 0;
             }
+    t->open = t->measured_open = 0;
     t->done = 1;
     pthread_mutex_unlock(&ml_rt.lock);
     self = NULL;
@@ -184,6 +186,34 @@ static void install_signal_handlers(void)
     }
 }
 
+/*
+ * MEMLENS_SAMPLE=N measures one in N top-level executions of each region per
+ * thread (the first, then every N-th). Minimal policy so that code versioning
+ * can be tested; unparseable values print one line and keep measuring all.
+ */
+static uint32_t sample_from_env(void)
+{
+    const char *v = getenv("MEMLENS_SAMPLE");
+    char *end, msg[160];
+    unsigned long n;
+    ssize_t w;
+    int len;
+
+    if (!v)
+        return 1;
+    errno = 0;
+    n = strtoul(v, &end, 10);
+    if (!errno && end != v && !*end && n > 0 && n <= UINT32_MAX && v[0] != '-')
+        return (uint32_t)n;
+    len = snprintf(msg, sizeof(msg),
+                   "memlens: ignoring MEMLENS_SAMPLE='%.80s': expected a positive integer\n", v);
+    if (len > 0) {
+        w = write(2, msg, (size_t)len < sizeof(msg) ? (size_t)len : sizeof(msg) - 1);
+        (void)w; /* nothing better to do when stderr is gone */
+    }
+    return 1;
+}
+
 static void init_locked(void)
 {
     ml_rt.initialised = 1;
@@ -192,10 +222,12 @@ static void init_locked(void)
     ml_rt.tick0 = ml_rt_ticks();
     ml_rt.mono0 = ml_rt_mono_ns();
     ml_rt.real0 = real_ns();
+    ml_rt.sample = sample_from_env();
     pthread_key_create(&exit_key, thread_exit);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);
     install_signal_handlers();
+    ml_rt_timeline_start();
 }
 
 static uint32_t region_id_locked(const char *name)
@@ -248,12 +280,28 @@ static struct ml_rstate *region_state(uint32_t g)
     return &t->rs[g];
 }
 
-static void region_enter(uint32_t g)
+/* Applies the rules of abi.h; returns whether this execution is measured. */
+static uint32_t region_enter(uint32_t g, int always)
 {
     struct ml_rstate *s = region_state(g);
+    struct ml_thread_rec *t = self;
+    uint32_t measured;
 
-    if (s && s->depth++ == 0)
-        s->start = ml_rt_ticks();
+    if (!s)
+        return 1;
+    if (s->depth++)
+        return s->measured;
+    if (t->measured_open || always)
+        measured = 1;
+    else if (t->open)
+        measured = 0;
+    else
+        measured = ml_rt.sample <= 1 || s->entries % ml_rt.sample == 0;
+    s->measured = measured;
+    t->open++;
+    t->measured_open += measured;
+    s->start = ml_rt_ticks();
+    return measured;
 }
 
 static void region_exit(uint32_t g)
@@ -268,12 +316,19 @@ static void region_exit(uint32_t g)
     if (s->depth && --s->depth == 0) {
         s->ticks += now - s->start;
         s->entries++;
+        t->open--;
+        t->measured_open -= s->measured;
     }
 }
 
-ML_EXPORT void __memlens_enter(struct ml_rt_module *m, uint32_t local_region)
+ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region)
 {
-    region_enter(m->region_ids[local_region]);
+    return region_enter(m->region_ids[local_region], 0);
+}
+
+ML_EXPORT uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region)
+{
+    return region_enter(m->region_ids[local_region], 1);
 }
 
 ML_EXPORT void __memlens_exit(struct ml_rt_module *m, uint32_t local_region)
@@ -296,7 +351,7 @@ static uint32_t region_by_name(const char *name)
 
 ML_EXPORT void __memlens_roi_begin(const char *name)
 {
-    region_enter(region_by_name(name));
+    region_enter(region_by_name(name), 1);
 }
 
 ML_EXPORT void __memlens_roi_end(const char *name)

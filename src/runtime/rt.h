@@ -15,7 +15,7 @@ struct ml_rstate {
     uint64_t ticks;
     uint64_t start;
     uint32_t depth;
-    uint32_t reserved;
+    uint32_t measured; /* the open execution is measured (valid while depth > 0) */
 };
 
 /*
@@ -29,12 +29,14 @@ struct ml_thread_rec {
     uint32_t tid;
     uint32_t index;
     volatile int done;
-    uint32_t nmods;       /* modules whose tls[] entry is captured */
-    uint32_t cap;         /* capacity of tls[] */
-    uint32_t snap_units;  /* units covered by snap */
+    uint32_t nmods;      /* modules whose tls[] entry is captured */
+    uint32_t cap;        /* capacity of tls[] */
+    uint32_t snap_units; /* units covered by snap */
     uint64_t **tls;
     uint64_t *snap;
     struct ml_rstate *rs; /* [ML_RT_MAX_REGIONS] or NULL until the thread enters a region */
+    uint32_t open;          /* regions with depth > 0 */
+    uint32_t measured_open; /* of those, measured ones */
     /* Exact mode: per module, u64[nunits][ML_NCLASS] bytes classified by address. */
     uint64_t **exact;
     uint32_t exact_cap;
@@ -54,6 +56,7 @@ struct ml_rt {
     struct ml_thread_rec *threads, **threads_tail;
     uint32_t nthreads;
     uint64_t tick0, mono0, real0;
+    uint32_t sample; /* MEMLENS_SAMPLE: measure one in `sample` top-level executions */
     volatile int written;
 };
 
@@ -65,6 +68,18 @@ extern struct ml_rt ml_rt;
  * signal handler: no malloc, no stdio. Writes at most once per process.
  */
 void ml_rt_write_profile(int from_signal);
+
+/*
+ * Timelines (timeline.c). start: reads MEMLENS_INTERVAL and starts the
+ * sampler thread; called once by init with ml_rt.lock held. write: appends
+ * the TIMELINE section; exclusive = the writer holds ml_rt.lock (a final
+ * snapshot at tick now is then added), else it copies what is published.
+ * Called before the THREAD records are written, so that the final snapshot
+ * never exceeds them while other threads keep running.
+ */
+void ml_rt_timeline_start(void);
+struct ml_pw;
+void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now);
 
 /* The calling thread's record, created on first use; NULL when out of memory. */
 struct ml_thread_rec *ml_rt_self(void);

@@ -178,6 +178,29 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     }
 }
 
+/* Function entry units, so that the report can count calls (section 13, ascending ids). */
+static void write_entries(struct ml_pw *w)
+{
+    struct ml_rt_module *m;
+    uint32_t base = 0;
+    uint64_t n = 0;
+
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; i < m->nunits; i++)
+            n += (m->units[i].flags & ML_RT_UNIT_ENTRY) != 0;
+    if (!n)
+        return;
+    ml_pw_section(w, ML_SEC_ENTRIES, n * 4);
+    for (m = ml_rt.mods; m; m = m->next) {
+        for (uint32_t i = 0; i < m->nunits; i++) {
+            uint32_t id = base + i;
+            if (m->units[i].flags & ML_RT_UNIT_ENTRY)
+                ml_pw_bytes(w, &id, 4);
+        }
+        base += m->nunits;
+    }
+}
+
 /* A live thread's counters are read in place: aligned 64-bit loads, at worst one increment stale. */
 static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
 {
@@ -393,6 +416,10 @@ void ml_rt_write_profile(int from_signal)
     str_layout(&b);
     write_strtab(&w, &b);
     write_tables(&w, &b);
+    write_entries(&w);
+    /* Before the threads: threads still running then keep counting, so the final snapshot
+       never exceeds the THREAD records. */
+    ml_rt_timeline_write(&w, locked, now);
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
         write_exact(&w, t);

@@ -8,7 +8,7 @@ if ! command -v clang-14 >/dev/null || ! command -v clang++-14 >/dev/null; then
 fi
 [ -x "$BIN/memlens-cc" ] || { echo "no memlens-cc in $BIN (run make)"; exit 1; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/memlens-cc-test.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+trap '[ -n "$KEEP" ] || rm -rf "$W"' EXIT
 export TMPDIR=$W/tmp
 mkdir -p "$TMPDIR"
 

@@ -1,10 +1,12 @@
-/* libFuzzer target: the profile reader, then every report renderer on what it accepts. */
+/* libFuzzer target: the profile reader, then every report renderer (timelines too) on what it
+ * accepts. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "format/profile.h"
 #include "report/report.h"
+#include "report/timeline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -13,6 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static FILE *sink;
     struct ml_profile *p;
     struct ml_report *r;
+    struct ml_timeline *t;
     char err[256];
     /* The first region name also drives the filter, so filtered paths get fuzzed. */
     const char *names[1];
@@ -31,6 +34,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ml_report_csv(sink, &r, 1, &all);
     ml_report_blocks_csv(sink, &r, 1, &all);
     ml_report_json(sink, &r, 1, &all);
+    all.top = 3;
+    ml_report_top_table(sink, &r, 1, &all);
+    ml_report_top_csv(sink, &r, 1, &all);
+    ml_report_top_json(sink, &r, 1, &all);
+    if (ml_timeline_build(r, &t) == 0) {
+        ml_report_timeline_table(sink, &r, &t, 1, &all);
+        ml_report_timeline_csv(sink, &r, &t, 1, &all);
+        ml_report_html(sink, &r, &t, 1, &all);
+        ml_timeline_free(t);
+    }
     if (p->nregions) {
         names[0] = ml_profile_str(p, p->regions[0]);
         ml_report_table(sink, &r, 1, &one);

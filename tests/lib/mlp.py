@@ -20,6 +20,8 @@ class Profile:
         strtab, regions, regsets, self.units, self.calls, self.threads = b'', (), (), [], [], []
         off, end = 64, False
         self.exact = {}
+        self.entries = ()
+        self.timeline = None
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -42,10 +44,14 @@ class Profile:
                 rs = struct.unpack_from('<%dQ' % (2 * nr), d, p + 24 + 8 * nu)
                 self.threads.append({'tid': tid, 'index': idx, 'counts': counts,
                                      'entries': rs[0::2], 'ticks': rs[1::2]})
+            elif t == 13:
+                self.entries = struct.unpack_from('<%dI' % (ln // 4), d, p)
             elif t == 9:
                 tid, idx, nu, _ = struct.unpack_from('<IIQQ', d, p)
                 ex = struct.unpack_from('<%dQ' % (nu * 6), d, p + 24)
                 self.exact[idx] = [ex[i * 6:i * 6 + 6] for i in range(nu)]
+            elif t == 10:
+                self.timeline = self._timeline(d, p, ln)
             off = p + ln
         assert end, '%s: no end record' % path
         self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode()
@@ -54,6 +60,30 @@ class Profile:
         for u in self.units:
             n = regsets[u[5]]
             self.unit_regions.append(set(regsets[u[5] + 1:u[5] + 1 + n]))
+
+    @staticmethod
+    def _timeline(d, p, ln):
+        """TIMELINE: header, then per snapshot (tick, npoints) and npoints points."""
+        interval, requested, nsnaps, flags, _ = struct.unpack_from('<QQQII', d, p)
+        q, snaps = p + 32, []
+        for _ in range(nsnaps):
+            tick, npts = struct.unpack_from('<QQ', d, q)
+            q += 16
+            pts = {}
+            for _ in range(npts):
+                th, rg, e, tk, rd, wr, ins = struct.unpack_from('<II5Q', d, q)
+                q += 48
+                pts[(th, rg)] = {'entries': e, 'ticks': tk, 'bytes_read': rd,
+                                 'bytes_written': wr, 'instructions': ins}
+            snaps.append((tick, pts))
+        assert q == p + ln, 'timeline length'
+        return {'interval_ns': interval, 'requested_ns': requested, 'flags': flags,
+                'snaps': snaps}
+
+    def series(self, region, thread):
+        """Timeline of one region on one thread index: [(tick, point or None)] per snapshot."""
+        r = self.region_id(region)
+        return [(tick, pts.get((thread, r))) for tick, pts in self.timeline['snaps']]
 
     def region_id(self, name):
         return self.regions.index(name)
@@ -89,6 +119,36 @@ class Profile:
                         tot[key] += ex[k]
         tot['bytes_read'] = tot['rd_heap'] + tot['rd_global'] + tot['rd_stack']
         tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
+        return tot
+
+    def functions(self, thread=None):
+        """Per (module, mangled function name): calls (sum of its entry units' counts, None when
+        it has none), instructions, and bytes per class (rd_heap, ...), from all its units."""
+        out = {}
+        for i, u in enumerate(self.units):
+            c = sum(t['counts'][i] for t in self.threads if thread is None or t['index'] == thread)
+            f = out.setdefault((u[1], self.s(u[2])), dict(dict.fromkeys(FACTS, 0), calls=None))
+            if i in self.entries:
+                f['calls'] = (f['calls'] or 0) + c
+            for k, name in enumerate(FACTS):
+                f[name] += c * u[6 + k]
+        for f in out.values():
+            f['bytes_read'] = f['rd_heap'] + f['rd_global'] + f['rd_stack']
+            f['bytes_written'] = f['wr_heap'] + f['wr_global'] + f['wr_stack']
+        return out
+
+    def function(self, name, thread=None):
+        """Figures of the function whose mangled name is name or contains it, summed over modules."""
+        hits = [f for (m, fn), f in self.functions(thread).items() if fn == name] or \
+            [f for (m, fn), f in self.functions(thread).items() if name in fn]
+        assert hits, 'no function %r in %s' % (name, self.path)
+        tot = dict(hits[0])
+        for f in hits[1:]:
+            for k, v in f.items():
+                if k == 'calls':
+                    tot[k] = None if v is None and tot[k] is None else (tot[k] or 0) + (v or 0)
+                else:
+                    tot[k] += v
         return tot
 
     def per_thread(self, region):

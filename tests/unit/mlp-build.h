@@ -34,6 +34,11 @@ struct mlb {
     uint32_t nmodules;
     struct mlb_thread threads[8];
     uint32_t nthreads;
+    /* TIMELINE payload after its header, written after the threads when has_tl is set. */
+    int has_tl;
+    struct ml_prof_timeline tl;
+    unsigned char tlbuf[8192];
+    size_t ntl, tl_snap; /* bytes used; offset of the current snapshot header */
 };
 
 static inline struct mlb *mlb_new(uint64_t tsc_hz)
@@ -128,6 +133,34 @@ static inline uint32_t mlb_thread(struct mlb *b, uint32_t tid)
     return b->nthreads++;
 }
 
+/* Starts a snapshot at tick; mlb_tl_point adds its points. */
+static inline void mlb_tl_snap(struct mlb *b, uint64_t tick)
+{
+    struct ml_prof_tl_snap sn = {.tick = tick, .npoints = 0};
+
+    if (!b->has_tl) {
+        b->has_tl = 1;
+        b->tl.interval_ns = b->tl.requested_ns = 100000000;
+    }
+    b->tl_snap = b->ntl;
+    memcpy(b->tlbuf + b->ntl, &sn, sizeof(sn));
+    b->ntl += sizeof(sn);
+    b->tl.nsnaps++;
+}
+
+static inline void mlb_tl_point(struct mlb *b, uint32_t thread, uint32_t region, uint64_t entries,
+                                uint64_t ticks, uint64_t rd, uint64_t wr, uint64_t instr)
+{
+    struct ml_prof_tl_point pt = {thread, region, entries, ticks, rd, wr, instr};
+    struct ml_prof_tl_snap sn;
+
+    memcpy(b->tlbuf + b->ntl, &pt, sizeof(pt));
+    b->ntl += sizeof(pt);
+    memcpy(&sn, b->tlbuf + b->tl_snap, sizeof(sn));
+    sn.npoints++;
+    memcpy(b->tlbuf + b->tl_snap, &sn, sizeof(sn));
+}
+
 static inline void mlb_sec(struct ml_pw *w, uint32_t type, const void *p, uint64_t len)
 {
     ml_pw_section(w, type, len);
@@ -165,6 +198,11 @@ static inline unsigned char *mlb_write(struct mlb *b, size_t *len)
         ml_pw_bytes(&w, &th->t, sizeof(th->t));
         ml_pw_bytes(&w, th->counts, 8ull * b->nunits);
         ml_pw_bytes(&w, th->rs, sizeof(th->rs[0]) * b->nregions);
+    }
+    if (b->has_tl) {
+        ml_pw_section(&w, ML_SEC_TIMELINE, sizeof(b->tl) + b->ntl);
+        ml_pw_bytes(&w, &b->tl, sizeof(b->tl));
+        ml_pw_bytes(&w, b->tlbuf, b->ntl);
     }
     ml_pw_section(&w, ML_SEC_END, 0);
     if (ml_pw_finish(&w))

@@ -393,6 +393,211 @@ static void test_section_order(void **state)
     }
 }
 
+/* ENTRIES (section 13) names existing block units in ascending order, once. */
+static void test_entries(void **state)
+{
+    static const char strs[] = "\0f";
+    static const uint32_t regsets[] = {0};
+    struct ml_prof_unit units[3] = {{.kind = ML_UNIT_BLOCK, .func = 1},
+                                    {.kind = ML_UNIT_BYTES, .func = 1},
+                                    {.kind = ML_UNIT_BLOCK, .func = 1}};
+    static const uint32_t good[] = {0, 2}, bytes[] = {1}, range[] = {3}, order[] = {2, 0};
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256];
+
+    (void)state;
+#define ENTRIES(e, n)                                                                              \
+    raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGSETS, regsets, sizeof(regsets),        \
+        ML_SEC_UNITS, units, sizeof(units), ML_SEC_ENTRIES, e, (size_t)(n), ML_SEC_END, NULL,      \
+        (size_t)0, -1)
+    buf = ENTRIES(good, sizeof(good));
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->nentries, 2);
+    assert_int_equal(p->entries[1], 2);
+    ml_profile_free(p);
+    free(buf);
+    buf = ENTRIES(bytes, sizeof(bytes));
+    expect_bad(buf, len, "entry 0 names unit 1, which is not a block unit");
+    free(buf);
+    buf = ENTRIES(range, sizeof(range));
+    expect_bad(buf, len, "entry 0 names unit 3, which is not a block unit");
+    free(buf);
+    buf = ENTRIES(order, sizeof(order));
+    expect_bad(buf, len, "entry 1 (unit 0) is not above the previous one");
+    free(buf);
+    buf = ENTRIES(good, 6);
+    expect_bad(buf, len, "has odd length 6");
+    free(buf);
+#undef ENTRIES
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_ENTRIES, good, (size_t)0,
+              ML_SEC_ENTRIES, good, (size_t)0, ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "section 'entries' at offset 99 appears twice");
+    free(buf);
+/* sample() with a timeline of three snapshots over its two threads and regions. */
+static struct mlb *sample_tl(void)
+{
+    struct mlb *b = sample();
+
+    mlb_tl_snap(b, 1000);
+    mlb_tl_point(b, 0, 0, 1, 500, 4096, 0, 45);
+    mlb_tl_snap(b, 2000);
+    mlb_tl_point(b, 0, 0, 1, 777, 4096, 0, 45);
+    mlb_tl_point(b, 1, 1, 2, 60, 0, 0, 63);
+    mlb_tl_snap(b, 2000); /* equal ticks are allowed: the final snapshot may follow closely */
+    mlb_tl_point(b, 0, 0, 1, 777, 4096, 0, 45);
+    mlb_tl_point(b, 1, 0, 0, 0, 0, 0, 1);
+    mlb_tl_point(b, 1, 1, 3, 99, 0, 0, 63);
+    return b;
+}
+
+static void test_timeline(void **state)
+{
+    struct mlb *b = sample_tl();
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256] = "";
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_non_null(p->timeline);
+    assert_int_equal(p->timeline->interval_ns, 100000000);
+    assert_int_equal(p->timeline->nsnaps, 3);
+    assert_int_equal(p->snaps[0].tick, 1000);
+    assert_int_equal(p->snaps[0].npoints, 1);
+    assert_int_equal(p->snaps[0].points[0].ticks, 500);
+    assert_int_equal(p->snaps[2].npoints, 3);
+    assert_int_equal(p->snaps[2].points[2].thread, 1);
+    assert_int_equal(p->snaps[2].points[2].region, 1);
+    assert_int_equal(p->snaps[2].points[2].entries, 3);
+    assert_int_equal(ml_profile_thread_pos(p, 1), 1);
+    assert_int_equal(ml_profile_thread_pos(p, 7), -1);
+    ml_profile_free(p);
+
+    /* Every proper prefix is rejected. */
+    for (size_t cut = 0; cut < len; cut++) {
+        unsigned char *copy = malloc(cut + 1);
+        memcpy(copy, buf, cut);
+        assert_int_equal(ml_profile_parse(copy, cut, &p, err, sizeof(err)), -EINVAL);
+        free(copy);
+    }
+    free(buf);
+    free(b);
+}
+
+static void test_bad_timeline(void **state)
+{
+    struct mlb *b = sample_tl();
+    unsigned char *buf;
+    size_t len, tl, sh, s1;
+    char want[160];
+    const size_t hs = sizeof(struct ml_prof_timeline), ss = sizeof(struct ml_prof_tl_snap),
+                 ps = sizeof(struct ml_prof_tl_point);
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    tl = mlb_find(buf, len, ML_SEC_TIMELINE, 0);
+    sh = tl - sizeof(struct ml_prof_section);
+    s1 = tl + hs + ss + ps; /* second snapshot */
+
+    put64(buf, tl + offsetof(struct ml_prof_timeline, nsnaps), 1000);
+    snprintf(want, sizeof(want), "timeline at offset %zu claims 1000 snapshots", sh);
+    expect_bad(buf, len, want);
+    put64(buf, tl + offsetof(struct ml_prof_timeline, nsnaps), 2);
+    snprintf(want, sizeof(want), "timeline at offset %zu has %zu bytes after its last snapshot", sh,
+             ss + 3 * ps);
+    expect_bad(buf, len, want);
+    put64(buf, tl + offsetof(struct ml_prof_timeline, nsnaps), 4);
+    snprintf(want, sizeof(want), "timeline at offset %zu: snapshot 3 is cut short", sh);
+    expect_bad(buf, len, want);
+    put64(buf, tl + offsetof(struct ml_prof_timeline, nsnaps), 3);
+
+    put64(buf, s1 + 8, 50);
+    snprintf(want, sizeof(want), "timeline at offset %zu: snapshot 1 claims 50 points", sh);
+    expect_bad(buf, len, want);
+    put64(buf, s1 + 8, 2);
+
+    put64(buf, s1, 999);
+    snprintf(want, sizeof(want), "timeline at offset %zu: snapshot 1 goes back in time", sh);
+    expect_bad(buf, len, want);
+    put64(buf, s1, 2000);
+
+    /* Second point of snapshot 1 made equal to its first: a duplicate. */
+    put32(buf, s1 + ss + ps, 0);
+    put32(buf, s1 + ss + ps + 4, 0);
+    snprintf(want, sizeof(want), "timeline at offset %zu: snapshot 1 point 1 is out of order", sh);
+    expect_bad(buf, len, want);
+    put32(buf, s1 + ss + ps, 7);
+    put32(buf, s1 + ss + ps + 4, 1);
+    expect_bad(buf, len, "timeline snapshot 1 point 1 names thread 7 and region 1");
+    put32(buf, s1 + ss + ps, 1);
+    put32(buf, s1 + ss + ps + 4, 2);
+    expect_bad(buf, len, "timeline snapshot 1 point 1 names thread 1 and region 2");
+    put32(buf, s1 + ss + ps + 4, 1);
+
+    put64(buf, sh + 8, hs - 8);
+    /* The section now ends inside the header; what follows is not a section. */
+    expect_bad(buf, len, "timeline at offset");
+    free(buf);
+
+    /* Two timelines: the second would silently replace the first. */
+    {
+        size_t n2 = len + sizeof(struct ml_prof_section) + hs + b->ntl;
+        unsigned char *two = malloc(n2);
+        size_t end = len - sizeof(struct ml_prof_section);
+        buf = mlb_write(b, &len);
+        memcpy(two, buf, end);
+        memcpy(two + end, buf + sh, sizeof(struct ml_prof_section) + hs + b->ntl);
+        memcpy(two + end + sizeof(struct ml_prof_section) + hs + b->ntl, buf + end,
+               sizeof(struct ml_prof_section));
+        snprintf(want, sizeof(want), "section 'timeline' at offset %zu appears twice", end);
+        expect_bad(two, n2, want);
+        free(two);
+        free(buf);
+    }
+    free(b);
+}
+
+/* Halving keeps snapshots 0, 2, 4, ... and the last, whatever their sizes. */
+static void test_timeline_halve(void **state)
+{
+    for (int n = 1; n <= 6; n++) {
+        struct mlb *b = calloc(1, sizeof(*b));
+        uint64_t nsnaps;
+        size_t len, pos = 0;
+        int want[6], nwant = 0;
+
+        (void)state;
+        for (int i = 0; i < n; i++) {
+            mlb_tl_snap(b, 100 * (uint64_t)i);
+            for (int k = 0; k < i % 3; k++)
+                mlb_tl_point(b, (uint32_t)k, (uint32_t)i, 0, 0, 0, 0, 0);
+            if (i % 2 == 0 || i == n - 1)
+                want[nwant++] = i;
+        }
+        nsnaps = b->tl.nsnaps;
+        len = ml_tl_halve(b->tlbuf, b->ntl, &nsnaps);
+        assert_int_equal(nsnaps, nwant);
+        for (int j = 0; j < nwant; j++) {
+            struct ml_prof_tl_snap sn;
+            memcpy(&sn, b->tlbuf + pos, sizeof(sn));
+            assert_int_equal(sn.tick, 100 * want[j]);
+            assert_int_equal(sn.npoints, want[j] % 3);
+            for (uint64_t k = 0; k < sn.npoints; k++) {
+                struct ml_prof_tl_point pt;
+                memcpy(&pt, b->tlbuf + pos + sizeof(sn) + k * sizeof(pt), sizeof(pt));
+                assert_int_equal(pt.region, want[j]);
+            }
+            pos += sizeof(sn) + sn.npoints * sizeof(struct ml_prof_tl_point);
+        }
+        assert_int_equal(pos, len);
+        free(b);
+    }
+}
+
 /* The writer reports a write error (here EBADF) instead of losing data silently. */
 static void test_writer_error(void **state)
 {
@@ -413,6 +618,14 @@ int main(void)
         cmocka_unit_test(test_bad_lengths),   cmocka_unit_test(test_bad_strings),
         cmocka_unit_test(test_bad_regsets),   cmocka_unit_test(test_bad_threads),
         cmocka_unit_test(test_section_order), cmocka_unit_test(test_writer_error),
+        cmocka_unit_test(test_entries),
+        cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_truncation),     cmocka_unit_test(test_bad_header),
+        cmocka_unit_test(test_bad_lengths),    cmocka_unit_test(test_bad_strings),
+        cmocka_unit_test(test_bad_regsets),    cmocka_unit_test(test_bad_threads),
+        cmocka_unit_test(test_section_order),  cmocka_unit_test(test_writer_error),
+        cmocka_unit_test(test_timeline),       cmocka_unit_test(test_bad_timeline),
+        cmocka_unit_test(test_timeline_halve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

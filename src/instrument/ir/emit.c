@@ -176,7 +176,7 @@ int ml_emit_module(struct ml_ir *ir)
         f[0] = i32c(ir, u->kind);
         f[1] = i32c(ir, u->line);
         f[2] = i32c(ir, u->regset);
-        f[3] = i32c(ir, 0);
+        f[3] = i32c(ir, u->flags);
         f[4] = cstr(ir, &st, u->func ? u->func : "");
         f[5] = cstr(ir, &st, u->file);
         if (!f[4] || !f[5])

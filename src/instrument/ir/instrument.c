@@ -492,6 +492,9 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
     if (LLVMGetIntrinsicID(fn))
         return 0;
     name = LLVMGetValueName2(fn, &len);
+    /* All-blocks mode outside regions: defined callees count their own blocks in place. */
+    if (regset == ir->noregion && !LLVMIsDeclaration(fn))
+        return 0;
     if (LLVMIsDeclaration(fn)) {
         /* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
         if ((len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
@@ -499,7 +502,7 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
             LLVMValueRef mt = LLVMGetOperand(call, 2), base = mt;
             while (base && LLVMIsAConstantExpr(base) && LLVMGetConstOpcode(base) == LLVMBitCast)
                 base = LLVMGetOperand(base, 0);
-            if (base && LLVMIsAFunction(base) && ml_can_clone(base)) {
+            if (base && LLVMIsAFunction(base) && ml_can_clone(base) && regset != ir->noregion) {
                 LLVMValueRef c = clone_for(ir, base, regset);
                 if (!c)
                     return -ENOMEM;
@@ -662,45 +665,10 @@ out:
     return rc;
 }
 
-static void emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
+static LLVMValueRef emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t region)
 {
     LLVMValueRef args[2] = {ir->desc_ph, LLVMConstInt(ir->t_i32, region, 0)};
-    LLVMBuildCall2(ir->b, ir->ty_enter, fn, args, 2, "");
-}
-
-/* The phis of sb receive from nb what they received from pb (once, however many edges). */
-static void redirect_phis(struct ml_ir *ir, LLVMBasicBlockRef sb, LLVMBasicBlockRef pb,
-                          LLVMBasicBlockRef nb)
-{
-    for (LLVMValueRef phi = LLVMGetFirstInstruction(sb); phi && LLVMIsAPHINode(phi);) {
-        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
-        unsigned cnt = LLVMCountIncoming(phi);
-        int done = 0;
-        LLVMPositionBuilderBefore(ir->b, phi);
-        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
-        for (unsigned i = 0; i < cnt; i++) {
-            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
-            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
-            if (b == pb) {
-                if (done)
-                    continue;
-                b = nb;
-                done = 1;
-            }
-            LLVMAddIncoming(np, &v, &b, 1);
-        }
-        LLVMReplaceAllUsesWith(phi, np);
-        {
-            size_t len;
-            const char *nm = LLVMGetValueName2(phi, &len);
-            char buf[len + 1];
-            memcpy(buf, nm, len);
-            buf[len] = 0;
-            LLVMInstructionEraseFromParent(phi);
-            LLVMSetValueName2(np, buf, len);
-        }
-        phi = next;
-    }
+    return LLVMBuildCall2(ir->b, fn == ir->f_exit ? ir->ty_exit : ir->ty_enter, fn, args, 2, "");
 }
 
 /* Redirects edge p->s through a new block that closes regions; fixes the phis of s. */
@@ -722,7 +690,36 @@ static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned 
     for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
         if (LLVMGetSuccessor(term, k) == sb)
             LLVMSetSuccessor(term, k, nb);
-    redirect_phis(ir, sb, pb, nb);
+    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
+        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
+        unsigned cnt = LLVMCountIncoming(phi);
+        int done = 0;
+        LLVMPositionBuilderBefore(ir->b, phi);
+        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
+        for (unsigned i = 0; i < cnt; i++) {
+            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
+            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
+            if (b == pb) {
+                if (done)
+                    continue;
+                b = nb;
+                done = 1;
+            }
+            LLVMAddIncoming(np, &v, &b, 1);
+        }
+        LLVMSetMetadata(np, ir->md_id, LLVMGetMetadata(phi, ir->md_id));
+        LLVMReplaceAllUsesWith(phi, np);
+        {
+            size_t len;
+            const char *nm = LLVMGetValueName2(phi, &len);
+            char buf[len + 1];
+            memcpy(buf, nm, len);
+            buf[len] = 0;
+            LLVMInstructionEraseFromParent(phi);
+            LLVMSetValueName2(np, buf, len);
+        }
+        phi = next;
+    }
     return 0;
 }
 
@@ -765,7 +762,7 @@ static int split_preheaders(struct ml_ir *ir, LLVMValueRef fn, struct ml_ptrmap 
         for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
             if (LLVMGetSuccessor(term, k) == hb)
                 LLVMSetSuccessor(term, k, nb);
-        redirect_phis(ir, hb, eb, nb);
+        ml_phis_retarget(ir, hb, eb, nb);
         if (ml_ptrmap_put(synth, LLVMBasicBlockAsValue(nb), nb))
             rc = -ENOMEM;
     }
@@ -776,32 +773,98 @@ static int split_preheaders(struct ml_ir *ir, LLVMValueRef fn, struct ml_ptrmap 
 /*
  * Plans loop folding (docs/loops.md): set_of[b] is the region set at the end
  * of block b (after its markers); blocks holding a marker never lie in a
- * folded loop but may be its preheader.
+ * folded loop but may be its preheader. Only classes whose blocks share one
+ * counter (no marker, not unshared by versioning) may host merged facts.
  */
 static int plan_loops(struct ml_ir *ir, const struct fwork *w, const struct ml_cfg *cfg,
-                      const int *class_of, unsigned nclasses, uint32_t **set_of,
-                      struct ml_loopfold *lf)
+                      const int *class_of, unsigned nclasses, const unsigned char *unshared,
+                      uint32_t **set_of, struct ml_loopfold *lf)
 {
-    unsigned char *marked = calloc(w->nb + 1, 1);
+    unsigned char *marked = calloc(w->nb + 1, 1), *keyed = calloc(nclasses + 1, 1);
     uint32_t active[w->nlocal + 1], nact;
     int rc = -ENOMEM;
 
     *set_of = calloc(w->nb + 1, sizeof(**set_of));
-    if (!*set_of || !marked)
+    if (!*set_of || !marked || !keyed)
         goto out;
+    for (unsigned c = 0; c < nclasses; c++)
+        keyed[c] = !unshared[c];
     for (unsigned b = 0; b < w->nb; b++) {
         nact = 0;
         for (uint32_t l = 0; l < w->nlocal; l++)
             if (w->out[(size_t)l * w->nb + b] == ST_IN)
                 active[nact++] = w->local[l];
         marked[b] = block_has_marker(w, w->blocks[b]);
+        if (marked[b] && class_of[b] >= 0)
+            keyed[class_of[b]] = 0;
         rc = regset_union(ir, w->ctx, active, nact, &(*set_of)[b]);
         if (rc)
             goto out;
     }
-    rc = ml_loopfold_plan(cfg, class_of, nclasses, *set_of, marked, lf);
+    rc = ml_loopfold_plan(cfg, class_of, nclasses, *set_of, marked, keyed, lf);
 out:
     free(marked);
+    free(keyed);
+    return rc;
+}
+
+/*
+ * In a versioned function the code switches copies at BEGIN sites, so blocks
+ * may share a counter only when no BEGIN site lies between them: one
+ * execution then runs all of them in the same copy. For each class, walks the
+ * paths from its leader to its last member within one iteration of their loop
+ * and marks the class unshared when one passes a block holding a BEGIN.
+ */
+static int unshared_classes(const struct fwork *w, const struct ml_cfg *cfg, const int *class_of,
+                            const unsigned *leaders, unsigned nclasses, unsigned char *unshared)
+{
+    unsigned char *has_begin = calloc(w->nb + 1, 1), *seen = calloc(w->nb + 1, 1);
+    unsigned *last = calloc(nclasses + 1, sizeof(*last)),
+             *stack = calloc(w->nb + 1, sizeof(*stack));
+    int rc = 0;
+
+    if (!has_begin || !seen || !last || !stack) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < w->nmarkers; i++) {
+        int b = block_index(w, LLVMGetInstructionParent(w->markers[i].call));
+        if (b >= 0 && w->markers[i].begin)
+            has_begin[b] = 1;
+    }
+    for (unsigned c = 0; c < nclasses; c++)
+        last[c] = leaders[c];
+    for (unsigned b = 0; b < w->nb; b++)
+        if (class_of[b] >= 0 && cfg->dom_pre[b] > cfg->dom_pre[last[class_of[b]]])
+            last[class_of[b]] = b;
+    for (unsigned c = 0; c < nclasses; c++) {
+        unsigned a = leaders[c], n = 0;
+        int l = cfg->loop_of[a];
+        if (last[c] == a)
+            continue;
+        memset(seen, 0, w->nb);
+        stack[n++] = a;
+        seen[a] = 1;
+        while (n && !unshared[c]) {
+            unsigned x = stack[--n];
+            if (x != a && has_begin[x])
+                unshared[c] = 1;
+            if (x == last[c])
+                continue;
+            for (unsigned k = cfg->succ_off[x]; k < cfg->succ_off[x + 1]; k++) {
+                unsigned s = cfg->succ[k];
+                if (seen[s] || (l >= 0 && (s == cfg->loops[l].header || !loop_contains(cfg, l, s))))
+                    continue;
+                seen[s] = 1;
+                stack[n++] = s;
+            }
+        }
+    }
+out:
+    free(has_begin);
+    free(seen);
+    free(last);
+    free(stack);
     return rc;
 }
 
@@ -816,13 +879,14 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     int *class_of = NULL, nclasses;
     unsigned *leaders = NULL;
     uint32_t *set_of = NULL, *hoisted = NULL; /* hoisted: units counted at an anchor, + class */
-    size_t nhoisted = 0;
+    size_t nhoisted = 0, first_unit;
+    unsigned char *unshared = NULL;
     int rc;
 
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
     ml_ptrmap_init(&synth);
-    rc = split_preheaders(ir, w.fn, &synth);
+    rc = job->plain ? 0 : split_preheaders(ir, w.fn, &synth);
     if (rc)
         goto out;
     rc = fwork_build(ir, &w);
@@ -840,8 +904,9 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         goto out;
     }
     nclasses = ml_cfg_equiv_classes(&cfg, class_of, leaders);
-    if (nclasses < 0) {
-        rc = nclasses;
+    unshared = calloc((size_t)(nclasses > 0 ? nclasses : 0) + 1, 1);
+    if (nclasses < 0 || !unshared) {
+        rc = -ENOMEM;
         goto out;
     }
     w.local = calloc(w.nmarkers + 1, sizeof(*w.local));
@@ -856,7 +921,12 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     rc = region_dataflow(&w, &cfg);
     if (rc)
         goto out;
-    rc = plan_loops(ir, &w, &cfg, class_of, (unsigned)nclasses, &set_of, &lf);
+    if (job->versioned && !job->plain) {
+        rc = unshared_classes(&w, &cfg, class_of, leaders, (unsigned)nclasses, unshared);
+        if (rc)
+            goto out;
+    }
+    rc = plan_loops(ir, &w, &cfg, class_of, (unsigned)nclasses, unshared, &set_of, &lf);
     if (rc)
         goto out;
     hoisted = calloc(2 * (size_t)nclasses + 1, sizeof(*hoisted));
@@ -865,15 +935,22 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         goto out;
     }
 
-    /* Count every segment whose region set is non-empty. */
-    for (unsigned b = 0; b < w.nb; b++) {
+    /*
+     * Count every segment whose region set is non-empty (every segment in all-blocks mode);
+     * the plain copy counts nothing.
+     */
+    first_unit = ir->nunits;
+    for (unsigned b = 0; b < w.nb && !job->plain; b++) {
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
-        int reachable = cfg.rpo_num[b] >= 0;
+        int reachable = cfg.rpo_num[b] >= 0, whole = !block_has_marker(&w, bb);
         LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
         /* A preheader we made: nothing of its own to count, only what it hosts. */
         int made = ml_ptrmap_get(&synth, LLVMBasicBlockAsValue(bb)) != NULL;
+
+        if (reachable && unshared[class_of[b]])
+            whole = 0;
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -887,17 +964,19 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             rc = regset_union(ir, w.ctx, active, nact, &set);
             if (rc)
                 goto out;
+            if (set == ML_NOSET)
+                set = ir->noregion;
             if (set != ML_NOSET && from != in) {
                 uint32_t holder = UINT32_MAX;
-                /* Every segment of a block runs as often as the block: key by class. */
-                int c = class_of[b], host = lf.host[c];
-                int hoist = host == c && lf.anchor[c] >= 0;
+                /* Folding only involves whole blocks (the planner sees to it). */
+                int c = class_of[b], host = whole ? lf.host[c] : c;
+                int hoist = whole && host == c && lf.anchor[c] >= 0;
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
-                if (ml_ptrmap_get(&holders, key))
+                if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
                 rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
-                                   set, job->src_name, &holder,
-                                   lf.factor[c], host == c && !hoist, in ? 0 : lf.adds[b]);
+                                   set, job->src_name, &holder, whole ? lf.factor[c] : 1,
+                                   host == c && !hoist, in ? 0 : lf.adds[b]);
                 if (rc)
                     goto out;
                 if (hoist && holder != UINT32_MAX && !ir->units[holder].placed) {
@@ -905,7 +984,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                     hoisted[nhoisted++] = holder;
                     hoisted[nhoisted++] = (uint32_t)c;
                 }
-                if (holder != UINT32_MAX &&
+                if (whole && holder != UINT32_MAX &&
                     ml_ptrmap_put(&holders, key, (void *)(uintptr_t)(holder + 1))) {
                     rc = -ENOMEM;
                     goto out;
@@ -924,6 +1003,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             }
             from = at = LLVMGetNextInstruction(in);
         }
+        if (b == 0)
+            ml_all_mark_entry(ir, first_unit);
     }
 
     /* Counters of folded loops: one add of the computed count at the anchor (a preheader). */
@@ -971,13 +1052,19 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         }
     }
 
-    /* Markers become runtime calls on this module's descriptor. */
+    /* Markers become runtime calls on this module's descriptor; the id pairs the copies. */
     for (size_t i = 0; i < w.nmarkers; i++) {
+        LLVMValueRef fn = !w.markers[i].begin ? ir->f_exit
+                          : job->versioned    ? ir->f_enter
+                                              : ir->f_enter_always;
+        LLVMValueRef call;
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
-        emit_marker_call(ir, w.markers[i].begin ? ir->f_enter : ir->f_exit, w.markers[i].region);
+        call = emit_marker_call(ir, fn, w.markers[i].region);
+        LLVMSetMetadata(call, ir->md_id, LLVMGetMetadata(w.markers[i].call, ir->md_id));
         LLVMInstructionEraseFromParent(w.markers[i].call);
     }
 out:
+    free(unshared);
     free(active);
     free(class_of);
     free(leaders);
@@ -995,7 +1082,7 @@ static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, const char
 {
     if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
-    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src};
+    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src, 0, 0};
     return 0;
 }
 
@@ -1041,6 +1128,34 @@ static int has_markers(struct ml_ir *ir, LLVMValueRef fn)
     return 0;
 }
 
+/*
+ * All-blocks mode: every other defined function is counted in place, after
+ * region code was cloned from the pristine bodies. Code outside regions
+ * never clones, so this adds no work.
+ */
+static int instrument_rest(struct ml_ir *ir)
+{
+    size_t first = ir->nwork;
+    int rc;
+
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
+        size_t len;
+        const char *name;
+        if (!ml_all_wants(ir, fn))
+            continue;
+        name = LLVMGetValueName2(fn, &len);
+        if (push_work(ir, fn, ML_NOSET, name))
+            return ml_ir_fail(ir, -ENOMEM, "out of memory");
+    }
+    for (size_t i = first; i < ir->nwork; i++) {
+        struct ml_work job = ir->work[i];
+        rc = instrument_function(ir, &job);
+        if (rc)
+            return rc == -ENOMEM ? ml_ir_fail(ir, rc, "out of memory") : rc;
+    }
+    return 0;
+}
+
 static void ir_free(struct ml_ir *ir)
 {
     for (uint32_t i = 0; i < ir->nregions; i++)
@@ -1055,6 +1170,7 @@ static void ir_free(struct ml_ir *ir)
     free(ir->calls);
     free(ir->work);
     free(ir->clones);
+    free(ir->versions);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     if (ir->b)
@@ -1075,15 +1191,17 @@ static void setup_types(struct ml_ir *ir)
     ir->t_i64p = LLVMPointerType(ir->t_i64, 0);
     params[0] = ir->t_i8p;
     params[1] = ir->t_i32;
-    ir->ty_enter = LLVMFunctionType(ir->t_void, params, 2, 0);
+    ir->ty_enter = LLVMFunctionType(ir->t_i32, params, 2, 0);
+    ir->ty_exit = LLVMFunctionType(ir->t_void, params, 2, 0);
+    ir->md_id = LLVMGetMDKindIDInContext(ir->ctx, "memlens.id", 10);
 }
 
-static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name)
+static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name, LLVMTypeRef ty)
 {
     LLVMValueRef f = LLVMGetNamedFunction(ir->m, name);
 
     if (!f) {
-        f = LLVMAddFunction(ir->m, name, ir->ty_enter);
+        f = LLVMAddFunction(ir->m, name, ty);
         LLVMAddAttributeAtIndex(
             f, LLVMAttributeFunctionIndex,
             LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
@@ -1102,21 +1220,27 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         err[0] = 0;
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
-    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) && (!ir.f_end || !LLVMGetFirstUse(ir.f_end)))
+    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
+        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && o->all))
         return 0; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
-    ir.f_enter = runtime_fn(&ir, "__memlens_enter");
-    ir.f_exit = runtime_fn(&ir, "__memlens_exit");
+    ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
+    ir.f_enter_always = runtime_fn(&ir, "__memlens_enter_always", ir.ty_enter);
+    ir.f_exit = runtime_fn(&ir, "__memlens_exit", ir.ty_exit);
     if (o && o->exact) {
         LLVMTypeRef p[5] = {ir.t_i8p, ir.t_i32, ir.t_i8p, ir.t_i64, ir.t_i32};
         ir.ty_access = LLVMFunctionType(ir.t_void, p, 5, 0);
         ir.f_access = LLVMGetNamedFunction(m, "__memlens_access");
         if (!ir.f_access)
             ir.f_access = LLVMAddFunction(m, "__memlens_access", ir.ty_access);
+    }
+    if (ml_all_setup(&ir)) {
+        rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
+        goto out;
     }
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
@@ -1141,6 +1265,25 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
             goto out;
         }
+        /*
+         * Sampling: a plain copy runs the executions the runtime does not measure. Not in
+         * all-blocks mode, where code outside regions is counted too.
+         */
+        if (!(ir.o && ir.o->all) && ml_version_supported(fn)) {
+            LLVMValueRef plain = NULL;
+            if (ml_version_prepare(&ir, fn, &plain) ||
+                grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
+                     sizeof(*ir.versions)) ||
+                ml_ptrmap_put(&ir.generated, plain, plain) ||
+                push_work(&ir, plain, ML_NOSET, name)) {
+                rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
+                goto out;
+            }
+            ir.work[ir.nwork - 2].versioned = 1;
+            ir.work[ir.nwork - 1].versioned = 1;
+            ir.work[ir.nwork - 1].plain = 1;
+            ir.versions[ir.nversions++] = (struct ml_version){fn, plain};
+        }
     }
     for (size_t i = 0; i < ir.nwork; i++) {
         struct ml_work job = ir.work[i];
@@ -1151,6 +1294,16 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             goto out;
         }
     }
+    rc = instrument_rest(&ir);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < ir.nversions; i++) {
+        rc = ml_version_merge(&ir, &ir.versions[i]);
+        if (rc) {
+            ml_ir_fail(&ir, rc, "out of memory");
+            goto out;
+        }
+    }
     rc = ml_emit_module(&ir);
     if (rc)
         goto out;
@@ -1158,8 +1311,9 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         ml_strip_debug(ir.clones[i].fn);
     /* Templates were only ever copied from, never called. */
     for (size_t i = 0; i < ir.nwork; i++) {
-        LLVMValueRef t =
-            ir.work[i].ctx == ML_NOSET ? ml_ptrmap_get(&ir.templates, ir.work[i].fn) : NULL;
+        LLVMValueRef t = ir.work[i].ctx == ML_NOSET && !ir.work[i].plain
+                             ? ml_ptrmap_get(&ir.templates, ir.work[i].fn)
+                             : NULL;
         if (t && !LLVMGetFirstUse(t))
             LLVMDeleteFunction(t);
     }

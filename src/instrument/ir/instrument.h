@@ -15,6 +15,12 @@ struct ml_ir_opts {
      * heap, global or stack by address. Profiles then carry both figures.
      */
     int exact;
+    /*
+     * All-blocks mode: count every defined function, not only region code.
+     * Code outside regions gets units with an empty region set; regions and
+     * their figures are unchanged. A module without regions is instrumented too.
+     */
+    int all;
 };
 
 /*

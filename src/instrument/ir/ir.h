@@ -16,6 +16,7 @@ struct ml_unit {
     uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
     uint32_t regset; /* word offset into ml_ir.words */
+    uint32_t flags;  /* ML_RT_UNIT_* */
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
@@ -31,8 +32,16 @@ struct ml_callrec {
 /* A function body to instrument under a context: regions active on every path into it. */
 struct ml_work {
     LLVMValueRef fn;
-    uint32_t ctx;          /* regset offset; ML_NOSET when none */
-    const char *src_name;  /* the source function it stands for */
+    uint32_t ctx;            /* regset offset; ML_NOSET when none */
+    const char *src_name;    /* the source function it stands for */
+    unsigned char versioned; /* BEGIN sites choose between an instrumented and a plain copy */
+    unsigned char plain;     /* the plain copy: region markers and exits, no counters */
+};
+
+/* A function with markers and its plain copy, merged after both are instrumented. */
+struct ml_version {
+    LLVMValueRef fn;
+    LLVMValueRef plain;
 };
 
 struct ml_clone {
@@ -53,13 +62,15 @@ struct ml_ir {
     size_t errlen;
 
     LLVMTypeRef t_void, t_i8, t_i32, t_i64, t_i8p, t_i64p;
-    LLVMValueRef f_begin, f_end;   /* user API (may be NULL) */
-    LLVMValueRef f_enter, f_exit;  /* runtime entry points */
-    LLVMTypeRef ty_enter;
+    LLVMValueRef f_begin, f_end;  /* user API (may be NULL) */
+    LLVMValueRef f_enter, f_exit; /* runtime entry points */
+    LLVMValueRef f_enter_always;  /* BEGIN in code that is always instrumented */
+    LLVMTypeRef ty_enter, ty_exit;
+    unsigned md_id;        /* metadata kind pairing the two copies' instructions */
     LLVMValueRef f_access; /* exact mode only */
     LLVMTypeRef ty_access;
-    LLVMValueRef desc_ph;          /* placeholder for the module descriptor */
-    LLVMValueRef ctr_ph;           /* placeholder for the counter array */
+    LLVMValueRef desc_ph; /* placeholder for the module descriptor */
+    LLVMValueRef ctr_ph;  /* placeholder for the counter array */
 
     char **regions;
     uint32_t nregions;
@@ -76,6 +87,9 @@ struct ml_ir {
     size_t nclones, capclones;
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
+    uint32_t noregion; /* all-blocks mode: the empty region set; else ML_NOSET */
+    struct ml_version *versions;
+    size_t nversions, capversions;
 };
 
 /* Reports an error into ir->err; returns -EINVAL (or the given code). */
@@ -102,6 +116,31 @@ LLVMValueRef ml_clone_function(struct ml_ir *ir, LLVMValueRef fn, const char *na
 /* Removes debug locations and debug intrinsics from a generated function. */
 void ml_strip_debug(LLVMValueRef fn);
 int ml_can_clone(LLVMValueRef fn);
+
+/* all.c: all-blocks mode (ml_ir_opts.all). */
+/* Interns the empty region set into ir->noregion in all-blocks mode; else ML_NOSET. */
+int ml_all_setup(struct ml_ir *ir);
+/* Whether a defined function still needs its blocks counted in place (not yet instrumented). */
+int ml_all_wants(struct ml_ir *ir, LLVMValueRef fn);
+/* Marks the first block unit of a function's entry block: its count is the function's calls. */
+void ml_all_mark_entry(struct ml_ir *ir, size_t first_unit);
+
+/*
+ * version.c: code versioning for sampling (docs/regions.md). ml_version_prepare
+ * tags every instruction of fn with a metadata id and makes the plain copy, a
+ * separate function instrumented without counters; ml_version_merge then moves
+ * the plain copy's blocks into fn, branches on __memlens_enter's result at
+ * every BEGIN site and repairs SSA form. When the copies cannot be paired, the
+ * merge falls back to fn alone, always instrumented (__memlens_enter_always).
+ * Both return 0 or -ENOMEM.
+ */
+int ml_version_prepare(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *plain);
+int ml_version_merge(struct ml_ir *ir, const struct ml_version *v);
+/* Can fn be versioned (cloneable, not too large for the SSA repair)? */
+int ml_version_supported(LLVMValueRef fn);
+/* Rebuilds the phis of bb with incoming block `from` renamed `to` (NULL: dropped). */
+void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
+                      LLVMBasicBlockRef to);
 
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);

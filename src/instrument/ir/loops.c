@@ -172,7 +172,8 @@ static uint64_t link_count(const struct ml_loopfold *lf, unsigned c)
 }
 
 int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned nclasses,
-                     const uint32_t *set_of, const unsigned char *marked, struct ml_loopfold *lf)
+                     const uint32_t *set_of, const unsigned char *marked,
+                     const unsigned char *keyed, struct ml_loopfold *lf)
 {
     unsigned willreturn = LLVMGetEnumAttributeKindForName("willreturn", 10);
 
@@ -225,6 +226,7 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
         uint64_t f = 1;
         /* Constant-count links: merge into the first class that is not one. */
         while (lf->link[cur] >= 0 && lf->trips[lf->link[cur]].kind == ML_TRIP_CONST &&
+               keyed[link_next(cfg, lf, cur)] &&
                (f == 0 || link_count(lf, cur) <= MAX_FACTOR / f)) {
             f *= link_count(lf, cur);
             cur = (unsigned)class_of[cfg->loops[lf->link[cur]].preheader];
@@ -234,6 +236,8 @@ int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned ncl
             lf->factor[c] = f;
             continue;
         }
+        if (!keyed[c])
+            continue;
         /*
          * Its own counter, added to once per entry into the outermost loop whose preheader
          * every factor of the chain can be computed in (guards are passed, never anchors).

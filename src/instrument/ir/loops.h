@@ -54,10 +54,13 @@ struct ml_loopfold {
  * ml_cfg_equiv_classes, nclasses of them). set_of[b] identifies the region set
  * at the end of block b; marked[b] is 1 when b holds a region marker. A folded
  * loop has no marked block, and its blocks' sets equal its preheader's.
+ * keyed[c] is 1 when all blocks of class c share one counter (the caller keys
+ * them by class): only such classes host merged facts or get hoisted counts.
  * Returns 0 or -ENOMEM; lf is then to be released with ml_loopfold_free.
  */
 int ml_loopfold_plan(const struct ml_cfg *cfg, const int *class_of, unsigned nclasses,
-                     const uint32_t *set_of, const unsigned char *marked, struct ml_loopfold *lf);
+                     const uint32_t *set_of, const unsigned char *marked,
+                     const unsigned char *keyed, struct ml_loopfold *lf);
 /*
  * Emits at the builder's position (the end of anchor[c], before its
  * terminator) the i64 number of executions of class c per execution of its
