@@ -32,14 +32,15 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
         fprintf(f, ",%" PRIu64, s->v[cols[i]]);
     csv_double(f, ml_report_gbs(ml_rstats_read(s), sec), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_written(s), sec), "%.6f");
-    fprintf(f, ",%d\n", s->borrowed);
+    fprintf(f, ",%d,%" PRIu64 ",%" PRIu64 "\n", s->borrowed, s->counters, s->v[ML_F_INCR]);
 }
 
 int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
 {
     fputs("profile,pid,region,thread,tid,executions,seconds,instr_int,instr_fp,instr_vec,"
           "instr_mem,instr_branch,instr_call,instr_other,instructions,loads,stores,rd_heap,"
-          "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed\n",
+          "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
+          "counters,increments\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const struct ml_report *r = reps[i];

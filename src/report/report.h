@@ -29,6 +29,9 @@ struct ml_rstats {
     int active;   /* entered, or some unit of the region counted */
     int timed;    /* ticks are meaningful */
     int borrowed; /* ticks come from the threads that entered the region */
+    /* Static: counting units whose region set holds the region (the same in every cell of a
+       region). The dynamic count, increments executed, is v[ML_F_INCR]. */
+    uint64_t counters;
 };
 
 /* Calls from a region into one function memlens did not see, by thread. */

@@ -159,7 +159,7 @@ static const char *fmt_gbs(char *buf, double gbs, int borrowed)
     return buf;
 }
 
-enum { T_MAIN, T_MIX, T_BYTES, T_N };
+enum { T_MAIN, T_MIX, T_BYTES, T_COUNTERS, T_N };
 
 static int add_rows(struct tbl *t, int which, const char *region, const char *thread,
                     const char *tid, const struct ml_rstats *s, uint64_t tsc_hz)
@@ -182,6 +182,15 @@ static int add_rows(struct tbl *t, int which, const char *region, const char *th
                        fmt_count(b[3], v[ML_F_I_MEM]), fmt_count(b[4], v[ML_F_I_BRANCH]),
                        fmt_count(b[5], v[ML_F_I_CALL]), fmt_count(b[6], v[ML_F_I_OTHER]),
                        fmt_count(b[7], v[ML_F_INSTR]));
+    case T_COUNTERS:
+        if (s->entries && v[ML_F_INCR] < 1000 * s->entries)
+            sig3(b[2], CELL, (double)v[ML_F_INCR] / (double)s->entries, "");
+        else if (s->entries)
+            fmt_count(b[2], v[ML_F_INCR] / s->entries);
+        else
+            snprintf(b[2], CELL, "-");
+        return tbl_row(t, region, thread, tid, fmt_count(b[0], s->counters),
+                       fmt_count(b[1], v[ML_F_INCR]), b[2]);
     default:
         return tbl_row(t, region, thread, tid, fmt_bytes(b[0], v[ML_F_RD_HEAP]),
                        fmt_bytes(b[1], v[ML_F_RD_GLOBAL]), fmt_bytes(b[2], v[ML_F_RD_STACK]),
@@ -194,9 +203,10 @@ static const char *const titles[T_N] = {
     "time, memory operations and bandwidth",
     "instructions by class",
     "bytes by memory class",
+    "counters: static (counting units) and dynamic (increments executed)",
 };
 
-static const size_t ncols[T_N] = {12, 11, 9};
+static const size_t ncols[T_N] = {12, 11, 9, 6};
 
 static int header_row(struct tbl *t, int which)
 {
@@ -207,6 +217,8 @@ static int header_row(struct tbl *t, int which)
     case T_MIX:
         return tbl_row(t, "region", "thread", "tid", "int", "fp", "vec", "mem", "branch", "call",
                        "other", "total");
+    case T_COUNTERS:
+        return tbl_row(t, "region", "thread", "tid", "counters", "increments", "incr/exec");
     default:
         return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
                        "wr global", "wr stack");

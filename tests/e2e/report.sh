@@ -74,6 +74,7 @@ def profile(seed, pid, nthreads):
         entered = [th for th in threads if th[3][r][0] > 0]
         maxt = max([th[3][r][1] for th in entered], default=None)
         tot = [0] * NF; tot_e = 0
+        ncount = sum(1 for k, st, f in units if r in sets[st])
         for tid, idx, counts, rst in threads:
             v = [0] * NF
             for u, (k, st, f) in enumerate(units):
@@ -84,10 +85,10 @@ def profile(seed, pid, nthreads):
             if not active:
                 continue
             ticks = rst[r][1] if rst[r][0] else maxt
-            exp[(name, str(idx))] = (rst[r][0], None if ticks is None else ticks / hz, v, 0 if rst[r][0] else 1)
+            exp[(name, str(idx))] = (rst[r][0], None if ticks is None else ticks / hz, v, 0 if rst[r][0] else 1, ncount)
             tot = [a + b for a, b in zip(tot, v)]; tot_e += rst[r][0]
         if any(k[0] == name for k in exp):
-            exp[(name, "total")] = (tot_e, None if maxt is None else maxt / hz, tot, 0)
+            exp[(name, "total")] = (tot_e, None if maxt is None else maxt / hz, tot, 0, ncount)
     return bytes(out), exp
 
 cols = [INT, FP, VEC, MEM, BR, CALL, OTHER, INSTR, LOADS, STORES, RDH, RDG, RDS, WRH, WRG, WRS]
@@ -98,12 +99,14 @@ def check(path, exp, pid):
     assert rows[0][:7] == ["profile", "pid", "region", "thread", "tid", "executions", "seconds"], rows[0]
     got = {(r[2], r[3]): r for r in rows[1:]}
     assert set(got) == set(exp), (sorted(got), sorted(exp))
-    for key, (e, sec, v, borrowed) in exp.items():
+    assert rows[0][25:] == ["time_borrowed", "counters", "increments"], rows[0]
+    for key, (e, sec, v, borrowed, ncount) in exp.items():
         r = got[key]
         assert r[0] == path and r[1] == str(pid), r
         assert int(r[5]) == e, (key, r[5], e)
         assert [int(x) for x in r[7:23]] == [v[c] for c in cols], (key, r)
         assert int(r[25]) == borrowed, (key, r)
+        assert int(r[26]) == ncount and int(r[27]) == v[NF - 1], (key, r)
         if sec is None:
             assert r[6] == "" and r[23] == "", r
         else:

@@ -260,12 +260,15 @@ static void test_csv(void **state)
     assert_true(starts_with(s, "profile,pid,region,thread,tid,executions,seconds,instr_int,"
                                "instr_fp,instr_vec,instr_mem,instr_branch,instr_call,instr_other,"
                                "instructions,loads,stores,rd_heap,rd_global,rd_stack,wr_heap,"
-                               "wr_global,wr_stack,read_gbs,write_gbs,time_borrowed\n"));
+                               "wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,counters,"
+                               "increments\n"));
+    /* outer: units u0, u1 and u2 (3 counters); u0 increments once per execution. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
-                              "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0\n"));
+                              "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,3,10\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
-                              "120,0,0,0,120,0,0.000000,0.000000,1\n"));
+                              "120,0,0,0,120,0,0.000000,0.000000,1,1,0\n"));
+    assert_non_null(strstr(s, ",0,3,14\n")); /* outer total: u0 ran 14 times */
     assert_null(strstr(s, "idle"));
     assert_null(strstr(s, "outer,1,101"));
     free(s);
@@ -279,7 +282,7 @@ static void test_csv(void **state)
         s = render(ml_report_csv, fx->r, &o);
         assert_string_equal(strchr(s, '\n') + 1,
                             "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
-                            "1000,40,0,1000,0,0,0.000002,0.000002,0\n");
+                            "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0\n");
         free(s);
     }
 }
@@ -317,6 +320,11 @@ static void test_table(void **state)
                               "19, sqrt \xc3\x97"
                               "10\n"));
     assert_non_null(strstr(s, "1.17 KiB"));
+    assert_non_null(strstr(s,
+                           "\n  counters: static (counting units) and dynamic (increments "
+                           "executed)\n  region  thread  tid  counters  increments  incr/exec\n"));
+    /* outer total: 3 counters, u0's 14 increments over 3 executions. */
+    assert_non_null(strstr(s, "  outer   total               3          14       4.67\n"));
     assert_null(strstr(s, "note: counts are sampled"));
     free(s);
 
