@@ -7,6 +7,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Linker.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -758,6 +759,8 @@ static int split_preheaders(struct ml_ir *ir, LLVMValueRef fn, struct ml_ptrmap 
         term = LLVMGetBasicBlockTerminator(eb);
         nb = LLVMInsertBasicBlockInContext(ir->ctx, hb, "memlens.ph");
         LLVMPositionBuilderAtEnd(ir->b, nb);
+        /* The builder may still carry a location from another function (invalid here). */
+        LLVMSetCurrentDebugLocation2(ir->b, LLVMInstructionGetDebugLoc(term));
         LLVMBuildBr(ir->b, hb);
         for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
             if (LLVMGetSuccessor(term, k) == hb)
