@@ -36,9 +36,16 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 TOOL_TREE = $(1)/bin/memlens $(1)/bin/memlens-cc $(1)/bin/memlens-c++ \
 	$(1)/lib/libmemlens-rt.a $(1)/include/memlens.h
 
+# Cross runtimes, one per target triple, built when that target's libc and binutils are
+# installed (Debian libc6-dev-arm64-cross, binutils-aarch64-linux-gnu); memlens cc picks
+# <prefix>/lib/<triple>/libmemlens-rt.a for --target=<triple>. See docs/cc.md.
+CROSS := $(foreach t,aarch64-linux-gnu,$(if $(and $(wildcard /usr/$(t)/include/stdio.h),\
+	$(shell command -v $(t)-ld)),$(t)))
+CROSS_RT := $(foreach t,$(CROSS),$(B)/lib/$(t)/libmemlens-rt.a)
+
 .SECONDARY:
 .PHONY: all deps asan unit fuzz test demo bench clean format install
-all: $(call TOOL_TREE,$(B))
+all: $(call TOOL_TREE,$(B)) $(CROSS_RT)
 asan: $(call TOOL_TREE,$(B)/asan)
 unit: $(UNIT_BIN)
 fuzz: $(FUZZ_BIN)
@@ -92,6 +99,25 @@ $(B)/rt/memlens-rt.o: $(RT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# The same runtime cross-compiled by clang-14 for one target triple, linked by its binutils.
+define CROSS_RULES
+$(B)/rt-$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	clang-14 --target=$(1) $(BASE_CFLAGS) -O2 -fPIC -fvisibility=hidden -fno-stack-protector \
+		-MMD -MP -c $$< -o $$@
+
+$(B)/rt-$(1)/memlens-rt.o: $(RT_SRC:%.c=$(B)/rt-$(1)/%.o)
+	$(1)-ld -r -o $$@.tmp $$^
+	$(1)-objcopy --wildcard --keep-global-symbol='__memlens_*' \
+		--keep-global-symbol=pthread_create $$@.tmp $$@
+	rm -f $$@.tmp
+
+$(B)/lib/$(1)/libmemlens-rt.a: $(B)/rt-$(1)/memlens-rt.o
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && $(1)-ar rcs $$@ $$^
+endef
+$(foreach t,$(CROSS),$(eval $(call CROSS_RULES,$(t))))
+
 %/include/memlens.h: include/memlens.h
 	@mkdir -p $(dir $@)
 	cp $< $@
@@ -128,6 +154,8 @@ install: all
 	ln -sf memlens $(PREFIX)/bin/memlens-cc
 	ln -sf memlens $(PREFIX)/bin/memlens-c++
 	install -m644 $(B)/lib/libmemlens-rt.a $(PREFIX)/lib/libmemlens-rt.a
+	for t in $(CROSS); do install -D -m644 $(B)/lib/$$t/libmemlens-rt.a \
+		$(PREFIX)/lib/$$t/libmemlens-rt.a || exit 1; done
 	install -m644 include/memlens.h $(PREFIX)/include/memlens.h
 
 clean:

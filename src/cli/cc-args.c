@@ -338,6 +338,8 @@ void ml_cc_parse(struct ml_cc_cmd *c)
         if (!o) {
             if (!strncmp(a, "-O", 2))
                 c->olevel = a;
+            else if (!strncmp(a, "--target=", 9))
+                c->target = a + 9;
             continue;
         }
         const char *n = o->name;
@@ -358,6 +360,8 @@ void ml_cc_parse(struct ml_cc_cmd *c)
             c->flto = true;
         else if (!strcmp(n, "-fno-lto"))
             c->flto = false;
+        else if (!strcmp(n, "-target") && val)
+            c->target = val;
         else if (!strcmp(n, "-MD") || !strcmp(n, "-MMD"))
             c->md = true;
         else if (!strcmp(n, "-MF"))

@@ -67,6 +67,7 @@ struct ml_cc_cmd {
     enum ml_cc_mode mode;
     const char *out;    /* value of the last -o, or NULL */
     const char *olevel; /* the last -O option ("-O2"), or NULL */
+    const char *target; /* the last --target=<triple> or -target <triple>, or NULL */
     bool shared;        /* -shared */
     bool nolibs;        /* -nostdlib, -nodefaultlibs or -r: no runtime is added */
     bool flto;          /* -flto or -flto=... last wins over -fno-lto */

@@ -9,6 +9,7 @@ int cmd_cc(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_bb(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_instrument(int argc, char **argv);
 
 /* Prints "memlens: <msg>" and exits 128. Only cli/ may exit. */

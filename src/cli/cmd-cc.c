@@ -17,6 +17,15 @@
 #define ML_CLANGXX "clang++-14"
 #endif
 
+/* The target the tool itself was built for: <prefix>/lib/libmemlens-rt.a is for this one. */
+#if defined(__x86_64__)
+#define HOST_TARGET "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define HOST_TARGET "aarch64-linux-gnu"
+#else
+#define HOST_TARGET ""
+#endif
+
 static const char cc_usage[] =
     "usage: memlens cc [<memlens options>] [--] <clang arguments>...\n"
     "       memlens-cc  [--ml-<option>...] <clang arguments>...\n"
@@ -49,6 +58,8 @@ static const char cc_usage[] =
     "--version, -print-*, -dump*, commands without inputs and commands with header,\n"
     "IR, Objective-C or CUDA inputs. -shared and -nostdlib links get no runtime: an\n"
     "instrumented shared library needs an executable linked by memlens-cc.\n"
+    "--target=aarch64-linux-gnu links the AArch64 runtime that make builds when\n"
+    "Debian's arm64 cross libc is installed.\n"
     "See docs/cc.md.\n";
 
 static struct {
@@ -316,12 +327,60 @@ static int compile_only(void)
     return status;
 }
 
+/*
+ * A target triple as runtime directories are named: <arch>-<os>-<env> without
+ * the vendor (clang reads aarch64-linux-gnu and aarch64-unknown-linux-gnu
+ * alike), arm64 spelled aarch64, and gnu the environment when Linux names none.
+ */
+static const char *target_key(const char *triple)
+{
+    char *c[4] = {0}, *save, *s = ml_cc_strfmt("%s", triple);
+    int n = 0;
+
+    for (char *w = strtok_r(s, "-", &save); w && n < 4; w = strtok_r(NULL, "-", &save))
+        c[n++] = w;
+    if (!n)
+        return triple;
+    if (n >= 3 && strcmp(c[1], "linux")) {
+        c[1] = c[2];
+        c[2] = c[3];
+    }
+    if (!strcmp(c[0], "arm64"))
+        c[0] = "aarch64";
+    if (c[1] && !strcmp(c[1], "linux") && !c[2])
+        c[2] = "gnu";
+    return ml_cc_strfmt("%s%s%s%s%s", c[0], c[1] ? "-" : "", c[1] ? c[1] : "", c[2] ? "-" : "",
+                        c[2] ? c[2] : "");
+}
+
+/* The runtime archive for the target of this command: the host's, or lib/<triple>/. */
+static const char *runtime_for_target(const char **key)
+{
+    *key = g.cmd.target ? target_key(g.cmd.target) : HOST_TARGET;
+    if (!strcmp(*key, HOST_TARGET))
+        return dirs("lib/libmemlens-rt.a");
+    return dirs(ml_cc_strfmt("lib/%s/libmemlens-rt.a", *key));
+}
+
 static void push_runtime(struct ml_strv *v)
 {
+    const char *key;
+
     if (g.cmd.shared || g.cmd.nolibs)
         return;
-    if (access(g.rtlib, R_OK))
+    g.rtlib = runtime_for_target(&key);
+    if (!access(g.rtlib, R_OK))
+        ;
+    else if (!strcmp(key, HOST_TARGET))
         die("cannot find the memlens runtime '%s' (build it with 'make')", g.rtlib);
+    else if (!strcmp(key, "aarch64-linux-gnu"))
+        die("no runtime for target '%s': install libc6-dev-arm64-cross and "
+            "binutils-aarch64-linux-gnu, then run make",
+            key);
+    else
+        die("no runtime for target '%s' (no '%s'): memlens builds runtimes for %s and "
+            "aarch64-linux-gnu",
+            key, g.rtlib, HOST_TARGET);
     ml_strv_push(v, "-Wl,--whole-archive");
     ml_strv_push(v, g.rtlib);
     ml_strv_push(v, "-Wl,--no-whole-archive");
@@ -532,7 +591,6 @@ int cmd_cc(int argc, char **argv)
         ml_cc_exec(v.v);
     }
     g.incdir = dirs("include");
-    g.rtlib = dirs("lib/libmemlens-rt.a");
     if (g.cmd.mode == ML_MODE_OBJ && g.cmd.flto) {
         /* Bitcode objects: instrumented when the program is linked. */
         const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};

@@ -18,6 +18,7 @@ static const struct cmd commands[] = {
     {"cc", cmd_cc, "compile and instrument C/C++ (drop-in for clang-14; also memlens-cc, memlens-c++)"},
     {"run", cmd_run, "run a program with the runtime configured (output dir, sampling)"},
     {"report", cmd_report, "per-region, per-thread instruction mix, bytes and bandwidth"},
+    {"top", cmd_top, "live per-region, per-thread bandwidth of a running profiled program"},
     {"bb", cmd_bb, "steady-state throughput of an x86-64 basic block"},
     {"instrument", cmd_instrument, NULL},
 };

@@ -182,8 +182,6 @@ static int check_refs(struct ml_profile *p, char *err, size_t errlen)
         if (p->calls[i].unit >= p->nunits || !str_ok(p, p->calls[i].callee))
             return fail(err, errlen, "call record %llu names a bad unit or string",
                         (unsigned long long)i);
-    if (check_entries(p, err, errlen))
-        return -EINVAL;
     for (uint64_t i = 0; p->timeline && i < p->timeline->nsnaps; i++) {
         const struct ml_profile_snap *sn = &p->snaps[i];
         for (uint64_t k = 0; k < sn->npoints; k++) {
@@ -195,7 +193,7 @@ static int check_refs(struct ml_profile *p, char *err, size_t errlen)
                             (unsigned long long)i, (unsigned long long)k, pt->thread, pt->region);
         }
     }
-    return 0;
+    return check_entries(p, err, errlen);
 }
 
 /*

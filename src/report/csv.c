@@ -40,7 +40,6 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
     csv_count(f, sc, ml_rstats_est(s, s->v[ML_F_STORES]));
     csv_count(f, sc, ml_rstats_est(s, ml_rstats_read(s)));
     csv_count(f, sc, ml_rstats_est(s, ml_rstats_written(s)));
-    fprintf(f, ",%" PRIu64, s->v[ML_F_INCR]);
     csv_double(f, s->cf, "%.6f");
     csv_double(f, cf, "%.9f");
     csv_double(f, cal, "%.9f");
@@ -75,7 +74,7 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
         fprintf(f, ",%" PRIu64, s->v[cols[i]]);
     csv_double(f, ml_report_gbs(ml_rstats_read(s), sec), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_written(s), sec), "%.6f");
-    fprintf(f, ",%d", s->borrowed);
+    fprintf(f, ",%d,%" PRIu64 ",%" PRIu64, s->borrowed, s->counters, s->v[ML_F_INCR]);
     csv_more(f, r, s);
 }
 
@@ -84,9 +83,9 @@ int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct
     fputs("profile,pid,region,thread,tid,executions,seconds,instr_int,instr_fp,instr_vec,"
           "instr_mem,instr_branch,instr_call,instr_other,instructions,loads,stores,rd_heap,"
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
-          "measured,scale,est_seconds,est_instructions,est_loads,est_stores,est_bytes_read,"
-          "est_bytes_written,increments,cf,cf_seconds,cal_seconds,read_gbs_cf,write_gbs_cf,"
-          "read_gbs_cal,write_gbs_cal,events\n",
+          "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
+          "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const struct ml_report *r = reps[i];
@@ -221,8 +220,8 @@ static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking
     fprintf(f, ",%u,", u->line);
     if (u->kind != ML_UNIT_BYTES)
         fprintf(f, "%" PRIu64, c);
-    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-            c * fa[ML_F_INSTR], c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c * fa[ML_F_INSTR],
+            c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
             c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
             c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
 }

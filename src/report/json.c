@@ -151,6 +151,8 @@ static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstat
     json_num(f, ml_report_gbs(ml_rstats_read(s), sec));
     fputs(", \"write_gbs\": ", f);
     json_num(f, ml_report_gbs(ml_rstats_written(s), sec));
+    fprintf(f, ", \"counters\": %" PRIu64 ", \"increments\": %" PRIu64, s->counters,
+            s->v[ML_F_INCR]);
     json_more(f, r, s);
 }
 

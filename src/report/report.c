@@ -228,6 +228,12 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
         }
     }
 
+    for (uint64_t u = 0; u < p->nunits; u++) {
+        uint32_t n;
+        const uint32_t *ids = ml_profile_regset(p, p->units[u].regset, &n);
+        for (uint32_t k = 0; k < n; k++)
+            r->totals[ids[k]].counters++;
+    }
     for (uint64_t reg = 0; reg < nr; reg++) {
         struct ml_rstats *tot = &r->totals[reg];
         for (uint64_t t = 0; t < nt; t++) {
@@ -247,6 +253,7 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
         }
         for (uint64_t t = 0; t < nt; t++) {
             struct ml_rstats *c = &r->cells[reg * nt + t];
+            c->counters = tot->counters;
             if (c->active && !c->entries && tot->timed) {
                 c->ticks = tot->ticks;
                 c->timed = c->borrowed = 1;

@@ -29,6 +29,9 @@ struct ml_rstats {
     int active;   /* entered, or some unit of the region counted */
     int timed;    /* ticks are meaningful */
     int borrowed; /* ticks come from the threads that entered the region */
+    /* Static: counting units whose region set holds the region (the same in every cell of a
+       region). The dynamic count, increments executed, is v[ML_F_INCR]. */
+    uint64_t counters;
     /*
      * Sampling and overhead corrections (docs/report.md); -1 = unknown.
      * Counts and ticks cover the measured executions; est_ticks and
@@ -139,10 +142,10 @@ int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n,
  */
 struct ml_top_fn {
     uint32_t module;
-    uint32_t func;  /* string offset: mangled symbol */
-    uint32_t file;  /* string offset of the first unit with a line */
-    uint32_t line;  /* lowest line in that file, 0 if unknown */
-    int known;      /* executions are known */
+    uint32_t func; /* string offset: mangled symbol */
+    uint32_t file; /* string offset of the first unit with a line */
+    uint32_t line; /* lowest line in that file, 0 if unknown */
+    int known;     /* executions are known */
     uint64_t executions;
     uint64_t v[ML_NFACTS]; /* counts x facts */
 };

@@ -181,9 +181,9 @@ static const char *fmt_gbs(char *buf, double gbs, int borrowed)
 /* Column titles of the events table: the event names of the profile being printed. */
 static const char *r_event_names[ML_MAX_EVENTS];
 
-enum { T_MAIN, T_MIX, T_BYTES, T_SAMPLE, T_CORR, T_EVENTS, T_N };
+enum { T_MAIN, T_MIX, T_BYTES, T_COUNTERS, T_SAMPLE, T_CORR, T_EVENTS, T_N };
 
-/* A scale factor: "x12.5", or "-" when nothing was measured. */
+/* A scale factor, "12.5", or "-" when nothing was measured. */
 static const char *fmt_scale(char *buf, double x)
 {
     if (x < 0)
@@ -251,6 +251,15 @@ static int add_rows(struct tbl *t, int which, const char *region, const char *th
                        fmt_count(b[3], v[ML_F_I_MEM]), fmt_count(b[4], v[ML_F_I_BRANCH]),
                        fmt_count(b[5], v[ML_F_I_CALL]), fmt_count(b[6], v[ML_F_I_OTHER]),
                        fmt_count(b[7], v[ML_F_INSTR]));
+    case T_COUNTERS:
+        if (s->entries && v[ML_F_INCR] < 1000 * s->entries)
+            sig3(b[2], CELL, (double)v[ML_F_INCR] / (double)s->entries, "");
+        else if (s->entries)
+            fmt_count(b[2], v[ML_F_INCR] / s->entries);
+        else
+            snprintf(b[2], CELL, "-");
+        return tbl_row(t, region, thread, tid, fmt_count(b[0], s->counters),
+                       fmt_count(b[1], v[ML_F_INCR]), b[2]);
     default:
         return tbl_row(t, region, thread, tid, fmt_bytes(b[0], v[ML_F_RD_HEAP]),
                        fmt_bytes(b[1], v[ML_F_RD_GLOBAL]), fmt_bytes(b[2], v[ML_F_RD_STACK]),
@@ -263,12 +272,13 @@ static const char *const titles[T_N] = {
     "time, memory operations and bandwidth",
     "instructions by class",
     "bytes by memory class",
+    "counters: static (counting units) and dynamic (increments executed)",
     "sampling: figures above cover the measured executions; est. = scaled by execs / measured",
     "bandwidth corrected for instrumentation overhead (CF: published factor, cal: calibrated)",
     "hardware counters, summed over measured executions",
 };
 
-static const size_t ncols[T_N] = {12, 11, 9, 12, 14, 3};
+static const size_t ncols[T_N] = {12, 11, 9, 6, 12, 14, 3};
 
 static int header_row(struct tbl *t, int which)
 {
@@ -279,6 +289,8 @@ static int header_row(struct tbl *t, int which)
     case T_MIX:
         return tbl_row(t, "region", "thread", "tid", "int", "fp", "vec", "mem", "branch", "call",
                        "other", "total");
+    case T_COUNTERS:
+        return tbl_row(t, "region", "thread", "tid", "counters", "increments", "incr/exec");
     case T_SAMPLE:
         return tbl_row(t, "region", "thread", "tid", "execs", "measured", "scale", "est. time",
                        "est. instrs", "est. loads", "est. stores", "est. read", "est. written");
@@ -510,11 +522,10 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
                 &top->fns[(which == TOP_FN_BYTES ? top->fns_by_bytes : top->fns_by_execs)[i]];
             uint64_t rd = f->v[ML_F_RD_HEAP] + f->v[ML_F_RD_GLOBAL] + f->v[ML_F_RD_STACK];
             uint64_t wr = f->v[ML_F_WR_HEAP] + f->v[ML_F_WR_GLOBAL] + f->v[ML_F_WR_STACK];
-            rc = tbl_row(t, top_name(p, f->func, &names[i]),
-                         f->known ? fmt_count(c[0], f->executions) : "-",
-                         fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd),
-                         fmt_bytes(c[3], wr), fmt_share(c[4], rd + wr, top->bytes),
-                         fmt_where(c[5], p, f->file, f->line));
+            rc = tbl_row(
+                t, top_name(p, f->func, &names[i]), f->known ? fmt_count(c[0], f->executions) : "-",
+                fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd), fmt_bytes(c[3], wr),
+                fmt_share(c[4], rd + wr, top->bytes), fmt_where(c[5], p, f->file, f->line));
         }
         return rc;
     }
@@ -527,20 +538,20 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
         uint64_t rd = cnt * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]);
         uint64_t wr = cnt * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]);
         snprintf(c[0], CELL, "%u", ui);
-        rc = tbl_row(t, top_name(p, u->func, &names[i]), c[0],
-                     u->kind == ML_UNIT_BYTES ? "-" : fmt_count(c[1], cnt),
-                     fmt_count(c[2], cnt * fa[ML_F_INSTR]), fmt_bytes(c[3], rd),
-                     fmt_bytes(c[4], wr), fmt_share(c[5], rd + wr, top->bytes),
-                     fmt_where(c[6], p, u->file, u->line));
+        rc =
+            tbl_row(t, top_name(p, u->func, &names[i]), c[0],
+                    u->kind == ML_UNIT_BYTES ? "-" : fmt_count(c[1], cnt),
+                    fmt_count(c[2], cnt * fa[ML_F_INSTR]), fmt_bytes(c[3], rd), fmt_bytes(c[4], wr),
+                    fmt_share(c[5], rd + wr, top->bytes), fmt_where(c[6], p, u->file, u->line));
     }
     return rc;
 }
 
 static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
-    static const char *const titles[TOP_N] = {
-        "hottest functions by bytes (read + written)", "hottest blocks by bytes",
-        "functions by calls", "blocks by executions"};
+    static const char *const titles[TOP_N] = {"hottest functions by bytes (read + written)",
+                                              "hottest blocks by bytes", "functions by calls",
+                                              "blocks by executions"};
     struct ml_top *top;
     int rc;
 

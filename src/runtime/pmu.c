@@ -133,30 +133,23 @@ const char *ml_pmu_name(uint32_t i)
     return i < nevents ? events[i].name : "";
 }
 
+#if defined(__x86_64__)
 static inline uint64_t rdpmc(uint32_t counter)
 {
-#if defined(__x86_64__)
     uint32_t lo, hi;
 
     __asm__ volatile("rdpmc" : "=a"(lo), "=d"(hi) : "c"(counter));
     return (uint64_t)hi << 32 | lo;
-#else
-    (void)counter;
-    return 0;
-#endif
 }
 
 static inline uint64_t rdtsc(void)
 {
-#if defined(__x86_64__)
     uint32_t lo, hi;
 
     __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
     return (uint64_t)hi << 32 | lo;
-#else
-    return 0;
-#endif
 }
+#endif
 
 /*
  * The mmap page's seqlock protocol: read index, offset and times, then the

@@ -132,6 +132,7 @@ static void on_exit_write(void)
 static void on_signal(int sig)
 {
     ml_rt_write_profile(1);
+    ml_rt_unpublish();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -254,6 +255,7 @@ static void init_locked(void)
     ml_rt.sample_t0 = ml_rt.sample_phase == UINT64_MAX ? ticks_per_ms * SAMPLE_T0_MS : UINT64_MAX;
     ml_pmu_init();
     ml_rt_timeline_start();
+    ml_rt_publish();
 }
 
 static uint32_t region_id_locked(const char *name)

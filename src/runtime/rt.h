@@ -114,5 +114,12 @@ uint64_t ml_rt_calibrate(void);
  */
 void ml_rt_measured_begin(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t g);
 void ml_rt_measured_end(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t g);
+/*
+ * Live view (src/runtime/publish.c, src/format/live.h): publish writes
+ * /dev/shm/memlens.<pid> once, at runtime start, and arranges its removal at
+ * exit; unpublish removes it (signal-safe, and a no-op in a fork child).
+ */
+void ml_rt_publish(void);
+void ml_rt_unpublish(void);
 
 #endif

@@ -81,6 +81,7 @@ def profile(seed, pid, nthreads):
         entered = [th for th in threads if th[3][r][0] > 0]
         maxt = max([th[3][r][1] for th in entered], default=None)
         tot = [0] * NF; tot_e = 0; tot_m = 0
+        ncount = sum(1 for k, st, f in units if r in sets[st])
         for tid, idx, counts, rst in threads:
             v = [0] * NF
             for u, (k, st, f) in enumerate(units):
@@ -91,11 +92,11 @@ def profile(seed, pid, nthreads):
             if not active:
                 continue
             ticks = rst[r][1] if rst[r][0] else maxt
-            exp[(name, str(idx))] = (rst[r][0], None if ticks is None else ticks / hz, v, 0 if rst[r][0] else 1)
+            exp[(name, str(idx))] = (rst[r][0], None if ticks is None else ticks / hz, v, 0 if rst[r][0] else 1, ncount)
             more[(name, str(idx))] = (rst[r][2], ticks, v, rst[r][0] > 0)
             tot = [a + b for a, b in zip(tot, v)]; tot_e += rst[r][0]; tot_m += rst[r][2]
         if any(k[0] == name for k in exp):
-            exp[(name, "total")] = (tot_e, None if maxt is None else maxt / hz, tot, 0)
+            exp[(name, "total")] = (tot_e, None if maxt is None else maxt / hz, tot, 0, ncount)
             more[(name, "total")] = (tot_m, maxt, tot, False)
             # Extra columns (docs/report.md): scale, estimates, CF, calibrated time.
             cal_own = {}
@@ -131,12 +132,14 @@ def check(path, exp, extra, pid):
     assert rows[0][:7] == ["profile", "pid", "region", "thread", "tid", "executions", "seconds"], rows[0]
     got = {(r[2], r[3]): r for r in rows[1:]}
     assert set(got) == set(exp), (sorted(got), sorted(exp))
-    for key, (e, sec, v, borrowed) in exp.items():
+    assert rows[0][25:29] == ["time_borrowed", "counters", "increments", "measured"], rows[0]
+    for key, (e, sec, v, borrowed, ncount) in exp.items():
         r = got[key]
         assert r[0] == path and r[1] == str(pid), r
         assert int(r[5]) == e, (key, r[5], e)
         assert [int(x) for x in r[7:23]] == [v[c] for c in cols], (key, r)
         assert int(r[25]) == borrowed, (key, r)
+        assert int(r[26]) == ncount and int(r[27]) == v[NF - 1], (key, r)
         if sec is None:
             assert r[6] == "" and r[23] == "", r
         else:
@@ -144,23 +147,22 @@ def check(path, exp, extra, pid):
             rd = (v[RDH] + v[RDG] + v[RDS]) / sec / 1e9
             assert abs(float(r[23]) - rd) <= 1e-6 + 1e-6 * rd, (key, r[23], rd)
         m, scale, est_sec, v, cf, cf_sec, cal_sec = extra[key]
-        assert int(r[26]) == m, (key, r[26], m)
-        near(r[27], scale, key)
-        near(r[28], est_sec, key)
+        assert int(r[28]) == m, (key, r[28], m)
+        near(r[29], scale, key)
+        near(r[30], est_sec, key)
         rd, wr = v[RDH] + v[RDG] + v[RDS], v[WRH] + v[WRG] + v[WRS]
         ests = [v[INSTR], v[LOADS], v[STORES], rd, wr]
-        for col, x in zip(r[29:34], ests):
+        for col, x in zip(r[31:36], ests):
             if scale is None:
                 assert col == "", (key, r)
             else:
                 assert abs(int(col) - x * scale) <= 1 + 1e-12 * x * scale, (key, col, x * scale)
-        assert int(r[34]) == v[INCR], (key, r[34])
-        near(r[35], cf, key)
-        near(r[36], cf_sec, key)
-        near(r[37], cal_sec, key)
-        near(r[38], None if not cf_sec else rd / cf_sec / 1e9, key)
-        near(r[41], None if not cal_sec else wr / cal_sec / 1e9, key)
-        assert r[42] == "", (key, r[42])
+        near(r[36], cf, key)
+        near(r[37], cf_sec, key)
+        near(r[38], cal_sec, key)
+        near(r[39], None if not cf_sec else rd / cf_sec / 1e9, key)
+        near(r[42], None if not cal_sec else wr / cal_sec / 1e9, key)
+        assert r[43] == "", (key, r[43])
     return len(exp)
 
 n = 0

@@ -260,19 +260,21 @@ static void test_csv(void **state)
     assert_true(starts_with(s, "profile,pid,region,thread,tid,executions,seconds,instr_int,"
                                "instr_fp,instr_vec,instr_mem,instr_branch,instr_call,instr_other,"
                                "instructions,loads,stores,rd_heap,rd_global,rd_stack,wr_heap,"
-                               "wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,measured,"
-                               "scale,est_seconds,est_instructions,est_loads,est_stores,"
-                               "est_bytes_read,est_bytes_written,increments,cf,cf_seconds,"
+                               "wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,counters,"
+                               "increments,measured,scale,est_seconds,est_instructions,est_loads,"
+                               "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,"
                                "cal_seconds,read_gbs_cf,write_gbs_cf,read_gbs_cal,write_gbs_cal,"
                                "events\n"));
-    /* Not sampled: scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
+    /* outer: units u0, u1 and u2 (3 counters); u0 increments once per execution. Not sampled:
+       scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
-                              "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,1,1.000000,"
-                              "2.000000000,90,25,10,1200,1080,10,1.571429,1.272727273,,"
+                              "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,3,10,1,1.000000,"
+                              "2.000000000,90,25,10,1200,1080,1.571429,1.272727273,,"
                               "0.000001,0.000001,,,\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
-                              "120,0,0,0,120,0,0.000000,0.000000,1,0,1.000000,"));
+                              "120,0,0,0,120,0,0.000000,0.000000,1,1,0,0,1.000000,"));
+    assert_non_null(strstr(s, ",0,3,14,")); /* outer total: u0 ran 14 times */
     assert_null(strstr(s, "idle"));
     assert_null(strstr(s, "outer,1,101"));
     free(s);
@@ -286,8 +288,8 @@ static void test_csv(void **state)
         s = render(ml_report_csv, fx->r, &o);
         assert_string_equal(strchr(s, '\n') + 1,
                             "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
-                            "1000,40,0,1000,0,0,0.000002,0.000002,0,5,1.000000,0.500000000,20,5,"
-                            "0,1040,1000,0,1.000000,0.500000000,,0.000002,0.000002,,,\n");
+                            "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
+                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,\n");
         free(s);
     }
 }
@@ -325,6 +327,11 @@ static void test_table(void **state)
                               "19, sqrt \xc3\x97"
                               "10\n"));
     assert_non_null(strstr(s, "1.17 KiB"));
+    assert_non_null(strstr(s,
+                           "\n  counters: static (counting units) and dynamic (increments "
+                           "executed)\n  region  thread  tid  counters  increments  incr/exec\n"));
+    /* outer total: 3 counters, u0's 14 increments over 3 executions. */
+    assert_non_null(strstr(s, "  outer   total               3          14       4.67\n"));
     assert_null(strstr(s, "note: sampled"));
     assert_null(strstr(s, "est. time"));
     assert_non_null(strstr(s, "time/CF"));
@@ -447,7 +454,7 @@ static void test_sampled(void **state)
     assert_true(ml_report_sampled(r));
     s = render(ml_report_csv, r, &o);
     assert_non_null(strstr(s, "\ns,4242,k,0,9,10,0.400000000,0,0,0,0,0,0,0,200,40,0,320,0,0,0,0,0,"
-                              "0.000001,0.000000,0,4,2.500000,1.000000000,500,100,0,800,0,40,"
+                              "0.000001,0.000000,0,1,40,4,2.500000,1.000000000,500,100,0,800,0,"
                               "3.000000,0.133333333,0.280000000,0.000002,0.000000,0.000001,"
                               "0.000000,\n"));
     free(s);
@@ -474,7 +481,7 @@ static void test_sampled(void **state)
     assert_true(c->scale < 0 && c->est_ticks < 0 && c->cal_ticks < 0);
     assert_true(ml_rstats_seconds(c, 1000) < 0);
     s = render(ml_report_csv, r, &o);
-    assert_non_null(strstr(s, ",0,0,,,,,,,,40,3.000000,,,,,,,\n"));
+    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,\n"));
     free(s);
     ml_report_free(r);
     ml_profile_free(p);

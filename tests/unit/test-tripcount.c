@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/IRReader.h>
 
@@ -321,6 +322,172 @@ static void test_eval_matches_simulation(void **state)
     assert_true(answered > ended / 2);
 }
 
+/* ml_trip_build on constant inputs: the builder folds the recipe into a constant. */
+static int built_count(LLVMContextRef ctx, LLVMBuilderRef b, const struct ml_trip_rule *r,
+                       uint64_t start, uint64_t bound, uint64_t *out)
+{
+    LLVMTypeRef ty = LLVMIntTypeInContext(ctx, r->bits), i64 = LLVMInt64TypeInContext(ctx);
+    struct ml_trip t = {.kind = ML_TRIP_RECIPE, .rule = *r};
+    LLVMValueRef v;
+
+    t.start = LLVMConstInt(ty, start, 0);
+    t.bound = LLVMConstInt(ty, bound, 0);
+    v = ml_trip_build(b, &t, i64);
+    if (!LLVMIsAConstantInt(v))
+        return -1;
+    *out = LLVMConstIntGetZExtValue(v);
+    return 0;
+}
+
+/*
+ * For every foldable rule (with a constant and with a variable bound), the
+ * emitted recipe must give the simulated count of every 8-bit loop that ends:
+ * signed and unsigned, <, <=, >, >=, ==, !=, steps of any size and sign,
+ * zero-trip loops, and loops whose values wrap.
+ */
+static void test_build_matches_simulation(void **state)
+{
+    static const LLVMIntPredicate preds[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT, LLVMIntULE,
+                                             LLVMIntUGT, LLVMIntUGE, LLVMIntSLT, LLVMIntSLE,
+                                             LLVMIntSGT, LLVMIntSGE};
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    unsigned checked = 0, folded[2] = {0, 0}, zero_trip = 0;
+    (void)state;
+
+    for (unsigned iter = 0; iter < 200000; iter++) {
+        struct ml_trip_rule r = {8, preds[rnd() % 10], (int8_t)rnd(), (int)(rnd() & 1)};
+        uint8_t start = (uint8_t)rnd(), bound = (uint8_t)rnd();
+        uint64_t b64 = bound, got = 0;
+        int var, cst;
+        unsigned k;
+        uint8_t x;
+
+        if (iter % 4 == 0)
+            r.step = (rnd() & 1) ? 1 : -1;
+        x = (uint8_t)(start + (r.tests_next ? r.step : 0));
+        if (!r.step)
+            continue;
+        var = ml_trip_foldable(&r, NULL);
+        cst = ml_trip_foldable(&r, &b64);
+        assert_true(!var || cst); /* a variable bound never qualifies more */
+        if (!cst)
+            continue;
+        for (k = 0; k < 600 && holds(r.pred, x, bound); k++)
+            x = (uint8_t)(x + r.step);
+        if (k == 600)
+            continue; /* never ends: any count is allowed */
+        assert_int_equal(built_count(ctx, b, &r, start, bound, &got), 0);
+        if (got != k + 1)
+            fail_msg("pred %d step %d start %u bound %u next %d: built %llu, want %u", r.pred,
+                     (int)r.step, start, bound, r.tests_next, (unsigned long long)got, k + 1);
+        checked++;
+        folded[var]++;
+        zero_trip += k == 0;
+    }
+    print_message("%u loops checked (%u with a variable bound), %u zero-trip\n", checked, folded[1],
+                  zero_trip);
+    assert_true(folded[1] > 1000 && folded[0] > 1000 && zero_trip > 1000);
+    LLVMDisposeBuilder(b);
+    LLVMContextDispose(ctx);
+}
+
+/* Which rules qualify for folding, and 64-bit answers. */
+static void test_foldable(void **state)
+{
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    struct ml_trip_rule r = {32, LLVMIntSLT, 1, 0};
+    uint64_t c, n;
+    (void)state;
+
+    assert_true(ml_trip_foldable(&r, NULL)); /* i < n, i++ */
+    r.pred = LLVMIntULE;
+    assert_true(ml_trip_foldable(&r, NULL)); /* i <= n: n = UINT_MAX never ends */
+    r.step = 4;
+    assert_false(ml_trip_foldable(&r, NULL)); /* i <= n, i += 4: may wrap and go on */
+    n = 100;
+    assert_true(ml_trip_foldable(&r, &n));
+    n = UINT32_MAX - 3;
+    assert_false(ml_trip_foldable(&r, &n)); /* UINT_MAX - 3 + 4 wraps to 0 */
+    n = UINT32_MAX - 4;
+    assert_true(ml_trip_foldable(&r, &n));
+    r.step = -1;
+    assert_false(ml_trip_foldable(&r, NULL)); /* away from the bound: ends only by wrapping */
+    r = (struct ml_trip_rule){64, LLVMIntNE, 8, 1};
+    assert_true(ml_trip_foldable(&r, NULL)); /* vector loop: index += 8 until == n */
+    r = (struct ml_trip_rule){32, LLVMIntSGT, -2, 0};
+    n = (uint64_t)INT32_MIN;
+    assert_false(ml_trip_foldable(&r, &n)); /* i > INT_MIN, i -= 2 may wrap */
+    n = (uint64_t)INT32_MIN + 1;
+    assert_true(ml_trip_foldable(&r, &n));
+    /* 64-bit signed: from INT64_MIN to 0 by 7, as ml_trip_eval. */
+    r = (struct ml_trip_rule){64, LLVMIntSLT, 7, 0};
+    n = 0;
+    assert_true(ml_trip_foldable(&r, &n));
+    assert_int_equal(built_count(ctx, b, &r, (uint64_t)INT64_MIN, 0, &c), 0);
+    assert_int_equal(c, (uint64_t)(-(INT64_MIN / 7)) + 2);
+    /* 64-bit unsigned i < UINT64_MAX - 1 from 0: 2^64 - 1 header executions. */
+    r = (struct ml_trip_rule){64, LLVMIntULT, 1, 0};
+    assert_int_equal(built_count(ctx, b, &r, 0, ~0ULL - 1, &c), 0);
+    assert_int_equal(c, ~0ULL);
+    LLVMDisposeBuilder(b);
+    LLVMContextDispose(ctx);
+}
+
+/*
+ * The recipe emitted on real values verifies, and a guarded rotated loop
+ * (if (n > 0) do ... while (++i != n), as clang emits "for (i = 0; i < n; i++)")
+ * is recognised with its guard outside the loop.
+ */
+static void test_build_ir(void **state)
+{
+    static const char *const preds[] = {"slt", "sle", "ult", "ule", "sgt",
+                                        "sge", "ugt", "uge", "ne",  "eq"};
+    static const char *const steps[] = {"1", "-1", "3", "-4"};
+    char ir[4096];
+    (void)state;
+
+    for (unsigned p = 0; p < 10; p++)
+        for (unsigned s = 0; s < 4; s++)
+            for (unsigned rot = 0; rot < 2; rot++) {
+                struct fixture f;
+                LLVMBuilderRef b;
+                LLVMValueRef fn, v, term;
+                (rot ? rotated : top_tested)(ir, sizeof(ir), "i32", "%s", preds[p], "%n", steps[s]);
+                load(&f, ir);
+                assert_int_equal(f.t.kind, ML_TRIP_RECIPE);
+                fn = LLVMGetNamedFunction(f.mod, "f");
+                term = LLVMGetBasicBlockTerminator(f.cfg.blocks[f.cfg.loops[0].preheader]);
+                b = LLVMCreateBuilderInContext(f.ctx);
+                LLVMPositionBuilderBefore(b, term);
+                v = ml_trip_build(b, &f.t, LLVMInt64TypeInContext(f.ctx));
+                assert_true(LLVMIsAInstruction(v) != NULL);
+                if (LLVMVerifyFunction(fn, LLVMReturnStatusAction))
+                    fail_msg("recipe does not verify for %s step %s", preds[p], steps[s]);
+                LLVMDisposeBuilder(b);
+                unload(&f);
+            }
+    {
+        struct fixture g;
+        uint64_t c = 0;
+        load(&g, "define void @f(i32 %n) {\n"
+                 "entry:\n  %g = icmp sgt i32 %n, 0\n  br i1 %g, label %ph, label %exit\n"
+                 "ph:\n  br label %h\n"
+                 "h:\n  %i = phi i32 [ 0, %ph ], [ %i.next, %h ]\n"
+                 "  %i.next = add nuw nsw i32 %i, 1\n"
+                 "  %c = icmp eq i32 %i.next, %n\n  br i1 %c, label %exit, label %h\n"
+                 "exit:\n  ret void\n}\n");
+        assert_int_equal(g.t.kind, ML_TRIP_RECIPE);
+        assert_int_equal(g.t.rule.pred, LLVMIntNE);
+        assert_int_equal(g.t.rule.tests_next, 1);
+        assert_true(ml_trip_foldable(&g.t.rule, NULL));
+        assert_int_equal(ml_trip_eval(&g.t.rule, 0, 5, &c), 0);
+        assert_int_equal(c, 5);
+        unload(&g);
+    }
+}
+
 static void test_eval_wide(void **state)
 {
     struct ml_trip_rule r = {64, LLVMIntNE, 1, 0};
@@ -345,7 +512,8 @@ int main(void)
         cmocka_unit_test(test_constant_loops), cmocka_unit_test(test_zero_trip),
         cmocka_unit_test(test_wrap_around),    cmocka_unit_test(test_recipe),
         cmocka_unit_test(test_shapes),         cmocka_unit_test(test_eval_matches_simulation),
-        cmocka_unit_test(test_eval_wide),
+        cmocka_unit_test(test_eval_wide),      cmocka_unit_test(test_build_matches_simulation),
+        cmocka_unit_test(test_foldable),       cmocka_unit_test(test_build_ir),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,13 @@
 /* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
 #include "instrument/ir/ir.h"
 #include "instrument/ir/cfg.h"
+#include "instrument/ir/loops.h"
 
 #include <errno.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/BitWriter.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Linker.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -423,17 +425,18 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     return 0;
 }
 
-static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t len)
+/* Records `per` calls to callee per execution of unit. */
+static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t len, uint64_t per)
 {
     for (size_t i = ir->ncalls; i-- > 0 && ir->calls[i].unit == unit;)
         if (strlen(ir->calls[i].callee) == len && !memcmp(ir->calls[i].callee, callee, len)) {
-            ir->calls[i].per_exec++;
+            ir->calls[i].per_exec += per;
             return 0;
         }
     if (grow((void **)&ir->calls, &ir->capcalls, ir->ncalls + 1, sizeof(*ir->calls)))
         return -ENOMEM;
     ir->calls[ir->ncalls].unit = unit;
-    ir->calls[ir->ncalls].per_exec = 1;
+    ir->calls[ir->ncalls].per_exec = per;
     ir->calls[ir->ncalls].callee = strndup(callee, len);
     if (!ir->calls[ir->ncalls].callee)
         return -ENOMEM;
@@ -456,9 +459,12 @@ static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMV
 
 static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx);
 
-/* Calls out of a region: clone bodies we have, record the rest as not seen. */
-static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint32_t regset,
-                       const char *func)
+/*
+ * Calls out of a region: clone bodies we have, record the rest as not seen
+ * (mult calls per execution of unit).
+ */
+static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint64_t mult,
+                       uint32_t regset, const char *func)
 {
     LLVMValueRef fn = ml_called_function(call);
     int nops = LLVMGetNumOperands(call);
@@ -483,7 +489,7 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint3
         return 0;
     }
     if (!fn)
-        return add_call(ir, unit, "(indirect call)", 15);
+        return add_call(ir, unit, "(indirect call)", 15, mult);
     if (LLVMGetIntrinsicID(fn))
         return 0;
     name = LLVMGetValueName2(fn, &len);
@@ -504,10 +510,10 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint3
                 LLVMSetOperand(call, 2, LLVMConstBitCast(c, LLVMTypeOf(mt)));
             }
         }
-        return add_call(ir, unit, name, len);
+        return add_call(ir, unit, name, len, mult);
     }
     if (!ml_can_clone(fn))
-        return add_call(ir, unit, name, len);
+        return add_call(ir, unit, name, len, mult);
     LLVMValueRef c = clone_for(ir, fn, regset);
     if (!c)
         return -ENOMEM;
@@ -589,20 +595,26 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
 }
 
 /*
- * Counts one segment [from, to) of a block whose active region set is regset;
- * the increment goes before `at`. When *holder names a unit, the segment runs
- * exactly as often as that unit's code, so its facts join it and no increment
- * is added; otherwise a new unit is made and *holder set to it. The segment's
- * instructions are listed first because handling them inserts new ones.
+ * Counts one segment [from, to) of a block whose active region set is regset.
+ * When *holder names a unit, the segment's facts join it; otherwise a new unit
+ * is made and *holder set to it. Each execution of the segment stands for mult
+ * executions of the holder's code (mult > 1 inside folded constant-count
+ * loops). own: the holder counts by its own increment, placed before `at` by
+ * the first such segment; otherwise (a hoisted counter, or a host whose own
+ * segment comes later) none is placed here. adds: hoisted adds placed at the
+ * end of this block, so that ML_F_INCR counts every add executed. The
+ * segment's instructions are listed first because handling them inserts new
+ * ones.
  */
 static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
-                         uint32_t regset, const char *func, uint32_t *holder)
+                         uint32_t regset, const char *func, uint32_t *holder, uint64_t mult,
+                         int own, unsigned adds)
 {
     uint64_t facts[ML_NFACTS] = {0};
     LLVMValueRef loc = NULL, *insts = NULL;
     size_t n = 0, cap = 0;
     uint32_t unit;
-    int any = 0, rc = 0;
+    int any = 0, rc = 0, place;
 
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
         if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
@@ -611,34 +623,43 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         }
         insts[n++] = in;
         any |= ml_facts_add(ir, in, facts);
+        /* A variable-size memcpy/memset gets a bytes counter: one more add here. */
+        if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && ml_mem_call_kind(in) &&
+            !LLVMIsAConstantInt(LLVMGetOperand(in, 2)))
+            facts[ML_F_INCR]++;
         if (!loc && LLVMGetDebugLocLine(in))
             loc = in;
     }
-    if (!any || !at)
+    if ((!any && from != to) || !at)
         goto out;
+    place = own && (*holder == UINT32_MAX || !ir->units[*holder].placed);
+    facts[ML_F_INCR] += adds + (place ? 1 : 0);
+    for (int k = 0; k < ML_NFACTS; k++)
+        facts[k] *= mult;
     if (*holder != UINT32_MAX) {
         unit = *holder;
-        for (int k = 0; k < ML_F_INCR; k++)
+        for (int k = 0; k < ML_NFACTS; k++)
             ir->units[unit].facts[k] += facts[k];
     } else {
         rc = new_unit(ir, ML_UNIT_BLOCK, regset, func, loc, &unit);
         if (rc)
             goto out;
         memcpy(ir->units[unit].facts, facts, sizeof(facts));
-        ir->units[unit].facts[ML_F_INCR] = 1;
     }
     if (ir->o && ir->o->exact)
         emit_exact(ir, insts, n, unit);
     for (size_t i = 0; i < n; i++) {
         if ((LLVMIsACallInst(insts[i]) || LLVMIsAInvokeInst(insts[i])) &&
             !ml_is_ignored_call(insts[i])) {
-            rc = region_call(ir, insts[i], unit, regset, func);
+            rc = region_call(ir, insts[i], unit, mult, regset, func);
             if (rc)
                 goto out;
         }
     }
-    if (*holder == UINT32_MAX)
+    if (place) {
         emit_add(ir, at, unit, LLVMConstInt(ir->t_i64, 1, 0));
+        ir->units[unit].placed = 1;
+    }
     *holder = unit;
 out:
     free(insts);
@@ -720,6 +741,77 @@ static int block_has_marker(const struct fwork *w, LLVMBasicBlockRef bb)
 }
 
 /*
+ * Gives a preheader to each loop that lacks one but would fold with it: a new
+ * block on the edge from the header's only outside predecessor. Its branch is
+ * not the program's, so it is not counted (synth holds the new blocks).
+ */
+static int split_preheaders(struct ml_ir *ir, LLVMValueRef fn, struct ml_ptrmap *synth)
+{
+    struct ml_cfg cfg = {0};
+    int rc = ml_cfg_build(fn, &cfg), e;
+
+    for (unsigned li = 0; !rc && li < cfg.nloops; li++) {
+        LLVMBasicBlockRef hb = cfg.blocks[cfg.loops[li].header], eb, nb;
+        LLVMValueRef term;
+        if (!ml_loopfold_wants_preheader(&cfg, li, &e))
+            continue;
+        eb = cfg.blocks[e];
+        term = LLVMGetBasicBlockTerminator(eb);
+        nb = LLVMInsertBasicBlockInContext(ir->ctx, hb, "memlens.ph");
+        LLVMPositionBuilderAtEnd(ir->b, nb);
+        /* The builder may still carry a location from another function (invalid here). */
+        LLVMSetCurrentDebugLocation2(ir->b, LLVMInstructionGetDebugLoc(term));
+        LLVMBuildBr(ir->b, hb);
+        for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
+            if (LLVMGetSuccessor(term, k) == hb)
+                LLVMSetSuccessor(term, k, nb);
+        ml_phis_retarget(ir, hb, eb, nb);
+        if (ml_ptrmap_put(synth, LLVMBasicBlockAsValue(nb), nb))
+            rc = -ENOMEM;
+    }
+    ml_cfg_free(&cfg);
+    return rc;
+}
+
+/*
+ * Plans loop folding (docs/loops.md): set_of[b] is the region set at the end
+ * of block b (after its markers); blocks holding a marker never lie in a
+ * folded loop but may be its preheader. Only classes whose blocks share one
+ * counter (no marker, not unshared by versioning) may host merged facts.
+ */
+static int plan_loops(struct ml_ir *ir, const struct fwork *w, const struct ml_cfg *cfg,
+                      const int *class_of, unsigned nclasses, const unsigned char *unshared,
+                      uint32_t **set_of, struct ml_loopfold *lf)
+{
+    unsigned char *marked = calloc(w->nb + 1, 1), *keyed = calloc(nclasses + 1, 1);
+    uint32_t active[w->nlocal + 1], nact;
+    int rc = -ENOMEM;
+
+    *set_of = calloc(w->nb + 1, sizeof(**set_of));
+    if (!*set_of || !marked || !keyed)
+        goto out;
+    for (unsigned c = 0; c < nclasses; c++)
+        keyed[c] = !unshared[c];
+    for (unsigned b = 0; b < w->nb; b++) {
+        nact = 0;
+        for (uint32_t l = 0; l < w->nlocal; l++)
+            if (w->out[(size_t)l * w->nb + b] == ST_IN)
+                active[nact++] = w->local[l];
+        marked[b] = block_has_marker(w, w->blocks[b]);
+        if (marked[b] && class_of[b] >= 0)
+            keyed[class_of[b]] = 0;
+        rc = regset_union(ir, w->ctx, active, nact, &(*set_of)[b]);
+        if (rc)
+            goto out;
+    }
+    rc = ml_loopfold_plan(cfg, class_of, nclasses, *set_of, marked, keyed, lf);
+out:
+    free(marked);
+    free(keyed);
+    return rc;
+}
+
+/*
  * In a versioned function the code switches copies at BEGIN sites, so blocks
  * may share a counter only when no BEGIN site lies between them: one
  * execution then runs all of them in the same copy. For each class, walks the
@@ -785,14 +877,21 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     uint32_t *active = NULL; /* sized after the markers have named their regions */
     struct ml_cfg cfg = {0};
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
-    int *class_of = NULL;
+    struct ml_ptrmap synth;   /* preheaders made by split_preheaders */
+    struct ml_loopfold lf = {0};
+    int *class_of = NULL, nclasses;
     unsigned *leaders = NULL;
+    uint32_t *set_of = NULL, *hoisted = NULL; /* hoisted: units counted at an anchor, + class */
+    size_t nhoisted = 0, first_unit;
     unsigned char *unshared = NULL;
-    size_t first_unit;
-    int rc, nclasses;
+    int rc;
 
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
+    ml_ptrmap_init(&synth);
+    rc = job->plain ? 0 : split_preheaders(ir, w.fn, &synth);
+    if (rc)
+        goto out;
     rc = fwork_build(ir, &w);
     if (rc)
         goto out;
@@ -830,6 +929,14 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         if (rc)
             goto out;
     }
+    rc = plan_loops(ir, &w, &cfg, class_of, (unsigned)nclasses, unshared, &set_of, &lf);
+    if (rc)
+        goto out;
+    hoisted = calloc(2 * (size_t)nclasses + 1, sizeof(*hoisted));
+    if (!hoisted) {
+        rc = -ENOMEM;
+        goto out;
+    }
 
     /*
      * Count every segment whose region set is non-empty (every segment in all-blocks mode);
@@ -841,6 +948,9 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
         int reachable = cfg.rpo_num[b] >= 0, whole = !block_has_marker(&w, bb);
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+        /* A preheader we made: nothing of its own to count, only what it hosts. */
+        int made = ml_ptrmap_get(&synth, LLVMBasicBlockAsValue(bb)) != NULL;
 
         if (reachable && unshared[class_of[b]])
             whole = 0;
@@ -861,12 +971,22 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 set = ir->noregion;
             if (set != ML_NOSET && from != in) {
                 uint32_t holder = UINT32_MAX;
-                void *key = (void *)(uintptr_t)(((uint64_t)class_of[b] << 32 | set) + 1);
+                /* Folding only involves whole blocks (the planner sees to it). */
+                int c = class_of[b], host = whole ? lf.host[c] : c;
+                int hoist = whole && host == c && lf.anchor[c] >= 0;
+                void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
-                rc = count_segment(ir, from, in, at, set, job->src_name, &holder);
+                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
+                                   set, job->src_name, &holder, whole ? lf.factor[c] : 1,
+                                   host == c && !hoist, in ? 0 : lf.adds[b]);
                 if (rc)
                     goto out;
+                if (hoist && holder != UINT32_MAX && !ir->units[holder].placed) {
+                    ir->units[holder].placed = 1;
+                    hoisted[nhoisted++] = holder;
+                    hoisted[nhoisted++] = (uint32_t)c;
+                }
                 if (whole && holder != UINT32_MAX &&
                     ml_ptrmap_put(&holders, key, (void *)(uintptr_t)(holder + 1))) {
                     rc = -ENOMEM;
@@ -888,6 +1008,14 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         }
         if (b == 0)
             ml_all_mark_entry(ir, first_unit);
+    }
+
+    /* Counters of folded loops: one add of the computed count at the anchor (a preheader). */
+    for (size_t i = 0; i < nhoisted; i += 2) {
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(cfg.blocks[lf.anchor[hoisted[i + 1]]]);
+        LLVMPositionBuilderBefore(ir->b, term);
+        emit_add(ir, term, hoisted[i],
+                 ml_loopfold_count(&lf, &cfg, hoisted[i + 1], ir->b, ir->t_i64));
     }
 
     /* Close local regions on edges that leave them and at returns. */
@@ -943,8 +1071,12 @@ out:
     free(active);
     free(class_of);
     free(leaders);
+    free(set_of);
+    free(hoisted);
+    ml_loopfold_free(&lf);
     ml_cfg_free(&cfg);
     ml_ptrmap_free(&holders);
+    ml_ptrmap_free(&synth);
     fwork_free(&w);
     return rc;
 }
@@ -1082,8 +1214,8 @@ static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name, LLVMTypeRef t
 
 int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, size_t errlen)
 {
-    struct ml_ir ir = {.m = m, .ctx = LLVMGetModuleContext(m), .o = o, .err = err,
-                       .errlen = errlen};
+    struct ml_ir ir = {
+        .m = m, .ctx = LLVMGetModuleContext(m), .o = o, .err = err, .errlen = errlen};
     LLVMValueRef fn;
     int rc = 0;
 

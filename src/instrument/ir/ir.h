@@ -20,6 +20,7 @@ struct ml_unit {
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
+    int placed; /* its increment (or hoisted add) has been emitted */
 };
 
 struct ml_callrec {

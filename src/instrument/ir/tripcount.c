@@ -202,8 +202,8 @@ static int64_t step_of(LLVMValueRef next, LLVMValueRef phi)
  * Matches x as the induction variable: a phi of the header (tests_next 0) or
  * its increment coming back from the latch (tests_next 1).
  */
-static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned latch,
-                    LLVMValueRef x, struct ml_trip *t)
+static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned entry,
+                    unsigned latch, LLVMValueRef x, struct ml_trip *t)
 {
     LLVMValueRef phi = NULL, start = NULL, next = NULL;
     LLVMBasicBlockRef hb = cfg->blocks[l->header];
@@ -223,7 +223,7 @@ static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned 
         return 0;
     for (unsigned i = 0; i < 2; i++) {
         LLVMBasicBlockRef from = LLVMGetIncomingBlock(phi, i);
-        if (from == cfg->blocks[l->preheader])
+        if (from == cfg->blocks[entry])
             start = LLVMGetIncomingValue(phi, i);
         else if (from == cfg->blocks[latch])
             next = LLVMGetIncomingValue(phi, i);
@@ -244,16 +244,26 @@ static int match_iv(const struct ml_cfg *cfg, const struct ml_loop *l, unsigned 
 
 int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t)
 {
+    memset(t, 0, sizeof(*t));
+    if (li >= cfg->nloops)
+        return -EINVAL;
+    if (cfg->loops[li].preheader < 0)
+        return 0;
+    return ml_loop_tripcount_from(cfg, li, (unsigned)cfg->loops[li].preheader, t);
+}
+
+int ml_loop_tripcount_from(const struct ml_cfg *cfg, unsigned li, unsigned entry, struct ml_trip *t)
+{
     const struct ml_loop *l;
     LLVMValueRef term, cond, ops[2];
     LLVMIntPredicate pred;
     int exiting = -1, cont0;
 
     memset(t, 0, sizeof(*t));
-    if (li >= cfg->nloops)
+    if (li >= cfg->nloops || entry >= cfg->n)
         return -EINVAL;
     l = &cfg->loops[li];
-    if (l->preheader < 0 || l->nlatches != 1)
+    if (l->nlatches != 1)
         return 0;
     for (unsigned i = 0; i < l->nblocks; i++) {
         unsigned b = l->blocks[i];
@@ -279,9 +289,9 @@ int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t)
         pred = invert_pred(pred);
     ops[0] = LLVMGetOperand(cond, 0);
     ops[1] = LLVMGetOperand(cond, 1);
-    if (match_iv(cfg, l, l->latches[0], ops[0], t) && invariant(cfg, l, ops[1])) {
+    if (match_iv(cfg, l, entry, l->latches[0], ops[0], t) && invariant(cfg, l, ops[1])) {
         t->bound = ops[1];
-    } else if (match_iv(cfg, l, l->latches[0], ops[1], t) && invariant(cfg, l, ops[0])) {
+    } else if (match_iv(cfg, l, entry, l->latches[0], ops[1], t) && invariant(cfg, l, ops[0])) {
         t->bound = ops[0];
         pred = swap_pred(pred);
     } else {
@@ -295,4 +305,93 @@ int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t)
         t->kind = ml_trip_eval(&t->rule, s, b, &t->count) ? ML_TRIP_UNKNOWN : ML_TRIP_CONST;
     }
     return 0;
+}
+
+static int pred_up(LLVMIntPredicate p)
+{
+    return p == LLVMIntSLT || p == LLVMIntSLE || p == LLVMIntULT || p == LLVMIntULE;
+}
+
+static int pred_strict(LLVMIntPredicate p)
+{
+    return p == LLVMIntSLT || p == LLVMIntSGT || p == LLVMIntULT || p == LLVMIntUGT;
+}
+
+static int pred_signed(LLVMIntPredicate p)
+{
+    return p == LLVMIntSLT || p == LLVMIntSLE || p == LLVMIntSGT || p == LLVMIntSGE;
+}
+
+int ml_trip_foldable(const struct ml_trip_rule *r, const uint64_t *bound)
+{
+    int up = pred_up(r->pred), sgn = pred_signed(r->pred);
+    i128 b, lim, lo, hi, s = r->step < 0 ? -(i128)r->step : (i128)r->step;
+
+    if (r->bits < 1 || r->bits > 64 || !r->step)
+        return 0;
+    if (r->pred == LLVMIntEQ || r->pred == LLVMIntNE)
+        return 1;
+    if (up ? r->step < 0 : r->step > 0)
+        return 0;
+    if (s == 1)
+        return 1;
+    if (!bound)
+        return 0;
+    b = sgn ? as_signed(*bound, r->bits) : (i128)(*bound & mask_of(r->bits));
+    lo = sgn ? -((i128)1 << (r->bits - 1)) : 0;
+    hi = sgn ? ((i128)1 << (r->bits - 1)) - 1 : (i128)mask_of(r->bits);
+    lim = up ? (pred_strict(r->pred) ? b - 1 : b) : (pred_strict(r->pred) ? b + 1 : b);
+    /* The last passing value is within |step| of lim on its side; one more step must not wrap. */
+    return up ? lim + s <= hi : lim - s >= lo;
+}
+
+static LLVMValueRef frozen(LLVMBuilderRef b, LLVMValueRef v)
+{
+    return LLVMIsAConstant(v) ? v : LLVMBuildFreeze(b, v, "");
+}
+
+LLVMValueRef ml_trip_build(LLVMBuilderRef b, const struct ml_trip *t, LLVMTypeRef i64)
+{
+    const struct ml_trip_rule *r = &t->rule;
+    LLVMTypeRef ty = LLVMTypeOf(t->start);
+    LLVMValueRef x0 = frozen(b, t->start), bnd = frozen(b, t->bound), diff, c, k;
+    LLVMValueRef one = LLVMConstInt(i64, 1, 0), two = LLVMConstInt(i64, 2, 0);
+    uint64_t ustep = (uint64_t)r->step & mask_of(r->bits);
+    unsigned tz;
+
+    if (t->kind == ML_TRIP_CONST)
+        return LLVMConstInt(i64, t->count, 0);
+    if (r->tests_next)
+        x0 = LLVMBuildAdd(b, x0, LLVMConstInt(ty, ustep, 0), "");
+    switch (r->pred) {
+    case LLVMIntEQ:
+        c = LLVMBuildICmp(b, LLVMIntEQ, x0, bnd, "");
+        return LLVMBuildSelect(b, c, two, one, "");
+    case LLVMIntNE:
+        /* k = ((bound - x0) >> tz) * inverse(step >> tz) mod 2^(bits - tz); count = k + 1. */
+        tz = (unsigned)__builtin_ctzll(ustep);
+        diff = LLVMBuildSub(b, bnd, x0, "");
+        if (tz)
+            diff = LLVMBuildLShr(b, diff, LLVMConstInt(ty, tz, 0), "");
+        k = LLVMBuildMul(b, diff, LLVMConstInt(ty, inverse_odd(ustep >> tz), 0), "");
+        if (tz)
+            k = LLVMBuildAnd(b, k, LLVMConstInt(ty, mask_of(r->bits - tz), 0), "");
+        return LLVMBuildAdd(b, LLVMBuildZExtOrBitCast(b, k, i64, ""), one, "");
+    default:
+        break;
+    }
+    /* Ordered: when the first test passes, (distance to the last passing value) / |step| + 2. */
+    c = LLVMBuildICmp(b, r->pred, x0, bnd, "");
+    if (pred_up(r->pred))
+        diff = LLVMBuildSub(b, bnd, x0, "");
+    else
+        diff = LLVMBuildSub(b, x0, bnd, "");
+    if (pred_strict(r->pred))
+        diff = LLVMBuildSub(b, diff, LLVMConstInt(ty, 1, 0), "");
+    k = LLVMBuildZExtOrBitCast(b, diff, i64, "");
+    if (r->step != 1 && r->step != -1)
+        k = LLVMBuildUDiv(
+            b, k, LLVMConstInt(i64, r->step < 0 ? 0 - (uint64_t)r->step : (uint64_t)r->step, 0),
+            "");
+    return LLVMBuildSelect(b, c, LLVMBuildAdd(b, k, two, ""), one, "");
 }

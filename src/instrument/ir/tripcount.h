@@ -61,5 +61,35 @@ int ml_trip_eval(const struct ml_trip_rule *r, uint64_t start, uint64_t bound, u
  * the result) or -EINVAL for a bad loop index.
  */
 int ml_loop_tripcount(const struct ml_cfg *cfg, unsigned li, struct ml_trip *t);
+/*
+ * The same for a loop without a preheader, entered only from block entry (the
+ * header's one predecessor outside the loop, which may have other successors):
+ * the answer is what the count would be with a preheader split on that edge.
+ */
+int ml_loop_tripcount_from(const struct ml_cfg *cfg, unsigned li, unsigned entry,
+                           struct ml_trip *t);
+
+/*
+ * Whether ml_trip_build gives the exact count for every execution of a loop
+ * with this rule that ends through its exit test. bound points to the bound's
+ * value when it is a constant, else NULL. eq and ne always qualify (a ne loop
+ * whose bound is never met does not end). Ordered predicates qualify when the
+ * step moves towards the bound and cannot jump past the end of the range
+ * (step +-1, or a constant bound at least |step| from that end): a loop that
+ * then fails ml_trip_eval never ends. Steps away from the bound, and steps
+ * over 1 against a variable bound, do not qualify (they may end by wrapping).
+ */
+int ml_trip_foldable(const struct ml_trip_rule *r, const uint64_t *bound);
+
+/*
+ * Emits at the builder's position the i64 header executions per entry of a
+ * counted loop t (kind ML_TRIP_RECIPE or ML_TRIP_CONST, t->start and t->bound
+ * available there): ml_trip_eval's formula as branch-free IR (compare, sub,
+ * udiv by the constant |step|, select). For a rule that is ml_trip_foldable
+ * the value equals the loop's count whenever the loop ends through its exit
+ * test (modulo 2^64). Inputs that are not constants are frozen, so the value
+ * is never poison; with constant inputs the builder folds it to a constant.
+ */
+LLVMValueRef ml_trip_build(LLVMBuilderRef b, const struct ml_trip *t, LLVMTypeRef i64);
 
 #endif

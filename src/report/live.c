@@ -1,0 +1,737 @@
+/* Live reader: a running profiled process's counters, read with process_vm_readv, as profiles. */
+#include "report/live.h"
+#include "format/live.h"
+#include "runtime/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Bounds on what a process can publish; anything larger is taken for corruption. */
+#define MAX_MODS    (1u << 16)
+#define MAX_UNITS   (1u << 24)
+#define MAX_WORDS   (1u << 26)
+#define MAX_THREADS (1u << 20)
+#define MAX_NAME    256
+
+struct ml_live {
+    pid_t pid;
+    struct ml_live_header h;
+    uint64_t tick0, mono0;
+    /* Tables in profile form; rebuilt when modules are added, extended when regions are. */
+    uint32_t nmods;
+    uint32_t *mod_nunits; /* [nmods] */
+    uint64_t nunits;
+    struct ml_prof_unit *units;
+    uint32_t *regsets;
+    uint64_t nregset_words;
+    uint32_t nregions;
+    uint32_t *region_off; /* [nregions]: name offsets in strtab */
+    char *strtab;
+    uint64_t strtab_len;
+};
+
+static int peek(const struct ml_live *l, uint64_t addr, void *buf, size_t n)
+{
+    struct iovec lo = {buf, n}, re = {(void *)(uintptr_t)addr, n};
+    ssize_t r;
+
+    if (!n)
+        return 0;
+    r = process_vm_readv(l->pid, &lo, 1, &re, 1, 0);
+    if (r == (ssize_t)n)
+        return 0;
+    return r < 0 ? -errno : -EFAULT;
+}
+
+static int peek_u32(const struct ml_live *l, uint64_t base, enum ml_live_field f, uint32_t *v)
+{
+    return peek(l, base + l->h.off[f], v, sizeof(*v));
+}
+
+static int peek_u64(const struct ml_live *l, uint64_t base, enum ml_live_field f, uint64_t *v)
+{
+    return peek(l, base + l->h.off[f], v, sizeof(*v));
+}
+
+/* Pointers are published as 64-bit (ptr_size is checked at open). */
+static int peek_ptr(const struct ml_live *l, uint64_t base, enum ml_live_field f, uint64_t *v)
+{
+    return peek_u64(l, base, f, v);
+}
+
+/* A NUL-terminated string, read in pieces that never cross a page the process may not have. */
+static int peek_str(const struct ml_live *l, uint64_t addr, char *buf, size_t cap)
+{
+    size_t len = 0;
+
+    while (len < cap - 1) {
+        size_t n = 64 - (addr + len) % 64, k;
+        int rc;
+        if (n > cap - 1 - len)
+            n = cap - 1 - len;
+        rc = peek(l, addr + len, buf + len, n);
+        if (rc)
+            return rc;
+        for (k = 0; k < n; k++)
+            if (!buf[len + k]) {
+                return 0;
+            }
+        len += n;
+    }
+    buf[len] = 0;
+    return 0;
+}
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+/* Message for an error of process_vm_readv on the attached process. */
+static int read_failed(const struct ml_live *l, int rc, char *err, size_t errlen)
+{
+    if (rc == -EPERM || rc == -EACCES)
+        return fail(err, errlen, -EPERM, "cannot read process %d: permission denied", (int)l->pid);
+    if (rc == -ESRCH)
+        return fail(err, errlen, -ESRCH, "process %d exited", (int)l->pid);
+    if (rc == -ENOMEM)
+        return fail(err, errlen, rc, "out of memory");
+    return fail(err, errlen, -EPROTO, "process %d: its memlens state cannot be read (%s)",
+                (int)l->pid, strerror(-rc));
+}
+
+/* The copy in the process's memory must match the file: else the file is not this process's. */
+static int check_cookie(const struct ml_live *l, char *err, size_t errlen)
+{
+    struct ml_live_header mem;
+    int rc = peek(l, l->h.self_addr, &mem, sizeof(mem));
+
+    if (rc == -EFAULT || (!rc && memcmp(&mem, &l->h, sizeof(mem))))
+        return fail(err, errlen, -ESTALE,
+                    "process %d is not profiled by memlens (%s/memlens.%d is stale: "
+                    "left by an earlier process with that pid)",
+                    (int)l->pid, ML_LIVE_DIR, (int)l->pid);
+    return rc ? read_failed(l, rc, err, errlen) : 0;
+}
+
+int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
+{
+    char path[64], proc[32];
+    struct ml_live *l = NULL;
+    struct stat st;
+    ssize_t n;
+    int fd = -1, rc;
+
+    *out = NULL;
+    snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+    if (pid <= 0 || stat(proc, &st))
+        return fail(err, errlen, -ESRCH, "no process %d", (int)pid);
+    snprintf(path, sizeof(path), "%s/memlens.%d", ML_LIVE_DIR, (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        rc = -errno;
+        if (rc == -ENOENT)
+            return fail(err, errlen, rc, "process %d is not profiled by memlens (no %s)", (int)pid,
+                        path);
+        if (rc == -EACCES || rc == -EPERM)
+            return fail(err, errlen, -EACCES, "cannot read process %d: permission denied",
+                        (int)pid);
+        return fail(err, errlen, rc, "cannot open '%s': %s", path, strerror(-rc));
+    }
+    l = calloc(1, sizeof(*l));
+    if (!l) {
+        rc = fail(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    l->pid = pid;
+    n = read(fd, &l->h, sizeof(l->h));
+    if (n < (ssize_t)offsetof(struct ml_live_header, off) ||
+        memcmp(l->h.magic, ML_LIVE_MAGIC, sizeof(l->h.magic))) {
+        rc = fail(err, errlen, -EPROTO, "'%s' is not a memlens live header", path);
+        goto out;
+    }
+    if (l->h.version != ML_LIVE_VERSION || l->h.nfields < ML_LIVE_NFIELDS ||
+        n < (ssize_t)sizeof(l->h) || l->h.ptr_size != 8) {
+        rc = fail(err, errlen, -EPROTO,
+                  "process %d was built with an incompatible memlens (live layout version %u, "
+                  "%u fields; this memlens reads version %u)",
+                  (int)pid, l->h.version, l->h.nfields, ML_LIVE_VERSION);
+        goto out;
+    }
+    if (l->h.pid != (uint32_t)pid) {
+        rc = fail(err, errlen, -ESTALE,
+                  "process %d is not profiled by memlens (%s is stale: written by process %u)",
+                  (int)pid, path, l->h.pid);
+        goto out;
+    }
+    if (l->h.clock != ML_RT_CLOCK) {
+        rc = fail(err, errlen, -EPROTO, "process %d uses another region clock than this memlens",
+                  (int)pid);
+        goto out;
+    }
+    if (l->h.off[ML_LF_UNIT_FACTS] + 8ull * l->h.nfacts > l->h.off[ML_LF_UNIT_SIZE] ||
+        l->h.off[ML_LF_RS_DEPTH] + 4ull > l->h.off[ML_LF_RS_SIZE] || !l->h.max_regions) {
+        rc = fail(err, errlen, -EPROTO, "'%s' describes impossible struct layouts", path);
+        goto out;
+    }
+    rc = check_cookie(l, err, errlen);
+    if (rc)
+        goto out;
+    rc = peek_u64(l, l->h.rt_addr, ML_LF_RT_TICK0, &l->tick0);
+    if (!rc)
+        rc = peek_u64(l, l->h.rt_addr, ML_LF_RT_MONO0, &l->mono0);
+    if (rc) {
+        rc = read_failed(l, rc, err, errlen);
+        goto out;
+    }
+    l->strtab = calloc(1, 1);
+    l->strtab_len = 1;
+    if (!l->strtab) {
+        rc = fail(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    *out = l;
+    l = NULL;
+out:
+    close(fd);
+    ml_live_close(l);
+    return rc;
+}
+
+void ml_live_close(struct ml_live *l)
+{
+    if (!l)
+        return;
+    free(l->mod_nunits);
+    free(l->units);
+    free(l->regsets);
+    free(l->region_off);
+    free(l->strtab);
+    free(l);
+}
+
+/* Names of regions registered since the last read; ids are never reused. */
+static int read_names(struct ml_live *l, uint32_t nregions, char *err, size_t errlen)
+{
+    uint32_t *off;
+    char name[MAX_NAME];
+    int rc;
+
+    if (nregions <= l->nregions)
+        return 0;
+    if (nregions > l->h.max_regions)
+        return fail(err, errlen, -EPROTO, "process %d: %u regions (at most %u)", (int)l->pid,
+                    nregions, l->h.max_regions);
+    off = realloc(l->region_off, nregions * sizeof(*off));
+    if (!off)
+        return fail(err, errlen, -ENOMEM, "out of memory");
+    l->region_off = off;
+    for (uint32_t i = l->nregions; i < nregions; i++) {
+        uint64_t p;
+        size_t len;
+        char *s;
+        rc = peek(l, l->h.rt_addr + l->h.off[ML_LF_RT_NAMES] + 8ull * i, &p, sizeof(p));
+        if (!rc)
+            rc = peek_str(l, p, name, sizeof(name));
+        if (rc)
+            return read_failed(l, rc, err, errlen);
+        len = strlen(name) + 1;
+        s = realloc(l->strtab, l->strtab_len + len);
+        if (!s)
+            return fail(err, errlen, -ENOMEM, "out of memory");
+        memcpy(s + l->strtab_len, name, len);
+        l->strtab = s;
+        off[i] = (uint32_t)l->strtab_len;
+        l->strtab_len += len;
+        l->nregions = i + 1;
+    }
+    return 0;
+}
+
+struct mod_desc {
+    uint32_t nunits, nwords, nregions;
+    uint64_t regsets, units, region_ids;
+};
+
+/*
+ * Units and region sets of every module, in registration order, with local
+ * region ids made global as the profile writer does. Every length, offset and
+ * id is checked: the process's memory is not trusted.
+ */
+static int read_modules(struct ml_live *l, uint32_t nmods, char *err, size_t errlen)
+{
+    const uint32_t *o = l->h.off;
+    struct mod_desc *md = NULL;
+    struct ml_prof_unit *units = NULL;
+    uint32_t *words = NULL, *ids = NULL, *nu = NULL;
+    unsigned char *raw = NULL;
+    uint64_t addr, nunits = 0, nwords = 0, ub = 0, wb = 0;
+    uint32_t usize = o[ML_LF_UNIT_SIZE];
+    uint32_t nfacts = l->h.nfacts < ML_NFACTS ? l->h.nfacts : ML_NFACTS;
+    int rc;
+
+    if (nmods > MAX_MODS)
+        return fail(err, errlen, -EPROTO, "process %d: %u modules", (int)l->pid, nmods);
+    md = calloc(nmods + 1, sizeof(*md));
+    nu = calloc(nmods + 1, sizeof(*nu));
+    if (!md || !nu) {
+        rc = fail(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    rc = peek_ptr(l, l->h.rt_addr, ML_LF_RT_MODS, &addr);
+    for (uint32_t k = 0; !rc && k < nmods; k++) {
+        if (!addr) {
+            rc = fail(err, errlen, -EPROTO, "process %d: module list ends before %u modules",
+                      (int)l->pid, nmods);
+            goto out;
+        }
+        rc = peek_u32(l, addr, ML_LF_MOD_NUNITS, &md[k].nunits);
+        if (!rc)
+            rc = peek_u32(l, addr, ML_LF_MOD_NREGSET, &md[k].nwords);
+        if (!rc)
+            rc = peek_u32(l, addr, ML_LF_MOD_NREGIONS, &md[k].nregions);
+        if (!rc)
+            rc = peek_ptr(l, addr, ML_LF_MOD_REGSETS, &md[k].regsets);
+        if (!rc)
+            rc = peek_ptr(l, addr, ML_LF_MOD_UNITS, &md[k].units);
+        if (!rc)
+            rc = peek_ptr(l, addr, ML_LF_MOD_REGION_IDS, &md[k].region_ids);
+        if (!rc)
+            rc = peek_ptr(l, addr, ML_LF_MOD_NEXT, &addr);
+        nunits += md[k].nunits;
+        nwords += md[k].nwords;
+        nu[k] = md[k].nunits;
+    }
+    if (rc) {
+        rc = read_failed(l, rc, err, errlen);
+        goto out;
+    }
+    if (nunits > MAX_UNITS || nwords > MAX_WORDS) {
+        rc = fail(err, errlen, -EPROTO, "process %d: %llu units, %llu region set words",
+                  (int)l->pid, (unsigned long long)nunits, (unsigned long long)nwords);
+        goto out;
+    }
+    units = calloc(nunits + 1, sizeof(*units));
+    words = calloc(nwords + 1, sizeof(*words));
+    if (!units || !words) {
+        rc = fail(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    for (uint32_t k = 0; k < nmods; k++) {
+        const struct mod_desc *m = &md[k];
+        uint32_t *w = words + wb;
+
+        free(raw);
+        free(ids);
+        raw = malloc((size_t)m->nunits * usize + 1);
+        ids = malloc((size_t)m->nregions * 4 + 4);
+        if (!raw || !ids) {
+            rc = fail(err, errlen, -ENOMEM, "out of memory");
+            goto out;
+        }
+        rc = peek(l, m->regsets, w, m->nwords * 4ull);
+        if (!rc)
+            rc = peek(l, m->region_ids, ids, m->nregions * 4ull);
+        if (!rc)
+            rc = peek(l, m->units, raw, (size_t)m->nunits * usize);
+        if (rc) {
+            rc = read_failed(l, rc, err, errlen);
+            goto out;
+        }
+        for (uint32_t i = 0; i < m->nwords;) {
+            uint32_t n = w[i];
+            if (n >= m->nwords - i) {
+                rc = fail(err, errlen, -EPROTO, "process %d: region set at word %u overruns",
+                          (int)l->pid, i);
+                goto out;
+            }
+            for (uint32_t j = 1; j <= n; j++) {
+                if (w[i + j] >= m->nregions || ids[w[i + j]] >= l->nregions) {
+                    rc = fail(err, errlen, -EPROTO, "process %d: bad region id in set at word %u",
+                              (int)l->pid, i);
+                    goto out;
+                }
+                w[i + j] = ids[w[i + j]];
+            }
+            i += n + 1;
+        }
+        for (uint32_t i = 0; i < m->nunits; i++) {
+            const unsigned char *r = raw + (size_t)i * usize;
+            struct ml_prof_unit *u = &units[ub + i];
+            uint32_t rs;
+            memcpy(&u->kind, r + o[ML_LF_UNIT_KIND], 4);
+            memcpy(&rs, r + o[ML_LF_UNIT_REGSET], 4);
+            memcpy(u->facts, r + o[ML_LF_UNIT_FACTS], nfacts * 8ull);
+            /* The reader indexes by these ids: the unit's own set must hold only region ids. */
+            if (rs >= m->nwords || w[rs] >= m->nwords - rs) {
+                rc = fail(err, errlen, -EPROTO, "process %d: unit %u has no region set",
+                          (int)l->pid, i);
+                goto out;
+            }
+            for (uint32_t j = 1; j <= w[rs]; j++)
+                if (w[rs + j] >= l->nregions) {
+                    rc = fail(err, errlen, -EPROTO, "process %d: unit %u has a bad region set",
+                              (int)l->pid, i);
+                    goto out;
+                }
+            u->module = k;
+            u->regset = (uint32_t)(wb + rs);
+        }
+        ub += m->nunits;
+        wb += m->nwords;
+    }
+    free(l->units);
+    free(l->regsets);
+    free(l->mod_nunits);
+    l->units = units;
+    l->regsets = words;
+    l->mod_nunits = nu;
+    l->nunits = nunits;
+    l->nregset_words = nwords;
+    l->nmods = nmods;
+    units = NULL;
+    words = NULL;
+    nu = NULL;
+    rc = 0;
+out:
+    free(md);
+    free(nu);
+    free(units);
+    free(words);
+    free(ids);
+    free(raw);
+    return rc;
+}
+
+static uint64_t align8(uint64_t n)
+{
+    return (n + 7) & ~7ull;
+}
+
+/* A profile with room for the given tables and threads, all in one owned block. */
+static struct ml_profile *prof_new(uint64_t strtab_len, uint64_t nregions, uint64_t nwords,
+                                   uint64_t nunits, uint64_t nthreads)
+{
+    struct ml_profile *p = calloc(1, sizeof(*p));
+    uint64_t o_reg = align8(strtab_len), o_words = o_reg + align8(nregions * 4);
+    uint64_t o_units = o_words + align8(nwords * 4);
+    uint64_t o_counts = o_units + nunits * sizeof(struct ml_prof_unit);
+    uint64_t o_rs = o_counts + nthreads * nunits * 8;
+    uint64_t size = o_rs + nthreads * nregions * sizeof(struct ml_prof_rstat);
+    unsigned char *d;
+
+    if (!p)
+        return NULL;
+    p->data = calloc(1, size + 8);
+    p->threads = calloc(nthreads + 1, sizeof(*p->threads));
+    if (!p->data || !p->threads) {
+        ml_profile_free(p);
+        return NULL;
+    }
+    d = p->data;
+    p->strtab = (const char *)d;
+    p->strtab_len = strtab_len;
+    p->regions = (const uint32_t *)(d + o_reg);
+    p->nregions = nregions;
+    p->regsets = (const uint32_t *)(d + o_words);
+    p->nregset_words = nwords;
+    p->units = (const struct ml_prof_unit *)(d + o_units);
+    p->nunits = nunits;
+    p->nthreads = nthreads;
+    for (uint64_t t = 0; t < nthreads; t++) {
+        p->threads[t].counts = (const uint64_t *)(d + o_counts) + t * nunits;
+        p->threads[t].rstats = (const struct ml_prof_rstat *)(d + o_rs) + t * nregions;
+    }
+    p->size = size;
+    return p;
+}
+
+/* Tables of a profile made by prof_new are writable: they live in its own data block. */
+static void prof_fill_tables(struct ml_profile *p, const char *strtab, const uint32_t *regions,
+                             const uint32_t *words, const struct ml_prof_unit *units)
+{
+    memcpy((void *)p->strtab, strtab, p->strtab_len);
+    memcpy((void *)p->regions, regions, p->nregions * 4);
+    memcpy((void *)p->regsets, words, p->nregset_words * 4);
+    memcpy((void *)p->units, units, p->nunits * sizeof(*units));
+}
+
+/*
+ * Reads n pieces in as few process_vm_readv calls as possible, so that they
+ * are copied within microseconds of each other: a thread's counters and its
+ * region statistics then describe nearly the same moment. A piece that cannot
+ * be read (an array freed under us) reads as zero.
+ */
+static int peek_many(const struct ml_live *l, struct iovec *lo, struct iovec *re, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t k = n - i < IOV_MAX ? n - i : IOV_MAX, want = 0;
+        ssize_t r;
+        for (size_t j = 0; j < k; j++)
+            want += lo[i + j].iov_len;
+        r = process_vm_readv(l->pid, lo + i, k, re + i, k, 0);
+        if (r < 0 && (errno == EPERM || errno == ESRCH || errno == ENOMEM))
+            return -errno;
+        if (r != (ssize_t)want)
+            for (size_t j = 0; j < k; j++)
+                if (peek(l, (uint64_t)(uintptr_t)re[i + j].iov_base, lo[i + j].iov_base,
+                         lo[i + j].iov_len))
+                    memset(lo[i + j].iov_base, 0, lo[i + j].iov_len);
+        i += k;
+    }
+    return 0;
+}
+
+/*
+ * One thread's counts and region statistics. A live thread's counters are
+ * its thread-local arrays, one per module; once it has exited (done), they
+ * are in snap. done is read again after the live arrays, since a thread that
+ * exits meanwhile frees them: then the snapshot is read instead. iov holds
+ * nmods + 1 entries of each of lo and re.
+ */
+static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread *pt,
+                       unsigned char *rsbuf, struct iovec *lo, struct iovec *re, uint64_t *ptrs)
+{
+    uint64_t *counts = (uint64_t *)pt->counts, tls, snap, rsp, base = 0, now;
+    struct ml_prof_rstat *out = (struct ml_prof_rstat *)pt->rstats;
+    const uint32_t *o = l->h.off;
+    uint32_t done, tmods, snapn, nreg = l->nregions, rsz = o[ML_LF_RS_SIZE];
+    size_t n;
+    int rc;
+
+    rc = peek_u32(l, rec, ML_LF_THR_TID, &pt->tid);
+    if (!rc)
+        rc = peek_u32(l, rec, ML_LF_THR_INDEX, &pt->index);
+    if (!rc)
+        rc = peek_u32(l, rec, ML_LF_THR_DONE, &done);
+    if (!rc)
+        rc = peek_ptr(l, rec, ML_LF_THR_RS, &rsp);
+    if (!rc && !done)
+        rc = peek_u32(l, rec, ML_LF_THR_NMODS, &tmods);
+    if (!rc && !done)
+        rc = peek_ptr(l, rec, ML_LF_THR_TLS, &tls);
+    if (!rc && done)
+        rc = peek_ptr(l, rec, ML_LF_THR_SNAP, &snap);
+    if (!rc && done)
+        rc = peek_u32(l, rec, ML_LF_THR_SNAPN, &snapn);
+    if (rc)
+        return rc;
+    n = 0;
+    if (!done) {
+        if (tmods > l->nmods)
+            tmods = l->nmods;
+        if (tmods && peek(l, tls, ptrs, 8ull * tmods))
+            tmods = 0;
+        for (uint32_t k = 0; k < tmods; k++) {
+            if (ptrs[k] && l->mod_nunits[k]) {
+                lo[n] = (struct iovec){counts + base, 8ull * l->mod_nunits[k]};
+                re[n++] = (struct iovec){(void *)(uintptr_t)ptrs[k], 8ull * l->mod_nunits[k]};
+            }
+            base += l->mod_nunits[k];
+        }
+    } else if (snap && snapn) {
+        lo[n] = (struct iovec){counts, 8ull * (snapn < l->nunits ? snapn : l->nunits)};
+        re[n++] = (struct iovec){(void *)(uintptr_t)snap, lo[0].iov_len};
+    }
+    if (rsp && nreg) {
+        lo[n] = (struct iovec){rsbuf, (size_t)nreg * rsz};
+        re[n++] = (struct iovec){(void *)(uintptr_t)rsp, (size_t)nreg * rsz};
+    } else {
+        memset(rsbuf, 0, (size_t)nreg * rsz);
+    }
+    rc = peek_many(l, lo, re, n);
+    /* After the read: an execution that started during it began before now. */
+    now = ml_rt_ticks();
+    if (!rc && !done) {
+        uint32_t again;
+        rc = peek_u32(l, rec, ML_LF_THR_DONE, &again);
+        if (!rc && again) /* it exited while we read: its arrays may be gone, snap is not */
+            return read_thread(l, rec, pt, rsbuf, lo, re, ptrs);
+    }
+    if (rc)
+        return rc;
+    for (uint32_t g = 0; g < nreg; g++) {
+        const unsigned char *r = rsbuf + (size_t)g * rsz;
+        uint64_t start;
+        uint32_t depth;
+        memcpy(&out[g].entries, r + o[ML_LF_RS_ENTRIES], 8);
+        memcpy(&out[g].ticks, r + o[ML_LF_RS_TICKS], 8);
+        memcpy(&start, r + o[ML_LF_RS_START], 8);
+        memcpy(&depth, r + o[ML_LF_RS_DEPTH], 4);
+        if (depth && !done && now > start) { /* open: count it up to now, as the writer does */
+            out[g].entries++;
+            out[g].ticks += now - start;
+        }
+    }
+    return 0;
+}
+
+int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t errlen)
+{
+    struct ml_profile *p = NULL;
+    uint64_t *recs = NULL, addr, now, mono;
+    uint32_t nmods, nregions, nthreads = 0, cap = 0, sample;
+    unsigned char *rsbuf = NULL;
+    struct iovec *lo = NULL, *re = NULL;
+    uint64_t *ptrs = NULL;
+    int rc;
+
+    *out = NULL;
+    rc = check_cookie(l, err, errlen);
+    if (rc)
+        return rc == -ESTALE ? fail(err, errlen, -ESRCH, "process %d exited", (int)l->pid) : rc;
+    /* nmods first: a module it counts has its regions registered, so nregions covers them. */
+    rc = peek_u32(l, l->h.rt_addr, ML_LF_RT_NMODS, &nmods);
+    if (!rc)
+        rc = peek_u32(l, l->h.rt_addr, ML_LF_RT_NREGIONS, &nregions);
+    if (rc)
+        return read_failed(l, rc, err, errlen);
+    rc = read_names(l, nregions, err, errlen);
+    if (!rc && nmods != l->nmods)
+        rc = read_modules(l, nmods, err, errlen);
+    if (rc)
+        return rc;
+
+    rc = peek_ptr(l, l->h.rt_addr, ML_LF_RT_THREADS, &addr);
+    while (!rc && addr) {
+        if (nthreads == cap) {
+            uint64_t *r;
+            cap = cap ? 2 * cap : 16;
+            if (cap > MAX_THREADS) {
+                rc =
+                    fail(err, errlen, -EPROTO, "process %d: thread list does not end", (int)l->pid);
+                goto out;
+            }
+            r = realloc(recs, cap * sizeof(*r));
+            if (!r) {
+                rc = fail(err, errlen, -ENOMEM, "out of memory");
+                goto out;
+            }
+            recs = r;
+        }
+        recs[nthreads++] = addr;
+        rc = peek_ptr(l, addr, ML_LF_THR_NEXT, &addr);
+    }
+    if (rc) {
+        rc = read_failed(l, rc, err, errlen);
+        goto out;
+    }
+    p = prof_new(l->strtab_len, l->nregions, l->nregset_words, l->nunits, nthreads);
+    rsbuf = malloc((size_t)l->nregions * l->h.off[ML_LF_RS_SIZE] + 1);
+    lo = calloc(l->nmods + 2, sizeof(*lo));
+    re = calloc(l->nmods + 2, sizeof(*re));
+    ptrs = calloc(l->nmods + 1, sizeof(*ptrs));
+    if (!p || !rsbuf || !lo || !re || !ptrs) {
+        rc = fail(err, errlen, -ENOMEM, "out of memory");
+        goto out;
+    }
+    prof_fill_tables(p, l->strtab, l->region_off, l->regsets, l->units);
+    for (uint32_t t = 0; t < nthreads; t++) {
+        rc = read_thread(l, recs[t], &p->threads[t], rsbuf, lo, re, ptrs);
+        if (rc) {
+            rc = read_failed(l, rc, err, errlen);
+            goto out;
+        }
+    }
+    now = ml_rt_ticks();
+    mono = ml_rt_mono_ns();
+    memcpy(p->hdr.magic, ML_PROF_MAGIC, sizeof(p->hdr.magic));
+    p->hdr.version = ML_PROF_VERSION;
+    p->hdr.header_size = sizeof(p->hdr);
+    p->hdr.pid = (uint32_t)l->pid;
+    p->hdr.clock = l->h.clock;
+    if (peek_u32(l, l->h.rt_addr, ML_LF_RT_SAMPLE, &sample) || sample < 1)
+        sample = 1;
+    p->hdr.sample = sample;
+    p->hdr.wall_ns = mono - l->mono0;
+    if (l->h.clock == ML_CLOCK_MONOTONIC)
+        p->hdr.tsc_hz = 1000000000ull;
+    else if (mono > l->mono0 && now > l->tick0)
+        p->hdr.tsc_hz = (uint64_t)((double)(now - l->tick0) * 1e9 / (double)(mono - l->mono0));
+    *out = p;
+    p = NULL;
+out:
+    ml_profile_free(p);
+    free(recs);
+    free(rsbuf);
+    free(lo);
+    free(re);
+    free(ptrs);
+    return rc;
+}
+
+static const struct ml_profile_thread *thread_by_index(const struct ml_profile *p, uint32_t index)
+{
+    if (index < p->nthreads && p->threads[index].index == index)
+        return &p->threads[index];
+    for (uint64_t t = 0; t < p->nthreads; t++)
+        if (p->threads[t].index == index)
+            return &p->threads[t];
+    return NULL;
+}
+
+/* d = c - b, after raising c to b (counters only grow; a lower value is a racy read). */
+static uint64_t grow_diff(uint64_t *c, uint64_t b)
+{
+    if (*c < b)
+        *c = b;
+    return *c - b;
+}
+
+int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct ml_profile **out)
+{
+    struct ml_profile *d;
+
+    *out = NULL;
+    d = prof_new(cur->strtab_len, cur->nregions, cur->nregset_words, cur->nunits, cur->nthreads);
+    if (!d)
+        return -ENOMEM;
+    prof_fill_tables(d, cur->strtab, cur->regions, cur->regsets, cur->units);
+    d->hdr = cur->hdr;
+    d->hdr.wall_ns = cur->hdr.wall_ns -
+                     (prev->hdr.wall_ns < cur->hdr.wall_ns ? prev->hdr.wall_ns : cur->hdr.wall_ns);
+    for (uint64_t t = 0; t < cur->nthreads; t++) {
+        /* cur is ours to repair: its arrays live in its own data block. */
+        uint64_t *cc = (uint64_t *)cur->threads[t].counts, *dc = (uint64_t *)d->threads[t].counts;
+        struct ml_prof_rstat *cr = (struct ml_prof_rstat *)cur->threads[t].rstats;
+        struct ml_prof_rstat *dr = (struct ml_prof_rstat *)d->threads[t].rstats;
+        const struct ml_profile_thread *pt = thread_by_index(prev, cur->threads[t].index);
+        /* Modules and regions are only ever appended: the first ones keep their numbers. */
+        uint64_t nu = pt ? (prev->nunits < cur->nunits ? prev->nunits : cur->nunits) : 0;
+        uint64_t nr = pt ? (prev->nregions < cur->nregions ? prev->nregions : cur->nregions) : 0;
+
+        d->threads[t].tid = cur->threads[t].tid;
+        d->threads[t].index = cur->threads[t].index;
+        for (uint64_t u = 0; u < cur->nunits; u++)
+            dc[u] = u < nu ? grow_diff(&cc[u], pt->counts[u]) : cc[u];
+        for (uint64_t g = 0; g < cur->nregions; g++) {
+            if (g < nr) {
+                dr[g].entries = grow_diff(&cr[g].entries, pt->rstats[g].entries);
+                dr[g].ticks = grow_diff(&cr[g].ticks, pt->rstats[g].ticks);
+            } else {
+                dr[g] = cr[g];
+            }
+        }
+    }
+    *out = d;
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* Runtime side of the live view: publishes where this process's counters are (src/format/live.h).
+ */
+#include "runtime/rt.h"
+#include "runtime/clock.h"
+#include "format/live.h"
+
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static struct ml_live_header pub;
+static char pub_path[64];
+static pid_t pub_pid;
+
+static uint64_t new_cookie(void)
+{
+    uint64_t c = 0;
+
+    if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != (ssize_t)sizeof(c))
+        c = ml_rt_ticks() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&c;
+    return c ? c : 1;
+}
+
+static void fill_offsets(uint32_t *o)
+{
+    o[ML_LF_RT_MODS] = offsetof(struct ml_rt, mods);
+    o[ML_LF_RT_NMODS] = offsetof(struct ml_rt, nmods);
+    o[ML_LF_RT_NUNITS] = offsetof(struct ml_rt, nunits);
+    o[ML_LF_RT_NAMES] = offsetof(struct ml_rt, region_names);
+    o[ML_LF_RT_NREGIONS] = offsetof(struct ml_rt, nregions);
+    o[ML_LF_RT_THREADS] = offsetof(struct ml_rt, threads);
+    o[ML_LF_RT_TICK0] = offsetof(struct ml_rt, tick0);
+    o[ML_LF_RT_MONO0] = offsetof(struct ml_rt, mono0);
+    o[ML_LF_MOD_NEXT] = offsetof(struct ml_rt_module, next);
+    o[ML_LF_MOD_NUNITS] = offsetof(struct ml_rt_module, nunits);
+    o[ML_LF_MOD_NREGSET] = offsetof(struct ml_rt_module, nregset_words);
+    o[ML_LF_MOD_NREGIONS] = offsetof(struct ml_rt_module, nregions);
+    o[ML_LF_MOD_REGSETS] = offsetof(struct ml_rt_module, regsets);
+    o[ML_LF_MOD_UNITS] = offsetof(struct ml_rt_module, units);
+    o[ML_LF_MOD_REGION_IDS] = offsetof(struct ml_rt_module, region_ids);
+    o[ML_LF_UNIT_SIZE] = sizeof(struct ml_rt_unit);
+    o[ML_LF_UNIT_KIND] = offsetof(struct ml_rt_unit, kind);
+    o[ML_LF_UNIT_REGSET] = offsetof(struct ml_rt_unit, regset);
+    o[ML_LF_UNIT_FACTS] = offsetof(struct ml_rt_unit, facts);
+    o[ML_LF_THR_NEXT] = offsetof(struct ml_thread_rec, next);
+    o[ML_LF_THR_TID] = offsetof(struct ml_thread_rec, tid);
+    o[ML_LF_THR_INDEX] = offsetof(struct ml_thread_rec, index);
+    o[ML_LF_THR_DONE] = offsetof(struct ml_thread_rec, done);
+    o[ML_LF_THR_NMODS] = offsetof(struct ml_thread_rec, nmods);
+    o[ML_LF_THR_TLS] = offsetof(struct ml_thread_rec, tls);
+    o[ML_LF_THR_SNAP] = offsetof(struct ml_thread_rec, snap);
+    o[ML_LF_THR_SNAPN] = offsetof(struct ml_thread_rec, snap_units);
+    o[ML_LF_THR_RS] = offsetof(struct ml_thread_rec, rs);
+    o[ML_LF_RS_SIZE] = sizeof(struct ml_rstate);
+    o[ML_LF_RS_ENTRIES] = offsetof(struct ml_rstate, entries);
+    o[ML_LF_RS_TICKS] = offsetof(struct ml_rstate, ticks);
+    o[ML_LF_RS_START] = offsetof(struct ml_rstate, start);
+    o[ML_LF_RS_DEPTH] = offsetof(struct ml_rstate, depth);
+    o[ML_LF_RT_SAMPLE] = offsetof(struct ml_rt, sample);
+}
+
+void ml_rt_unpublish(void)
+{
+    /* A fork child inherits the exit hook; only the publisher removes its file. */
+    if (pub_path[0] && getpid() == pub_pid)
+        unlink(pub_path);
+}
+
+static void unpublish_at_exit(void)
+{
+    ml_rt_unpublish();
+}
+
+void ml_rt_publish(void)
+{
+    char tmp[sizeof(pub_path) + 8];
+    int fd, ok;
+
+    memcpy(pub.magic, ML_LIVE_MAGIC, sizeof(pub.magic));
+    pub.version = ML_LIVE_VERSION;
+    pub.header_size = sizeof(pub);
+    pub.cookie = new_cookie();
+    pub.self_addr = (uint64_t)(uintptr_t)&pub;
+    pub.rt_addr = (uint64_t)(uintptr_t)&ml_rt;
+    pub.pid = (uint32_t)getpid();
+    pub.clock = ML_RT_CLOCK;
+    pub.ptr_size = sizeof(void *);
+    pub.nfacts = ML_NFACTS;
+    pub.max_regions = ML_RT_MAX_REGIONS;
+    pub.nfields = ML_LIVE_NFIELDS;
+    fill_offsets(pub.off);
+
+    pub_pid = getpid();
+    snprintf(pub_path, sizeof(pub_path), "%s/memlens.%d", ML_LIVE_DIR, (int)pub_pid);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", pub_path);
+    /* /dev/shm is world-writable: never follow a link planted there, never reuse a file. */
+    unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        goto fail;
+    ok = write(fd, &pub, sizeof(pub)) == (ssize_t)sizeof(pub);
+    ok = !close(fd) && ok;
+    if (!ok || rename(tmp, pub_path)) {
+        unlink(tmp);
+        goto fail;
+    }
+    atexit(unpublish_at_exit);
+    return;
+fail:
+    /* Live viewing is optional: the profile is still written at exit. */
+    pub_path[0] = 0;
+}

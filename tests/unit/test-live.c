@@ -1,0 +1,278 @@
+/* Unit tests of the live reader against the real publisher, with a runtime state built in this
+ * process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "report/live.h"
+#include "runtime/rt.h"
+
+/*
+ * The publisher is compiled into the test, so that the reader is checked
+ * against the offsets the runtime really publishes; the test plays the
+ * profiled process, whose state it builds by hand below, and reads itself
+ * through process_vm_readv.
+ */
+#include "../../src/runtime/publish.c"
+
+struct ml_rt ml_rt;
+
+/*
+ * Regions: a (0), b (1). Module m: units u0 {a}, u1 {a, b}, u2 {} (outside
+ * regions). The module's local region ids are reversed (local 0 = b) to check
+ * the mapping to global ids.
+ *   thread 0 (tid 500): live, counts in tls0; a: 3 entries, 300 ticks.
+ *   thread 1 (tid 501): exited, counts in snap1; b: 1 entry, 50 ticks.
+ */
+static const char *const local_names[] = {"b", "a"};
+static const uint32_t regsets[] = {1, 1, 2, 1, 0, 0}; /* {a} at 0, {a, b} at 2, {} at 5 */
+static uint32_t region_ids[2];
+static struct ml_rt_unit units[3];
+static uint64_t tls0[3], snap1[3];
+static uint64_t *tls_ptrs0[1] = {tls0};
+static struct ml_rstate rs0[ML_RT_MAX_REGIONS], rs1[ML_RT_MAX_REGIONS];
+static struct ml_rt_module mod;
+static struct ml_thread_rec th0, th1;
+static char err[256];
+
+static void build_state(void)
+{
+    memset(&ml_rt, 0, sizeof(ml_rt));
+    ml_rt.region_names[0] = "a";
+    ml_rt.region_names[1] = "b";
+    ml_rt.nregions = 2;
+    region_ids[0] = 1;
+    region_ids[1] = 0;
+    for (int u = 0; u < 3; u++) {
+        units[u].kind = ML_UNIT_BLOCK;
+        units[u].facts[ML_F_RD_HEAP] = 8u * (u + 1);
+        units[u].facts[ML_F_WR_GLOBAL] = 4;
+    }
+    units[0].regset = 0;
+    units[1].regset = 2;
+    units[2].regset = 5;
+    mod = (struct ml_rt_module){.abi = ML_RT_ABI,
+                                .nunits = 3,
+                                .nregions = 2,
+                                .nregset_words = 6,
+                                .name = "m",
+                                .region_names = local_names,
+                                .regsets = regsets,
+                                .units = units,
+                                .region_ids = region_ids};
+    ml_rt.mods = &mod;
+    ml_rt.nmods = 1;
+    ml_rt.nunits = 3;
+    ml_rt.nregset_words = 6;
+    tls0[0] = 10;
+    tls0[1] = 20;
+    tls0[2] = 30;
+    snap1[1] = 7;
+    memset(rs0, 0, sizeof(rs0));
+    memset(rs1, 0, sizeof(rs1));
+    rs0[0] = (struct ml_rstate){.entries = 3, .ticks = 300};
+    rs1[1] = (struct ml_rstate){.entries = 1, .ticks = 50};
+    th0 = (struct ml_thread_rec){
+        .next = &th1, .tid = 500, .index = 0, .nmods = 1, .cap = 1, .tls = tls_ptrs0, .rs = rs0};
+    th1 = (struct ml_thread_rec){
+        .tid = 501, .index = 1, .done = 1, .snap = snap1, .snap_units = 3, .rs = rs1};
+    ml_rt.threads = &th0;
+    ml_rt.nthreads = 2;
+    ml_rt.tick0 = ml_rt_ticks() - 1000000;
+    ml_rt.mono0 = ml_rt_mono_ns() - 1000000;
+    ml_rt.sample = 100;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    build_state();
+    ml_rt_publish();
+    return pub_path[0] ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ml_rt_unpublish();
+    return 0;
+}
+
+static struct ml_live *attach(void)
+{
+    struct ml_live *l = NULL;
+
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), 0);
+    return l;
+}
+
+static void test_read(void **state)
+{
+    struct ml_live *l = attach();
+    struct ml_profile *p;
+    uint32_t n;
+    const uint32_t *ids;
+
+    (void)state;
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->nregions, 2);
+    assert_string_equal(ml_profile_str(p, p->regions[0]), "a");
+    assert_string_equal(ml_profile_str(p, p->regions[1]), "b");
+    assert_int_equal(p->nunits, 3);
+    ids = ml_profile_regset(p, p->units[1].regset, &n); /* local {1, 0} = global {a, b} */
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(ids[1], 1);
+    ids = ml_profile_regset(p, p->units[0].regset, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(p->units[2].facts[ML_F_RD_HEAP], 24);
+    assert_int_equal(p->nthreads, 2);
+    assert_int_equal(p->threads[0].tid, 500);
+    assert_int_equal(p->threads[0].counts[1], 20);
+    assert_int_equal(p->threads[0].rstats[0].entries, 3);
+    assert_int_equal(p->threads[0].rstats[0].ticks, 300);
+    assert_int_equal(p->threads[1].tid, 501);
+    assert_int_equal(p->threads[1].counts[0], 0);
+    assert_int_equal(p->threads[1].counts[1], 7);
+    assert_int_equal(p->threads[1].rstats[1].entries, 1);
+    assert_true(p->hdr.tsc_hz > 0);
+    assert_int_equal(p->hdr.sample, 100);
+    ml_profile_free(p);
+    ml_live_close(l);
+}
+
+/* An open region counts up to now; intervals are differences; a racy low read is repaired. */
+static void test_diff(void **state)
+{
+    struct ml_live *l = attach();
+    struct ml_profile *a, *b, *d;
+
+    (void)state;
+    assert_int_equal(ml_live_read(l, &a, err, sizeof(err)), 0);
+    tls0[0] += 5;
+    tls0[1] = 15; /* below the previous read's 20 */
+    rs0[0].entries += 2;
+    rs0[0].ticks += 200;
+    rs0[1].depth = 1;
+    rs0[1].start = ml_rt_ticks() - 1000;
+    assert_int_equal(ml_live_read(l, &b, err, sizeof(err)), 0);
+    assert_int_equal(b->threads[0].rstats[1].entries, 1);
+    assert_true(b->threads[0].rstats[1].ticks >= 1000);
+    assert_int_equal(ml_live_diff(a, b, &d), 0);
+    assert_int_equal(d->nthreads, 2);
+    assert_int_equal(d->threads[0].counts[0], 5);
+    assert_int_equal(d->threads[0].counts[1], 0);
+    assert_int_equal(b->threads[0].counts[1], 20); /* raised to the previous read */
+    assert_int_equal(d->threads[0].counts[2], 0);
+    assert_int_equal(d->threads[0].rstats[0].entries, 2);
+    assert_int_equal(d->threads[0].rstats[0].ticks, 200);
+    assert_int_equal(d->threads[0].rstats[1].entries, 1);
+    assert_int_equal(d->threads[1].counts[1], 0);
+    assert_int_equal(d->threads[1].rstats[1].entries, 0);
+    ml_profile_free(a);
+    ml_profile_free(b);
+    ml_profile_free(d);
+    ml_live_close(l);
+    build_state();
+}
+
+/* Corrupt tables are refused with a reason, never followed. */
+static void test_corrupt(void **state)
+{
+    static const uint32_t bad_words[] = {6, 1, 2, 1, 0, 0};
+    static const uint32_t bad_id[] = {1, 7, 2, 1, 0, 0};
+    struct ml_live *l;
+    struct ml_profile *p = NULL;
+
+    (void)state;
+    mod.regsets = bad_words;
+    l = attach();
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "overruns"));
+    ml_live_close(l);
+    mod.regsets = bad_id;
+    l = attach();
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "bad region id"));
+    ml_live_close(l);
+    mod.regsets = regsets;
+    units[1].regset = 6; /* past the module's words */
+    l = attach();
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "has no region set"));
+    ml_live_close(l);
+    units[1].regset = 2;
+    ml_rt.nmods = 2; /* the list holds one */
+    l = attach();
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), -EPROTO);
+    ml_live_close(l);
+    assert_null(p);
+    build_state();
+}
+
+/* A file whose copy in memory differs: stale at attach, gone (exec'd) once attached. */
+static void test_stale(void **state)
+{
+    struct ml_live *l = attach(), *l2 = NULL;
+    struct ml_profile *p = NULL;
+
+    (void)state;
+    pub.cookie ^= 1;
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), -ESRCH);
+    assert_non_null(strstr(err, "exited"));
+    assert_int_equal(ml_live_open(getpid(), &l2, err, sizeof(err)), -ESTALE);
+    assert_non_null(strstr(err, "is stale"));
+    assert_null(l2);
+    pub.cookie ^= 1;
+    ml_live_close(l);
+}
+
+static void test_refusals(void **state)
+{
+    struct ml_live *l = NULL;
+    char path[64];
+    struct ml_live_header h = pub;
+    int fd;
+
+    (void)state;
+    assert_int_equal(ml_live_open(getppid(), &l, err, sizeof(err)), -ENOENT);
+    assert_non_null(strstr(err, "is not profiled by memlens"));
+    assert_int_equal(ml_live_open(0, &l, err, sizeof(err)), -ESRCH);
+    /* A header from a future memlens. */
+    h.version = ML_LIVE_VERSION + 1;
+    snprintf(path, sizeof(path), "%s/memlens.%d", ML_LIVE_DIR, (int)getpid());
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
+    close(fd);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "incompatible memlens"));
+    /* Cut short. */
+    assert_int_equal(truncate(path, 20), 0);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -EPROTO);
+    assert_null(l);
+    /* Unpublished: removed, and not profiled any more. */
+    ml_rt_unpublish();
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ENOENT);
+    ml_rt_publish();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read),     cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_corrupt),  cmocka_unit_test(test_stale),
+        cmocka_unit_test(test_refusals),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
