@@ -1,26 +1,34 @@
 #!/bin/bash
-# Region-profiling benchmark: builds each kernel in bench/kernels/ with memlens-cc and with plain
-# clang-14 at -O2, times both with hyperfine, and prints per kernel the overhead, the byte
-# accuracy (memlens heap+global bytes / closed-form bytes), the counters per region and the
-# counter increments per region execution, then the geometric-mean overhead.
-# Usage: bench/regions.sh [kernel...]   (env: RUNS, default 5; OMP_THREADS, default 2)
+# Region-profiling benchmark, every figure of one run side by side. Each kernel in bench/kernels/
+# is built three ways at -O2: plain clang-14 (markers vanish), plain clang-14 with its markers
+# timed by bench/lib/roi-clock.c (CLOCK_MONOTONIC, no memlens code: the ground-truth region
+# time), and memlens-cc. The runs are interleaved round-robin (plain, timed, memlens with every
+# execution measured, with MEMLENS_SAMPLE=10 and =100), RUNS rounds, and each figure is the
+# median over rounds of a ratio taken within one round: on this shared host one binary's time
+# varies up to 3x between runs, and a slow spell then hits both sides of a ratio, which
+# hyperfine's back-to-back runs of one command at a time do not give. Then per kernel: counters and increments per execution, byte
+# accuracy (memlens heap+global bytes / closed form), and the bandwidth error of memlens' raw,
+# CF-corrected and calibrated region times against closed-form bytes / ground-truth time.
+# Usage: bench/regions.sh [kernel...]   (env: RUNS, default 7; OMP_THREADS, default 2)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-7}
 OMP_THREADS=${OMP_THREADS:-2}
+RATES="1 10 100"
 
 die() {
     echo "regions.sh: $*" >&2
     exit 1
 }
-for t in hyperfine clang-14 python3; do
+for t in clang-14 python3; do
     command -v $t >/dev/null || die "'$t' not found: run scripts/deps.sh"
 done
 [ -x "$MEMLENS_BUILD/bin/memlens-cc" ] || die "no '$MEMLENS_BUILD/bin/memlens-cc': run make"
 W=$(mktemp -d "${TMPDIR:-/tmp}/memlens-bench.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
+export OMP_NUM_THREADS=$OMP_THREADS
 
 # name | arguments | extra compiler flags. Sizes give ~0.2-0.5 s uninstrumented on a 2-core VM.
 KERNELS='stream|4000000 60|
@@ -42,24 +50,23 @@ while IFS='|' read -r name args flags; do
         die "memlens-cc failed on '$src'"
     clang-14 -O2 $flags -I"$ROOT/include" "$src" -o "$W/$name.plain" ||
         die "clang-14 failed on '$src'"
-    export OMP_NUM_THREADS=$OMP_THREADS
-    mkdir -p "$W/prof.$name" "$W/hf"
-    MEMLENS_OUT=$W/prof.$name "$W/$name.ml" $args >"$W/$name.ml.out" ||
-        die "instrumented '$name' failed"
+    clang-14 -O2 $flags -D__MEMLENS__ -I"$ROOT/include" "$src" bench/lib/roi-clock.c \
+        -lpthread -o "$W/$name.timed" || die "clang-14 failed on '$src' with the region clock"
     "$W/$name.plain" $args >"$W/$name.plain.out" || die "plain '$name' failed"
-    cmp -s "$W/$name.ml.out" "$W/$name.plain.out" ||
-        die "'$name' prints different results with memlens"
-    hyperfine -N --style none --warmup 1 --runs "$RUNS" --export-json "$W/$name.json" \
-        -n plain "$W/$name.plain $args" \
-        -n memlens "env MEMLENS_OUT=$W/hf $W/$name.ml $args" >&2 ||
-        die "hyperfine failed on '$name'"
+    for v in ml timed; do
+        MEMLENS_OUT=$W/junk "$W/$name.$v" $args >"$W/$name.$v.out" || die "'$name.$v' failed"
+        cmp -s "$W/$name.$v.out" "$W/$name.plain.out" ||
+            die "'$name.$v' prints a different result than plain '$name'"
+    done
     rows+=("$name|$args")
 done <<<"$KERNELS"
 [ ${#rows[@]} -gt 0 ] || die "no kernel matches '$*'"
 
-python3 - "$W" "$ROOT/tests/lib" "${rows[@]}" <<'PY'
-import json, math, sys
-W = sys.argv[1]
+MEMLENS_BUILD=$MEMLENS_BUILD python3 - "$W" "$ROOT/tests/lib" "$RUNS" "$RATES" "${rows[@]}" <<'PY'
+import csv, math, os, statistics, subprocess, sys, time
+W, runs, rates = sys.argv[1], int(sys.argv[3]), [int(x) for x in sys.argv[4].split()]
+MEMLENS = os.environ['MEMLENS_BUILD'] + '/bin/memlens'
+kernels = [row.split('|') for row in sys.argv[5:]]
 sys.path.insert(0, sys.argv[2])
 import mlp
 
@@ -77,23 +84,110 @@ EXPECTED = {
     'smallfn': lambda n, reps: 32 * n * reps,
     'omp': lambda n, reps: 24 * n * reps,
 }
+med = statistics.median
 
-print('%-9s %10s %10s %8s %10s %9s %10s' % ('kernel', 'plain(s)', 'memlens(s)', 'overhead',
-                                          'bytes', 'counters', 'incr/exec'))
-logs = []
-for row in sys.argv[3:]:
-    name, args = row.split('|')
-    res = {r['command']: r for r in json.load(open('%s/%s.json' % (W, name)))['results']}
-    plain, inst = res['plain']['median'], res['memlens']['median']
-    p = mlp.load_dir('%s/prof.%s' % (W, name))[0]
+def run(argv, env):
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=dict(os.environ, **env), stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t0
+
+# Round-robin timing; every memlens run also leaves the profile its figures come from.
+wall = {}
+for name, args in kernels:
+    print('== timing %s: %d rounds' % (name, runs), file=sys.stderr)
+    for r in range(1, runs + 1):
+        argv = lambda v: ['%s/%s.%s' % (W, name, v)] + args.split()
+        wall.setdefault((name, 'plain'), []).append(run(argv('plain'), {}))
+        run(argv('timed'), {'BENCH_ROI_OUT': '%s/%s.truth.%d' % (W, name, r)})
+        for rate in rates:
+            d = '%s/prof.%s.%d.%d' % (W, name, rate, r)
+            os.makedirs(d)
+            wall.setdefault((name, rate), []).append(
+                run(argv('ml'), {'MEMLENS_SAMPLE': str(rate), 'MEMLENS_OUT': d}))
+            with open(d + '.csv', 'w') as f:
+                subprocess.run([MEMLENS, 'report', '--csv', '--totals', '--region', name, d],
+                               stdout=f, check=True)
+gm = lambda xs: math.exp(sum(math.log(max(x, 1e-6)) for x in xs) / len(xs)) if xs else float("nan")
+
+def report_rows(name, rate):
+    out = []
+    for r in range(1, runs + 1):
+        out.append(next(csv.DictReader(open('%s/prof.%s.%d.%d.csv' % (W, name, rate, r)))))
+    return out
+
+def truth_seconds(name, r):
+    for line in open('%s/%s.truth.%d' % (W, name, r)):
+        n, secs, _ = line.split()
+        if n == name:
+            return float(secs)
+    raise SystemExit('regions.sh: no ground-truth time of region %s' % name)
+
+def bw_errors(name, rate, want):
+    """Median over rounds of the relative bandwidth error of raw, CF and calibrated times, each
+    round against the ground truth of the same round; None when no round measured anything."""
+    errs = {'raw': [], 'cf': [], 'cal': []}
+    measured = []
+    for r, row in enumerate(report_rows(name, rate), 1):
+        measured.append(int(row['measured']))
+        if not int(row['measured']):
+            continue
+        truth = want / truth_seconds(name, r)
+        b = sum(int(row[k]) for k in ('rd_heap', 'rd_global', 'wr_heap', 'wr_global'))
+        for k, col in (('raw', 'seconds'), ('cf', 'cf_seconds'), ('cal', 'cal_seconds')):
+            errs[k].append(b / float(row[col]) / truth - 1)
+    return {k: med(v) if v else None for k, v in errs.items()}, med(measured)
+
+def pct(e):
+    return '%+6.1f%%' % (100 * e) if e is not None else '      -'
+
+print('overhead (median over rounds of memlens / plain wall time), counters, increments per region')
+print('execution, byte accuracy')
+print('%-9s %9s %7s %7s %7s %9s %10s %10s' % ('kernel', 'plain(s)', '100%', '10%', '1%',
+                                              'counters', 'incr/exec', 'bytes'))
+ovh = {rate: [] for rate in rates}
+acc = []
+bw = {}
+for name, args in kernels:
+    plain = med(wall[(name, 'plain')])
+    for rate in rates:
+        ovh[rate].append(med(m / p for m, p in zip(wall[(name, rate)], wall[(name, 'plain')])))
+    p = mlp.load_dir('%s/prof.%s.1.1' % (W, name))[0]
     t = p.totals(name)
     got = t['rd_heap'] + t['rd_global'] + t['wr_heap'] + t['wr_global']
     want = EXPECTED[name](*map(int, args.split()))
+    acc.append((got, want))
     rid = p.region_id(name)
     counters = sum(1 for regs in p.unit_regions if rid in regs)
     incr = t['incr'] / t['entries'] if t['entries'] else float('nan')
-    logs.append(math.log(inst / plain))
-    print('%-9s %10.3f %10.3f %7.2fx %10.6f %9d %10.4g' % (name, plain, inst, inst / plain,
-                                                          got / want, counters, incr))
-print('geomean overhead: %.2fx over %d kernels' % (math.exp(sum(logs) / len(logs)), len(logs)))
+    print('%-9s %9.3f %6.2fx %6.2fx %6.2fx %9d %10.4g %10.6f' % (
+        name, plain, ovh[1][-1], ovh[10][-1], ovh[100][-1], counters, incr, got / want))
+    truth = want / med(truth_seconds(name, r) for r in range(1, runs + 1))
+    bw[name] = (truth, {rate: bw_errors(name, rate, want) for rate in rates})
+print('geomean overhead: %.2fx at 100%% (target <= 1.20x, worst %.2fx, target < 2x), '
+      '%.2fx at 10%%, %.2fx at 1%% (target <= 1.03x)' % (
+          gm(ovh[1]), max(ovh[1]), gm(ovh[10]), gm(ovh[100])))
+off = ['%s %+d bytes' % (row.split('|')[0], g - w) for row, (g, w) in zip(sys.argv[5:], acc)
+       if g != w]
+print('byte accuracy: %s' % ('exact (integer equality) on every kernel' if not off
+                             else 'differs: ' + ', '.join(off)))
+print()
+print('bandwidth error vs closed-form bytes / uninstrumented region time of the same round')
+print('(median of %d rounds; truth: median bandwidth)' % runs)
+print('%-9s %9s %8s %8s %8s | %5s %8s %8s | %5s %8s %8s' % (
+    'kernel', 'truth', 'raw', 'CF', 'cal', 'm10%', 'raw', 'cal', 'm1%', 'raw', 'cal'))
+gerr = {}
+for name, (truth, by_rate) in bw.items():
+    (e1, _), (e10, m10), (e100, m100) = by_rate[1], by_rate[10], by_rate[100]
+    print('%-9s %6.2fGB/s %s %s %s | %5g %s %s | %5g %s %s' % (
+        name, truth / 1e9, pct(e1['raw']), pct(e1['cf']), pct(e1['cal']), m10,
+        pct(e10['raw']), pct(e10['cal']), m100, pct(e100['raw']), pct(e100['cal'])))
+    for rate, (e, _) in by_rate.items():
+        for k, v in e.items():
+            if v is not None:
+                gerr.setdefault((rate, k), []).append(abs(v))
+print('m10%, m1%: measured executions per run (median) at MEMLENS_SAMPLE=10 and 100')
+for rate in rates:
+    print('geomean |bandwidth error| at %3d%%: %s (target <= 5%%)' % (100 // rate, ', '.join(
+        '%s %.1f%% over %d kernels' % (k, 100 * gm(gerr[(rate, k)]), len(gerr[(rate, k)]))
+        for k in ('raw', 'cf', 'cal') if (rate, k) in gerr)))
 PY
