@@ -36,13 +36,13 @@ struct ml_bb_opts {
     unsigned min_agree;   /* quietest pairs that must agree, <= reps (default 8) */
     double tolerance;     /* their spread above the quietest pair's total (default 0.01) */
     unsigned u, u2;       /* unroll factors, u < u2; 0 = choose from code_budget */
-    unsigned code_budget; /* bytes of unrolled code for the larger factor (default 16384) */
-    unsigned max_unroll;  /* cap on the larger automatic factor (default 1000) */
+    unsigned code_budget; /* bytes of unrolled code for the larger factor (default 4096) */
+    unsigned max_unroll;  /* cap on the larger automatic factor (default 200) */
     unsigned work;        /* instructions per timing: passes = work / (U * insns) (65536) */
     enum ml_bb_method method;
     unsigned max_faults; /* page faults mapped before giving up (default 256; 0 = no limit) */
     unsigned timeout_ms; /* CPU time of the sandbox per block (default 2000) */
-    unsigned attempts;   /* rounds of reps timings until one agrees (default 3) */
+    unsigned attempts;   /* rounds of reps timings until one agrees (default 10) */
     int static_check;    /* refuse branches/syscalls/privileged before running (default 1) */
     int trace;           /* single-step two iterations to record addresses (default 1) */
 };
@@ -61,6 +61,7 @@ struct ml_bb_result {
     enum ml_bb_method method;
     double throughput; /* core cycles per iteration (valid for ok) */
     double ratio;      /* TSC ticks per core cycle (tsc method), 1 for pmu */
+    unsigned calib[2]; /* tsc: adds per pass of the calibration chain, matched to u and U */
     unsigned u, u2;
     unsigned clean[2]; /* per factor: clean timings */
     unsigned agree[2]; /* pairs within tolerance of the quietest: block, calibration (tsc) */

@@ -21,9 +21,19 @@
 
 #include "bb/sandbox.h"
 
-/* Calibration: a chain of dependent 'add %eax,%eax' (1 cycle each on every x86-64 core). */
-#define CALIB_U  200
-#define CALIB_U2 400
+/*
+ * Calibration: a chain of dependent 'add %eax,%eax' (1 cycle each on every x86-64 core).
+ * On this kind of VM the ticks per cycle a chain shows depend on how long each pass runs
+ * (a 2-imul chain read 5.73-5.98 cycles against 200/400-add passes, 5.99-6.01 against
+ * 600/1200), so after a short probe the chain's lengths are matched to the block's busy
+ * cycles per pass. The code holds CALIB_MAX adds; a job enters it where the wanted count
+ * remains, so the parent changes the length through the control page alone.
+ */
+#define CALIB_U    200
+#define CALIB_U2   400
+#define CALIB_MIN  16
+#define CALIB_MAX  4096
+#define PROBE_REPS 4
 
 /* Exit codes of the child when its setup fails, before the harness takes control. */
 enum { CHILD_EPTRACE = 90, CHILD_EMAP, CHILD_EMAPS, CHILD_ESECCOMP };
@@ -46,6 +56,7 @@ struct run {
     unsigned n_jobs;
     int pmu_kinds[ML_BB_MAX_PMU];
     unsigned n_pmu;
+    unsigned calib[2]; /* adds per pass of the calibration jobs (2 and 3) */
 };
 
 void ml_bb_opts_init(struct ml_bb_opts *o)
@@ -59,7 +70,7 @@ void ml_bb_opts_init(struct ml_bb_opts *o)
     o->work = 65536;
     o->method = ML_BB_METHOD_AUTO;
     o->max_faults = 256;
-    o->attempts = 3;
+    o->attempts = 10;
     o->timeout_ms = 2000;
     o->static_check = 1;
     o->trace = 1;
@@ -716,7 +727,7 @@ static void evaluate(struct run *x)
     r->n_jobs = x->n_jobs;
     r->ratio = 1;
     if (r->method == ML_BB_METHOD_TSC)
-        r->ratio = (val[3] - val[2]) / (CALIB_U2 - CALIB_U);
+        r->ratio = (val[3] - val[2]) / (x->calib[1] - x->calib[0]);
     r->throughput = (val[1] - val[0]) / (double)(r->u2 - r->u) / r->ratio;
     if (good && r->ratio > 0) {
         r->status = ML_BB_OK;
@@ -735,7 +746,7 @@ static int plan(struct run *x, const uint8_t *code, size_t len)
     struct ml_bb_result *r = x->r;
     static const uint8_t add_chain[2] = {0x01, 0xc0}; /* add %eax,%eax */
     struct ml_bb_insn *in;
-    unsigned calib_passes, passes, off;
+    unsigned passes, off;
     int n_in, err;
 
     r->u = o->u;
@@ -759,7 +770,6 @@ static int plan(struct run *x, const uint8_t *code, size_t len)
     if (n_in < 0)
         n_in = 0;
     off = code_offset(code, in, n_in);
-    calib_passes = o->work / CALIB_U2 ? o->work / CALIB_U2 : 1;
     passes = o->work / (r->u2 * (r->n_insns ? r->n_insns : 1));
     if (passes == 0)
         passes = 1;
@@ -767,14 +777,71 @@ static int plan(struct run *x, const uint8_t *code, size_t len)
     err = job_build(&x->jobs[x->n_jobs++], code, len, r->u, passes, in, n_in, off);
     if (!err)
         err = job_build(&x->jobs[x->n_jobs++], code, len, r->u2, passes, in, n_in, off);
+    /* as many passes as the block: matched chains then run timings of the block's length */
     if (!err && r->method == ML_BB_METHOD_TSC) {
-        err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_U, calib_passes, NULL, 0, 0);
+        err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_MAX, passes, NULL, 0, 0);
         if (!err)
-            err =
-                job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_U2, calib_passes, NULL, 0, 0);
+            err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_MAX, passes, NULL, 0, 0);
     }
     free(in);
     return err;
+}
+
+/* Points the calibration jobs at the last cu and cU adds of their chains. */
+static void calib_set(struct run *x, unsigned cu, unsigned cU)
+{
+    for (unsigned k = 0; k < 2; k++) {
+        unsigned n = k ? cU : cu;
+
+        x->calib[k] = n;
+        x->ctl->job_code[2 + k] = ML_BB_CODE_ADDR + (2 + k) * ML_BB_CODE_STRIDE +
+                                  x->jobs[2 + k].off + 2 * (CALIB_MAX - n);
+    }
+    x->r->calib[0] = cu;
+    x->r->calib[1] = cU;
+}
+
+static unsigned calib_clamp(double n)
+{
+    return n < CALIB_MIN ? CALIB_MIN : n > CALIB_MAX ? CALIB_MAX : (unsigned)(n + 0.5);
+}
+
+/*
+ * After a probe of a few rounds: the block's busy cycles per pass at u and U (its pass time
+ * in cycles less the pass overhead, which the calibration gives), as the chain's lengths.
+ */
+static void calib_match(struct run *x, unsigned reps)
+{
+    double best[2] = {0, 0}, b[2] = {0, 0}, c[2] = {0, 0}, ratio, over;
+    unsigned cu, cU;
+
+    for (unsigned i = 0; i < reps; i++) {
+        for (unsigned p = 0; p < 2; p++) {
+            const struct ml_bb_slot *s0 = &x->ctl->res[i][2 * p], *s1 = &x->ctl->res[i][2 * p + 1];
+            double t0 = (double)(s0->t1 - s0->t0) / x->jobs[2 * p].passes;
+            double t1 = (double)(s1->t1 - s1->t0) / x->jobs[2 * p + 1].passes;
+            double *dst = p ? c : b;
+
+            if (!slot_clean(x, s0) || !slot_clean(x, s1) || (best[p] && t0 + t1 >= best[p]))
+                continue;
+            best[p] = t0 + t1;
+            dst[0] = t0;
+            dst[1] = t1;
+        }
+    }
+    if (!best[0] || !best[1] || c[1] <= c[0])
+        return;
+    ratio = (c[1] - c[0]) / (x->calib[1] - x->calib[0]);
+    over = c[0] / ratio - x->calib[0];
+    if (over < 0)
+        over = 0;
+    cu = calib_clamp(b[0] / ratio - over);
+    cU = calib_clamp(b[1] / ratio - over);
+    if (cU < cu + CALIB_MIN)
+        cU = cu + CALIB_MIN > CALIB_MAX ? CALIB_MAX : cu + CALIB_MIN;
+    if (cu >= cU)
+        cu = cU - CALIB_MIN;
+    calib_set(x, cu, cU);
 }
 
 static int vector_level(void)
@@ -846,6 +913,8 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
         x.ctl->job_code[j] = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE + x.jobs[j].off;
         x.ctl->passes[j] = x.jobs[j].passes;
     }
+    if (r->method == ML_BB_METHOD_TSC)
+        calib_set(&x, CALIB_U, CALIB_U2);
 
     fflush(NULL);
     x.pid = fork();
@@ -873,8 +942,17 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
             err = -ECHILD;
         goto out;
     }
+    /* a short probe (which also maps the block's pages) sizes the calibration chains */
+    err = 1;
+    if (r->method == ML_BB_METHOD_TSC) {
+        x.ctl->n_reps = o->reps < PROBE_REPS ? o->reps : PROBE_REPS;
+        err = run_all(&x);
+        x.ctl->n_reps = o->reps;
+        if (err == 1)
+            calib_match(&x, o->reps < PROBE_REPS ? o->reps : PROBE_REPS);
+    }
     /* noise comes in bursts (other tenants, interrupts): an unclean run is retried afresh */
-    for (unsigned a = 0; a < (o->attempts ? o->attempts : 1); a++) {
+    for (unsigned a = 0; err == 1 && a < (o->attempts ? o->attempts : 1); a++) {
         err = run_all(&x);
         if (err != 1)
             break;

@@ -31,7 +31,7 @@ static const char bb_usage[] =
     "Measurement:\n"
     "  --reps <n>           timing pairs (u then U, back to back) per round (default 32,\n"
     "                       max 64)\n"
-    "  --attempts <n>       rounds of --reps pairs tried until one is ok (default 3)\n"
+    "  --attempts <n>       rounds of --reps pairs tried until one is ok (default 10)\n"
     "  --min-agree <n>      quietest pairs (smallest u+U) averaged; 'ok' when all lie\n"
     "                       within the tolerance of the quietest one (default 8)\n"
     "  --tolerance <pct>    spread allowed above the quietest pair (default 1)\n"
@@ -153,8 +153,9 @@ static void report(const struct bb_cli *c, const uint8_t *code, size_t len,
     if (r->status == ML_BB_OK || r->status == ML_BB_UNCLEAN) {
         printf("cycles    %.3f per iteration\n", r->throughput);
         if (r->method == ML_BB_METHOD_TSC)
-            printf("method    tsc (%.4f tsc ticks per core cycle, from a dependent add chain)\n",
-                   r->ratio);
+            printf("method    tsc (%.4f tsc ticks per core cycle, from a dependent add chain of"
+                   " %u and %u adds per pass, matched to the block)\n",
+                   r->ratio, r->calib[0], r->calib[1]);
         else
             printf("method    pmu (core cycles from perf_event)\n");
         printf("unroll    u=%u U=%u; clean timings %u and %u of %u, quiet pairs %u and %u"
