@@ -2,8 +2,8 @@
 """Extracts a corpus of real x86-64 basic blocks from binaries on this machine for 'memlens bb'.
 
 Disassembles each binary with objdump, cuts the instruction stream at every control-flow
-instruction (jumps, calls, returns, syscalls, traps), at function symbols and at undecodable
-bytes, and keeps the straight-line runs in between (the control-flow instruction itself is
+instruction (jumps, calls, returns, syscalls, traps), at function symbols, and drops runs
+with undecodable bytes or instructions that fault in user mode (data decoded as code), and keeps the straight-line runs in between (the control-flow instruction itself is
 left out: the harness times straight-line code). Blocks made only of padding (nop, int3)
 are dropped. The corpus is deduplicated and sampled deterministically (ordered by a hash of
 the bytes), so the same binaries give the same corpus.
@@ -34,6 +34,10 @@ CONTROL = re.compile(
 PREFIXES = {"bnd", "notrack", "rep", "repz", "repnz", "repe", "repne", "lock", "data16",
             "addr32", "cs", "ds", "es", "ss", "fs", "gs", "rex", "rex.w", "xacquire",
             "xrelease"}
+# Faults at CPL 3 (IOPL 0): a run containing one is data decoded as code, never a real block.
+PRIVILEGED = re.compile(
+    r"^(in|out|ins[bwld]?|outs[bwld]?|cli|sti|clts|lgdt|lidt|lldt|ltr|lmsw|invd|wbinvd|"
+    r"invlpg|rdmsr|wrmsr|swapgs|mov[lq]?\s+%[cd]r\d.*)$")
 PADDING = re.compile(r"^(nop[a-z]*|int3|xchg\s+%ax,%ax|data16.*nop.*|cs nop.*)")
 
 
@@ -73,7 +77,7 @@ def blocks_of(path, max_bytes):
         addr = parts[0].strip()[:-1]
         raw = parts[1].split()
         text = parts[2].strip()
-        if "(bad)" in text or not raw:
+        if "(bad)" in text or not raw or PRIVILEGED.match(mnemonic(text)):
             cur = []
             yield from flush()
             continue
