@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bb/sandbox.h"
@@ -951,8 +952,19 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
         if (err == 1)
             calib_match(&x, o->reps < PROBE_REPS ? o->reps : PROBE_REPS);
     }
-    /* noise comes in bursts (other tenants, interrupts): an unclean run is retried afresh */
+    /*
+     * Noise comes in bursts (other tenants, interrupts): an unclean run is retried afresh,
+     * after a pause that doubles from 1 ms up to 50 ms, so that a burst of some tens of
+     * milliseconds does not spoil every attempt (blocks unclean after 10 back-to-back
+     * attempts were all ok when run again a few seconds later).
+     */
     for (unsigned a = 0; err == 1 && a < (o->attempts ? o->attempts : 1); a++) {
+        if (a) {
+            unsigned ms = a < 6 ? 1u << (a - 1) : 50;
+            struct timespec ts = {0, (long)ms * 1000000L};
+
+            nanosleep(&ts, NULL);
+        }
         err = run_all(&x);
         if (err != 1)
             break;

@@ -41,8 +41,20 @@ head -61 "$tmp/out.csv" >"$tmp/first60.csv"
 printf '4801d8,1.00' >>"$tmp/out.csv" # torn row, as after a kill mid-write
 "$ML" bb $fast -o "$tmp/out.csv" "$tmp/corpus.csv" 2>"$tmp/err2" || fail "resumed run"
 grep -q "resuming .* after 60 blocks" "$tmp/err2" || fail "no resume message: $(cat "$tmp/err2")"
-[ -s "$tmp/err1" ] && fail "progress output on a non-tty stderr: $(head -c 200 "$tmp/err1")"
-cmp -s "$tmp/first60.csv" <(head -61 "$tmp/out.csv") || fail "resume rewrote earlier rows"
+[ -n "$(grep -v "unclean blocks\? again" "$tmp/err1")" ] && fail "progress output on a non-tty stderr: $(head -c 200 "$tmp/err1")"
+# rows resumed over stay as they were, except unclean ones, which the end-of-batch pass
+# measures once more by design
+python3 - "$tmp/first60.csv" "$tmp/out.csv" <<'PY' || fail "resume rewrote earlier rows"
+import sys
+old = open(sys.argv[1]).read().splitlines()
+new = open(sys.argv[2]).read().splitlines()[:len(old)]
+for a, b in zip(old, new):
+    assert a.split(",")[0] == b.split(",")[0], (a, b)
+    assert a == b or ",unclean," in a, (a, b)
+PY
+if grep -q ",unclean," "$tmp/first60.csv"; then
+    grep -q "unclean blocks\? again" "$tmp/err1" "$tmp/err2" || fail "no second pass over unclean rows"
+fi
 
 python3 - "$tmp/corpus.csv" "$tmp/out.csv" <<'PY' || fail "rows do not match the corpus"
 import collections, csv, sys
