@@ -2,9 +2,10 @@
 """Extracts a corpus of real x86-64 basic blocks from binaries on this machine for 'memlens bb'.
 
 Disassembles each binary with objdump, cuts the instruction stream at every control-flow
-instruction (jumps, calls, returns, syscalls, traps), at function symbols, and drops runs
-with undecodable bytes or instructions that fault in user mode (data decoded as code), and keeps the straight-line runs in between (the control-flow instruction itself is
-left out: the harness times straight-line code). Blocks made only of padding (nop, int3)
+instruction (jumps, calls, returns, syscalls, traps) and at function symbols, and keeps the
+straight-line runs in between (the control-flow instruction itself is left out: the harness
+times straight-line code). Runs with undecodable bytes or with instructions that fault in
+user mode (data decoded as code) are dropped. Blocks made only of padding (nop, int3)
 are dropped. The corpus is deduplicated and sampled deterministically (ordered by a hash of
 the bytes), so the same binaries give the same corpus.
 
