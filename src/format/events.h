@@ -43,10 +43,10 @@ enum ml_ev_kind {
     ML_EV_IO = 40,
     ML_EV_PAGE_FAULT = 41,
     ML_EV_PFN = 42,
-    ML_EV_WAIT = 43,   /* the producer waited for the writer (by default nothing is dropped) */
-    ML_EV_DROP = 44,   /* records dropped (--drop) */
-    ML_EV_SIGNAL = 45, /* a fatal signal ended the process */
-    ML_EV_LOST = 46,   /* raw records the writer found damaged and skipped */
+    ML_EV_WAIT = 43,        /* the producer waited for the writer (by default nothing is dropped) */
+    ML_EV_DROP = 44,        /* records dropped (--drop) */
+    ML_EV_SIGNAL = 45,      /* a fatal signal ended the process */
+    ML_EV_LOST = 46,        /* raw records the writer found damaged and skipped */
     ML_EV_FAULTS_LOST = 47, /* page-fault samples the kernel could not deliver */
     /* Reserved for event profiling (issue 14); not written to traces yet. */
     ML_EV_ALLOC = 56,

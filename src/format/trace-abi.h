@@ -1,4 +1,5 @@
-/* Trace buffer ABI: how generated code (IR or rewritten assembly) appends records for the runtime. */
+/* Trace buffer ABI: how generated code (IR or rewritten assembly) appends records for the runtime.
+ */
 #ifndef ML_FORMAT_TRACE_ABI_H
 #define ML_FORMAT_TRACE_ABI_H
 
@@ -45,11 +46,11 @@
  * assembly must save what it needs (flags, live caller-saved and vector
  * registers, the red zone) around the call.
  */
-#define ML_TB_SYM_PTR "__memlens_tb_ptr"
-#define ML_TB_SYM_END "__memlens_tb_end"
+#define ML_TB_SYM_PTR   "__memlens_tb_ptr"
+#define ML_TB_SYM_END   "__memlens_tb_end"
 #define ML_TB_SYM_FLUSH "__memlens_trace_flush"
-#define ML_TB_MAX_SEG 256 /* words per segment, header included */
-#define ML_TB_SLACK 512   /* spare words past __memlens_tb_end */
+#define ML_TB_MAX_SEG   256 /* words per segment, header included */
+#define ML_TB_SLACK     512 /* spare words past __memlens_tb_end */
 
 /*
  * Segment descriptor: static, in the module's ml_ev_module.segs array, at an
@@ -78,8 +79,8 @@
  * zero marks space reserved but never filled (a segment interrupted by a
  * fatal signal).
  */
-#define ML_TB_TAG_MASK 7u
-#define ML_TB_TAG_EVENT 1u
+#define ML_TB_TAG_MASK   7u
+#define ML_TB_TAG_EVENT  1u
 #define ML_TB_TAG_ACCESS 2u
 
 static inline uint64_t ml_tb_event_word(unsigned kind, unsigned nwords, uint64_t arg)
@@ -116,7 +117,7 @@ static inline unsigned ml_tb_site_words(const struct ml_ev_site *s)
  *     choose between its traced and plain copies.
  */
 #define ML_TB_SYM_REGISTER "__memlens_trace_register"
-#define ML_TB_SYM_MARKER "__memlens_trace_marker"
-#define ML_TB_SYM_GATE "__memlens_trace_gate"
+#define ML_TB_SYM_MARKER   "__memlens_trace_marker"
+#define ML_TB_SYM_GATE     "__memlens_trace_gate"
 
 #endif

@@ -26,13 +26,13 @@
  * kinds and new meta keys do not bump it: readers skip unknown chunk types
  * and reject only unknown tokens inside a data chunk (that chunk only).
  */
-#define ML_TRACE_MAGIC "MLTRACE\n"
+#define ML_TRACE_MAGIC   "MLTRACE\n"
 #define ML_TRACE_VERSION 1
-#define ML_CHUNK_MAGIC 0x4b434c4du /* "MLCK" */
+#define ML_CHUNK_MAGIC   0x4b434c4du /* "MLCK" */
 
 /* Bounds every reader enforces (and the writer keeps). */
 #define ML_CHUNK_MAX_RECORDS (1u << 18)
-#define ML_CHUNK_MAX_RAW (64u << 20)
+#define ML_CHUNK_MAX_RAW     (64u << 20)
 
 struct ml_trace_header {
     char magic[8];
@@ -50,28 +50,28 @@ struct ml_trace_header {
 };
 
 /* Recording options in effect (ml_trace_header.flags). */
-#define ML_TF_COLLAPSE 1u      /* consecutive same-line accesses of a thread were merged */
-#define ML_TF_DROP 2u          /* full buffers were dropped instead of waited for */
-#define ML_TF_START_OFF 4u     /* recording started off (MEMLENS_TRACE_ON starts it) */
+#define ML_TF_COLLAPSE     1u  /* consecutive same-line accesses of a thread were merged */
+#define ML_TF_DROP         2u  /* full buffers were dropped instead of waited for */
+#define ML_TF_START_OFF    4u  /* recording started off (MEMLENS_TRACE_ON starts it) */
 #define ML_TF_REGIONS_ONLY 8u  /* accesses recorded only while a region is open */
 #define ML_TF_MARKERS_ONLY 16u /* no access records, markers and events only */
-#define ML_TF_FAULTS 32u       /* page faults recorded (the kernel allowed the event) */
-#define ML_TF_PFN 64u          /* physical frame numbers readable from /proc/self/pagemap */
+#define ML_TF_FAULTS       32u /* page faults recorded (the kernel allowed the event) */
+#define ML_TF_PFN          64u /* physical frame numbers readable from /proc/self/pagemap */
 
 struct ml_chunk_header {
-    uint32_t magic; /* ML_CHUNK_MAGIC */
-    uint16_t type;  /* enum ml_chunk_type */
-    uint16_t flags; /* ML_CF_* */
-    uint32_t thread; /* data: trace thread index (0 = first thread); tables: 0 */
-    uint32_t seq;    /* data: per-thread chunk number from 0; tables: first id */
-    uint32_t count;  /* data: records; tables: entries */
-    uint32_t raw_size; /* payload bytes before compression */
-    uint32_t size;     /* payload bytes stored */
+    uint32_t magic;       /* ML_CHUNK_MAGIC */
+    uint16_t type;        /* enum ml_chunk_type */
+    uint16_t flags;       /* ML_CF_* */
+    uint32_t thread;      /* data: trace thread index (0 = first thread); tables: 0 */
+    uint32_t seq;         /* data: per-thread chunk number from 0; tables: first id */
+    uint32_t count;       /* data: records; tables: entries */
+    uint32_t raw_size;    /* payload bytes before compression */
+    uint32_t size;        /* payload bytes stored */
     uint32_t payload_crc; /* crc32c of the stored payload */
     uint64_t t_first;     /* data: ticks at the first and after the last record */
     uint64_t t_last;
-    uint64_t clk_tick; /* a pair of readings taken together by the writer: */
-    uint64_t clk_ns;   /* ticks and CLOCK_MONOTONIC ns (converts ticks to time) */
+    uint64_t clk_tick;   /* a pair of readings taken together by the writer: */
+    uint64_t clk_ns;     /* ticks and CLOCK_MONOTONIC ns (converts ticks to time) */
     uint32_t tid;        /* data: the thread's OS id; tables: 0 */
     uint32_t header_crc; /* crc32c of the bytes before this field */
 };
@@ -92,9 +92,9 @@ struct ml_trace_end {
     uint32_t signal; /* for ML_END_SIGNAL */
     uint32_t nthreads;
     uint32_t reserved;
-    uint64_t records;   /* records written */
-    uint64_t dropped;   /* records dropped (--drop) */
-    uint64_t waits;     /* times a producer waited for a free buffer */
+    uint64_t records; /* records written */
+    uint64_t dropped; /* records dropped (--drop) */
+    uint64_t waits;   /* times a producer waited for a free buffer */
     uint64_t wait_ticks;
     uint64_t lost; /* raw records found damaged */
 };
@@ -140,7 +140,7 @@ enum ml_end_reason { ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_EXEC = 3 };
 struct ml_trace_rec {
     uint64_t time; /* ticks (ml_trace_ns converts) */
     uint64_t addr;
-    uint64_t aux; /* event-specific */
+    uint64_t aux;    /* event-specific */
     uint32_t site;   /* global site id, ML_EV_NOID for runtime events */
     uint32_t size;   /* bytes (accesses), length (events) */
     uint32_t weight; /* accesses this record stands for */
@@ -322,17 +322,36 @@ void ml_tenc_time(struct ml_tenc *e, uint64_t t);
 void ml_tenc_event(struct ml_tenc *e, unsigned kind, uint64_t t, const uint64_t *fields,
                    unsigned nfields);
 
-/* Fills a chunk header (checksums included) for a payload already stored. */
-void ml_chunk_header_fill(struct ml_chunk_header *h, unsigned type, unsigned flags,
-                          uint32_t thread, uint32_t seq, uint32_t count, uint32_t raw_size,
-                          const void *payload, uint32_t size);
+/* Sets magic, version, size and checksum of a file header whose other fields are filled. */
 void ml_trace_header_fill(struct ml_trace_header *h);
 
-/* Table payloads: append one entry to a growable byte buffer; 0 or -ENOMEM. */
+/* A growable byte buffer. */
 struct ml_tbuf {
     uint8_t *p;
     size_t len, cap;
 };
+int ml_tbuf_room(struct ml_tbuf *b, size_t n);
+
+/*
+ * zstd as the caller reaches it (the runtime loads libzstd at run time, the
+ * tools link it): compress returns the compressed size, or 0 when it failed
+ * or would not shrink the payload.
+ */
+struct ml_tzstd {
+    size_t (*compress)(void *ctx, void *dst, size_t cap, const void *src, size_t n);
+    size_t (*bound)(size_t n);
+    void *ctx;
+};
+
+/*
+ * Appends one framed chunk to out: h's type, thread, seq, count, times, clock
+ * pair and tid as given; flags, sizes and checksums set here. The payload is
+ * compressed when z is given and compression shrinks it. 0 or -ENOMEM.
+ */
+int ml_chunk_build(struct ml_tbuf *out, const struct ml_tzstd *z, struct ml_chunk_header *h,
+                   const void *payload, size_t n);
+
+/* Table payloads: append one entry; 0 or -ENOMEM. */
 int ml_tbuf_site(struct ml_tbuf *b, const struct ml_ev_site *s, uint32_t marker_base);
 int ml_tbuf_marker(struct ml_tbuf *b, const struct ml_ev_marker *m);
 int ml_tbuf_meta(struct ml_tbuf *b, const char *key, const char *value);
@@ -371,15 +390,15 @@ struct ml_trace_info {
     const char *path;
     struct ml_trace_header hdr;
     uint64_t file_size;
-    int ended;                   /* an END chunk was found */
-    struct ml_trace_end end;     /* the last END chunk */
-    size_t nproblems;            /* damage found while indexing */
+    int ended;               /* an END chunk was found */
+    struct ml_trace_end end; /* the last END chunk */
+    size_t nproblems;        /* damage found while indexing */
     const struct ml_trace_problem *problems;
-    uint32_t nthreads;           /* 1 + highest data chunk thread index */
+    uint32_t nthreads;              /* 1 + highest data chunk thread index */
     uint64_t data_raw, data_stored; /* payload bytes of data chunks */
-    uint64_t records;            /* sum of data chunk counts */
+    uint64_t records;               /* sum of data chunk counts */
     size_t nmeta;
-    const char *const *meta;     /* key, value, key, value, ... */
+    const char *const *meta; /* key, value, key, value, ... */
 };
 
 /*
@@ -390,8 +409,7 @@ struct ml_trace_info {
  */
 int ml_trace_open(const char *path, struct ml_trace **out, char *err, size_t errlen);
 /* The same on a buffer the caller keeps alive until ml_trace_close (fuzzing, tests). */
-int ml_trace_open_mem(const void *buf, size_t len, struct ml_trace **out, char *err,
-                      size_t errlen);
+int ml_trace_open_mem(const void *buf, size_t len, struct ml_trace **out, char *err, size_t errlen);
 void ml_trace_close(struct ml_trace *t);
 
 const struct ml_trace_info *ml_trace_info(const struct ml_trace *t);
@@ -416,13 +434,20 @@ double ml_trace_ns(const struct ml_trace *t, uint64_t tick);
 struct ml_trace_dec;
 struct ml_trace_dec *ml_trace_dec_new(const struct ml_trace *t);
 void ml_trace_dec_free(struct ml_trace_dec *d);
-int ml_trace_decode(struct ml_trace_dec *d, size_t i, const struct ml_trace_rec **recs,
-                    size_t *n, char *err, size_t errlen);
+int ml_trace_decode(struct ml_trace_dec *d, size_t i, const struct ml_trace_rec **recs, size_t *n,
+                    char *err, size_t errlen);
 
-/* Decodes a token stream (exposed for tests); sites as for the encoder. */
+/*
+ * Decodes a token stream (exposed for tests): count records into out, st a
+ * state per site (nsites, zeroed once; *gen, 0 at first, tells chunks apart),
+ * pts scratch room for 2 * count + 3 time points.
+ */
+struct ml_tpoint {
+    uint64_t pos, tick;
+};
 int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *sites,
                            uint32_t nsites, uint32_t thread, uint64_t t_first, uint64_t t_last,
                            struct ml_trace_rec *out, uint32_t count, struct ml_tstate *st,
-                           uint32_t *gen, char *err, size_t errlen);
+                           uint32_t *gen, struct ml_tpoint *pts, char *err, size_t errlen);
 
 #endif
