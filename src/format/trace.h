@@ -291,6 +291,8 @@ static inline void ml_tenc_put(struct ml_tenc *e, uint32_t s, uint64_t addr, uin
         }
         if (has_time) {
             bits |= 0x02;
+            if (t < e->t_cur)
+                t = e->t_cur;
             p = ml_put_varint(p, t - e->t_cur);
             e->t_cur = t;
         }
