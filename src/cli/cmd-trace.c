@@ -34,7 +34,7 @@ static const char trace_usage[] =
     "    --no-pfn            no physical frame numbers at page faults\n"
     "    -q, --quiet         do not list the traces afterwards\n"
     "\n"
-    "These set MEMLENS_TRACE (comma-separated: start=off, regions-only, markers-only,\n"
+    "These replace MEMLENS_TRACE (comma-separated: start=off, regions-only, markers-only,\n"
     "collapse, drop, no-faults, no-pfn), which a traced program also reads when run\n"
     "directly. The program's exit status is passed through. Then:\n"
     "'memlens analyze <trace> summary'. See docs/trace.md.\n";
@@ -130,10 +130,9 @@ int cmd_trace(int argc, char **argv)
         usage(trace_usage);
     if (!out)
         out = "memlens-out";
+    /* Options replace MEMLENS_TRACE; without any, the one in the environment holds. */
     if (setenv("MEMLENS_OUT", out, 1) || (opts[0] && setenv("MEMLENS_TRACE", opts, 1)))
         die("cannot set the environment: %s", strerror(errno));
-    if (!opts[0])
-        unsetenv("MEMLENS_TRACE");
     pid = fork();
     if (pid < 0)
         die("cannot fork: %s", strerror(errno));

@@ -14,7 +14,9 @@
  * format/trace-abi.h) and a plain one, the original code. The entry block
  * reads __memlens_trace_gate and picks one, so a program built with
  * --trace but recording nothing pays a load and a branch per call.
- * Markers and wrapped libc calls go to the runtime in both copies.
+ * Functions that switch recording themselves are the exception (see
+ * do_function). Markers and wrapped libc calls go to the runtime in both
+ * copies.
  */
 struct tsink {
     struct ml_ir *ir;
@@ -236,14 +238,21 @@ static LLVMValueRef word_ptr(struct tsink *s, LLVMValueRef p, unsigned slot)
     return LLVMBuildGEP2(s->ir->b, s->ir->t_i64, p, &idx, 1, "");
 }
 
-/* The inline append of one segment (format/trace-abi.h). */
-static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n)
+/*
+ * The inline append of one segment (format/trace-abi.h), placed after its
+ * last event (before it when that is a terminator): the addresses are SSA
+ * values by then, so reservation and stores sit together. guarded: the
+ * function may switch recording on or off itself, so the append is skipped
+ * while __memlens_trace_gate is closed.
+ */
+static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n, int guarded)
 {
     struct ml_ir *ir = s->ir;
     LLVMBuilderRef b = ir->b;
     uint32_t W = 1, off, slot = 1;
-    LLVMValueRef p0, np, lim, full, q, ph, hdr, idx, incoming[2], br;
-    LLVMBasicBlockRef bb, cont, slow, blocks[2];
+    LLVMValueRef last = p[n - 1].at, ins, p0, np, lim, full, q, ph, hdr, idx, incoming[2], br;
+    LLVMBasicBlockRef bb, cont, rec, slow, fill, blocks[2];
+    LLVMMetadataRef loc = LLVMInstructionGetDebugLoc(last);
     int rc;
 
     for (uint32_t k = 0; k < n; k++)
@@ -251,33 +260,53 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
     rc = add_descriptor(s, p, n, &off);
     if (rc)
         return rc;
-    LLVMPositionBuilderBefore(b, p[0].at);
-    LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(p[0].at));
+    ins = LLVMIsATerminatorInst(last) ? last : LLVMGetNextInstruction(last);
+    LLVMPositionBuilderBefore(b, ins);
+    LLVMSetCurrentDebugLocation2(b, loc);
+    if (guarded) {
+        LLVMValueRef g = LLVMBuildLoad2(b, ir->t_i32, s->g_gate, "");
+        LLVMValueRef on = LLVMBuildICmp(b, LLVMIntEQ, g, LLVMConstInt(ir->t_i32, 0, 0), "");
+        bb = LLVMGetInstructionParent(on);
+        cont = ml_split_after(ir, on);
+        rec = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.rec");
+        LLVMPositionBuilderAtEnd(b, bb);
+        LLVMBuildCondBr(b, on, rec, cont);
+        LLVMPositionBuilderAtEnd(b, rec);
+    } else {
+        cont = NULL;
+        rec = LLVMGetInstructionParent(ins);
+    }
     p0 = LLVMBuildLoad2(b, s->t_wordp, s->g_ptr, "");
     np = word_ptr(s, p0, W);
     LLVMBuildStore(b, np, s->g_ptr);
     lim = LLVMBuildLoad2(b, s->t_wordp, s->g_end, "");
     full = LLVMBuildICmp(b, LLVMIntUGT, np, lim, "");
-    bb = LLVMGetInstructionParent(full);
-    cont = ml_split_after(ir, full);
-    slow = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.flush");
-    LLVMPositionBuilderAtEnd(b, bb);
-    br = LLVMBuildCondBr(b, full, slow, cont);
+    if (guarded) {
+        fill = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.fill");
+    } else {
+        fill = ml_split_after(ir, full);
+        rec = LLVMGetInstructionParent(full);
+    }
+    slow = LLVMInsertBasicBlockInContext(ir->ctx, fill, "memlens.flush");
+    LLVMPositionBuilderAtEnd(b, rec);
+    br = LLVMBuildCondBr(b, full, slow, fill);
     LLVMSetMetadata(br, s->md_prof, s->prof_unlikely);
     LLVMPositionBuilderAtEnd(b, slow);
     {
         LLVMValueRef wv = LLVMConstInt(ir->t_i64, W, 0);
         q = LLVMBuildCall2(b, s->ty_flush, s->f_flush, &wv, 1, "");
     }
-    LLVMBuildBr(b, cont);
-    LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(cont));
+    LLVMBuildBr(b, fill);
+    if (guarded)
+        LLVMPositionBuilderAtEnd(b, fill);
+    else
+        LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(fill));
     ph = LLVMBuildPhi(b, s->t_wordp, "");
     incoming[0] = p0;
     incoming[1] = q;
-    blocks[0] = bb;
+    blocks[0] = rec;
     blocks[1] = slow;
     LLVMAddIncoming(ph, incoming, blocks, 2);
-    LLVMPositionBuilderBefore(b, p[0].at);
     idx = LLVMConstInt(ir->t_i64, off, 0);
     hdr = LLVMConstPtrToInt(LLVMConstGEP2(ir->t_i32, s->segs_ph, &idx, 1), ir->t_i64);
     LLVMBuildStore(b, hdr, ph);
@@ -285,14 +314,14 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
         unsigned w = ml_ev_point_words(&p[k]);
         if (!w)
             continue;
-        LLVMPositionBuilderBefore(b, p[k].at);
-        LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(p[k].at));
         LLVMBuildStore(b, LLVMBuildPtrToInt(b, p[k].addr, ir->t_i64, ""), word_ptr(s, ph, slot));
         if (w == 2)
             LLVMBuildStore(b, LLVMBuildZExtOrBitCast(b, p[k].len, ir->t_i64, ""),
                            word_ptr(s, ph, slot + 1));
         slot += w;
     }
+    if (guarded)
+        LLVMBuildBr(b, cont);
     LLVMSetCurrentDebugLocation2(b, NULL);
     return 0;
 }
@@ -306,7 +335,7 @@ static int barrier_between(LLVMValueRef from, LLVMValueRef to)
     return 0;
 }
 
-static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n)
+static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n, int guarded)
 {
     size_t start = 0;
     unsigned words = 1;
@@ -320,7 +349,7 @@ static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n)
                   words + ml_ev_point_words(c) > ML_TB_MAX_SEG;
         }
         if (cut && i > start) {
-            int rc = emit_segment(s, p + start, (uint32_t)(i - start));
+            int rc = emit_segment(s, p + start, (uint32_t)(i - start), guarded);
             if (rc)
                 return rc;
             start = i;
@@ -398,14 +427,19 @@ static int wanted(LLVMValueRef fn)
                                         LLVMGetEnumAttributeKindForName("naked", 5));
 }
 
-static int do_function(struct tsink *s, LLVMValueRef fn)
+/*
+ * A function that switches recording itself (region markers, on/off, or a
+ * call of a function of this module that does) keeps one copy whose appends
+ * check the gate; any other gets a traced and a plain copy chosen at entry.
+ */
+static int do_function(struct tsink *s, LLVMValueRef fn, int guarded)
 {
     struct ml_ev_point *pts = NULL;
     LLVMValueRef plain = NULL;
     size_t n = 0;
-    int rc, cloneable = ml_can_clone(fn);
+    int rc;
 
-    if (cloneable) {
+    if (!guarded && ml_can_clone(fn)) {
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
         char pname[len + 16];
@@ -416,7 +450,7 @@ static int do_function(struct tsink *s, LLVMValueRef fn)
     }
     rc = ml_ev_points(&s->ev, fn, &pts, &n);
     if (!rc)
-        rc = emit_points(s, pts, n);
+        rc = emit_points(s, pts, n, guarded || !plain);
     free(pts);
     if (rc) {
         if (plain)
@@ -431,6 +465,54 @@ static int do_function(struct tsink *s, LLVMValueRef fn)
     }
     merge(s, fn, plain);
     return 0;
+}
+
+/* Does fn call the runtime's marker for a site that switches recording? */
+static int switches_directly(struct tsink *s, LLVMValueRef fn)
+{
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            uint32_t site, k;
+            if (!LLVMIsACallInst(in) || ml_called_function(in) != s->f_marker)
+                continue;
+            site = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(in, 1));
+            k = site < s->ev.nsites ? s->ev.sites[site].kind : 0;
+            if (k == ML_EV_REGION_BEGIN || k == ML_EV_REGION_END || k == ML_EV_TRACE_ON ||
+                k == ML_EV_TRACE_OFF)
+                return 1;
+        }
+    return 0;
+}
+
+/* Marks every function that switches recording, directly or through calls within the module. */
+static void find_switching(struct tsink *s, LLVMValueRef *fns, size_t n, unsigned char *sw)
+{
+    int changed = 1;
+
+    for (size_t i = 0; i < n; i++)
+        sw[i] = (unsigned char)switches_directly(s, fns[i]);
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sw[i])
+                continue;
+            for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb && !sw[i];
+                 bb = LLVMGetNextBasicBlock(bb))
+                for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !sw[i];
+                     in = LLVMGetNextInstruction(in)) {
+                    LLVMValueRef f;
+                    if (!LLVMIsACallInst(in) && !LLVMIsAInvokeInst(in))
+                        continue;
+                    f = ml_called_function(in);
+                    for (size_t k = 0; f && k < n; k++)
+                        if (fns[k] == f && sw[k]) {
+                            sw[i] = 1;
+                            changed = 1;
+                            break;
+                        }
+                }
+        }
+    }
 }
 
 /* ---- the module descriptor ---- */
@@ -551,6 +633,7 @@ int ml_sink_trace(struct ml_ir *ir)
     struct tsink s = {.ir = ir};
     struct ml_ev_opts eo = {0};
     LLVMValueRef *fns = NULL;
+    unsigned char *sw = NULL;
     size_t nfns = 0, cap = 0;
     int rc = 0;
 
@@ -580,14 +663,20 @@ int ml_sink_trace(struct ml_ir *ir)
     }
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_calls(&s, fns[i]);
+    sw = calloc(nfns + 1, 1);
+    if (!sw && !rc)
+        rc = ml_ir_fail(ir, -ENOMEM, "out of memory");
+    if (!rc)
+        find_switching(&s, fns, nfns, sw);
     for (size_t i = 0; i < nfns && !rc; i++)
-        rc = do_function(&s, fns[i]);
+        rc = do_function(&s, fns[i], sw[i]);
     if (!rc)
         rc = emit_module(&s);
 out:
     if (rc == -ENOMEM)
         ml_ir_fail(ir, rc, "out of memory");
     free(fns);
+    free(sw);
     free(s.segs);
     ml_ev_free(&s.ev);
     return rc;
