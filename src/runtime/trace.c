@@ -32,6 +32,8 @@
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
 #define CHUNK_NS 1000000000ull
+/* How often the writer notes where each thread is in its buffer (time points, see sample()). */
+#define SAMPLE_NS 200000
 /* How long exit and fatal signals wait for the writer to put everything on disk. */
 #define FINISH_WAIT_NS 30000000000ull
 
@@ -49,6 +51,9 @@ struct tjob {
 
 struct tthread;
 
+/* Positions of a thread in its buffer that the writer saw, with the time (see sample()). */
+#define NSAMPLES 32
+
 struct tbuf {
     struct tjob job;
     struct tthread *t;
@@ -57,6 +62,10 @@ struct tbuf {
     uint32_t used;  /* words of records */
     uint32_t final; /* the thread's last buffer */
     uint64_t t_start, t_end;
+    /* Writer only: time points inside the buffer, in order. */
+    uint32_t nsamp, samp_skip;
+    uint32_t samp_pos[NSAMPLES];
+    uint64_t samp_tick[NSAMPLES];
 };
 
 struct pending { /* --collapse: the record being merged */
@@ -70,6 +79,8 @@ struct tthread {
     uint32_t index, tid;
     struct tbuf *volatile cur;
     struct tbuf *free; /* pushed by the writer, popped by the thread */
+    volatile uint32_t freed; /* futex word: buffers the writer gave back */
+    volatile int waiting;    /* the thread sleeps on freed */
     struct tbuf bufs[NBUFS];
     void *mem;
     size_t memlen;
@@ -210,6 +221,9 @@ static void push_free(struct tthread *t, struct tbuf *b)
         b->free_next = head;
     while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED));
+    __atomic_add_fetch(&t->freed, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
+        futex_wake(&t->freed);
 }
 
 /* Only the owning thread pops, so the stack cannot see ABA. */
@@ -277,11 +291,15 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
     }
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
-        long ns = 2000;
-        while (!(nb = pop_free(t)) && !tr.disabled) {
-            pause_ns(ns);
-            if (ns < 1000000)
-                ns *= 2;
+        for (;;) {
+            uint32_t seen = __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE);
+            struct timespec ts = {0, 10000000};
+            if ((nb = pop_free(t)) || tr.disabled)
+                break;
+            __atomic_store_n(&t->waiting, 1, __ATOMIC_RELEASE);
+            if (!__atomic_load_n(&t->free, __ATOMIC_ACQUIRE))
+                syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+            __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
         __atomic_add_fetch(&tr.p_waits, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&tr.p_wait_ticks, ml_rt_ticks() - w0, __ATOMIC_RELAXED);
@@ -978,12 +996,21 @@ static void process_buffer(struct tbuf *b)
     const uint64_t *w = b->words, *end = b->words + b->used;
     const struct segmap *hint = NULL;
     const uint64_t *fw = fault_word(b, ml_tr_pf_peek(t->pf));
+    uint32_t si = 0;
 
     if (!t->open)
         chunk_begin(t, b->t_start);
     while (w < end) {
         uint64_t h = *w;
         unsigned tag = (unsigned)(h & ML_TB_TAG_MASK);
+
+        while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
+            if (b->samp_tick[si] <= b->t_end && !room(t, 1)) {
+                put_pending(t);
+                ml_tenc_time(&t->enc, b->samp_tick[si]);
+            }
+            si++;
+        }
 
         if (w >= fw) {
             put_pending(t);
@@ -1118,6 +1145,7 @@ static void run_job(struct tjob *j)
         if (!tr.disabled)
             process_buffer(b);
         memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
+        b->nsamp = b->samp_skip = 0;
         if (b->final)
             retire(t);
         else
@@ -1130,9 +1158,52 @@ static void run_job(struct tjob *j)
     }
 }
 
+/*
+ * Time points for records between hand-overs: every so often the writer
+ * reads where each thread is in its buffer (its __memlens_tb_ptr) and the
+ * clock. Records before that position were appended before that time, so a
+ * thread that stops recording (an OpenMP worker at a barrier) gets its
+ * records placed in time within a sampling period, at no cost to it.
+ * Returns whether any thread moved.
+ */
+static int sample(void)
+{
+    int moved = 0;
+
+    for (struct tthread *t = tr.threads; t; t = t->next) {
+        struct tbuf *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+        uint64_t *p, tick, pos;
+        if (t->retired || !b)
+            continue;
+        p = __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
+        tick = ml_rt_ticks();
+        if (p < b->words || p > b->words + BUF_WORDS + ML_TB_SLACK)
+            continue; /* the thread is changing buffers */
+        pos = (uint64_t)(p - b->words);
+        if (b->nsamp && b->samp_pos[b->nsamp - 1] >= pos)
+            continue;
+        moved = 1;
+        if (b->samp_skip && (b->samp_skip++ & 1))
+            continue;
+        if (b->nsamp == NSAMPLES) { /* full: keep every other one, sample half as often */
+            for (uint32_t i = 0; i < NSAMPLES / 2; i++) {
+                b->samp_pos[i] = b->samp_pos[2 * i + 1];
+                b->samp_tick[i] = b->samp_tick[2 * i + 1];
+            }
+            b->nsamp = NSAMPLES / 2;
+            b->samp_skip = 1;
+        }
+        b->samp_pos[b->nsamp] = (uint32_t)pos;
+        b->samp_tick[b->nsamp++] = tick;
+    }
+    return moved;
+}
+
 static void *writer_main(void *arg)
 {
     sigset_t all;
+    uint64_t last_sample = 0;
+    int active = 1;
 
     (void)arg;
     /* Signals are the program's business, never the writer's. */
@@ -1144,9 +1215,15 @@ static void *writer_main(void *arg)
     for (;;) {
         uint32_t seen = __atomic_load_n(&tr.wake, __ATOMIC_ACQUIRE);
         struct tjob *list = __atomic_exchange_n(&tr.queue, NULL, __ATOMIC_ACQUIRE), *rev = NULL;
+        uint64_t now = ml_rt_mono_ns();
 
+        if (now - last_sample >= SAMPLE_NS) {
+            active = sample();
+            last_sample = now;
+        }
         if (!list) {
-            struct timespec ts = {0, 100000000};
+            /* While threads record, wake for the next sample; otherwise rarely. */
+            struct timespec ts = {0, active ? SAMPLE_NS : 20000000};
             __atomic_store_n(&tr.writer_sleeping, 1, __ATOMIC_RELEASE);
             if (!__atomic_load_n(&tr.queue, __ATOMIC_ACQUIRE))
                 syscall(SYS_futex, &tr.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
