@@ -39,7 +39,7 @@ struct row {
 
 struct tsum { /* one trace */
     char *path;
-    uint32_t pid;
+    uint32_t pid, ppid;
     uint64_t records, markers, events, faults, dropped, waits, wait_ticks, lost;
     uint64_t raw, stored, file;
     double seconds, wait_ms;
@@ -278,6 +278,7 @@ static int begin_trace(void *st, const struct ml_an_input *in)
     if (!ts->path)
         return -ENOMEM;
     ts->pid = in->info->hdr.pid;
+    ts->ppid = in->info->hdr.ppid;
     ts->raw = in->info->data_raw;
     ts->stored = in->info->data_stored;
     ts->file = in->info->file_size;
@@ -349,8 +350,10 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         const struct tsum *ts = &s->traces[i];
         char th[16];
         if (fmt == ML_AN_TABLE) {
-            fprintf(out, "trace %s: pid %u, %.3f s, %s\n", ts->path, ts->pid, ts->seconds,
-                    reason(ts));
+            fprintf(out, "trace %s: pid %u", ts->path, ts->pid);
+            if (ts->ppid)
+                fprintf(out, " (forked from %u)", ts->ppid);
+            fprintf(out, ", %.3f s, %s\n", ts->seconds, reason(ts));
             fprintf(out,
                     "  %llu records (%llu markers, %llu events), %.3f B/record raw, %.3f "
                     "B/record compressed (file %llu bytes)\n",
@@ -368,8 +371,8 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         } else if (fmt == ML_AN_JSON) {
             fprintf(out, "%s\n {\"path\": ", i ? "," : "");
             json_str(out, ts->path);
-            fprintf(out,
-                    ", \"pid\": %u, \"seconds\": %.6f, \"end\": ", ts->pid, ts->seconds);
+            fprintf(out, ", \"pid\": %u, \"ppid\": %u, \"seconds\": %.6f, \"end\": ", ts->pid,
+                    ts->ppid, ts->seconds);
             json_str(out, reason(ts));
             fprintf(out,
                     ", \"records\": %llu, \"markers\": %llu, \"events\": %llu, "

@@ -2,6 +2,7 @@
 #include "runtime/trace-rt.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -272,6 +273,23 @@ ML_EXPORT pid_t __memlens_tr_fork(struct ml_ev_module *m, uint32_t site)
     if (pid > 0)
         KEEP_ERRNO(ml_tr_event(ML_EV_FORK, 0, (uint64_t)pid, 0, 0, ml_tr_gsite(m, site)));
     return pid;
+}
+
+/* _exit skips atexit handlers: the trace is finished here instead. */
+ML_EXPORT void __memlens_tr__exit(int status, struct ml_ev_module *m, uint32_t site)
+{
+    (void)m;
+    (void)site;
+    ml_tr_before_exit();
+    _exit(status);
+}
+
+ML_EXPORT void __memlens_tr__Exit(int status, struct ml_ev_module *m, uint32_t site)
+{
+    (void)m;
+    (void)site;
+    ml_tr_before_exit();
+    _Exit(status);
 }
 
 ML_EXPORT int __memlens_tr_execve(const char *path, char *const argv[], char *const envp[],

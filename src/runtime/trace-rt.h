@@ -37,6 +37,9 @@ static inline uint32_t ml_tr_gsite(const struct ml_ev_module *m, uint32_t site)
  */
 void ml_tr_before_exec(uint32_t gsite);
 
+/* Before _exit: everything recorded goes to disk with an END chunk (reason exit). */
+void ml_tr_before_exit(void);
+
 /* Page faults (trace-pf.c): per-thread software page-fault sampling and frame numbers. */
 struct ml_tr_pf;
 /* Probes once whether the kernel allows the event and pagemap shows frames; fills the reasons. */

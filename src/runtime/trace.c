@@ -1314,6 +1314,11 @@ static void on_exit_finish(void)
     finish(ML_END_EXIT, 0);
 }
 
+void ml_tr_before_exit(void)
+{
+    finish(ML_END_EXIT, 0);
+}
+
 void ml_tr_before_exec(uint32_t gsite)
 {
     static struct sync s = {.job = {.type = JOB_SYNC}};
