@@ -481,7 +481,19 @@ static struct tthread *thread_setup(void)
     pthread_setspecific(exit_key, t);
     __memlens_tb_ptr = t->cur->words;
     __memlens_tb_end = t->cur->words + BUF_WORDS;
-    ml_tr_event(ML_EV_THREAD_START, 0, t->tid, 0, 0, ML_EV_NOID);
+    {
+        /* The stack, so that analyses can tell stack from heap by address. */
+        pthread_attr_t attr;
+        void *lo = NULL;
+        size_t size = 0;
+        if (!pthread_getattr_np(pthread_self(), &attr)) {
+            if (pthread_attr_getstack(&attr, &lo, &size))
+                lo = NULL, size = 0;
+            pthread_attr_destroy(&attr);
+        }
+        ml_tr_event(ML_EV_THREAD_START, (uint64_t)(uintptr_t)lo, t->tid,
+                    size / 1024 > UINT32_MAX ? UINT32_MAX : size / 1024, 0, ML_EV_NOID);
+    }
     return t;
 }
 
