@@ -314,9 +314,12 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
         unsigned w = ml_ev_point_words(&p[k]);
         if (!w)
             continue;
-        LLVMBuildStore(b, LLVMBuildPtrToInt(b, p[k].addr, ir->t_i64, ""), word_ptr(s, ph, slot));
+        LLVMBuildStore(b, LLVMBuildPtrToInt(b, ml_ev_operand(&p[k], p[k].addr_op), ir->t_i64, ""),
+                       word_ptr(s, ph, slot));
         if (w == 2)
-            LLVMBuildStore(b, LLVMBuildZExtOrBitCast(b, p[k].len, ir->t_i64, ""),
+            LLVMBuildStore(b,
+                           LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64,
+                                                  ""),
                            word_ptr(s, ph, slot + 1));
         slot += w;
     }
