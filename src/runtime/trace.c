@@ -94,6 +94,10 @@ struct tthread {
     uint64_t open_ns;
     struct pending pend;
     int retired; /* final buffer processed, memory released */
+    /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
+    uint64_t fast_h;
+    const uint32_t *fast_d;
+    uint32_t fast_n;
 };
 
 struct tmodule {
@@ -135,7 +139,7 @@ static struct {
     int writer_started;
     pid_t writer_tid;
     /* totals (writer) */
-    uint64_t records, dropped, waits, wait_ticks, lost;
+    uint64_t records, dropped, waits, wait_ticks, lost, raw_words;
     volatile uint64_t p_dropped, p_waits, p_wait_ticks; /* producers */
     /* writer state */
     int fd;
@@ -849,6 +853,7 @@ static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
 
 static void chunk_begin(struct tthread *t, uint64_t t_first)
 {
+    t->fast_h = 0; /* the prediction state starts again */
     t->enc.sites = tr.sites;
     t->enc.nsites = tr.wsites;
     ml_tenc_begin(&t->enc, t_first);
@@ -1001,6 +1006,55 @@ static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
                                  (double)(b->t_end - b->t_start));
 }
 
+/*
+ * Fast path: segments equal to the one just encoded (h) whose every site has
+ * one address word that follows its site's stride, as a loop walking arrays
+ * produces. Such a segment's records are all predicted (site successors
+ * included: prev is the segment's last site, whose successor must be its
+ * first), so they only lengthen the pending run. Returns where it stopped.
+ */
+static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint64_t *stop)
+{
+    const uint32_t *d = t->fast_d;
+    uint32_t n = t->fast_n, budget, k;
+    struct ml_tenc *e = &t->enc;
+    struct ml_tstate *st = e->st;
+    const uint64_t h = t->fast_h, *w0 = w;
+    uint64_t pred[ML_TB_MAX_SEG], stride[ML_TB_MAX_SEG];
+
+    if (st[d[n] & 0x3fffffffu].succ != (d[1] & 0x3fffffffu) || e->count >= CHUNK_RECORDS)
+        return w;
+    /* The sites' next predicted addresses, side by side: the loop below only compares. */
+    for (k = 0; k < n; k++) {
+        const struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        stride[k] = (uint64_t)x->stride;
+        pred[k] = x->last + stride[k];
+    }
+    budget = (CHUNK_RECORDS - e->count) / n;
+    while (budget && w + 1 + n <= stop && w[0] == h) {
+        uint64_t diff = 0;
+        for (k = 0; k < n; k++)
+            diff |= w[1 + k] ^ pred[k];
+        if (diff)
+            break;
+        for (k = 0; k < n; k++)
+            pred[k] += stride[k];
+        w += 1 + n;
+        budget--;
+    }
+    if (w == w0)
+        return w;
+    for (k = 0; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        x->last = pred[k] - stride[k];
+        x->cand = x->stride;
+    }
+    e->run += (uint64_t)n * (uint64_t)((w - w0) / (1 + n));
+    e->count += (uint32_t)((uint64_t)n * (uint64_t)((w - w0) / (1 + n)));
+    e->prev_addr = pred[n - 1] - stride[n - 1];
+    return w;
+}
+
 /* Encodes one buffer of raw words into t's open chunk. */
 static void process_buffer(struct tbuf *b)
 {
@@ -1009,12 +1063,14 @@ static void process_buffer(struct tbuf *b)
     const struct segmap *hint = NULL;
     const uint64_t *fw = fault_word(b, ml_tr_pf_peek(t->pf));
     uint32_t si = 0;
+    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY));
 
     if (!t->open)
         chunk_begin(t, b->t_start);
     while (w < end) {
-        uint64_t h = *w;
-        unsigned tag = (unsigned)(h & ML_TB_TAG_MASK);
+        uint64_t h;
+        unsigned tag;
+        const uint64_t *stop = end;
 
         while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
             if (b->samp_tick[si] <= b->t_end && !room(t, 1)) {
@@ -1023,7 +1079,6 @@ static void process_buffer(struct tbuf *b)
             }
             si++;
         }
-
         if (w >= fw) {
             put_pending(t);
             faults_upto(t, time_at(b, (uint64_t)(w - b->words)));
@@ -1037,11 +1092,27 @@ static void process_buffer(struct tbuf *b)
             chunk_end(t, cut);
             chunk_begin(t, cut);
         }
+        if (t->fast_h && *w == t->fast_h) {
+            if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
+                stop = b->words + b->samp_pos[si];
+            if (fw < stop)
+                stop = fw;
+            if (stop > w) {
+                const uint64_t *nw = fast_run(t, w, stop);
+                if (nw != w) {
+                    w = nw;
+                    continue;
+                }
+            }
+        }
+        h = *w;
+        tag = (unsigned)(h & ML_TB_TAG_MASK);
+        t->fast_h = 0;
         if (!h)
             break; /* reserved but never written (a fatal signal): the rest is lost */
         if (tag == 0) {
             const struct segmap *sm = find_map((uintptr_t)h, hint);
-            uint32_t off, n, words;
+            uint32_t off, n, words, simple = fast_ok;
             const uint32_t *d;
             if (!sm || (h - sm->lo) & 7)
                 break;
@@ -1059,15 +1130,23 @@ static void process_buffer(struct tbuf *b)
             w++;
             for (uint32_t k = 1; k <= n; k++) {
                 uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
-                if (nw == 1)
+                if (nw == 1) {
+                    simple &= w[0] != 0;
                     put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
-                else if (nw == 2)
+                } else if (nw == 2) {
+                    simple = 0;
                     put_access(t, gs, w[0], w[1], tr.sites[gs].weight);
-                else {
+                } else {
+                    simple = 0;
                     put_pending(t);
                     ml_tenc_put(&t->enc, gs, 0, 0, 1, 0, 0);
                 }
                 w += nw;
+            }
+            if (simple) {
+                t->fast_h = h;
+                t->fast_d = d;
+                t->fast_n = n;
             }
             continue;
         }
@@ -1145,6 +1224,12 @@ static void do_sync(struct sync *s)
     e.waits = tr.p_waits;
     e.wait_ticks = tr.p_wait_ticks;
     e.lost = tr.lost;
+    e.raw_words = tr.raw_words;
+    {
+        struct timespec ts;
+        if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+            e.writer_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
     write_chunk(&h, &e, sizeof(e));
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 }
@@ -1154,6 +1239,7 @@ static void run_job(struct tjob *j)
     if (j->type == JOB_BUF) {
         struct tbuf *b = (struct tbuf *)j;
         struct tthread *t = b->t;
+        tr.raw_words += b->used;
         if (!tr.disabled)
             process_buffer(b);
         memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
