@@ -171,14 +171,19 @@ for name, args, small in kernels:
     src = 'bench/kernels/%s.c' % name
     fns = set()
     obj = W + '/' + name + '.o'
-    subprocess.run(['clang-14', '-O2', '-c', '-Iinclude', '-fopenmp', src, '-o', obj], check=True)
+    flags = ['-O2', '-Iinclude', '-no-pie'] + (['-fopenmp'] if name == 'omp' else [])
+    subprocess.run(['clang-14', '-c', src, '-o', obj] + flags, check=True)
+    # Fixed addresses, so that lackey's instruction addresses match the symbol table.
+    subprocess.run(['clang-14', src, '-o', '%s/%s.np' % (W, name)] + flags, check=True)
+    subprocess.run([os.environ['MEMLENS_BUILD'] + '/bin/memlens-cc', '--ml-trace', src, '-o',
+                    '%s/%s.mlnp' % (W, name)] + flags, check=True)
     for line in subprocess.run(['nm', '--defined-only', obj], check=True, stdout=subprocess.PIPE,
                                text=True).stdout.splitlines():
         f = line.split()
         if len(f) == 3 and f[1] in 'tT':
             fns.add(f[2].split('.')[0])
-    pi, pa = lackey('%s/%s.plain' % (W, name), small, fns)
-    ti, _ = lackey('%s/%s.ml' % (W, name), small, fns)
+    pi, pa = lackey('%s/%s.np' % (W, name), small, fns)
+    ti, _ = lackey('%s/%s.mlnp' % (W, name), small, fns)
     per.append((ti - pi) / max(pa, 1))
     print('%-9s %12d %12d %12d %10.2f' % (name, pi, ti, pa, per[-1]))
 print('median added instructions per access: %.2f' % med(per))
