@@ -62,6 +62,7 @@ enum ml_sec_type {
     ML_SEC_EVENTS = 11,   /* hardware counters: struct ml_prof_events, names, per-thread sums */
     ML_SEC_CALIB = 12,    /* struct ml_prof_calib: measured cost of an increment and a timer pair */
     ML_SEC_ENTRIES = 13,  /* u32 unit ids, ascending: units holding their function's entry */
+    ML_SEC_EXITED = 14,   /* struct ml_prof_exited: the THREAD record summing exited threads */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
@@ -130,6 +131,19 @@ struct ml_prof_thread {
     uint32_t index; /* 0 = first thread seen (normally main) */
     uint64_t nunits;
     uint64_t nregions;
+};
+
+/*
+ * ML_SEC_EXITED, at most once, before the THREAD records: the THREAD record
+ * whose index is `index` (its tid is 0) holds the sums of `nthreads` threads
+ * that exited and whose own records the runtime reused; it keeps the most
+ * recently exited threads apart. Timeline points of those threads are counted
+ * under `index` too, so every snapshot still names existing records only.
+ */
+struct ml_prof_exited {
+    uint32_t index;
+    uint32_t reserved;
+    uint64_t nthreads;
 };
 
 /*

@@ -49,11 +49,18 @@ struct ml_rt_module {
     const struct ml_rt_call *calls;   /* [ncalls] */
     uint64_t *(*tls)(void);           /* this thread's counters [nunits] */
     uint32_t *region_ids;             /* [nregions], filled at registration: local -> global */
-    struct ml_rt_module *next;        /* runtime's list link */
+    struct ml_rt_module *next;        /* runtime's list link (in its own copies only) */
 };
 
-/* Called by the constructor the instrumenter adds to each module. */
+/*
+ * Called by the constructor and the destructor the instrumenter adds to each
+ * module. The destructor runs when the module goes away (dlclose of its
+ * shared object, or exit): unregister copies into the runtime whatever the
+ * profile needs from the descriptor and from every thread's counters of it,
+ * since both are about to be unmapped. A module loaded again registers anew.
+ */
 void __memlens_register(struct ml_rt_module *m);
+void __memlens_unregister(struct ml_rt_module *m);
 /*
  * Region entry and exit; the instrumenter replaces MEMLENS_ROI_* calls with these.
  * __memlens_enter returns 1 when this execution of the region is measured (the
