@@ -262,6 +262,7 @@ struct ml_profile_thread {
     const uint64_t *counts;             /* [nunits] */
     const struct ml_prof_rstat *rstats; /* [nregions] */
     const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
+    uint64_t exited; /* 0, or the record sums that many exited threads (EXITED section) */
 };
 
 /* One snapshot of a timeline, pointing into the profile's data. */
@@ -298,6 +299,7 @@ struct ml_profile {
     /* Units whose count is their function's calls (ascending; may be empty). */
     const uint32_t *entries;
     uint64_t nentries;
+    const struct ml_prof_exited *exited;     /* NULL without an EXITED section */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
