@@ -1,13 +1,16 @@
 /*
  * Host for runtime-dlopen.sh: loads the plugin, calls it from main, from the plugin's threads
- * and from a thread the host started before the load, unloads it, and again; exits with 7.
- * Usage: plugin-host <plugin.so> <n> <rounds> <threads> <keep-last-open>
+ * and from a thread the host started before the load, unloads it, and again; exits with 7, or
+ * dies of SIGTERM with <end> "term".
+ * Usage: plugin-host <plugin.so> <n> <rounds> <threads> <keep-last-open> [<end>]
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memlens.h"
 
@@ -78,5 +81,7 @@ int main(int argc, char **argv)
     }
     pthread_join(h, NULL);
     fflush(stdout);
+    if (argc > 6 && !strcmp(argv[6], "term"))
+        raise(SIGTERM);
     return 7;
 }
