@@ -12,6 +12,16 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Linker.h>
 
+/*
+ * The runtime's entry points, each by name: gold takes no patterns here. runtime-symbols.sh
+ * checks that an executable exports every global symbol of the runtime.
+ */
+static const char *const rt_exports[] = {
+    "__memlens_register", "__memlens_unregister",   "__memlens_enter",    "__memlens_enter_always",
+    "__memlens_exit",     "__memlens_access",       "__memlens_roi_begin", "__memlens_roi_end",
+    "pthread_create",
+};
+
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)
 {
@@ -44,8 +54,8 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     ml_strv_push(v, "-Wl,--no-whole-archive");
     ml_strv_push(v, "-lpthread");
     ml_strv_push(v, "-ldl");
-    ml_strv_push(v, "-Wl,--export-dynamic-symbol=__memlens_*");
-    ml_strv_push(v, "-Wl,--export-dynamic-symbol=pthread_create");
+    for (size_t i = 0; i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
+        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_exports[i]));
     if (static_link(c))
         ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
     return archive;

@@ -107,7 +107,7 @@ static void thread_sums(const struct ml_thread_rec *t)
         else if (!done && mi < t->nmods)
             cnt = t->tls[mi];
         off += m->nunits;
-        if (!cnt)
+        if (!cnt || !m->units || !m->regsets) /* no facts: an unloaded module out of memory */
             continue;
         for (uint32_t u = 0; u < m->nunits; u++) {
             uint64_t c = load64(&cnt[u]);
