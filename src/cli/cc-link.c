@@ -17,9 +17,9 @@
  * checks that an executable exports every global symbol of the runtime.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register", "__memlens_unregister",   "__memlens_enter",    "__memlens_enter_always",
-    "__memlens_exit",     "__memlens_access",       "__memlens_roi_begin", "__memlens_roi_end",
-    "pthread_create",
+    "__memlens_register",     "__memlens_unregister", "__memlens_enter",
+    "__memlens_enter_always", "__memlens_exit",       "__memlens_access",
+    "__memlens_roi_begin",    "__memlens_roi_end",    "pthread_create",
 };
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
@@ -393,8 +393,8 @@ int ml_cc_merge_bitcode(char *const *objs, int nobj, char *const *ars, int nar, 
         while (more) {
             more = false;
             for (int i = first; i < nmem; i++) {
-                if (!mem[i].mod || (each_symbol(mem[i].mod, is_wanted, &m) != 1 &&
-                                    !has_module_asm(mem[i].mod)))
+                if (!mem[i].mod ||
+                    (each_symbol(mem[i].mod, is_wanted, &m) != 1 && !has_module_asm(mem[i].mod)))
                     continue;
                 mod = mem[i].mod;
                 mem[i].mod = NULL;

@@ -730,8 +730,8 @@ static void unfold(const struct ml_profile *prev, const struct ml_profile *cur,
         for (uint64_t u = 0; u < nu; u++)
             dc[u] -= dc[u] < pt->counts[u] ? dc[u] : pt->counts[u];
         for (uint64_t g = 0; g < nr; g++) {
-            dr[g].entries -= dr[g].entries < pt->rstats[g].entries ? dr[g].entries
-                                                                   : pt->rstats[g].entries;
+            dr[g].entries -=
+                dr[g].entries < pt->rstats[g].entries ? dr[g].entries : pt->rstats[g].entries;
             dr[g].ticks -= dr[g].ticks < pt->rstats[g].ticks ? dr[g].ticks : pt->rstats[g].ticks;
         }
     }

@@ -16,7 +16,7 @@
 #define ML_RT_ABI 2
 
 struct ml_rt_unit {
-    uint32_t kind;   /* enum ml_unit_kind */
+    uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
     uint32_t regset; /* word offset into the module's regsets (local region ids) */
     uint32_t flags;  /* ML_RT_UNIT_*; 0 in modules built before flags existed */
@@ -43,13 +43,13 @@ struct ml_rt_module {
     uint32_t ncalls;
     uint32_t index; /* filled at registration: position in the runtime's module list */
     const char *name;
-    const char *const *region_names;  /* [nregions] */
-    const uint32_t *regsets;          /* n, local ids..., n, ... */
-    const struct ml_rt_unit *units;   /* [nunits] */
-    const struct ml_rt_call *calls;   /* [ncalls] */
-    uint64_t *(*tls)(void);           /* this thread's counters [nunits] */
-    uint32_t *region_ids;             /* [nregions], filled at registration: local -> global */
-    struct ml_rt_module *next;        /* runtime's list link (in its own copies only) */
+    const char *const *region_names; /* [nregions] */
+    const uint32_t *regsets;         /* n, local ids..., n, ... */
+    const struct ml_rt_unit *units;  /* [nunits] */
+    const struct ml_rt_call *calls;  /* [ncalls] */
+    uint64_t *(*tls)(void);          /* this thread's counters [nunits] */
+    uint32_t *region_ids;            /* [nregions], filled at registration: local -> global */
+    struct ml_rt_module *next;       /* runtime's list link (in its own copies only) */
 };
 
 /*

@@ -55,8 +55,8 @@ struct ml_thread_rec {
     /* Sampling: open outermost executions, measured and not; the last clock reading. */
     uint32_t measured_open, plain_open;
     uint64_t hint;
-    uint64_t rng;              /* xorshift state for sampling phases, non-zero */
-    struct ml_pmu_thread *pmu; /* MEMLENS_EVENTS counters, NULL until first used */
+    uint64_t rng;                      /* xorshift state for sampling phases, non-zero */
+    struct ml_pmu_thread *pmu;         /* MEMLENS_EVENTS counters, NULL until first used */
     struct ml_thread_rec *exited_next; /* next in the queue of exited records */
     uint32_t snap_cap;                 /* capacity of snap */
 };
@@ -123,8 +123,7 @@ struct ml_thread_rec *ml_rt_self(void);
  * every new thread): dlsym(RTLD_NEXT) in a dynamic link, glibc's internal
  * name in a static one. NULL when neither is found.
  */
-typedef int (*ml_pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                                    void *);
+typedef int (*ml_pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 ml_pthread_create_fn ml_rt_real_pthread_create(void);
 
 /* Writes parts[0..n-1] and a newline to stderr as one line, without stdio. */

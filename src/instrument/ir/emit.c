@@ -138,7 +138,8 @@ int ml_emit_module(struct ml_ir *ir)
 {
     struct strtab st = {0};
     LLVMTypeRef facts_t = LLVMArrayType(ir->t_i64, ML_NFACTS);
-    LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, facts_t};
+    LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32,
+                             ir->t_i8p, ir->t_i8p, facts_t};
     LLVMTypeRef unit_t = LLVMStructTypeInContext(ir->ctx, unit_f, 7, 0);
     LLVMTypeRef call_f[4] = {ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i64};
     LLVMTypeRef call_t = LLVMStructTypeInContext(ir->ctx, call_f, 4, 0);
@@ -241,8 +242,8 @@ int ml_emit_module(struct ml_ir *ir)
             array_ptr(ir, g_ids, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = private_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module",
-                              0);
+        desc =
+            private_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module", 0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);

@@ -1,4 +1,5 @@
-/* An instrumented plugin for runtime-dlopen.sh: a region read by the caller's and its own threads. */
+/* An instrumented plugin for runtime-dlopen.sh: a region read by the caller's and its own threads.
+ */
 #include <pthread.h>
 
 #include "memlens.h"
