@@ -13,7 +13,9 @@
  * the binary; the runtime copies them into the profile, so no side files are
  * needed.
  */
-#define ML_RT_ABI 2
+/* 3: modules unregister from a destructor (a runtime must not keep an older module, which
+   leaves it pointing into an unmapped library after dlclose). */
+#define ML_RT_ABI 3
 
 struct ml_rt_unit {
     uint32_t kind; /* enum ml_unit_kind */
