@@ -57,8 +57,9 @@ static const char cc_usage[] =
     "Passed to clang untouched: -E, -M, -MM, -fsyntax-only, -emit-llvm, -###,\n"
     "--version, -print-*, -dump*, commands without inputs and commands with header,\n"
     "IR, Objective-C or CUDA inputs. -nostdlib links get no runtime; -shared links\n"
-    "get the shared runtime (libmemlens-rt.so) as needed, so that instrumented\n"
-    "libraries and plugins also profile in programs built without memlens.\n"
+    "(also with -nostdlib) get the shared runtime (libmemlens-rt.so) as needed, so\n"
+    "that instrumented libraries and plugins also profile in programs built without\n"
+    "memlens.\n"
     "--target=aarch64-linux-gnu links the AArch64 runtime that make builds when\n"
     "Debian's arm64 cross libc is installed.\n"
     "See docs/cc.md.\n";
@@ -367,7 +368,8 @@ static void push_runtime(struct ml_strv *v)
 {
     const char *key, *need;
 
-    if (g.cmd.nolibs)
+    /* libtool links C++ libraries -shared -nostdlib, naming every library itself */
+    if (g.cmd.nolibs && !g.cmd.shared)
         return;
     g.rtlib = runtime_for_target(&key);
     need = ml_cc_runtime_args(v, &g.cmd, g.rtlib);

@@ -13,6 +13,9 @@ $MLCC -O2 -fPIC -shared --ml-exact -o "$T/plugin-exact.so" "$dir/plugin.c" -pthr
     fail "memlens-cc -shared --ml-exact failed"
 $MLCC -O2 -fPIC -shared --ml-all -o "$T/plugin-all.so" "$dir/plugin.c" -pthread ||
     fail "memlens-cc -shared --ml-all failed"
+# as libtool links C++ libraries: -nostdlib, every library named, and no undefined symbols
+$MLCC -O2 -fPIC -shared -nostdlib -Wl,-z,defs -o "$T/plugin-nostdlib.so" "$dir/plugin.c" -lc ||
+    fail "memlens-cc -shared -nostdlib -Wl,-z,defs failed"
 clang-14 -O2 -fPIC -shared -I"$ML_ROOT/include" -o "$T/plugin-plain.so" "$dir/plugin.c" -pthread ||
     fail "clang-14 -shared failed"
 $MLCC -O2 -o "$T/host" "$dir/plugin-host.c" -pthread -ldl || fail "memlens-cc host failed"
@@ -67,6 +70,8 @@ for host in host host-plain; do
     case_run $host-exact $host plugin-exact.so 2 0
     check_py "$T/$host-exact" "(P[0].exact_totals('plug')['rd_heap'] == 2 * $per * $n * 8 ==
         P[0].totals('plug')['rd_heap'])"
+    case_run $host-nostdlib $host plugin-nostdlib.so 2 0
+    check_py "$T/$host-nostdlib" "P[0].totals('plug')['rd_heap'] == 2 * $per * $n * 8"
     case_run $host-all $host plugin-all.so 2 0
     check_py "$T/$host-all" "(P[0].totals('plug')['rd_heap'] == 2 * $per * $n * 8 and
         P[0].function('plugin_sum')['calls'] + P[0].function('worker')['calls'] == 2 * $per)"
