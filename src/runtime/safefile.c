@@ -93,9 +93,9 @@ static int splice_link(int dirfd, const char *name, char *rest, size_t *pos, int
 
 int ml_sf_opendir(const char *path, int create, char *where, size_t wlen)
 {
-    char rest[PATH_MAX];
+    char rest[PATH_MAX], name[NAME_MAX + 2];
     size_t pos = 0, len = strlen(path);
-    int cur, links = 0, rc;
+    int cur = -1, links = 0, rc;
 
     if (where && wlen)
         snprintf(where, wlen, "/");
@@ -104,33 +104,36 @@ int ml_sf_opendir(const char *path, int create, char *where, size_t wlen)
     if (len >= sizeof(rest))
         return -ENAMETOOLONG;
     memcpy(rest, path, len + 1);
-    cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (cur < 0)
-        return -errno;
     for (;;) {
-        size_t end;
-        char saved;
-        int fd;
+        size_t end, k;
+        int fd, dirfd = cur >= 0 ? cur : AT_FDCWD;
 
         while (rest[pos] == '/')
             pos++;
         if (!rest[pos])
-            return cur;
+            return cur >= 0 ? cur : open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         for (end = pos; rest[end] && rest[end] != '/'; end++)
             ;
-        saved = rest[end];
-        rest[end] = 0;
-        if (!strcmp(rest + pos, ".")) {
-            rest[end] = saved;
-            pos = end;
+        k = end - pos;
+        if ((k == 1 && rest[pos] == '.') || (k == 2 && cur < 0 && !strncmp(rest + pos, "..", 2))) {
+            pos = end; /* "/.." is "/" */
             continue;
         }
-        where_add(where, wlen, rest + pos);
-        fd = open_step(cur, rest + pos, create);
+        if (k > NAME_MAX) {
+            rc = -ENAMETOOLONG;
+            break;
+        }
+        /* At the root the first component goes by its absolute name, never "/" then the name:
+           an emulator's sysroot (qemu-user -L) overlays "/" but not the paths it lacks. */
+        name[0] = '/';
+        memcpy(name + (cur < 0), rest + pos, k);
+        name[k + (cur < 0)] = 0;
+        pos = end;
+        where_add(where, wlen, name + (cur < 0));
+        fd = open_step(dirfd, name, create);
         if (fd >= 0) {
-            rest[end] = saved;
-            pos = end;
-            close(cur);
+            if (cur >= 0)
+                close(cur);
             cur = fd;
             continue;
         }
@@ -139,26 +142,17 @@ int ml_sf_opendir(const char *path, int create, char *where, size_t wlen)
             break;
         }
         /* A link: its target replaces it in the walk (the message path follows the target). */
-        {
-            char name[NAME_MAX + 1];
-            size_t n = end - pos < NAME_MAX ? end - pos : NAME_MAX;
-            memcpy(name, rest + pos, n);
-            name[n] = 0;
-            rest[end] = saved;
-            pos = end;
-            rc = splice_link(cur, name, rest, &pos, &links);
-            if (rc < 0)
-                break;
-            where_pop(where, wlen, rc == 1);
-        }
-        if (rc == 1) {
+        rc = splice_link(dirfd, name, rest, &pos, &links);
+        if (rc < 0)
+            break;
+        where_pop(where, wlen, rc == 1);
+        if (rc == 1 && cur >= 0) {
             close(cur);
-            cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-            if (cur < 0)
-                return -errno;
+            cur = -1;
         }
     }
-    close(cur);
+    if (cur >= 0)
+        close(cur);
     return rc;
 }
 
