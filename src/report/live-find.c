@@ -65,24 +65,32 @@ static int name_token(const char *name, const char *prefix, uint64_t *token)
 
 /* Why the best candidate so far was refused: a later refusal replaces it if it says more. */
 struct refusal {
+    pid_t pid;
     int rc, rank;
-    char msg[256];
+    char msg[384];
 };
 
 static void refuse(struct refusal *r, int rank, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A refusal with -ESTALE reads "process <pid> is not profiled by memlens (<reason>)". */
 static void refuse(struct refusal *r, int rank, int rc, const char *fmt, ...)
 {
     va_list ap;
+    int n = 0;
 
     if (rank <= r->rank)
         return;
     r->rank = rank;
     r->rc = rc;
+    if (rc == -ESTALE)
+        n = snprintf(r->msg, sizeof(r->msg), "process %d is not profiled by memlens (",
+                     (int)r->pid);
     va_start(ap, fmt);
-    vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+    n += vsnprintf(r->msg + n, sizeof(r->msg) - (size_t)n, fmt, ap);
     va_end(ap);
+    if (rc == -ESTALE && (size_t)n < sizeof(r->msg) - 1)
+        strcat(r->msg, ")");
 }
 
 /*
@@ -126,7 +134,7 @@ static int check_candidate(int dirfd, const char *name, uint64_t token, pid_t pi
     close(fd);
     if (n < (ssize_t)offsetof(struct ml_live_header, version) + 4 ||
         memcmp(h->magic, ML_LIVE_MAGIC, sizeof(h->magic))) {
-        refuse(why, 2, -EPROTO, "'%s/%s' is not a memlens live header", ML_LIVE_DIR, name);
+        refuse(why, 2, -ESTALE, "'%s/%s' is not a memlens live header", ML_LIVE_DIR, name);
         return 1;
     }
     if (h->version != ML_LIVE_VERSION || n < (ssize_t)offsetof(struct ml_live_header, off)) {
@@ -137,10 +145,8 @@ static int check_candidate(int dirfd, const char *name, uint64_t token, pid_t pi
         return 1;
     }
     if (h->pid != (uint32_t)pid || h->start_time != start || h->token != token) {
-        refuse(why, 2, -ESTALE,
-               "process %d is not profiled by memlens ('%s/%s' is stale: left by an earlier "
-               "process with that pid)",
-               (int)pid, ML_LIVE_DIR, name);
+        refuse(why, 2, -ESTALE, "'%s/%s' is stale: left by an earlier process with that pid",
+               ML_LIVE_DIR, name);
         return 1;
     }
     *got = n;
@@ -150,7 +156,7 @@ static int check_candidate(int dirfd, const char *name, uint64_t token, pid_t pi
 int ml_live_find(pid_t pid, struct ml_live_header *h, ssize_t *got, char *path, size_t pathlen,
                  char *err, size_t errlen)
 {
-    struct refusal why = {.rc = -ENOENT};
+    struct refusal why = {.pid = pid, .rc = -ENOENT};
     char prefix[32];
     uint64_t start, token;
     uid_t uid[4];
