@@ -124,8 +124,8 @@ static int check_candidate(int dirfd, const char *name, uint64_t token, pid_t pi
     for (int i = 0; i < 4; i++)
         owner_ok |= st.st_uid == uid[i];
     if (!owner_ok) {
-        refuse(why, 2, -ESTALE, "'%s/%s' belongs to uid %u, not to the process", ML_LIVE_DIR,
-               name, (unsigned)st.st_uid);
+        refuse(why, 2, -ESTALE, "'%s/%s' belongs to uid %u, not to the process", ML_LIVE_DIR, name,
+               (unsigned)st.st_uid);
         close(fd);
         return 1;
     }

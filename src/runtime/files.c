@@ -157,8 +157,8 @@ static void take_program(void)
         ml_rt_id.exe[n] = 0;
     } else {
         /* No /proc (a chroot): the name the program was started by. */
-        const char *a = saved_argv && saved_argc > 0 && saved_argv[0] ? saved_argv[0]
-                                                                       : program_invocation_name;
+        const char *a =
+            saved_argv && saved_argc > 0 && saved_argv[0] ? saved_argv[0] : program_invocation_name;
         size_t k = a ? strlen(a) : 0;
         if (k >= sizeof(ml_rt_id.exe))
             k = sizeof(ml_rt_id.exe) - 1;
@@ -187,9 +187,9 @@ __attribute__((constructor(101))) static void take_args(int argc, char **argv)
 {
     saved_argc = argc;
     saved_argv = argv;
-    if (ml_rt_id.token && !ml_rt_id.cmdline[0])
+    if (ml_rt.initialised && !ml_rt_id.cmdline[0])
         take_cmdline();
-    if (ml_rt_id.token && !ml_rt_id.exe[0])
+    if (ml_rt.initialised && !ml_rt_id.exe[0])
         take_program();
 }
 
@@ -265,8 +265,15 @@ void ml_rt_files_fork(void)
 /* memlens: cannot write <what> to '<dir>': ['<where>'<sep>]<reason> */
 static void say_dir(const char *what, const char *where, const char *sep, const char *reason)
 {
-    const char *msg[] = {"memlens: cannot write ", what, " to '", out_path, "': ",
-                         where ? "'" : "", where ? where : "", where ? sep : "", reason};
+    const char *msg[] = {"memlens: cannot write ",
+                         what,
+                         " to '",
+                         out_path,
+                         "': ",
+                         where ? "'" : "",
+                         where ? where : "",
+                         where ? sep : "",
+                         reason};
 
     ml_rt_say(msg, sizeof(msg) / sizeof(msg[0]));
 }
@@ -359,8 +366,8 @@ int ml_rt_file_name(char *buf, size_t len, uint64_t token, const char *suffix)
 
 void ml_rt_say_file(const char *what, const char *name, int err)
 {
-    const char *msg[] = {"memlens: cannot write ", what, " '", out_path, "/", name, "': ",
-                         ml_sf_strerror(-err)};
+    const char *msg[] = {
+        "memlens: cannot write ", what, " '", out_path, "/", name, "': ", ml_sf_strerror(-err)};
 
     ml_rt_say(msg, sizeof(msg) / sizeof(msg[0]));
 }

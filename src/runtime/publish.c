@@ -128,8 +128,12 @@ void ml_rt_publish(void)
         rc = dirfd;
     if (rc) {
         /* The profile is still written at exit; say why `memlens top` will not find us. */
-        const char *msg[] = {"memlens: live view off: cannot publish '", ML_LIVE_DIR, "/", name,
-                             "': ", ml_sf_strerror(-rc)};
+        const char *msg[] = {"memlens: live view off: cannot publish '",
+                             ML_LIVE_DIR,
+                             "/",
+                             name,
+                             "': ",
+                             ml_sf_strerror(-rc)};
         if (dirfd < 0)
             msg[3] = "memlens.*";
         ml_rt_say(msg, sizeof(msg) / sizeof(msg[0]));
