@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdio.h>
+#include <stdio.h> /* renameat */
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -97,8 +97,8 @@ int ml_sf_opendir(const char *path, int create, char *where, size_t wlen)
     size_t pos = 0, len = strlen(path);
     int cur = -1, links = 0, rc;
 
-    if (where && wlen)
-        snprintf(where, wlen, "/");
+    if (where && wlen > 1)
+        memcpy(where, "/", 2);
     if (path[0] != '/')
         return -EINVAL;
     if (len >= sizeof(rest))
