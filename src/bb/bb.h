@@ -91,6 +91,12 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
                   struct ml_bb_result *r);
 
 /*
+ * Kills the sandbox of the measurement in progress, if any (async-signal-safe: for signal
+ * handlers of the caller, which then die; the sandbox would also die with its parent).
+ */
+void ml_bb_abort(void);
+
+/*
  * Decodes the block with Capstone. Returns 0 and the instruction count when it is a
  * runnable basic block, else sets r->status = ML_BB_UNSUPPORTED with a detail and returns
  * 1. Fills r->n_insns either way.
