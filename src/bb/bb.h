@@ -144,6 +144,7 @@ const char *ml_bb_mca_cpu(void);
  * memory without end.
  */
 #define ML_BB_LINE_MAX   16384
+#define ML_BB_LINE_TEXT  "16383" /* longest line kept, for messages */
 #define ML_BB_CSV_FIELDS 14 /* hex,throughput,u,u2,method,status,detail,signal,... (cmd-bb.c) */
 
 /*

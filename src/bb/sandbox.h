@@ -28,7 +28,7 @@
 #define ML_BB_CTL_ADDR    (ML_BB_STUB_ADDR + 0x10000ull) /* the stub addresses it RIP-relative */
 #define ML_BB_CTL_SIZE    0x2000ull
 #define ML_BB_STATE_ADDR  (ML_BB_STUB_ADDR + 0x40000ull) /* RIP-relative too */
-#define ML_BB_STATE_SIZE  0x10000ull
+#define ML_BB_STATE_SIZE  0x9000ull
 #define ML_BB_ALIAS_ADDR  (ML_BB_STUB_ADDR + 0x60000ull)
 #define ML_BB_CODE_ADDR   0x4a1000000000ull
 #define ML_BB_CODE_STRIDE 0x1000000ull /* 16 MiB gaps: RIP-relative data lands in free space */

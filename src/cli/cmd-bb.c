@@ -420,7 +420,7 @@ static int run_batch(const struct bb_cli *c, const char *path)
     /* count blocks first, for the progress bar */
     while ((n = ml_bb_line_read(in, line, ML_BB_LINE_MAX, &cut)) > 0) {
         ml_bb_csv_field(line, 0, hex, sizeof(hex));
-        if (hex[0] && hex[0] != '#')
+        if ((hex[0] && hex[0] != '#') || cut || strlen(line) != (size_t)n)
             total++;
     }
     if (n < 0)
@@ -445,13 +445,16 @@ static int run_batch(const struct bb_cli *c, const char *path)
         struct ml_bb_result r;
         double mca = 0;
         int have_mca = 0, err;
+        const char *bad;
 
         lineno++;
         ml_bb_csv_field(line, 0, hex, sizeof(hex));
-        if (!hex[0] || hex[0] == '#')
+        bad = cut ? "longer than " ML_BB_LINE_TEXT " bytes"
+              : strlen(line) != (size_t)n ? "holds a NUL byte" : NULL;
+        if (!bad && (!hex[0] || hex[0] == '#'))
             continue;
         err = ml_bb_hex_parse(hex, code, sizeof(code), &len);
-        if (err && lineno == 1) { /* a header line */
+        if (err && !bad && lineno == 1) { /* a header line */
             total--;
             continue;
         }
@@ -466,11 +469,10 @@ static int run_batch(const struct bb_cli *c, const char *path)
             continue;
         }
         memset(&r, 0, sizeof(r));
-        if (err || cut) {
+        if (err || bad) {
             r.status = ML_BB_UNSUPPORTED;
-            if (cut)
-                snprintf(r.detail, sizeof(r.detail), "line %ld longer than %d bytes", lineno,
-                         ML_BB_LINE_MAX - 1);
+            if (bad)
+                snprintf(r.detail, sizeof(r.detail), "line %ld %s", lineno, bad);
             else
                 snprintf(r.detail, sizeof(r.detail), "not hex (line %ld)", lineno);
         } else {
