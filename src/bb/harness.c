@@ -417,6 +417,13 @@ static void child_main(struct run *x, pid_t parent)
     struct itimerval prof = {{0, 0}, {0, 0}}, real = {{0, 0}, {0, 0}};
     int keep[1 + ML_BB_MAX_PMU], n_keep = 0;
 
+    /* the caller's handlers (a cleanup on SIGINT, say) are not the sandbox's to run */
+    for (int sig = 1; sig < SIGRTMIN; sig++) {
+        struct sigaction sa;
+
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
+            signal(sig, SIG_DFL);
+    }
     die_with_parent(parent);
     setpgid(0, 0); /* the terminal's signals are the harness's to handle */
     if (ptrace(PTRACE_TRACEME, 0, 0, 0))
