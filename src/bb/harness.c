@@ -97,10 +97,10 @@ const char *ml_bb_method_name(enum ml_bb_method m)
 
 /*
  * n copies of unit followed by 'jmp *0(%rip)' and the absolute address of job k's return
- * into the stub, after off bytes of int3 that place the entry. RIP-relative displacements are rewritten in
- * every copy so that all copies reach the addresses of the first one, as every iteration of
- * the real block does; otherwise the copies would spread over many pages and misalign their
- * data.
+ * into the stub, after off bytes of int3 that place the entry. RIP-relative displacements are
+ * rewritten in every copy so that all copies reach the addresses of the first one, as every
+ * iteration of the real block does; otherwise the copies would spread over many pages and misalign
+ * their data.
  */
 static int job_build(struct job *j, unsigned k, const uint8_t *unit, size_t len, unsigned n,
                      unsigned passes, const struct ml_bb_insn *in, int n_in, unsigned off)
@@ -217,17 +217,6 @@ static void pmu_probe(struct run *x)
     }
 }
 
-/*
- * The seccomp program, built by the harness into the control page and installed by the stub
- * once everything else is unmapped. It is the whole guarantee of the sandbox: whatever the
- * block executes or writes, the child can make only
- *   getrusage(RUSAGE_THREAD, <the state page's rusage buffer>),
- *   read(<one of its perf fds>, <a counter field of a result slot>, 8), and
- *   mmap, which stops the child for the harness (SECCOMP_RET_TRACE): the harness lets it run
- *   only when it is the very call the harness injected (inject_mmap), else the block ends;
- * all from the stub's page. Everything else, i386 entry points included, raises SIGSYS
- * without running (SECCOMP_RET_TRAP), which the harness turns into a status.
- */
 enum { L_NEXT, L_TRAP, L_ALLOW, L_TRACE, L_RUSAGE, L_READ, L_FD, L_COUNT };
 
 struct bpf {
@@ -262,7 +251,7 @@ static void bpf_eq64(struct bpf *b, size_t off, uint64_t v)
 
 #define ARG(i) (offsetof(struct seccomp_data, args) + 8 * (i))
 
-static void seccomp_build(struct ml_bb_ctl *ctl, const struct run *x)
+void ml_bb_seccomp_build(struct ml_bb_ctl *ctl, unsigned n_pmu)
 {
     uint64_t stub = ML_BB_STUB_ADDR, ru = ML_BB_STATE_ADDR + offsetof(struct ml_bb_state, rusage);
     uint64_t res = ML_BB_STATE_ADDR + offsetof(struct ml_bb_state, res);
@@ -288,7 +277,7 @@ static void seccomp_build(struct ml_bb_ctl *ctl, const struct run *x)
     bpf_ld(&b, ARG(0), 1);
     bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, 0, L_NEXT, L_TRAP);
     bpf_ld(&b, ARG(0), 0);
-    for (unsigned k = 0; k < x->n_pmu; k++)
+    for (unsigned k = 0; k < n_pmu && k < ML_BB_MAX_PMU; k++)
         bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ctl->pmu_fd[k], L_FD, L_NEXT);
     bpf_op(&b, BPF_JMP | BPF_JA, 0, L_TRAP, L_TRAP);
     b.at[L_FD] = b.n;
@@ -326,8 +315,7 @@ static int map_fixed(uint64_t addr, size_t len, int prot, int shared_fd)
     if (shared_fd >= 0)
         p = mmap((void *)addr, len, prot, MAP_SHARED | MAP_FIXED_NOREPLACE, shared_fd, 0);
     else
-        p = mmap((void *)addr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-                 0);
+        p = mmap((void *)addr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     return p == (void *)addr ? 0 : -1;
 }
 
@@ -1105,8 +1093,7 @@ static int sandbox_start(struct run *x)
         x->pid = -1;
         return WEXITSTATUS(status) == CHILD_EMAP ? -ENOMEM : -ECHILD;
     }
-    if (!WIFSTOPPED(status) || status >> 8 != SIGTRAP ||
-        ptrace(PTRACE_GETREGS, x->pid, 0, &regs) ||
+    if (!WIFSTOPPED(status) || status >> 8 != SIGTRAP || ptrace(PTRACE_GETREGS, x->pid, 0, &regs) ||
         regs.rip != ML_BB_STUB_AT(ml_bb_stub_ready))
         return -ECHILD;
     return regs.rax ? -ENOSYS : 0;
@@ -1174,7 +1161,7 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
             x.ctl->pmu_fd[k++] = (uint64_t)fd;
     x.ctl->n_pmu = x.n_pmu;
     unmap_plan(x.ctl, &x);
-    seccomp_build(x.ctl, &x);
+    ml_bb_seccomp_build(x.ctl, x.n_pmu);
 
     fflush(NULL);
     parent = getpid();

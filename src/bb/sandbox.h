@@ -32,7 +32,7 @@
 #define ML_BB_ALIAS_ADDR  (ML_BB_STUB_ADDR + 0x60000ull)
 #define ML_BB_CODE_ADDR   0x4a1000000000ull
 #define ML_BB_CODE_STRIDE 0x1000000ull /* 16 MiB gaps: RIP-relative data lands in free space */
-#define ML_BB_MAX_JOBS    4 /* a power of two: the stub masks job indices with it */
+#define ML_BB_MAX_JOBS    4            /* a power of two: the stub masks job indices with it */
 #define ML_BB_MAX_PMU     4
 #define ML_BB_MAX_UNMAP   (ML_BB_MAX_JOBS + 2) /* the gaps around the harness */
 #define ML_BB_MAX_FILTER  64
@@ -56,23 +56,23 @@ struct ml_bb_slot {
  * offsets are fixed in stub.c.
  */
 struct ml_bb_ctl {
-    uint64_t init;                  /* 0x00 */
-    uint32_t mxcsr;                 /* 0x08 */
-    uint32_t vec;                   /* 0x0c: 0 sse, 1 avx, 2 avx-512 */
-    uint64_t n_jobs;                /* 0x10 */
-    uint64_t n_reps;                /* 0x18 */
-    uint64_t alias;                 /* 0x20 */
-    uint64_t n_unmap;               /* 0x28 */
-    uint64_t n_pmu;                 /* 0x30 */
-    uint64_t pad0;                  /* 0x38 */
-    uint64_t fprog_len;             /* 0x40: struct sock_fprog for seccomp(2) */
-    uint64_t fprog_filter;          /* 0x48 */
-    uint64_t pad1[2];               /* 0x50 */
-    uint64_t pmu_fd[ML_BB_MAX_PMU]; /* 0x60 */
-    uint64_t job_code[8];           /* 0x80: entry of each job's code */
-    uint64_t passes[8];             /* 0xc0: passes over the job's code per timing */
+    uint64_t init;                               /* 0x00 */
+    uint32_t mxcsr;                              /* 0x08 */
+    uint32_t vec;                                /* 0x0c: 0 sse, 1 avx, 2 avx-512 */
+    uint64_t n_jobs;                             /* 0x10 */
+    uint64_t n_reps;                             /* 0x18 */
+    uint64_t alias;                              /* 0x20 */
+    uint64_t n_unmap;                            /* 0x28 */
+    uint64_t n_pmu;                              /* 0x30 */
+    uint64_t pad0;                               /* 0x38 */
+    uint64_t fprog_len;                          /* 0x40: struct sock_fprog for seccomp(2) */
+    uint64_t fprog_filter;                       /* 0x48 */
+    uint64_t pad1[2];                            /* 0x50 */
+    uint64_t pmu_fd[ML_BB_MAX_PMU];              /* 0x60 */
+    uint64_t job_code[8];                        /* 0x80: entry of each job's code */
+    uint64_t passes[8];                          /* 0xc0: passes over the job's code per timing */
     struct sock_filter filter[ML_BB_MAX_FILTER]; /* 0x100: the seccomp program */
-    uint64_t unmap[ML_BB_MAX_UNMAP][2];        /* 0x300 */
+    uint64_t unmap[ML_BB_MAX_UNMAP][2];          /* 0x300 */
 };
 
 /* The state page: written by the stub (and the block, if it likes), read back as numbers. */
@@ -97,9 +97,22 @@ _Static_assert(offsetof(struct ml_bb_ctl, unmap) == 0x300, "stub offsets");
 _Static_assert(sizeof(struct ml_bb_ctl) <= ML_BB_CTL_SIZE, "control page too small");
 _Static_assert(offsetof(struct ml_bb_state, rusage) == 0x100, "stub offsets");
 _Static_assert(offsetof(struct ml_bb_state, res) == 0x400, "stub offsets");
-_Static_assert(ML_BB_MAX_REPS * ML_BB_MAX_JOBS == 256, "stub masks slot indices with 255");
+_Static_assert(ML_BB_MAX_REPS *ML_BB_MAX_JOBS == 256, "stub masks slot indices with 255");
 _Static_assert(sizeof(struct ml_bb_state) <= ML_BB_STATE_SIZE, "state page too small");
 _Static_assert(ML_BB_STATE_ADDR + ML_BB_STATE_SIZE <= ML_BB_ALIAS_ADDR, "layout");
+
+/*
+ * Writes the seccomp program into ctl->filter and ctl->fprog_* (the stub installs it once
+ * everything else is unmapped). It is the whole guarantee of the sandbox: whatever the block
+ * executes or writes, the child can make only, from the stub's page,
+ *   getrusage(RUSAGE_THREAD, <the state page's rusage buffer>),
+ *   read(<one of ctl->pmu_fd[0..n_pmu)>, <8 bytes inside the result slots>, 8), and
+ *   mmap, which stops the child for the harness (SECCOMP_RET_TRACE): the harness lets it run
+ *   only when it is the very call the harness injected, else the block ends.
+ * Everything else, i386 entry points included, raises SIGSYS without running
+ * (SECCOMP_RET_TRAP), which the harness turns into a status.
+ */
+void ml_bb_seccomp_build(struct ml_bb_ctl *ctl, unsigned n_pmu);
 
 /* Entry points of the stub (stub.c); the child copies [start, end) to ML_BB_STUB_ADDR. */
 extern const char ml_bb_stub_start[], ml_bb_stub_ready[], ml_bb_stub_run[], ml_bb_stub_back0[],

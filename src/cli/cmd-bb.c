@@ -24,6 +24,7 @@ static const char bb_usage[] =
     "\n"
     "Input (detected in this order, or forced with --hex/--asm):\n"
     "  file.csv             batch: one block per line, 'hex[,anything]'; writes CSV\n"
+    "                       (a regular file: FIFOs and devices are refused)\n"
     "  hex                  machine code, e.g. 4801d8 or '48 01 d8'\n"
     "  assembly             e.g. 'add %rax, %rbx; imul %rcx, %rcx' (';' separates lines)\n"
     "  --hex, --asm         force the kind of the argument\n"
@@ -46,7 +47,7 @@ static const char bb_usage[] =
     "  --max-faults <n>     pages mapped before giving up (default 256, 0 = unlimited)\n"
     "  --timeout <ms>       CPU time allowed per block (default 2000)\n"
     "  --no-static-check    run blocks the decoder would refuse (the sandbox still refuses\n"
-    "                       syscalls and stops privileged instructions)\n"
+    "                       every syscall and stops privileged instructions)\n"
     "  --no-trace           skip single-stepping (no addresses, no cross-line/alias flags)\n"
     "\n"
     "Output:\n"
@@ -56,7 +57,8 @@ static const char bb_usage[] =
     "  --mcpu <cpu>         CPU for llvm-mca (default: the host's, or the closest model\n"
     "                       LLVM 14 knows, e.g. znver3 for newer AMD cores)\n"
     "  -o, --output <file>  batch output (resumes when the file already has rows); blocks\n"
-    "                       still unclean at the end are measured once more\n"
+    "                       still unclean at the end are measured once more; a regular\n"
+    "                       file, not a symbolic link (created with mode 0600)\n"
     "  --limit <n>          batch: stop after n blocks\n"
     "\n"
     "Status of every block: ok, unclean (quietest timings not reproduced), crashed (with the "
@@ -64,7 +66,8 @@ static const char bb_usage[] =
     "unsupported (syscall, privileged, branch, undecodable, too long), timeout.\n"
     "Method: pmu (core cycles from perf_event) or tsc (TSC scaled by a ratio calibrated next\n"
     "to each block on a chain of dependent adds). Exit status: 0 when the block is ok (or a\n"
-    "batch completes), 1 for any other block status, 128 when the harness cannot run.\n"
+    "batch completes), 1 for any other block status, 128 when the harness cannot run or an\n"
+    "output cannot be written.\n"
     "CSV columns: " /* kept in sync with csv_header */
     "hex,throughput,u,u2,method,status,detail,signal,ratio,clean,agree,pages,flags,mca\n";
 
@@ -449,8 +452,9 @@ static int run_batch(const struct bb_cli *c, const char *path)
 
         lineno++;
         ml_bb_csv_field(line, 0, hex, sizeof(hex));
-        bad = cut ? "longer than " ML_BB_LINE_TEXT " bytes"
-              : strlen(line) != (size_t)n ? "holds a NUL byte" : NULL;
+        bad = cut                         ? "longer than " ML_BB_LINE_TEXT " bytes"
+              : strlen(line) != (size_t)n ? "holds a NUL byte"
+                                          : NULL;
         if (!bad && (!hex[0] || hex[0] == '#'))
             continue;
         err = ml_bb_hex_parse(hex, code, sizeof(code), &len);

@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* as the resume of an output file: the scanned end never passes the data */
     if (ml_bb_resume_scan(f, header, rs) == 0 &&
-        (rs->end < 0 || (size_t)rs->end > size || rs->rows < 0 || strlen(rs->last) >= sizeof(rs->last)))
+        (rs->end < 0 || (size_t)rs->end > size || rs->rows < 0 ||
+         strlen(rs->last) >= sizeof(rs->last)))
         abort();
     rewind(f);
     /* as batch input, with a small line bound so that cut lines are common */
