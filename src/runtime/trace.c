@@ -2,6 +2,8 @@
 #include "format/trace-abi.h"
 #include "format/trace.h"
 #include "runtime/clock.h"
+#include "runtime/rt.h"
+#include "runtime/safefile.h"
 #include "runtime/trace-rt.h"
 
 #include <dlfcn.h>
@@ -42,7 +44,7 @@ ML_EXPORT __thread uint64_t *__memlens_tb_end __attribute__((tls_model("initial-
 /* Bit 0: off (MEMLENS_TRACE_ON/OFF, start=off); bit 1: no region open (regions-only). */
 ML_EXPORT volatile uint32_t __memlens_trace_gate;
 
-enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC };
+enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC, JOB_UNMODULE };
 
 struct tjob {
     struct tjob *next;
@@ -103,6 +105,7 @@ struct tthread {
 struct tmodule {
     struct tjob job;
     struct ml_ev_module *m;
+    volatile uint32_t done; /* JOB_UNMODULE: the writer has forgotten the module */
 };
 
 struct sync {
@@ -581,16 +584,6 @@ static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n
     }
 }
 
-static const char *prog_name(char *buf, size_t n)
-{
-    ssize_t r = readlink("/proc/self/exe", buf, n - 1);
-    const char *base;
-
-    buf[r > 0 ? r : 0] = 0;
-    base = strrchr(buf, '/');
-    return base ? base + 1 : buf[0] ? buf : "program";
-}
-
 static char *append(char *p, char *end, const char *s)
 {
     while (*s && p < end - 1)
@@ -599,82 +592,34 @@ static char *append(char *p, char *end, const char *s)
     return p;
 }
 
-static char *append_u(char *p, char *end, uint64_t v, int base)
-{
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = "0123456789abcdef"[v % (uint64_t)base];
-        v /= (uint64_t)base;
-    } while (v);
-    while (n && p < end - 1)
-        *p++ = tmp[--n];
-    *p = 0;
-    return p;
-}
-
-/* Creates every missing directory of path (mode 0700 for the ones memlens makes). */
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(path, 0700) && errno != EEXIST) {
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
-}
-
 /*
- * Creates <dir>/<prog>.<pid>.<token>.mlt: never following a link, never
- * replacing a file (O_EXCL; another token on a clash), mode 0600.
+ * Creates <dir>/<prog>.<pid>.<token>.mlt the way every runtime file is made
+ * (docs/files.md): in the output directory resolved at start, no link
+ * followed, O_EXCL, mode 0600, another token when the name is taken. Chunks
+ * are appended to it as they are made, so that a killed process leaves them.
  */
 static int create_file(void)
 {
-    const char *env = getenv("MEMLENS_OUT");
-    char dir[3072], exe[4096], *p, *end = tr.path + sizeof(tr.path);
-    const char *base = prog_name(exe, sizeof(exe));
-    int dfd;
+    char name[512] = "";
+    uint64_t token = ml_rt_id.token;
+    int dfd = ml_rt_out_dir("trace"), fd = -EEXIST;
+    char *p, *end = tr.path + sizeof(tr.path);
 
-    append(dir, dir + sizeof(dir), env && *env ? env : "memlens-out");
-    if (mkdirs(dir)) {
-        say("cannot create trace directory '", dir, "' (set MEMLENS_OUT)");
+    if (dfd < 0)
+        return -1;
+    for (int i = 0; i < 8 && fd == -EEXIST; i++, token = ml_rt_random()) {
+        fd = ml_rt_file_name(name, sizeof(name), token, ".mlt");
+        if (!fd)
+            fd = ml_sf_create(dfd, name);
+    }
+    if (fd < 0) {
+        ml_rt_say_file("trace", name, fd);
         return -1;
     }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        say("cannot open trace directory '", dir, "'");
-        return -1;
-    }
-    for (int tries = 0; tries < 16; tries++) {
-        char name[512];
-        uint32_t token = 0;
-        if (getrandom(&token, sizeof(token), GRND_NONBLOCK) != sizeof(token))
-            token = (uint32_t)(ml_rt_ticks() * 2654435761u);
-        p = append(name, name + sizeof(name), base);
-        p = append(p, name + sizeof(name), ".");
-        p = append_u(p, name + sizeof(name), tr.pid, 10);
-        p = append(p, name + sizeof(name), ".");
-        p = append_u(p, name + sizeof(name), token, 16);
-        append(p, name + sizeof(name), ".mlt");
-        tr.fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (tr.fd >= 0 || errno != EEXIST) {
-            p = append(tr.path, end, dir);
-            p = append(p, end, "/");
-            append(p, end, name);
-            break;
-        }
-    }
-    close(dfd);
-    if (tr.fd < 0) {
-        say("cannot create trace in '", dir, "'");
-        return -1;
-    }
+    tr.fd = fd;
+    p = append(tr.path, end, ml_rt_out_path());
+    p = append(p, end, "/");
+    append(p, end, name);
     return 0;
 }
 
@@ -682,7 +627,7 @@ static void write_meta(void)
 {
     struct ml_tbuf b = {0};
     struct ml_chunk_header h = {.type = ML_CK_META};
-    char exe[4096], opts[256], *p = opts, *end = opts + sizeof(opts);
+    char opts[256], *p = opts, *end = opts + sizeof(opts);
     struct utsname un;
     static const struct {
         uint32_t flag;
@@ -698,17 +643,18 @@ static void write_meta(void)
                 p = append(p, end, ",");
             p = append(p, end, names[i].name);
         }
-    prog_name(exe, sizeof(exe));
     if (uname(&un))
         un.nodename[0] = 0;
-    if (ml_tbuf_meta(&b, "program", exe) || ml_tbuf_meta(&b, "hostname", un.nodename) ||
+    if (ml_tbuf_meta(&b, "program", ml_rt_id.exe) ||
+        ml_tbuf_meta(&b, "cmdline", ml_rt_id.cmdline) ||
+        ml_tbuf_meta(&b, "hostname", un.nodename) ||
         ml_tbuf_meta(&b, "memlens", ML_VERSION) || ml_tbuf_meta(&b, "options", opts) ||
         ml_tbuf_meta(&b, "faults", tr.faults_why) || ml_tbuf_meta(&b, "pfn", tr.pfn_why) ||
         ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
         free(b.p);
         return;
     }
-    h.count = 7;
+    h.count = 8;
     write_chunk(&h, b.p, b.len);
     free(b.p);
 }
@@ -1251,6 +1197,18 @@ static void run_job(struct tjob *j)
     } else if (j->type == JOB_MODULE) {
         add_module(((struct tmodule *)j)->m);
         free(j);
+    } else if (j->type == JOB_UNMODULE) {
+        struct tmodule *u = (struct tmodule *)j;
+        uintptr_t lo = (uintptr_t)u->m->segs;
+        for (uint32_t i = 0; i < tr.nmaps; i++)
+            if (tr.maps[i].lo == lo) {
+                free(tr.maps[i].prep);
+                free(tr.maps[i].starts);
+                memmove(&tr.maps[i], &tr.maps[i + 1], (tr.nmaps - i - 1) * sizeof(*tr.maps));
+                tr.nmaps--;
+                break;
+            }
+        __atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
     } else if (j->type == JOB_SYNC) {
         do_sync((struct sync *)j);
     }
@@ -1483,6 +1441,7 @@ static void after_fork_child(void)
     tr.tick0 = ml_rt_ticks();
     tr.mono0 = ml_rt_mono_ns();
     tr.real0 = real_ns();
+    ml_rt_files_fork();
     ml_tr_pf_clock(tr.tick0, tr.mono0);
     tr.queue = NULL;
     tr.writer_started = 0;
@@ -1552,6 +1511,7 @@ void ml_tr_init(void)
         tr.mono0 = ml_rt_mono_ns();
         tr.real0 = real_ns();
         tr.pid = (uint32_t)getpid();
+        ml_rt_files_start();
         ml_tr_pf_clock(tr.tick0, tr.mono0);
         parse_options();
         update_gate((tr.options & ML_TF_START_OFF) != 0);
@@ -1603,4 +1563,39 @@ ML_EXPORT void __memlens_trace_register(struct ml_ev_module *m)
     j->m = m;
     writer_ensure();
     push_job(&j->job);
+}
+
+/*
+ * From the module's destructor, before dlclose unmaps it: the calling
+ * thread's records go to the writer, which reads every job queued so far
+ * (the module's tables among them), then forgets where the module's segment
+ * descriptors were, so that a library loaded there later is not mistaken for
+ * it. Records of the module still in other threads' buffers are lost.
+ */
+ML_EXPORT void __memlens_trace_unregister(struct ml_ev_module *m)
+{
+    struct tmodule u = {.job = {.type = JOB_UNMODULE}, .m = m};
+    struct ml_ev_module **pp;
+    uint64_t t0;
+
+    if (m->abi != ML_EV_ABI || !tr.init)
+        return;
+    pthread_mutex_lock(&tr.lock);
+    for (pp = &modules; *pp && *pp != m; pp = &(*pp)->next)
+        ;
+    if (*pp) {
+        *pp = m->next;
+        if (modules_tail == &m->next)
+            modules_tail = pp;
+    }
+    pthread_mutex_unlock(&tr.lock);
+    if (tr.disabled || tr.finishing || !tr.writer_started)
+        return;
+    if (self && self->cur)
+        hand_over(self, __memlens_tb_ptr, HAND_NEXT);
+    push_job(&u.job);
+    t0 = ml_rt_mono_ns();
+    while (!__atomic_load_n(&u.done, __ATOMIC_ACQUIRE) && !tr.disabled &&
+           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS)
+        pause_ns(100000);
 }

@@ -60,6 +60,11 @@ static const struct ml_ev_wrap wraps[] = {
     {"strdup", 1, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
 };
 
+const char *ml_ev_wrapped(size_t i)
+{
+    return i < sizeof(wraps) / sizeof(wraps[0]) ? wraps[i].name : NULL;
+}
+
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
     uint32_t c = *cap ? *cap : 64;

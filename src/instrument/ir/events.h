@@ -41,6 +41,9 @@ struct ml_ev_wrap {
     unsigned events; /* 1: records events (kept in uninstrumented copies too) */
 };
 
+/* The i-th wrapped libc function's name (its wrapper is __memlens_tr_<name>), NULL past the end. */
+const char *ml_ev_wrapped(size_t i);
+
 /* A call the layer recognises: a marker of memlens.h or a wrapped libc function. */
 struct ml_ev_call {
     LLVMValueRef call;
