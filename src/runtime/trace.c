@@ -28,8 +28,12 @@
 #define ML_VERSION "0.1.0"
 #endif
 
+/* Segments a thread's writer state remembers as checked for seg_fast. */
+#define NHCACHE 1024
+/* Prepared descriptor flag: all sites are one-word accesses. */
+#define SEG_SIMPLE 0x8000u
 /* A buffer holds BUF_WORDS words of records (plus the ABI's slack); NBUFS per thread. */
-#define BUF_WORDS 8192
+#define BUF_WORDS 32768
 #define NBUFS 8
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
@@ -96,6 +100,15 @@ struct tthread {
     uint64_t open_ns;
     struct pending pend;
     int retired; /* final buffer processed, memory released */
+    /*
+     * Segment headers seen in the current chunk (gen) whose descriptor is valid, simple and
+     * whose sites are all seen and chained: seg_fast may encode them without looking again.
+     */
+    struct hcache {
+        uint64_t h;
+        const uint32_t *d;
+        uint32_t gen, n;
+    } *hc; /* [NHCACHE], allocated with the thread */
     /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
     uint64_t fast_h;
     const uint32_t *fast_d;
@@ -164,7 +177,7 @@ static struct {
 static __thread struct tthread *self __attribute__((tls_model("initial-exec")));
 /* Set once a thread's record is gone (it exited): later records go to scratch. */
 static __thread int self_gone __attribute__((tls_model("initial-exec")));
-static uint64_t scratch[BUF_WORDS + ML_TB_SLACK];
+static uint64_t scratch[BUF_WORDS];
 static pthread_key_t exit_key;
 
 static void say(const char *a, const char *b, const char *c)
@@ -248,9 +261,10 @@ static void writer_ensure(void);
 
 /* ---- producer side ---- */
 
-static void use_scratch(uint64_t words)
+/* Records appended now go where nobody reads them. */
+static void use_scratch(void)
 {
-    __memlens_tb_ptr = scratch + words;
+    __memlens_tb_ptr = scratch;
     __memlens_tb_end = scratch + BUF_WORDS;
 }
 
@@ -273,7 +287,7 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
 
     if (b) {
         b->used = used_end > b->words ? (uint32_t)(used_end - b->words) : 0;
-        if (b->used > BUF_WORDS + ML_TB_SLACK - ML_TB_MAX_SEG)
+        if (b->used > BUF_WORDS)
             b->used = 0; /* a torn pointer; nothing trustworthy here */
         b->t_start = t->t_last;
         b->t_end = now;
@@ -323,42 +337,50 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
     __memlens_tb_end = nb->words + BUF_WORDS;
 }
 
+/*
+ * The slow path of an append (format/trace-abi.h): the current buffer, up to
+ * the committed __memlens_tb_ptr, goes to the writer; returns a buffer with
+ * room for `words` words, __memlens_tb_ptr pointing at it, for the caller to
+ * fill and then commit.
+ */
 ML_EXPORT uint64_t *__memlens_trace_flush(uint64_t words)
 {
     struct tthread *t = self;
-    uint64_t *p;
 
-    if (words > ML_TB_MAX_SEG)
-        words = ML_TB_MAX_SEG;
+    (void)words; /* every buffer has room for the largest segment */
     if (!t) {
         if (self_gone || tr.disabled || tr.finishing || !(t = thread_setup())) {
-            use_scratch(words);
+            use_scratch();
             return scratch;
         }
     } else if (tr.disabled || tr.finishing) {
-        use_scratch(words);
+        use_scratch();
         return scratch;
     } else {
-        hand_over(t, __memlens_tb_ptr - words, HAND_NEXT);
+        hand_over(t, __memlens_tb_ptr, HAND_NEXT);
     }
-    if (!t->cur) {
-        use_scratch(words);
-        return scratch;
-    }
-    p = __memlens_tb_ptr;
-    __memlens_tb_ptr = p + words;
+    if (!t->cur)
+        use_scratch();
+    return __memlens_tb_ptr;
+}
+
+/*
+ * Room for words in the calling thread's buffer, as generated code appends:
+ * fill it, then commit (the records count from then on, so a snapshot of the
+ * buffer never holds a half-written entry).
+ */
+static uint64_t *reserve(unsigned words)
+{
+    uint64_t *p = __memlens_tb_ptr;
+
+    if (!p || p + words > __memlens_tb_end)
+        p = __memlens_trace_flush(words);
     return p;
 }
 
-/* Reserves words in the calling thread's buffer, as generated code does. */
-static uint64_t *reserve(unsigned words)
+static void commit(uint64_t *end)
 {
-    uint64_t *p = __memlens_tb_ptr, *np = p + words;
-
-    __memlens_tb_ptr = np;
-    if (np > __memlens_tb_end || !p)
-        p = __memlens_trace_flush(words);
-    return p;
+    __atomic_store_n(&__memlens_tb_ptr, end, __ATOMIC_RELEASE);
 }
 
 void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint64_t aux2,
@@ -375,6 +397,7 @@ void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint
     p[4] = size;
     p[5] = aux2;
     p[0] = ml_tb_event_word(kind, 5, gsite == ML_EV_NOID ? 0 : (uint64_t)gsite + 1);
+    commit(p + 6);
 }
 
 void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
@@ -387,6 +410,7 @@ void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
     p[1] = addr;
     p[2] = len;
     p[0] = ml_tb_access_word(gsite, 2);
+    commit(p + 3);
 }
 
 int ml_tr_recording(void)
@@ -437,6 +461,7 @@ ML_EXPORT uint32_t __memlens_trace_marker(struct ml_ev_module *m, uint32_t site)
         p = reserve(2);
         p[1] = ml_rt_ticks();
         p[0] = ml_tb_event_word(0, 1, gsite);
+        commit(p + 2);
     }
     return __memlens_trace_gate == 0;
 }
@@ -448,7 +473,7 @@ static void thread_exit(void *arg);
 static struct tthread *thread_setup(void)
 {
     struct tthread *t;
-    size_t words = (size_t)NBUFS * (BUF_WORDS + ML_TB_SLACK), len = words * 8;
+    size_t words = (size_t)NBUFS * BUF_WORDS, len = words * 8;
     uint64_t *mem;
 
     if (!tr.init)
@@ -458,9 +483,15 @@ static struct tthread *thread_setup(void)
     t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
+    t->hc = calloc(NHCACHE, sizeof(*t->hc));
+    if (!t->hc) {
+        free(t);
+        return NULL;
+    }
     mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
                0);
     if (mem == MAP_FAILED) {
+        free(t->hc);
         free(t);
         return NULL;
     }
@@ -469,7 +500,7 @@ static struct tthread *thread_setup(void)
     for (int i = 0; i < NBUFS; i++) {
         t->bufs[i].job.type = JOB_BUF;
         t->bufs[i].t = t;
-        t->bufs[i].words = mem + (size_t)i * (BUF_WORDS + ML_TB_SLACK);
+        t->bufs[i].words = mem + (size_t)i * BUF_WORDS;
         if (i)
             push_free(t, &t->bufs[i]);
     }
@@ -515,7 +546,7 @@ static void thread_exit(void *arg)
     hand_over(t, __memlens_tb_ptr, HAND_EXIT);
     self = NULL;
     self_gone = 1;
-    use_scratch(0);
+    use_scratch();
 }
 
 /* ---- the writer ---- */
@@ -566,6 +597,24 @@ static int write_all(const void *p, size_t n)
     return 0;
 }
 
+/*
+ * Data chunks are compressed while the writer keeps up; when a program had
+ * to wait for it since the last data chunk, the next ones are stored raw
+ * (zstd costs the writer more per record than encoding on irregular streams)
+ * until the waits stop. Tables are always compressed.
+ */
+static int compress_now(const struct ml_chunk_header *h)
+{
+    static uint64_t waits_seen;
+    uint64_t w = __atomic_load_n(&tr.p_waits, __ATOMIC_RELAXED);
+    int behind = w != waits_seen;
+
+    if (h->type != ML_CK_DATA)
+        return 1;
+    waits_seen = w;
+    return !behind;
+}
+
 static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n)
 {
     struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
@@ -575,7 +624,7 @@ static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n
     h->clk_tick = ml_rt_ticks();
     h->clk_ns = ml_rt_mono_ns();
     tr.out.len = 0;
-    if (ml_chunk_build(&tr.out, tr.zctx ? &z : NULL, h, payload, n) ||
+    if (ml_chunk_build(&tr.out, tr.zctx && compress_now(h) ? &z : NULL, h, payload, n) ||
         write_all(tr.out.p, tr.out.len)) {
         say("cannot write trace '", tr.path, "': tracing stops here");
         close(tr.fd);
@@ -764,7 +813,8 @@ static void add_module(struct ml_ev_module *m)
         }
         if (!ok || words + 1 > ML_TB_MAX_SEG)
             break;
-        sm->prep[at] = n | (words << 16);
+        /* Bit 15: every site is a fixed-size access (one word each), for seg_fast. */
+        sm->prep[at] = n | (words << 16) | (words == n ? SEG_SIMPLE : 0);
         sm->starts[at / 16] |= (uint8_t)(1u << ((at / 2) % 8));
         at += (1 + n + 1) & ~1u;
     }
@@ -779,7 +829,7 @@ out:
     free(b.p);
 }
 
-static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
+static inline const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
 {
     uint32_t lo = 0, hi = tr.nmaps;
 
@@ -850,8 +900,7 @@ static void put_access(struct tthread *t, uint32_t s, uint64_t addr, uint64_t le
 {
     const struct ml_tsite *si = &tr.sites[s];
 
-    /* Address 0 is a slot a fatal signal left unwritten (no access to it can succeed). */
-    if ((tr.options & ML_TF_MARKERS_ONLY) || __builtin_expect(!addr, 0))
+    if (tr.options & ML_TF_MARKERS_ONLY)
         return;
     while (len > 0x80000000ull) { /* sizes are 32-bit: split huge ranges */
         ml_tenc_put(&t->enc, s, addr, 0x80000000u, w, 0, 0);
@@ -1001,6 +1050,72 @@ static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint
     return w;
 }
 
+/*
+ * Whether segment d (n simple sites) may take seg_fast in this chunk: every
+ * site seen, each followed by the next. Remembered in the thread's cache.
+ */
+static int seg_check(struct tthread *t, uint64_t h, const uint32_t *d, uint32_t n)
+{
+    struct ml_tenc *e = &t->enc;
+    struct hcache *c = &t->hc[(h >> 3) % NHCACHE];
+
+    for (uint32_t k = 0; k < n; k++) {
+        const struct ml_tstate *x = &e->st[d[k + 1] & 0x3fffffffu];
+        if (x->gen != e->gen || !x->seen || (k + 1 < n && x->succ != (d[k + 2] & 0x3fffffffu)))
+            return 0;
+    }
+    *c = (struct hcache){h, d, e->gen, n};
+    return 1;
+}
+
+/*
+ * A checked segment (seg_check): every site after the first follows its
+ * predecessor and every size is as before, so each record is part of the
+ * run or a REC token with its address (and, for the first site, its site
+ * when the previous record's successor was another). The arithmetic of
+ * ml_tenc_put without its general cases.
+ */
+static inline void seg_fast(struct tthread *t, const uint64_t *a, const uint32_t *d, uint32_t n)
+{
+    struct ml_tenc *e = &t->enc;
+    struct ml_tstate *st = e->st;
+    uint32_t g0 = d[1] & 0x3fffffffu;
+    uint8_t *p = e->out + e->len;
+
+    for (uint32_t k = 0; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        uint64_t pred = x->last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(a[k] - x->last);
+        int site_ok = k || (e->prev != ML_EV_NOID && st[e->prev].succ == g0);
+        if (a[k] == pred && site_ok) {
+            e->run++;
+        } else {
+            uint8_t *tok;
+            p = ml_tenc_flush_run(e, p);
+            tok = p++;
+            *tok = 0x80;
+            if (!site_ok) {
+                *tok |= 0x20;
+                p = ml_put_varint(p, ml_zigzag((int64_t)g0 - (int64_t)(uint32_t)(e->prev + 1)));
+            }
+            if (a[k] != pred) {
+                *tok |= 0x10;
+                p = ml_put_varint(p, ml_zigzag((int64_t)(a[k] - pred)));
+            }
+        }
+        if (dd == x->cand)
+            x->stride = dd;
+        x->cand = dd;
+        x->last = a[k];
+    }
+    if (e->prev != ML_EV_NOID)
+        st[e->prev].succ = g0;
+    e->len = (size_t)(p - e->out);
+    e->count += n;
+    e->prev = d[n] & 0x3fffffffu;
+    e->prev_addr = a[n - 1];
+}
+
 /* Encodes one buffer of raw words into t's open chunk. */
 static void process_buffer(struct tbuf *b)
 {
@@ -1038,24 +1153,42 @@ static void process_buffer(struct tbuf *b)
             chunk_end(t, cut);
             chunk_begin(t, cut);
         }
-        if (t->fast_h && *w == t->fast_h) {
-            if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
-                stop = b->words + b->samp_pos[si];
-            if (fw < stop)
-                stop = fw;
-            if (stop > w) {
+        /* Segments the fast paths take, up to the next time point or fault. */
+        if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
+            stop = b->words + b->samp_pos[si];
+        if (fw < stop)
+            stop = fw;
+        while (fast_ok && w < stop) {
+            const struct hcache *c;
+            h = *w;
+            if (h == t->fast_h) {
                 const uint64_t *nw = fast_run(t, w, stop);
                 if (nw != w) {
                     w = nw;
                     continue;
                 }
             }
+            c = &t->hc[(h >> 3) % NHCACHE];
+            if (c->h != h || c->gen != t->enc.gen || w + 1 + c->n > end ||
+                t->enc.count + c->n > CHUNK_RECORDS ||
+                t->enc.len + (size_t)c->n * ML_TENC_MAX_REC > t->enc.cap ||
+                t->enc.nsites > t->enc.cap_st)
+                break;
+            seg_fast(t, w + 1, c->d, c->n);
+            t->fast_h = h;
+            t->fast_d = c->d;
+            t->fast_n = c->n;
+            w += 1 + c->n;
         }
+        if (w >= end)
+            break;
+        if (w >= stop || t->enc.count >= CHUNK_RECORDS)
+            continue; /* a time point, a fault or a chunk boundary first */
         h = *w;
         tag = (unsigned)(h & ML_TB_TAG_MASK);
         t->fast_h = 0;
         if (!h)
-            break; /* reserved but never written (a fatal signal): the rest is lost */
+            break; /* no entry starts with 0: the rest is damaged */
         if (tag == 0) {
             const struct segmap *sm = find_map((uintptr_t)h, hint);
             uint32_t off, n, words, simple = fast_ok;
@@ -1067,7 +1200,7 @@ static void process_buffer(struct tbuf *b)
                 break;
             hint = sm;
             d = sm->prep + off;
-            n = d[0] & 0xffff;
+            n = d[0] & 0x7fff;
             words = d[0] >> 16;
             if (w + 1 + words > end)
                 break;
@@ -1077,7 +1210,6 @@ static void process_buffer(struct tbuf *b)
             for (uint32_t k = 1; k <= n; k++) {
                 uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
                 if (nw == 1) {
-                    simple &= w[0] != 0;
                     put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
                 } else if (nw == 2) {
                     simple = 0;
@@ -1089,7 +1221,7 @@ static void process_buffer(struct tbuf *b)
                 }
                 w += nw;
             }
-            if (simple) {
+            if (simple && (d[0] & SEG_SIMPLE) && seg_check(t, h, d, n)) {
                 t->fast_h = h;
                 t->fast_d = d;
                 t->fast_n = n;
@@ -1147,6 +1279,8 @@ static void retire(struct tthread *t)
     ml_tr_pf_close(t->pf);
     t->pf = NULL;
     ml_tenc_free(&t->enc);
+    free(t->hc);
+    t->hc = NULL;
     munmap(t->mem, t->memlen);
 }
 
@@ -1188,7 +1322,6 @@ static void run_job(struct tjob *j)
         tr.raw_words += b->used;
         if (!tr.disabled)
             process_buffer(b);
-        memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
         b->nsamp = b->samp_skip = 0;
         if (b->final)
             retire(t);
@@ -1208,6 +1341,12 @@ static void run_job(struct tjob *j)
                 tr.nmaps--;
                 break;
             }
+        /* The threads' caches may point into the descriptors just freed. */
+        for (struct tthread *t = tr.threads; t; t = t->next) {
+            if (t->hc)
+                memset(t->hc, 0, NHCACHE * sizeof(*t->hc));
+            t->fast_h = 0;
+        }
         __atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
     } else if (j->type == JOB_SYNC) {
         do_sync((struct sync *)j);
@@ -1233,7 +1372,7 @@ static int sample(void)
             continue;
         p = __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
         tick = ml_rt_ticks();
-        if (p < b->words || p > b->words + BUF_WORDS + ML_TB_SLACK)
+        if (p < b->words || p > b->words + BUF_WORDS)
             continue; /* the thread is changing buffers */
         pos = (uint64_t)(p - b->words);
         if (b->nsamp && b->samp_pos[b->nsamp - 1] >= pos)
@@ -1358,7 +1497,7 @@ static void finish(uint32_t reason, uint32_t sig)
         used = t == self ? __memlens_tb_ptr : __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
         hand_over(t, used, HAND_DETACH);
     }
-    use_scratch(0);
+    use_scratch();
     s.reason = reason;
     s.signal = sig;
     push_job(&s.job);
@@ -1457,7 +1596,7 @@ static void after_fork_child(void)
     free(tr.maps);
     tr.maps = NULL;
     self = NULL;
-    use_scratch(0);
+    use_scratch();
     __memlens_tb_ptr = __memlens_tb_end = NULL;
     /* Every registered module again, so that the child's file names its sites. */
     if (!tr.disabled)

@@ -278,7 +278,6 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
     }
     p0 = LLVMBuildLoad2(b, s->t_wordp, s->g_ptr, "");
     np = word_ptr(s, p0, W);
-    LLVMBuildStore(b, np, s->g_ptr);
     lim = LLVMBuildLoad2(b, s->t_wordp, s->g_end, "");
     full = LLVMBuildICmp(b, LLVMIntUGT, np, lim, "");
     if (guarded) {
@@ -323,6 +322,8 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
                            word_ptr(s, ph, slot + 1));
         slot += w;
     }
+    /* Committed last: a snapshot of the buffer (at exit, from a signal) holds whole segments. */
+    LLVMBuildStore(b, word_ptr(s, ph, W), s->g_ptr);
     if (guarded)
         LLVMBuildBr(b, cont);
     LLVMSetCurrentDebugLocation2(b, NULL);
