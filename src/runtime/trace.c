@@ -1075,45 +1075,68 @@ static int seg_check(struct tthread *t, uint64_t h, const uint32_t *d, uint32_t 
  * when the previous record's successor was another). The arithmetic of
  * ml_tenc_put without its general cases.
  */
-static inline void seg_fast(struct tthread *t, const uint64_t *a, const uint32_t *d, uint32_t n)
+/* Writes a pending run of n records (n > 0): what ml_tenc_flush_run does, from locals. */
+static inline uint8_t *put_run(uint8_t *p, uint64_t n)
+{
+    if (n < 128) {
+        *p++ = (uint8_t)n;
+        return p;
+    }
+    *p++ = 0;
+    return ml_put_varint(p, n);
+}
+
+static inline int seg_fast(struct tthread *t, const uint64_t *a, const uint32_t *d, uint32_t n)
 {
     struct ml_tenc *e = &t->enc;
     struct ml_tstate *st = e->st;
-    uint32_t g0 = d[1] & 0x3fffffffu;
-    uint8_t *p = e->out + e->len;
+    uint32_t g0 = d[1] & 0x3fffffffu, prev = e->prev;
+    uint8_t *p = e->out + e->len, *p0 = p;
+    uint64_t run = e->run; /* locals: the stores into st may not alias them */
+    uint32_t k = 0;
 
-    for (uint32_t k = 0; k < n; k++) {
-        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
-        uint64_t pred = x->last + (uint64_t)x->stride;
-        int64_t dd = (int64_t)(a[k] - x->last);
-        int site_ok = k || (e->prev != ML_EV_NOID && st[e->prev].succ == g0);
-        if (a[k] == pred && site_ok) {
-            e->run++;
-        } else {
-            uint8_t *tok;
-            p = ml_tenc_flush_run(e, p);
-            tok = p++;
-            *tok = 0x80;
-            if (!site_ok) {
-                *tok |= 0x20;
-                p = ml_put_varint(p, ml_zigzag((int64_t)g0 - (int64_t)(uint32_t)(e->prev + 1)));
-            }
-            if (a[k] != pred) {
-                *tok |= 0x10;
-                p = ml_put_varint(p, ml_zigzag((int64_t)(a[k] - pred)));
-            }
-        }
-        if (dd == x->cand)
-            x->stride = dd;
+    if (prev == ML_EV_NOID || st[prev].succ != g0) {
+        /* The first record names its site (and its address when that is not predicted). */
+        struct ml_tstate *x = &st[g0];
+        uint64_t last = x->last, pred = last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(a[0] - last);
+        if (run)
+            p = put_run(p, run);
+        run = 0;
+        *p = a[0] != pred ? 0xb0 : 0xa0;
+        p = ml_put_varint(p + 1, ml_zigzag((int64_t)g0 - (int64_t)(uint32_t)(prev + 1)));
+        if (a[0] != pred)
+            p = ml_put_varint(p, ml_zigzag((int64_t)(a[0] - pred)));
+        x->stride = dd == x->cand ? dd : x->stride;
         x->cand = dd;
-        x->last = a[k];
+        x->last = a[0];
+        if (prev != ML_EV_NOID)
+            st[prev].succ = g0;
+        k = 1;
     }
-    if (e->prev != ML_EV_NOID)
-        st[e->prev].succ = g0;
+    for (; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        uint64_t ak = a[k], last = x->last, pred = last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(ak - last);
+        if (ak == pred) {
+            run++;
+        } else {
+            if (run)
+                p = put_run(p, run);
+            run = 0;
+            *p = 0x90;
+            p = ml_put_varint(p + 1, ml_zigzag((int64_t)(ak - pred)));
+        }
+        x->stride = dd == x->cand ? dd : x->stride;
+        x->cand = dd;
+        x->last = ak;
+    }
+    e->run = run;
     e->len = (size_t)(p - e->out);
     e->count += n;
     e->prev = d[n] & 0x3fffffffu;
     e->prev_addr = a[n - 1];
+    return p == p0; /* all predicted: the next one may well be too (fast_run) */
 }
 
 /* Encodes one buffer of raw words into t's open chunk. */
@@ -1158,27 +1181,33 @@ static void process_buffer(struct tbuf *b)
             stop = b->words + b->samp_pos[si];
         if (fw < stop)
             stop = fw;
-        while (fast_ok && w < stop) {
-            const struct hcache *c;
-            h = *w;
-            if (h == t->fast_h) {
-                const uint64_t *nw = fast_run(t, w, stop);
-                if (nw != w) {
-                    w = nw;
-                    continue;
+        if (fast_ok && !room(t, 4096)) {
+            /* Within the room just made and the chunk's record bound, no check per segment. */
+            size_t budget = (t->enc.cap - t->enc.len) / ML_TENC_MAX_REC;
+            if (budget > CHUNK_RECORDS - t->enc.count)
+                budget = CHUNK_RECORDS - t->enc.count;
+            while (w < stop) {
+                const struct hcache *c;
+                h = *w;
+                if (h == t->fast_h) {
+                    const uint64_t *nw = fast_run(t, w, stop);
+                    if (nw != w) {
+                        budget = t->enc.count >= CHUNK_RECORDS ? 0 : budget;
+                        if (budget > CHUNK_RECORDS - t->enc.count)
+                            budget = CHUNK_RECORDS - t->enc.count;
+                        w = nw;
+                        continue;
+                    }
                 }
+                c = &t->hc[(h >> 3) % NHCACHE];
+                if (c->h != h || c->gen != t->enc.gen || c->n > budget || w + 1 + c->n > end)
+                    break;
+                budget -= c->n;
+                t->fast_h = seg_fast(t, w + 1, c->d, c->n) ? h : 0;
+                t->fast_d = c->d;
+                t->fast_n = c->n;
+                w += 1 + c->n;
             }
-            c = &t->hc[(h >> 3) % NHCACHE];
-            if (c->h != h || c->gen != t->enc.gen || w + 1 + c->n > end ||
-                t->enc.count + c->n > CHUNK_RECORDS ||
-                t->enc.len + (size_t)c->n * ML_TENC_MAX_REC > t->enc.cap ||
-                t->enc.nsites > t->enc.cap_st)
-                break;
-            seg_fast(t, w + 1, c->d, c->n);
-            t->fast_h = h;
-            t->fast_d = c->d;
-            t->fast_n = c->n;
-            w += 1 + c->n;
         }
         if (w >= end)
             break;
