@@ -1,4 +1,5 @@
-/* memlens trace: runs a program built with --trace, with the trace configured, and lists its traces. */
+/* memlens trace: runs a program built with --trace, with the trace configured, and lists its
+ * traces. */
 #include "cli/cli.h"
 #include "format/trace.h"
 
@@ -114,8 +115,8 @@ int cmd_trace(int argc, char **argv)
             else if (strcmp(a + 8, "on"))
                 die("bad --start '%s': expected on or off", a + 8);
         } else if (!strcmp(a, "--regions-only") || !strcmp(a, "--markers-only") ||
-                   !strcmp(a, "--collapse") || !strcmp(a, "--drop") ||
-                   !strcmp(a, "--no-faults") || !strcmp(a, "--no-pfn")) {
+                   !strcmp(a, "--collapse") || !strcmp(a, "--drop") || !strcmp(a, "--no-faults") ||
+                   !strcmp(a, "--no-pfn")) {
             add_opt(opts, sizeof(opts), a + 2);
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;

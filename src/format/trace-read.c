@@ -25,6 +25,7 @@ struct ml_trace {
     struct ml_trace_problem problems[MAX_PROBLEMS];
     size_t nproblems_total;
     struct ml_trace_chunk *chunks; /* data chunks */
+    uint32_t *tids;                /* [info.nthreads] OS thread ids */
     size_t nchunks, capchunks;
     struct ml_trace_site *sites;
     struct ml_tsite *tsites; /* the decoder's view of the same table */
@@ -445,8 +446,19 @@ static int index_chunks(struct ml_trace *t, char *err, size_t errlen)
                 t->info.records += h.count;
                 t->info.data_raw += h.raw_size;
                 t->info.data_stored += h.size;
-                if (h.thread + 1u > t->info.nthreads && h.thread < MAX_TABLE_IDS)
+                if (h.thread + 1u > t->info.nthreads && h.thread < MAX_TABLE_IDS) {
+                    uint32_t *v = realloc(t->tids, (h.thread + 1u) * sizeof(*v));
+                    if (!v) {
+                        rc = fail(err, errlen, -ENOMEM, "out of memory");
+                        goto out;
+                    }
+                    memset(v + t->info.nthreads, 0,
+                           (h.thread + 1u - t->info.nthreads) * sizeof(*v));
+                    t->tids = v;
                     t->info.nthreads = h.thread + 1;
+                }
+                if (h.thread < t->info.nthreads && h.tid)
+                    t->tids[h.thread] = h.tid;
                 if (h.clk_ns) {
                     if (!have || h.clk_tick < lo.tick)
                         lo = (struct clkpair){h.clk_tick, h.clk_ns};
@@ -585,6 +597,7 @@ void ml_trace_close(struct ml_trace *t)
         free(t->strings[i]);
     free(t->strings);
     free(t->chunks);
+    free(t->tids);
     free(t->sites);
     free(t->tsites);
     free(t->markers);
@@ -626,6 +639,11 @@ uint32_t ml_trace_nmarkers(const struct ml_trace *t)
 const struct ml_trace_marker *ml_trace_marker(const struct ml_trace *t, uint32_t id)
 {
     return id < t->nmarkers ? &t->markers[id] : NULL;
+}
+
+uint32_t ml_trace_thread_tid(const struct ml_trace *t, uint32_t thread)
+{
+    return thread < t->info.nthreads ? t->tids[thread] : 0;
 }
 
 double ml_trace_ns(const struct ml_trace *t, uint64_t tick)

@@ -1,4 +1,5 @@
-/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks. */
+/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks.
+ */
 #include "format/trace-abi.h"
 #include "format/trace.h"
 #include "runtime/clock.h"
@@ -34,10 +35,10 @@
 #define SEG_SIMPLE 0x8000u
 /* A buffer holds BUF_WORDS words of records (plus the ABI's slack); NBUFS per thread. */
 #define BUF_WORDS 32768
-#define NBUFS 8
+#define NBUFS     8
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
-#define CHUNK_NS 1000000000ull
+#define CHUNK_NS      1000000000ull
 /* How often the writer notes where each thread is in its buffer (time points, see sample()). */
 #define SAMPLE_NS 200000
 /* How long exit and fatal signals wait for the writer to put everything on disk. */
@@ -84,7 +85,7 @@ struct tthread {
     struct tthread *next; /* every thread ever set up */
     uint32_t index, tid;
     struct tbuf *volatile cur;
-    struct tbuf *free; /* pushed by the writer, popped by the thread */
+    struct tbuf *free;       /* pushed by the writer, popped by the thread */
     volatile uint32_t freed; /* futex word: buffers the writer gave back */
     volatile int waiting;    /* the thread sleeps on freed */
     struct tbuf bufs[NBUFS];
@@ -108,7 +109,7 @@ struct tthread {
         uint64_t h;
         const uint32_t *d;
         uint32_t gen, n;
-    } *hc; /* [NHCACHE], allocated with the thread */
+    } * hc; /* [NHCACHE], allocated with the thread */
     /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
     uint64_t fast_h;
     const uint32_t *fast_d;
@@ -129,9 +130,9 @@ struct sync {
 
 /* Writer-side view of a module's segment descriptors: global ids and word counts. */
 struct segmap {
-    uintptr_t lo, hi;   /* address range of the module's segs */
-    uint32_t *prep;     /* per descriptor: n | words << 16, then gid | words << 30 per site */
-    uint8_t *starts;    /* bit per 8-byte slot: a descriptor starts here */
+    uintptr_t lo, hi; /* address range of the module's segs */
+    uint32_t *prep;   /* per descriptor: n | words << 16, then gid | words << 30 per site */
+    uint8_t *starts;  /* bit per 8-byte slot: a descriptor starts here */
 };
 
 static struct {
@@ -226,8 +227,8 @@ static void push_job(struct tjob *j)
 
     do
         j->next = head;
-    while (!__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    while (
+        !__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     __atomic_add_fetch(&tr.wake, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&tr.writer_sleeping, __ATOMIC_ACQUIRE))
         futex_wake(&tr.wake);
@@ -239,8 +240,7 @@ static void push_free(struct tthread *t, struct tbuf *b)
 
     do
         b->free_next = head;
-    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     __atomic_add_fetch(&t->freed, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
         futex_wake(&t->freed);
@@ -422,7 +422,8 @@ static void update_gate(uint32_t off)
 {
     uint32_t g = off ? 1 : 0;
 
-    if ((tr.options & ML_TF_REGIONS_ONLY) && __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
+    if ((tr.options & ML_TF_REGIONS_ONLY) &&
+        __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
         g |= 2;
     __atomic_store_n(&__memlens_trace_gate, g, __ATOMIC_RELEASE);
 }
@@ -488,8 +489,8 @@ static struct tthread *thread_setup(void)
         free(t);
         return NULL;
     }
-    mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-               0);
+    mem =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
         free(t->hc);
         free(t);
@@ -569,8 +570,8 @@ static void load_zstd(void)
         return;
     }
     create = (void *(*)(void))dlsym(h, "ZSTD_createCCtx");
-    tr.z_compress = (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(
-        h, "ZSTD_compressCCtx");
+    tr.z_compress =
+        (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(h, "ZSTD_compressCCtx");
     tr.z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
     tr.z_iserror = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
     if (create && tr.z_compress && tr.z_bound && tr.z_iserror)
@@ -681,8 +682,10 @@ static void write_meta(void)
     static const struct {
         uint32_t flag;
         const char *name;
-    } names[] = {{ML_TF_START_OFF, "start=off"},   {ML_TF_REGIONS_ONLY, "regions-only"},
-                 {ML_TF_MARKERS_ONLY, "markers-only"}, {ML_TF_COLLAPSE, "collapse"},
+    } names[] = {{ML_TF_START_OFF, "start=off"},
+                 {ML_TF_REGIONS_ONLY, "regions-only"},
+                 {ML_TF_MARKERS_ONLY, "markers-only"},
+                 {ML_TF_COLLAPSE, "collapse"},
                  {ML_TF_DROP, "drop"}};
 
     opts[0] = 0;
@@ -696,10 +699,9 @@ static void write_meta(void)
         un.nodename[0] = 0;
     if (ml_tbuf_meta(&b, "program", ml_rt_id.exe) ||
         ml_tbuf_meta(&b, "cmdline", ml_rt_id.cmdline) ||
-        ml_tbuf_meta(&b, "hostname", un.nodename) ||
-        ml_tbuf_meta(&b, "memlens", ML_VERSION) || ml_tbuf_meta(&b, "options", opts) ||
-        ml_tbuf_meta(&b, "faults", tr.faults_why) || ml_tbuf_meta(&b, "pfn", tr.pfn_why) ||
-        ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
+        ml_tbuf_meta(&b, "hostname", un.nodename) || ml_tbuf_meta(&b, "memlens", ML_VERSION) ||
+        ml_tbuf_meta(&b, "options", opts) || ml_tbuf_meta(&b, "faults", tr.faults_why) ||
+        ml_tbuf_meta(&b, "pfn", tr.pfn_why) || ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
         free(b.p);
         return;
     }
@@ -778,8 +780,8 @@ static void add_module(struct ml_ev_module *m)
     for (uint32_t i = 0; i < m->nmarkers; i++)
         if (ml_tbuf_marker(&b, &m->markers[i]))
             goto out;
-    h = (struct ml_chunk_header){.type = ML_CK_MARKERS, .seq = m->marker_base,
-                                 .count = m->nmarkers};
+    h = (struct ml_chunk_header){
+        .type = ML_CK_MARKERS, .seq = m->marker_base, .count = m->nmarkers};
     if (m->nmarkers)
         write_chunk(&h, b.p, b.len);
     if (!m->nsegwords || !m->segs)
@@ -870,9 +872,13 @@ static void chunk_end(struct tthread *t, uint64_t t_last)
         return;
     if (t_last < t->enc.t_cur)
         t_last = t->enc.t_cur;
-    h = (struct ml_chunk_header){.type = ML_CK_DATA, .thread = t->index, .seq = t->seq++,
-                                 .count = t->enc.count, .t_first = t->enc.t_first,
-                                 .t_last = t_last, .tid = t->tid};
+    h = (struct ml_chunk_header){.type = ML_CK_DATA,
+                                 .thread = t->index,
+                                 .seq = t->seq++,
+                                 .count = t->enc.count,
+                                 .t_first = t->enc.t_first,
+                                 .t_last = t_last,
+                                 .tid = t->tid};
     tr.records += t->enc.count;
     write_chunk(&h, t->enc.out, t->enc.len);
 }
@@ -997,8 +1003,8 @@ static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
         return b->words;
     if (f >= b->t_end)
         return b->words + b->used + 1;
-    return b->words + (uint64_t)((double)b->used * (double)(f - b->t_start) /
-                                 (double)(b->t_end - b->t_start));
+    return b->words +
+           (uint64_t)((double)b->used * (double)(f - b->t_start) / (double)(b->t_end - b->t_start));
 }
 
 /*
@@ -1569,8 +1575,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     if (self && !tr.finishing && !tr.disabled)
-        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0,
-                    (uint64_t)sig, ML_EV_NOID);
+        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0, (uint64_t)sig,
+                    ML_EV_NOID);
     finish(ML_END_SIGNAL, (uint32_t)sig);
     signal(sig, SIG_DFL);
     raise(sig);

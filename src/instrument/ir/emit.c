@@ -111,7 +111,8 @@ void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned 
     LLVMValueRef elems[n + 1];
     for (unsigned i = 0; i < n; i++)
         elems[i] = LLVMGetOperand(init, i);
-    LLVMValueRef vals[3] = {i32c(ir, priority), LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
+    LLVMValueRef vals[3] = {i32c(ir, priority),
+                            LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
                             LLVMConstNull(LLVMStructGetTypeAtIndex(ety, 2))};
     elems[n] = LLVMConstNamedStruct(ety, vals, 3);
     if (old)
@@ -230,8 +231,8 @@ int ml_emit_module(struct ml_ir *ir)
             ml_emit_array_ptr(ir, g_ids, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module",
-                              0);
+        desc =
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module", 0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);

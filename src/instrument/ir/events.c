@@ -214,7 +214,8 @@ static const struct ml_ev_wrap *wrap_of(LLVMValueRef fn)
             unsigned np = LLVMCountParams(fn);
             int va = LLVMIsFunctionVarArg(LLVMGlobalGetValueType(fn));
             /* Only the libc function itself: same parameters (or fewer before ...). */
-            if (wraps[i].variadic ? (va && np <= wraps[i].nparams) : (!va && np == wraps[i].nparams))
+            if (wraps[i].variadic ? (va && np <= wraps[i].nparams)
+                                  : (!va && np == wraps[i].nparams))
                 return &wraps[i];
             return NULL;
         }
@@ -347,8 +348,9 @@ static int push_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, uint32
     site = add_site(ev, kind, len_op >= 0 ? 0 : size, marker, fn, at, NULL);
     if (site < 0 || grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
         return -ENOMEM;
-    l->v[l->n++] = (struct ml_ev_point){kind,   (uint32_t)site, at, addr_op, len_op,
-                                        ev->o.fields & ML_EVF_VALUE ? value_op : -1, size};
+    l->v[l->n++] = (struct ml_ev_point){
+        kind, (uint32_t)site, at, addr_op, len_op, ev->o.fields & ML_EVF_VALUE ? value_op : -1,
+        size};
     return 0;
 }
 

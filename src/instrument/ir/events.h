@@ -53,7 +53,7 @@ struct ml_ev_call {
 };
 
 struct ml_ev_opts {
-    uint64_t kinds; /* bit k: the sinks want events of kind k */
+    uint64_t kinds;  /* bit k: the sinks want events of kind k */
     unsigned fields; /* ML_EVF_* */
     int functions;   /* function entry and exit markers */
     int loops;       /* loop entry and exit markers */

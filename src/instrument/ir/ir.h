@@ -15,8 +15,8 @@
 struct ml_unit {
     uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
-    uint32_t regset; /* word offset into ml_ir.words */
-    uint32_t flags;  /* ML_RT_UNIT_* */
+    uint32_t regset;  /* word offset into ml_ir.words */
+    uint32_t flags;   /* ML_RT_UNIT_* */
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
@@ -87,7 +87,7 @@ struct ml_ir {
     size_t nclones, capclones;
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
-    uint32_t noregion; /* all-blocks mode: the empty region set; else ML_NOSET */
+    uint32_t noregion;          /* all-blocks mode: the empty region set; else ML_NOSET */
     struct ml_version *versions;
     size_t nversions, capversions;
 };

@@ -1,4 +1,5 @@
-/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning. */
+/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning.
+ */
 #include "format/trace-abi.h"
 #include "instrument/ir/events.h"
 
@@ -69,10 +70,9 @@ static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty
 
     if (!f) {
         f = LLVMAddFunction(s->ir->m, name, ty);
-        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(s->ir->ctx,
-                                                        LLVMGetEnumAttributeKindForName("nounwind", 8),
-                                                        0));
+        LLVMAddAttributeAtIndex(
+            f, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(s->ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
     }
     return f;
 }
@@ -80,7 +80,8 @@ static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty
 static void setup(struct tsink *s)
 {
     struct ml_ir *ir = s->ir;
-    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32}, p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
+    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32},
+                p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
     LLVMTypeRef i64t = ir->t_i64;
     LLVMMetadataRef w[3];
 
@@ -114,8 +115,8 @@ static LLVMValueRef rebuild_call(struct tsink *s, LLVMValueRef old, LLVMTypeRef 
     LLVMPositionBuilderBefore(b, old);
     LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(old));
     if (LLVMIsAInvokeInst(old))
-        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old),
-                             LLVMGetUnwindDest(old), "");
+        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old), LLVMGetUnwindDest(old),
+                             "");
     else
         c = LLVMBuildCall2(b, fty, f, args, nargs, "");
     LLVMSetCurrentDebugLocation2(b, NULL);
@@ -316,10 +317,9 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
         LLVMBuildStore(b, LLVMBuildPtrToInt(b, ml_ev_operand(&p[k], p[k].addr_op), ir->t_i64, ""),
                        word_ptr(s, ph, slot));
         if (w == 2)
-            LLVMBuildStore(b,
-                           LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64,
-                                                  ""),
-                           word_ptr(s, ph, slot + 1));
+            LLVMBuildStore(
+                b, LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64, ""),
+                word_ptr(s, ph, slot + 1));
         slot += w;
     }
     /* Committed last: a snapshot of the buffer (at exit, from a signal) holds whole segments. */
@@ -565,14 +565,14 @@ static int emit_module(struct tsink *s)
     for (uint32_t i = 0; i < s->nsegs; i++)
         words[i] = LLVMConstInt(ir->t_i32, s->segs[i], 0);
     if (ev->nsites)
-        g_sites = ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites),
-                                 "__memlens_tsites", 1);
+        g_sites =
+            ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites), "__memlens_tsites", 1);
     if (ev->nmarkers)
         g_marks = ml_emit_global(ir, LLVMConstArray(mark_t, marks, ev->nmarkers),
                                  "__memlens_tmarkers", 1);
     if (s->nsegs) {
-        g_segs = ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs",
-                                1);
+        g_segs =
+            ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs", 1);
         LLVMSetAlignment(g_segs, 8);
     }
     segs_ptr = ml_emit_array_ptr(ir, g_segs, ir->t_i32);
@@ -603,8 +603,8 @@ static int emit_module(struct tsink *s)
             LLVMConstInt(ir->t_i32, 0, 0),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule",
-                              0);
+        desc =
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule", 0);
     }
     LLVMReplaceAllUsesWith(s->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(s->desc_ph);
@@ -612,8 +612,8 @@ static int emit_module(struct tsink *s)
        unregistered before dlclose unmaps the tables. */
     for (int k = 0; k < 2; k++) {
         LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
-        LLVMValueRef reg = runtime_fn(s, k ? "__memlens_trace_unregister" : ML_TB_SYM_REGISTER,
-                                      reg_t);
+        LLVMValueRef reg =
+            runtime_fn(s, k ? "__memlens_trace_unregister" : ML_TB_SYM_REGISTER, reg_t);
         LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
         ctor = LLVMAddFunction(ir->m, k ? "__memlens_trace_dtor" : "__memlens_trace_ctor",
                                LLVMFunctionType(ir->t_void, NULL, 0, 0));
