@@ -226,6 +226,19 @@ static int add_row(struct tsum *ts, uint32_t thread, uint32_t tid, const char *k
     return 0;
 }
 
+static void free_threads(struct summary *s)
+{
+    for (uint32_t i = 0; i < s->nthr; i++) {
+        free(s->thr[i].by_marker);
+        free(s->thr[i].entered);
+        free(s->thr[i].depth);
+        free(s->thr[i].open);
+    }
+    free(s->thr);
+    s->thr = NULL;
+    s->nthr = 0;
+}
+
 /* Closes the trace being read: its rows, then its per-thread state is freed. */
 static int finish_trace(struct summary *s)
 {
@@ -254,15 +267,7 @@ static int finish_trace(struct summary *s)
     }
     if (!rc)
         rc = add_row(ts, UINT32_MAX, 0, "", "all", &total);
-    for (uint32_t i = 0; i < s->nthr; i++) {
-        free(s->thr[i].by_marker);
-        free(s->thr[i].entered);
-        free(s->thr[i].depth);
-        free(s->thr[i].open);
-    }
-    free(s->thr);
-    s->thr = NULL;
-    s->nthr = 0;
+    free_threads(s);
     if (s->have_time)
         ts->seconds = (ml_trace_ns(s->t, s->t_last) - ml_trace_ns(s->t, s->t_first)) / 1e9;
     ts->wait_ms = (ml_trace_ns(s->t, ts->wait_ticks) - ml_trace_ns(s->t, 0)) / 1e6;
@@ -457,13 +462,7 @@ static void sum_free(void *st)
 
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->nthr; i++) {
-        free(s->thr[i].by_marker);
-        free(s->thr[i].entered);
-        free(s->thr[i].depth);
-        free(s->thr[i].open);
-    }
-    free(s->thr);
+    free_threads(s);
     for (size_t i = 0; i < s->ntraces; i++) {
         for (size_t k = 0; k < s->traces[i].nrows; k++)
             free(s->traces[i].rows[k].marker);

@@ -194,19 +194,6 @@ static void say(const char *a, const char *b, const char *c)
         return;
 }
 
-static uint32_t gettid_u32(void)
-{
-    return (uint32_t)syscall(SYS_gettid);
-}
-
-static uint64_t real_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void futex_wake(volatile uint32_t *w)
 {
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -506,7 +493,7 @@ static struct tthread *thread_setup(void)
             push_free(t, &t->bufs[i]);
     }
     t->cur = &t->bufs[0];
-    t->tid = gettid_u32();
+    t->tid = ml_rt_gettid();
     t->ptr_slot = &__memlens_tb_ptr;
     t->t_last = ml_rt_ticks();
     t->pf = ml_tr_pf_open();
@@ -559,12 +546,22 @@ static size_t zstd_compress(void *ctx, void *dst, size_t cap, const void *src, s
     return tr.z_iserror(r) ? 0 : r;
 }
 
-/* libzstd is loaded at run time, so traced programs do not link it; without it chunks are raw. */
+/*
+ * libzstd is loaded at run time, so traced programs do not link it; without it chunks are
+ * raw. dlopen is referenced weakly: a static program does not get the C library's static
+ * dlopen (and the linker's warning about it) for this.
+ */
+#pragma weak dlopen
+
 static void load_zstd(void)
 {
-    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen ? dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
     void *(*create)(void);
 
+    if (!dlopen) {
+        strcpy(tr.zstd_why, "none: a static program loads no libzstd (chunks stored uncompressed)");
+        return;
+    }
     if (!h) {
         strcpy(tr.zstd_why, "none: libzstd.so.1 not found (chunks stored uncompressed)");
         return;
@@ -1439,7 +1436,7 @@ static void *writer_main(void *arg)
     /* Signals are the program's business, never the writer's. */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    tr.writer_tid = (pid_t)gettid_u32();
+    tr.writer_tid = (pid_t)ml_rt_gettid();
     load_zstd();
     open_file();
     for (;;) {
@@ -1478,7 +1475,7 @@ static void *writer_main(void *arg)
 /* Starts the writer thread once per process (again in a fork child). */
 static void writer_ensure(void)
 {
-    static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    ml_pthread_create_fn create;
     pthread_attr_t attr;
 
     if (__atomic_load_n(&tr.writer_started, __ATOMIC_ACQUIRE))
@@ -1486,12 +1483,10 @@ static void writer_ensure(void)
     pthread_mutex_lock(&tr.lock);
     if (!tr.writer_started) {
         /* The C library's, not memlens' own wrapper: the writer is not a traced thread. */
-        if (!real_create)
-            real_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                                   void *))dlsym(RTLD_NEXT, "pthread_create");
+        create = ml_rt_real_pthread_create();
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (!real_create || real_create(&tr.writer, &attr, writer_main, NULL)) {
+        if (!create || create(&tr.writer, &attr, writer_main, NULL)) {
             say("cannot start the trace writer thread", "", ": tracing is off");
             tr.disabled = 1;
         }
@@ -1523,7 +1518,7 @@ static void finish(uint32_t reason, uint32_t sig)
     if (!tr.init || tr.disabled || !tr.writer_started ||
         __atomic_exchange_n(&tr.finishing, 1, __ATOMIC_ACQ_REL))
         return;
-    if ((pid_t)gettid_u32() == tr.writer_tid)
+    if ((pid_t)ml_rt_gettid() == tr.writer_tid)
         return; /* the writer itself is dying: nothing can be saved */
     for (struct tthread *t = tr.threads; t; t = t->next) {
         uint64_t *used;
@@ -1614,7 +1609,7 @@ static void after_fork_child(void)
     tr.pid = (uint32_t)getpid();
     tr.tick0 = ml_rt_ticks();
     tr.mono0 = ml_rt_mono_ns();
-    tr.real0 = real_ns();
+    tr.real0 = ml_rt_real_ns();
     ml_rt_files_fork();
     ml_tr_pf_clock(tr.tick0, tr.mono0);
     tr.queue = NULL;
@@ -1683,7 +1678,7 @@ void ml_tr_init(void)
     if (!tr.init) {
         tr.tick0 = ml_rt_ticks();
         tr.mono0 = ml_rt_mono_ns();
-        tr.real0 = real_ns();
+        tr.real0 = ml_rt_real_ns();
         tr.pid = (uint32_t)getpid();
         ml_rt_files_start();
         ml_tr_pf_clock(tr.tick0, tr.mono0);

@@ -92,6 +92,9 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
 /* Whether inst may run other code (a call that is not an intrinsic): sinks batch between these. */
 int ml_ev_is_barrier(LLVMValueRef inst);
 
+/* Grows *p (elements of elem bytes) to hold need; 0 or -ENOMEM. */
+int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+
 /* Payload words of a point in the trace buffer (format/trace-abi.h). */
 unsigned ml_ev_point_words(const struct ml_ev_point *p);
 

@@ -143,6 +143,8 @@ int ml_version_prepare(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *plain);
 int ml_version_merge(struct ml_ir *ir, const struct ml_version *v);
 /* Can fn be versioned (cloneable, not too large for the SSA repair)? */
 int ml_version_supported(LLVMValueRef fn);
+/* Moves instruction in to the builder's position, keeping its name. */
+void ml_move_to_builder(struct ml_ir *ir, LLVMValueRef in);
 /*
  * Moves everything after `at` into a new block placed after at's block and
  * returns it; at's block is left without a terminator. Successors' phis are
@@ -183,5 +185,11 @@ LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef ele
  * rebuilding the appending array (LLVM-C cannot extend it in place).
  */
 void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority);
+/*
+ * A constructor <prefix>_ctor calling reg(desc) and a destructor <prefix>_dtor
+ * calling unreg(desc), at the given priority.
+ */
+void ml_emit_register(struct ml_ir *ir, LLVMValueRef desc, const char *reg, const char *unreg,
+                      const char *prefix, unsigned priority);
 
 #endif

@@ -33,23 +33,6 @@ struct tsink {
     LLVMValueRef prof_unlikely;
 };
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    uint32_t c = *cap ? *cap : 256;
-    void *q;
-
-    if (need <= *cap)
-        return 0;
-    while (c < need)
-        c *= 2;
-    q = realloc(*p, (size_t)c * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static LLVMValueRef extern_global(struct tsink *s, LLVMTypeRef t, const char *name, int tls)
 {
     LLVMValueRef g = LLVMGetNamedGlobal(s->ir->m, name);
@@ -220,7 +203,7 @@ static int add_descriptor(struct tsink *s, const struct ml_ev_point *p, uint32_t
 {
     uint32_t words = (1 + n + 1) & ~1u;
 
-    if (grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
+    if (ml_ev_grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
         return -ENOMEM;
     *off = s->nsegs;
     s->segs[s->nsegs] = n;
@@ -372,21 +355,14 @@ static int static_alloca(LLVMValueRef in)
     return LLVMIsAAllocaInst(in) && LLVMIsAConstant(LLVMGetOperand(in, 0));
 }
 
-static void hoist_allocas(LLVMBasicBlockRef from, LLVMBasicBlockRef to, LLVMBuilderRef b)
+static void hoist_allocas(struct ml_ir *ir, LLVMBasicBlockRef from, LLVMBasicBlockRef to)
 {
     for (LLVMValueRef in = LLVMGetFirstInstruction(from), next; in; in = next) {
         next = LLVMGetNextInstruction(in);
         if (!static_alloca(in))
             continue;
-        size_t len;
-        const char *nm = LLVMGetValueName2(in, &len);
-        char buf[len + 1];
-        memcpy(buf, nm, len);
-        buf[len] = 0;
-        LLVMInstructionRemoveFromParent(in);
-        LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(to));
-        LLVMInsertIntoBuilder(b, in);
-        LLVMSetValueName2(in, buf, len);
+        LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(to));
+        ml_move_to_builder(ir, in);
     }
 }
 
@@ -412,8 +388,8 @@ static void merge(struct tsink *s, LLVMValueRef fn, LLVMValueRef plain)
     on = LLVMBuildICmp(ir->b, LLVMIntEQ, g, LLVMConstInt(ir->t_i32, 0, 0), "");
     br = LLVMBuildCondBr(ir->b, on, tentry, pentry);
     (void)br;
-    hoist_allocas(tentry, gate, ir->b);
-    hoist_allocas(pentry, gate, ir->b);
+    hoist_allocas(ir, tentry, gate);
+    hoist_allocas(ir, pentry, gate);
     LLVMDeleteFunction(plain);
 }
 
@@ -534,7 +510,7 @@ static int emit_module(struct tsink *s)
     LLVMValueRef *sites = calloc(ev->nsites + 1, sizeof(*sites));
     LLVMValueRef *marks = calloc(ev->nmarkers + 1, sizeof(*marks));
     LLVMValueRef *words = calloc(s->nsegs + 1, sizeof(*words));
-    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, ctor, segs_ptr;
+    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, segs_ptr;
     const char *modname;
     size_t len;
     int rc = -ENOMEM;
@@ -610,19 +586,8 @@ static int emit_module(struct tsink *s)
     LLVMDeleteGlobal(s->desc_ph);
     /* Registered before the program's own constructors, which may run traced code;
        unregistered before dlclose unmaps the tables. */
-    for (int k = 0; k < 2; k++) {
-        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
-        LLVMValueRef reg =
-            runtime_fn(s, k ? "__memlens_trace_unregister" : ML_TB_SYM_REGISTER, reg_t);
-        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
-        ctor = LLVMAddFunction(ir->m, k ? "__memlens_trace_dtor" : "__memlens_trace_ctor",
-                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
-        LLVMSetLinkage(ctor, LLVMInternalLinkage);
-        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
-        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
-        LLVMBuildRetVoid(ir->b);
-        ml_emit_xtor(ir, ctor, k ? "llvm.global_dtors" : "llvm.global_ctors", 101);
-    }
+    ml_emit_register(ir, desc, ML_TB_SYM_REGISTER, "__memlens_trace_unregister", "__memlens_trace",
+                     101);
     rc = 0;
 out:
     if (rc)

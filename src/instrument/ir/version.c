@@ -136,6 +136,19 @@ LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasi
     return nb;
 }
 
+void ml_move_to_builder(struct ml_ir *ir, LLVMValueRef in)
+{
+    size_t len;
+    const char *nm = LLVMGetValueName2(in, &len);
+    char buf[len + 1];
+
+    memcpy(buf, nm, len);
+    buf[len] = 0;
+    LLVMInstructionRemoveFromParent(in);
+    LLVMInsertIntoBuilder(ir->b, in); /* the builder clears the name: put it back */
+    LLVMSetValueName2(in, buf, len);
+}
+
 LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at)
 {
     LLVMBasicBlockRef head = LLVMGetInstructionParent(at), next = LLVMGetNextBasicBlock(head), cont;
@@ -149,14 +162,7 @@ LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at)
     LLVMSetCurrentDebugLocation2(ir->b, NULL);
     while (in) {
         LLVMValueRef n = LLVMGetNextInstruction(in);
-        size_t len;
-        const char *nm = LLVMGetValueName2(in, &len);
-        char buf[len + 1];
-        memcpy(buf, nm, len);
-        buf[len] = 0;
-        LLVMInstructionRemoveFromParent(in);
-        LLVMInsertIntoBuilder(ir->b, in); /* the builder clears the name: put it back */
-        LLVMSetValueName2(in, buf, len);
+        ml_move_to_builder(ir, in);
         in = n;
     }
     term = LLVMGetBasicBlockTerminator(cont);
