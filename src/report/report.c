@@ -167,6 +167,9 @@ static void derive(struct ml_report *r)
         }
         tot->cal_ticks = -1;
         derive_row(tot, scale, cal, 0);
+        /* Merged: the runs' calibrated totals add up, as their times do. */
+        if (r->prof->merged_cal)
+            best = r->prof->merged_cal[reg];
         tot->cal_ticks = best;
         for (uint64_t t = 0; t < r->nthreads; t++) {
             struct ml_rstats *c = &r->cells[reg * r->nthreads + t];
@@ -251,6 +254,9 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
                     tot->ticks = c->ticks;
             }
         }
+        /* Merged: each run took its longest thread's time, and the runs' times add up. */
+        if (p->merged_ticks)
+            tot->ticks = p->merged_ticks[reg];
         for (uint64_t t = 0; t < nt; t++) {
             struct ml_rstats *c = &r->cells[reg * nt + t];
             c->counters = tot->counters;

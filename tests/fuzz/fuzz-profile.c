@@ -30,25 +30,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ml_profile_free(p);
         return 0;
     }
-    ml_report_table(sink, &r, 1, &all);
-    ml_report_csv(sink, &r, 1, &all);
-    ml_report_blocks_csv(sink, &r, 1, &all);
-    ml_report_json(sink, &r, 1, &all);
+    ml_report_render(sink, &ml_render_table, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_csv, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_blocks, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_json, &r, NULL, 1, &all);
     all.top = 3;
-    ml_report_top_table(sink, &r, 1, &all);
-    ml_report_top_csv(sink, &r, 1, &all);
-    ml_report_top_json(sink, &r, 1, &all);
+    ml_report_render(sink, &ml_render_top, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_top_csv, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_top_json, &r, NULL, 1, &all);
     if (ml_timeline_build(r, &t) == 0) {
-        ml_report_timeline_table(sink, &r, &t, 1, &all);
-        ml_report_timeline_csv(sink, &r, &t, 1, &all);
-        ml_report_html(sink, &r, &t, 1, &all);
+        ml_report_render(sink, &ml_render_timeline, &r, &t, 1, &all);
+        ml_report_render(sink, &ml_render_timeline_csv, &r, &t, 1, &all);
+        ml_report_render(sink, &ml_render_html, &r, &t, 1, &all);
         ml_timeline_free(t);
     }
     if (p->nregions) {
         names[0] = ml_profile_str(p, p->regions[0]);
-        ml_report_table(sink, &r, 1, &one);
-        ml_report_csv(sink, &r, 1, &one);
-        ml_report_json(sink, &r, 1, &one);
+        ml_report_render(sink, &ml_render_table, &r, NULL, 1, &one);
+        ml_report_render(sink, &ml_render_csv, &r, NULL, 1, &one);
+        ml_report_render(sink, &ml_render_json, &r, NULL, 1, &one);
     }
     ml_report_free(r);
     ml_profile_free(p);
