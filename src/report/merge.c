@@ -44,7 +44,7 @@ struct buf {
 
 static void put(struct buf *b, const void *p, size_t n)
 {
-    if (b->err)
+    if (b->err || !n)
         return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
