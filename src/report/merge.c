@@ -2,6 +2,7 @@
 #include "report/merge.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ struct group {
     uint64_t ncalib;
     struct ml_prof_calib calib; /* their mean */
     int no_clock;               /* some profile has no clock rate */
+    char *name;                 /* the program, told apart from other builds of it */
 };
 
 struct ml_merge {
@@ -145,6 +147,7 @@ static void group_free(struct group *g)
     free(g->cal);
     free(g->meta);
     free(g->key);
+    free(g->name);
     ml_profile_free(g->tmpl);
 }
 
@@ -358,12 +361,30 @@ out:
     return rc;
 }
 
+/* The program's path; "path [tables <fingerprint>]" when another group has the same path. */
+static const char *group_name(struct ml_merge *m, struct group *g)
+{
+    const char *prog = ml_profile_meta(g->tmpl, "program");
+    int twin = 0;
+
+    if (!prog || !*prog)
+        prog = "(unknown program)";
+    for (size_t k = 0; k < m->n && !twin; k++) {
+        const char *other = ml_profile_meta(m->g[k].tmpl, "program");
+        twin = &m->g[k] != g && other && !strcmp(other, prog);
+    }
+    free(g->name);
+    g->name = NULL;
+    if (twin && asprintf(&g->name, "%s [tables %016llx]", prog, (unsigned long long)g->hash) < 0)
+        g->name = NULL;
+    return g->name ? g->name : twin ? NULL : prog;
+}
+
 const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const char **name)
 {
     struct group *g = &m->g[i];
     struct ml_profile *q = &g->prof;
     struct ml_profile_thread *th = realloc(q->threads, (g->nmt + 1) * sizeof(*th));
-    const char *prog = ml_profile_meta(g->tmpl, "program");
 
     if (!th)
         return NULL;
@@ -382,6 +403,6 @@ const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const ch
         g->calib.timer_mticks = (uint64_t)(g->timer_ns / (double)g->ncalib + 0.5);
         q->calib = &g->calib;
     }
-    *name = prog && *prog ? prog : "(unknown program)";
-    return q;
+    *name = group_name(m, g);
+    return *name ? q : NULL;
 }

@@ -37,8 +37,9 @@ int ml_merge_add(struct ml_merge *m, struct ml_profile *p, const struct ml_repor
 size_t ml_merge_count(const struct ml_merge *m);
 /*
  * The merged profile of group i (in order of first appearance), valid until
- * the next ml_merge_add or ml_merge_free; *name gets the program's path.
- * NULL on -ENOMEM.
+ * the next ml_merge_add or ml_merge_free; *name gets the program's path,
+ * followed by " [tables <fingerprint>]" when another group has the same path
+ * (another build of it). NULL on -ENOMEM.
  */
 const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const char **name);
 void ml_merge_free(struct ml_merge *m);
