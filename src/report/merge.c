@@ -32,16 +32,17 @@ struct group {
     char *name;                 /* the program, told apart from other builds of it */
 };
 
-struct ml_merge {
-    struct group *g;
-    size_t n, cap;
-};
-
 /* A growing byte buffer for canonical keys; err is set once an allocation failed. */
 struct buf {
     unsigned char *b;
     size_t len, cap;
     int err;
+};
+
+struct ml_merge {
+    struct group *g;
+    size_t n, cap;
+    struct buf key; /* the key of the profile being added, reused from one to the next */
 };
 
 static void put(struct buf *b, const void *p, size_t n)
@@ -119,12 +120,20 @@ static int key_of(const struct ml_profile *p, struct buf *b)
     return b->err ? -ENOMEM : 0;
 }
 
-/* FNV-1a, 64 bits: quick to compare keys, and a short name for a group's tables. */
+/*
+ * FNV-1a over 64-bit words (then the tail bytes): a quick filter before the
+ * keys are compared whole, and a short name for a group's tables.
+ */
 static uint64_t fnv1a(const unsigned char *s, size_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = 0xcbf29ce484222325ull, w;
+    size_t i = 0;
 
-    for (size_t i = 0; i < n; i++)
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; i < n; i++)
         h = (h ^ s[i]) * 0x100000001b3ull;
     return h;
 }
@@ -158,6 +167,7 @@ void ml_merge_free(struct ml_merge *m)
     for (size_t i = 0; i < m->n; i++)
         group_free(&m->g[i]);
     free(m->g);
+    free(m->key.b);
     free(m);
 }
 
@@ -166,8 +176,8 @@ size_t ml_merge_count(const struct ml_merge *m)
     return m->n;
 }
 
-/* A new group whose tables are those of p (which it keeps). */
-static struct group *group_new(struct ml_merge *m, struct ml_profile *p, struct buf *key,
+/* A new group whose tables are those of p (which it keeps), with a copy of key. */
+static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const struct buf *key,
                                uint64_t hash)
 {
     struct group *g;
@@ -186,17 +196,19 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, struct 
     g->ticks = calloc(p->nregions + 1, sizeof(*g->ticks));
     g->cal = calloc(p->nregions + 1, sizeof(*g->cal));
     g->meta = calloc(2 * p->nmeta + 1, sizeof(*g->meta));
-    if (!g->ticks || !g->cal || !g->meta) {
+    g->key = malloc(key->len + 1);
+    if (!g->ticks || !g->cal || !g->meta || !g->key) {
         free(g->ticks);
         free(g->cal);
         free(g->meta);
+        free(g->key);
         return NULL;
     }
     m->n++;
-    memcpy(g->meta, p->meta, 2 * p->nmeta * sizeof(*g->meta));
-    g->key = key->b;
+    if (p->nmeta)
+        memcpy(g->meta, p->meta, 2 * p->nmeta * sizeof(*g->meta));
+    memcpy(g->key, key->b, key->len);
     g->keylen = key->len;
-    key->b = NULL;
     g->hash = hash;
     g->tmpl = p;
     q = &g->prof;
@@ -282,6 +294,14 @@ static void keep_common_meta(struct group *g, const struct ml_profile *p)
     g->prof.nmeta = n;
 }
 
+/* Ticks times ns per tick, rounded; saturates (a corrupt count must not be undefined). */
+static uint64_t to_ns(uint64_t ticks, double ns)
+{
+    double x = (double)ticks * ns + 0.5;
+
+    return x >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)x;
+}
+
 /* Adds p's figures to g; ticks become nanoseconds through p's own clock rate. */
 static int fold(struct group *g, const struct ml_profile *p, const struct ml_report *r)
 {
@@ -300,7 +320,7 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
         for (uint64_t reg = 0; reg < q->nregions; reg++) {
             mt->rstats[reg].entries += pt->rstats[reg].entries;
             mt->rstats[reg].measured += pt->rstats[reg].measured;
-            mt->rstats[reg].ticks += (uint64_t)((double)pt->rstats[reg].ticks * ns + 0.5);
+            mt->rstats[reg].ticks += to_ns(pt->rstats[reg].ticks, ns);
         }
         for (uint64_t e = 0; pt->events && e < q->nregions * q->nevents; e++)
             mt->events[e] += pt->events[e];
@@ -309,7 +329,7 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
         const struct ml_rstats *tot = &r->totals[reg];
         if (!tot->timed)
             continue;
-        g->ticks[reg] += (uint64_t)((double)tot->ticks * ns + 0.5);
+        g->ticks[reg] += to_ns(tot->ticks, ns);
         if (tot->cal_ticks < 0)
             g->cal[reg] = -1;
         else if (g->cal[reg] >= 0)
@@ -333,20 +353,23 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
 
 int ml_merge_add(struct ml_merge *m, struct ml_profile *p, const struct ml_report *r)
 {
-    struct buf key = {0};
+    struct buf *key = &m->key;
     struct group *g = NULL;
     uint64_t hash;
-    int rc = key_of(p, &key);
+    int rc;
 
+    key->len = 0;
+    key->err = 0;
+    rc = key_of(p, key);
     if (rc)
         goto out;
-    hash = fnv1a(key.b, key.len);
+    hash = fnv1a(key->b, key->len);
     for (size_t i = 0; i < m->n && !g; i++)
-        if (m->g[i].hash == hash && m->g[i].keylen == key.len &&
-            !memcmp(m->g[i].key, key.b, key.len))
+        if (m->g[i].hash == hash && m->g[i].keylen == key->len &&
+            !memcmp(m->g[i].key, key->b, key->len))
             g = &m->g[i];
     if (!g) {
-        g = group_new(m, p, &key, hash);
+        g = group_new(m, p, key, hash);
         if (!g) {
             rc = -ENOMEM;
             goto out;
@@ -356,7 +379,6 @@ int ml_merge_add(struct ml_merge *m, struct ml_profile *p, const struct ml_repor
     if (g->tmpl == p)
         p = NULL; /* the group keeps its first profile */
 out:
-    free(key.b);
     ml_profile_free(p);
     return rc;
 }
@@ -399,8 +421,8 @@ const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const ch
     q->hdr.tsc_hz = g->no_clock ? 0 : 1000000000ull;
     q->calib = NULL;
     if (g->ncalib) {
-        g->calib.incr_mticks = (uint64_t)(g->incr_ns / (double)g->ncalib + 0.5);
-        g->calib.timer_mticks = (uint64_t)(g->timer_ns / (double)g->ncalib + 0.5);
+        g->calib.incr_mticks = to_ns(1, g->incr_ns / (double)g->ncalib);
+        g->calib.timer_mticks = to_ns(1, g->timer_ns / (double)g->ncalib);
         q->calib = &g->calib;
     }
     *name = group_name(m, g);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "format/profile.h"
+#include "report/merge.h"
 #include "report/report.h"
 #include "report/timeline.h"
 
@@ -49,6 +50,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ml_report_render(sink, &ml_render_table, &r, NULL, 1, &one);
         ml_report_render(sink, &ml_render_csv, &r, NULL, 1, &one);
         ml_report_render(sink, &ml_render_json, &r, NULL, 1, &one);
+    }
+    /* --merge of the profile with a second copy of itself: same tables, so one group. */
+    {
+        struct ml_merge *m = ml_merge_new();
+        struct ml_profile *q;
+        const struct ml_profile *mp;
+        struct ml_report *mr;
+        const char *name;
+        if (m && !ml_merge_add(m, p, r) && !ml_profile_parse(data, size, &q, err, sizeof(err)) &&
+            !ml_merge_add(m, q, r) && (mp = ml_merge_profile(m, 0, &name)) &&
+            !ml_report_build(mp, name, &mr)) {
+            ml_report_render(sink, &ml_render_table, &mr, NULL, 1, &all);
+            ml_report_render(sink, &ml_render_json, &mr, NULL, 1, &all);
+            ml_report_free(mr);
+        }
+        p = NULL; /* the merge owns it */
+        ml_merge_free(m);
     }
     ml_report_free(r);
     ml_profile_free(p);
