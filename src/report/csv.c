@@ -162,37 +162,49 @@ static void blocks_begin(FILE *f, const struct ml_report_opts *o)
           f);
 }
 
+/*
+ * The columns of a unit from its regions on (--blocks and --top rows):
+ * regions, module, function, file, line, executions, instructions, loads,
+ * stores, bytes_read, bytes_written, profiles.
+ */
+static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui)
+{
+    const struct ml_profile *p = r->prof;
+    const struct ml_prof_unit *u = &p->units[ui];
+    const uint64_t c = r->unit_counts[ui], *fa = u->facts;
+    char buf[4096];
+
+    csv_regions(f, r, u);
+    fputc(',', f);
+    ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+    fputc(',', f);
+    ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    fputc(',', f);
+    ml_csv_str(f, ml_profile_str(p, u->file));
+    fprintf(f, ",%u,", u->line);
+    /* A bytes unit counts bytes moved, not executions. */
+    if (u->kind != ML_UNIT_BYTES)
+        fprintf(f, "%" PRIu64, c);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, c * fa[ML_F_INSTR],
+            c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
+            c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
+            c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+    csv_profiles(f, r);
+}
+
 static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
                           const struct ml_report_opts *o)
 {
     const struct ml_profile *p = r->prof;
-    char buf[4096];
 
     (void)t, (void)i;
     for (uint64_t ui = 0; ui < p->nunits; ui++) {
         const struct ml_prof_unit *u = &p->units[ui];
-        const uint64_t c = r->unit_counts[ui];
-        const uint64_t *fa = u->facts;
         if (!ml_report_unit_shown(r, u, o))
             continue;
         csv_who(f, r);
         fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
-        csv_regions(f, r, u);
-        fputc(',', f);
-        ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
-        fputc(',', f);
-        ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
-        fputc(',', f);
-        ml_csv_str(f, ml_profile_str(p, u->file));
-        fprintf(f, ",%u,", u->line);
-        /* A bytes unit counts bytes moved, not executions. */
-        if (u->kind != ML_UNIT_BYTES)
-            fprintf(f, "%" PRIu64, c);
-        fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, c * fa[ML_F_INSTR],
-                c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
-                c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
-                c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
-        csv_profiles(f, r);
+        csv_unit(f, r, (uint32_t)ui);
     }
     return 0;
 }
@@ -227,28 +239,10 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
 static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
                          uint32_t ui)
 {
-    const struct ml_profile *p = r->prof;
-    const struct ml_prof_unit *u = &p->units[ui];
-    const uint64_t c = r->unit_counts[ui], *fa = u->facts;
-    char buf[4096];
-
     csv_who(f, r);
-    fprintf(f, "%s,%zu,%s,%u,", ranking, rank, u->kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
-    csv_regions(f, r, u);
-    fputc(',', f);
-    ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
-    fputc(',', f);
-    ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
-    fputc(',', f);
-    ml_csv_str(f, ml_profile_str(p, u->file));
-    fprintf(f, ",%u,", u->line);
-    if (u->kind != ML_UNIT_BYTES)
-        fprintf(f, "%" PRIu64, c);
-    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, c * fa[ML_F_INSTR],
-            c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
-            c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
-            c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
-    csv_profiles(f, r);
+    fprintf(f, "%s,%zu,%s,%u,", ranking, rank,
+            r->prof->units[ui].kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
+    csv_unit(f, r, ui);
 }
 
 static void top_csv_begin(FILE *f, const struct ml_report_opts *o)

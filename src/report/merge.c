@@ -138,6 +138,22 @@ static uint64_t fnv1a(const unsigned char *s, size_t n)
     return h;
 }
 
+/* Room for one more of n elements of size bytes in *p (capacity *cap, doubling): 0 or -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+    size_t c = *cap ? 2 * *cap : 8;
+    void *np;
+
+    if (n < *cap)
+        return 0;
+    np = realloc(*p, c * size);
+    if (!np)
+        return -ENOMEM;
+    *p = np;
+    *cap = c;
+    return 0;
+}
+
 struct ml_merge *ml_merge_new(void)
 {
     return calloc(1, sizeof(struct ml_merge));
@@ -183,14 +199,8 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const s
     struct group *g;
     struct ml_profile *q;
 
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 4;
-        struct group *ng = realloc(m->g, cap * sizeof(*ng));
-        if (!ng)
-            return NULL;
-        m->g = ng;
-        m->cap = cap;
-    }
+    if (grow((void **)&m->g, &m->cap, m->n, sizeof(*m->g)))
+        return NULL;
     g = &m->g[m->n];
     memset(g, 0, sizeof(*g));
     g->ticks = calloc(p->nregions + 1, sizeof(*g->ticks));
@@ -255,14 +265,8 @@ static struct mthread *thread_of(struct group *g, uint32_t idx)
         else
             hi = mid;
     }
-    if (g->nmt == g->capmt) {
-        size_t cap = g->capmt ? 2 * g->capmt : 8;
-        struct mthread *nt = realloc(g->mt, cap * sizeof(*nt));
-        if (!nt)
-            return NULL;
-        g->mt = nt;
-        g->capmt = cap;
-    }
+    if (grow((void **)&g->mt, &g->capmt, g->nmt, sizeof(*g->mt)))
+        return NULL;
     t = &g->mt[lo];
     memmove(t + 1, t, (g->nmt - lo) * sizeof(*t));
     memset(t, 0, sizeof(*t));
