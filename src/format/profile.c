@@ -377,7 +377,7 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                           size_t errlen)
 {
     unsigned char *dst = (unsigned char *)p->data + sizeof(struct ml_prof_header);
-    uint64_t off = sizeof(struct ml_prof_header);
+    uint64_t off = p->hdr.header_size;
     uint32_t seen = 0;
     int saw_end = 0, rc;
 
@@ -517,47 +517,56 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
     return check_refs(p, err, errlen);
 }
 
-/* The fixed header: magic, version and size, checked before anything else is read. */
-static int check_header(const void *buf, size_t len, char *err, size_t errlen)
+/*
+ * The fixed header: magic, version and size, checked before anything else is
+ * read. buf holds the file's first len bytes; *hsize gets the header's size
+ * for the file's version.
+ */
+static int check_header(const void *buf, size_t len, size_t *hsize, char *err, size_t errlen)
 {
     struct ml_prof_header h;
 
-    if (len < sizeof(h))
+    if (len < ML_PROF_HEADER_V2)
         return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
-    memcpy(&h, buf, sizeof(h));
+    memcpy(&h, buf, ML_PROF_HEADER_V2);
     if (memcmp(h.magic, ML_PROF_MAGIC, sizeof(h.magic)) != 0)
         return fail(err, errlen, "not a memlens profile (bad magic)");
-    if (h.version != ML_PROF_VERSION)
-        return fail(err, errlen, "profile version %u, this memlens reads version %u", h.version,
-                    ML_PROF_VERSION);
-    if (h.header_size != sizeof(h))
-        return fail(err, errlen, "header size %u, expected %zu", h.header_size, sizeof(h));
+    if (h.version < ML_PROF_VERSION_MIN || h.version > ML_PROF_VERSION)
+        return fail(err, errlen, "profile version %u, this memlens reads versions %d to %d",
+                    h.version, ML_PROF_VERSION_MIN, ML_PROF_VERSION);
+    *hsize = h.version == 2 ? ML_PROF_HEADER_V2 : sizeof(struct ml_prof_header);
+    if (h.header_size != *hsize)
+        return fail(err, errlen, "header size %u, expected %zu for version %u", h.header_size,
+                    *hsize, h.version);
+    if (len < *hsize)
+        return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
     return 0;
 }
 
 int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p;
-    size_t cap;
+    size_t cap, hsize;
     int rc;
 
     *out = NULL;
-    rc = check_header(buf, len, err, errlen);
+    rc = check_header(buf, len, &hsize, err, errlen);
     if (rc)
         return rc;
     p = calloc(1, sizeof(*p));
     if (!p)
         goto nomem;
     /* Room for every payload rounded up to 8 bytes: a section costs at least 16 bytes. */
-    cap = len + (len / sizeof(struct ml_prof_section) + 1) * 8;
+    cap = sizeof(struct ml_prof_header) + len + (len / sizeof(struct ml_prof_section) + 1) * 8;
     p->data = malloc(cap);
     if (!p->data) {
         free(p);
         goto nomem;
     }
-    memcpy(p->data, buf, sizeof(struct ml_prof_header));
     p->size = len;
-    memcpy(&p->hdr, p->data, sizeof(p->hdr));
+    /* Fields of a later version than the file's read as 0. */
+    memcpy(&p->hdr, buf, hsize);
+    memcpy(p->data, &p->hdr, sizeof(p->hdr));
     rc = parse_sections(p, buf, len, err, errlen);
     if (rc) {
         ml_profile_free(p);
@@ -595,13 +604,14 @@ static int read_full(int fd, void *buf, size_t n, char *err, size_t errlen)
  * is read, so a corrupt length costs nothing. Reads are large (the buffer
  * doubles, up to the file size), so at most about twice what the sections
  * declare is read. Returns the bytes that make up the profile in *len, or
- * fails with the reason.
+ * fails with the reason. On entry *len bytes (the header, hsize bytes, and
+ * maybe more) are in *bufp.
  */
-static int read_sections(int fd, uint64_t size, unsigned char **bufp, size_t *len, char *err,
-                         size_t errlen)
+static int read_sections(int fd, uint64_t size, size_t hsize, unsigned char **bufp, size_t *len,
+                         char *err, size_t errlen)
 {
     unsigned char *buf = *bufp;
-    uint64_t have = sizeof(struct ml_prof_header), walk = have, cap = have;
+    uint64_t have = *len, walk = hsize, cap = have;
 
     for (;;) {
         uint64_t want;
@@ -655,7 +665,7 @@ int ml_profile_read(const char *path, int flags, struct ml_profile **out, char *
 {
     struct stat st;
     unsigned char *buf = NULL;
-    size_t len = 0;
+    size_t len = 0, hsize = 0;
     int fd, rc, fl;
 
     *out = NULL;
@@ -684,7 +694,7 @@ int ml_profile_read(const char *path, int flags, struct ml_profile **out, char *
         snprintf(err, errlen, "%s", strerror(errno));
         goto out;
     }
-    /* The header first: a file that is no profile costs 64 bytes, whatever its size. */
+    /* The header first: a file that is no profile costs 80 bytes, whatever its size. */
     buf = malloc(sizeof(struct ml_prof_header));
     if (!buf) {
         rc = -ENOMEM;
@@ -695,9 +705,9 @@ int ml_profile_read(const char *path, int flags, struct ml_profile **out, char *
                                                                : sizeof(struct ml_prof_header);
     rc = read_full(fd, buf, len, err, errlen);
     if (!rc)
-        rc = check_header(buf, len, err, errlen);
+        rc = check_header(buf, len, &hsize, err, errlen);
     if (!rc)
-        rc = read_sections(fd, (uint64_t)st.st_size, &buf, &len, err, errlen);
+        rc = read_sections(fd, (uint64_t)st.st_size, hsize, &buf, &len, err, errlen);
     if (!rc)
         rc = ml_profile_parse(buf, len, out, err, errlen);
     if (!rc) {

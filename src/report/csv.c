@@ -16,11 +16,6 @@ static void csv_who(FILE *f, const struct ml_report *r)
         fprintf(f, ",%u,", r->prof->hdr.pid);
 }
 
-/* The last column: how many profiles a row sums (1 without --merge). */
-static void csv_profiles(FILE *f, const struct ml_report *r)
-{
-    fprintf(f, ",%" PRIu64 "\n", r->prof->merged ? r->prof->merged : 1);
-}
 
 /* Unknown quantities (no time, so no bandwidth) are empty fields. */
 static void csv_double(FILE *f, double x, const char *fmt)
@@ -36,6 +31,22 @@ static void csv_count(FILE *f, int known, uint64_t v)
     fputc(',', f);
     if (known)
         fprintf(f, "%" PRIu64, v);
+}
+
+/*
+ * The last columns: the MPI rank of the process (empty when it was not part of
+ * a job, and for a merged profile; not in --top rows, whose rank is the
+ * ranking's), then how many profiles the row sums (1 without --merge).
+ */
+static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
+{
+    const struct ml_profile *p = r->prof;
+
+    if (mpi_rank && (p->hdr.flags & ML_PROF_F_RANK))
+        fprintf(f, ",%u", p->hdr.rank);
+    else if (mpi_rank)
+        fputc(',', f);
+    fprintf(f, ",%" PRIu64 "\n", p->merged ? p->merged : 1);
 }
 
 /* Sampling, overhead corrections and event sums: the columns after time_borrowed. */
@@ -69,7 +80,7 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
                       r->prof->event_names[e], s->ev[e]);
     fputc(',', f);
     ml_csv_str(f, ev);
-    csv_profiles(f, r);
+    csv_end(f, r, 1);
 }
 
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
@@ -101,7 +112,7 @@ static void csv_begin(FILE *f, const struct ml_report_opts *o)
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
-          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,profiles\n",
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles\n",
           f);
 }
 
@@ -158,16 +169,16 @@ static void blocks_begin(FILE *f, const struct ml_report_opts *o)
 {
     (void)o;
     fputs("profile,pid,unit,kind,regions,module,function,file,line,executions,instructions,"
-          "loads,stores,bytes_read,bytes_written,profiles\n",
+          "loads,stores,bytes_read,bytes_written,rank,profiles\n",
           f);
 }
 
 /*
  * The columns of a unit from its regions on (--blocks and --top rows):
  * regions, module, function, file, line, executions, instructions, loads,
- * stores, bytes_read, bytes_written, profiles.
+ * stores, bytes_read, bytes_written, [rank,] profiles.
  */
-static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui)
+static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_rank)
 {
     const struct ml_profile *p = r->prof;
     const struct ml_prof_unit *u = &p->units[ui];
@@ -189,7 +200,7 @@ static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui)
             c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
             c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
             c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
-    csv_profiles(f, r);
+    csv_end(f, r, mpi_rank);
 }
 
 static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
@@ -204,7 +215,7 @@ static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_ti
             continue;
         csv_who(f, r);
         fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
-        csv_unit(f, r, (uint32_t)ui);
+        csv_unit(f, r, (uint32_t)ui, 1);
     }
     return 0;
 }
@@ -233,7 +244,7 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
     fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, v[ML_F_INSTR],
             v[ML_F_LOADS], v[ML_F_STORES], v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_RD_STACK],
             v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
-    csv_profiles(f, r);
+    csv_end(f, r, 0);
 }
 
 static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
@@ -242,7 +253,7 @@ static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking
     csv_who(f, r);
     fprintf(f, "%s,%zu,%s,%u,", ranking, rank,
             r->prof->units[ui].kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
-    csv_unit(f, r, ui);
+    csv_unit(f, r, ui, 0);
 }
 
 static void top_csv_begin(FILE *f, const struct ml_report_opts *o)

@@ -224,6 +224,8 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const s
     q = &g->prof;
     q->hdr = p->hdr;
     q->hdr.pid = q->hdr.ppid = 0;
+    q->hdr.token = 0; /* one per process: a sum has none, nor a rank */
+    q->hdr.rank = q->hdr.nranks = 0;
     q->hdr.wall_ns = 0;
     q->hdr.flags = 0;
     q->strtab = p->strtab;
@@ -350,7 +352,7 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
     if (p->hdr.sample > q->hdr.sample)
         q->hdr.sample = p->hdr.sample;
     q->hdr.wall_ns += p->hdr.wall_ns;
-    q->hdr.flags |= p->hdr.flags & ML_PROF_F_SIGNAL;
+    q->hdr.flags |= p->hdr.flags & ML_PROF_F_SIGNAL; /* not ML_PROF_F_RANK */
     q->merged++;
     return 0;
 }

@@ -356,16 +356,16 @@ static void print_header(FILE *f, const struct ml_report *r)
     if (p->merged) {
         fprintf(f, "merged %" PRIu64 " profiles of %s\n", p->merged,
                 ml_report_esc(e, sizeof(e), r->name));
-        fprintf(f, "  tables %016" PRIx64 "%s%s, %" PRIu64 " thread%s by index, %s wall in all\n",
-                p->merged_fingerprint, host ? ", host " : "",
-                host ? ml_report_esc(e, sizeof(e), host) : "", p->nthreads,
-                p->nthreads == 1 ? "" : "s", wall);
+        fprintf(f, "  tables %016" PRIx64, p->merged_fingerprint);
     } else {
         fprintf(f, "profile %s\n", ml_report_esc(e, sizeof(e), r->name));
-        fprintf(f, "  pid %u, ppid %u%s%s, %" PRIu64 " thread%s, %s wall\n", p->hdr.pid,
-                p->hdr.ppid, host ? ", host " : "", host ? ml_report_esc(e, sizeof(e), host) : "",
-                p->nthreads, p->nthreads == 1 ? "" : "s", wall);
+        fprintf(f, "  pid %u, ppid %u", p->hdr.pid, p->hdr.ppid);
     }
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, p->hdr.nranks ? ", rank %u of %u" : ", rank %u", p->hdr.rank, p->hdr.nranks);
+    fprintf(f, "%s%s, %" PRIu64 " thread%s%s, %s wall%s\n", host ? ", host " : "",
+            host ? ml_report_esc(e, sizeof(e), host) : "", p->nthreads, p->nthreads == 1 ? "" : "s",
+            p->merged ? " by index" : "", wall, p->merged ? " in all" : "");
     if (prog)
         fprintf(f, "  program %s\n", ml_report_esc(e, sizeof(e), prog));
     if (cmd)

@@ -8,7 +8,7 @@
 ml_setup
 
 M=$MEMLENS_BUILD/bin/memlens
-ml_build hn 2 -pthread "$ML_KERNELS/hostile-names.c" || ml_finish
+ml_build hn 2 -pthread "$ML_KERNELS/hostile-regions.c" || ml_finish
 mkdir -p "$ML_TMP/out"
 MEMLENS_OUT=$ML_TMP/out "$ML_TMP/hn.ml" 20000 "$ML_TMP/stop" >/dev/null &
 prog=$!
