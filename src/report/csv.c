@@ -16,7 +16,6 @@ static void csv_who(FILE *f, const struct ml_report *r)
         fprintf(f, ",%u,", r->prof->hdr.pid);
 }
 
-
 /* Unknown quantities (no time, so no bandwidth) are empty fields. */
 static void csv_double(FILE *f, double x, const char *fmt)
 {

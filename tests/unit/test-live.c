@@ -421,9 +421,9 @@ static void test_find(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read),     cmocka_unit_test(test_diff),
-        cmocka_unit_test(test_corrupt),  cmocka_unit_test(test_hostile_layouts),
-        cmocka_unit_test(test_stale),    cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_read),    cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_corrupt), cmocka_unit_test(test_hostile_layouts),
+        cmocka_unit_test(test_stale),   cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_find),
     };
 

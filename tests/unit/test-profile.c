@@ -862,15 +862,15 @@ static void test_writer_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_read_file),
-        cmocka_unit_test(test_read_hostile), cmocka_unit_test(test_truncation),
-        cmocka_unit_test(test_bad_header),   cmocka_unit_test(test_version2),
-        cmocka_unit_test(test_bad_lengths),
-        cmocka_unit_test(test_bad_strings),  cmocka_unit_test(test_bad_regsets),
-        cmocka_unit_test(test_bad_threads),  cmocka_unit_test(test_section_order),
-        cmocka_unit_test(test_writer_error), cmocka_unit_test(test_events_calib),
-        cmocka_unit_test(test_entries),      cmocka_unit_test(test_timeline),
-        cmocka_unit_test(test_bad_timeline), cmocka_unit_test(test_timeline_halve),
+        cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_read_hostile),   cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_bad_header),     cmocka_unit_test(test_version2),
+        cmocka_unit_test(test_bad_lengths),    cmocka_unit_test(test_bad_strings),
+        cmocka_unit_test(test_bad_regsets),    cmocka_unit_test(test_bad_threads),
+        cmocka_unit_test(test_section_order),  cmocka_unit_test(test_writer_error),
+        cmocka_unit_test(test_events_calib),   cmocka_unit_test(test_entries),
+        cmocka_unit_test(test_timeline),       cmocka_unit_test(test_bad_timeline),
+        cmocka_unit_test(test_timeline_halve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
