@@ -124,12 +124,13 @@ static int csv_profile(FILE *f, const struct ml_report *r, const struct ml_timel
             continue;
         for (uint64_t th = 0; th < r->nthreads && o->rows != ML_REPORT_TOTALS; th++) {
             const struct ml_rstats *c = ml_report_cell(r, reg, th);
-            char idx[16], tid[16] = "";
+            char idx[16], tid[32] = "";
             if (!c->active)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
-            if (!r->prof->merged)
-                snprintf(tid, sizeof(tid), "%u", r->prof->threads[th].tid);
+            /* A merged row has no tid: empty, as unknown values are. */
+            if (!r->prof->merged || r->prof->threads[th].exited)
+                ml_report_tid(r->prof, th, tid, sizeof(tid));
             csv_stats(f, r, reg, idx, tid, c);
         }
         csv_stats(f, r, reg, "total", "", &r->totals[reg]);

@@ -106,14 +106,14 @@ static void summary(FILE *f, const struct ml_report *r, const struct ml_report_o
             continue;
         for (uint64_t t = 0; t < r->nthreads; t++) {
             const struct ml_rstats *c = ml_report_cell(r, reg, t);
-            char idx[16], tid[16];
+            char idx[16], tid[32];
             if (!c->active)
                 continue;
             nact++;
             if (o->rows == ML_REPORT_TOTALS)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-            summary_row(f, r, reg, idx, ml_report_tid(tid, sizeof(tid), r->prof, t), c, 0);
+            summary_row(f, r, reg, idx, ml_report_tid(r->prof, t, tid, sizeof(tid)), c, 0);
         }
         if (nact > 1 || o->rows == ML_REPORT_TOTALS)
             summary_row(f, r, reg, "total", "", &r->totals[reg], 1);

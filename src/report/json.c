@@ -152,6 +152,8 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
                 r->prof->threads[t].index);
         json_tid(f, r->prof, t);
         fputs(", ", f);
+        if (r->prof->threads[t].exited)
+            fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
         json_stats(f, r, c);
         fputc('}', f);
         first = 0;
@@ -264,6 +266,8 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     for (uint64_t t = 0; t < p->nthreads; t++) {
         fprintf(f, "%s{\"index\": %u, \"tid\": ", t ? ", " : "", p->threads[t].index);
         json_tid(f, p, t);
+        if (p->threads[t].exited)
+            fprintf(f, ", \"exited\": %" PRIu64, p->threads[t].exited);
         fputc('}', f);
     }
     fputs("],\n     \"regions\": [", f);

@@ -6,9 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The sums of one thread index over the group's profiles. */
+/*
+ * The sums of one thread index over the group's profiles. The records that
+ * sum exited threads (EXITED) are summed apart, under EXITED_KEY, whatever
+ * their index in each profile.
+ */
+#define EXITED_KEY UINT32_MAX
+
 struct mthread {
-    uint32_t index;
+    uint32_t index;               /* or EXITED_KEY */
+    uint64_t exited;              /* threads the EXITED records sum */
     uint64_t *counts;             /* [nunits] */
     struct ml_prof_rstat *rstats; /* [nregions] */
     uint64_t *events;             /* [nregions * nevents], NULL without events */
@@ -318,9 +325,10 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
         g->no_clock = 1;
     for (uint64_t t = 0; t < p->nthreads; t++) {
         const struct ml_profile_thread *pt = &p->threads[t];
-        struct mthread *mt = thread_of(g, pt->index);
+        struct mthread *mt = thread_of(g, pt->exited ? EXITED_KEY : pt->index);
         if (!mt)
             return -ENOMEM;
+        mt->exited += pt->exited;
         for (uint64_t u = 0; u < q->nunits; u++)
             mt->counts[u] += pt->counts[u];
         for (uint64_t reg = 0; reg < q->nregions; reg++) {
@@ -418,12 +426,17 @@ const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const ch
         return NULL;
     q->threads = th;
     q->nthreads = g->nmt;
-    for (size_t t = 0; t < g->nmt; t++)
+    for (size_t t = 0; t < g->nmt; t++) {
+        const struct mthread *mt = &g->mt[t];
+        /* The exited threads' row (sorted last) takes the index after the others'. */
+        uint32_t idx = mt->index != EXITED_KEY ? mt->index : t ? g->mt[t - 1].index + 1 : 0;
         th[t] = (struct ml_profile_thread){.tid = 0,
-                                           .index = g->mt[t].index,
-                                           .counts = g->mt[t].counts,
-                                           .rstats = g->mt[t].rstats,
-                                           .events = g->mt[t].events};
+                                           .index = idx,
+                                           .exited = mt->exited,
+                                           .counts = mt->counts,
+                                           .rstats = mt->rstats,
+                                           .events = mt->events};
+    }
     q->hdr.tsc_hz = g->no_clock ? 0 : 1000000000ull;
     q->calib = NULL;
     if (g->ncalib) {

@@ -89,12 +89,3 @@ const char *ml_report_esc(char *buf, size_t len, const char *str)
     buf[o] = 0;
     return buf;
 }
-
-const char *ml_report_tid(char *buf, size_t len, const struct ml_profile *p, uint64_t t)
-{
-    if (p->merged)
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, "%u", p->threads[t].tid);
-    return buf;
-}

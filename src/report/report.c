@@ -2,6 +2,7 @@
 #include "report/report.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,6 +339,17 @@ double ml_report_gbs(uint64_t bytes, double seconds)
     if (seconds <= 0)
         return -1;
     return (double)bytes / seconds / 1e9;
+}
+
+const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, size_t len)
+{
+    if (p->threads[t].exited)
+        snprintf(buf, len, "exited:%" PRIu64, p->threads[t].exited);
+    else if (p->merged)
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%u", p->threads[t].tid);
+    return buf;
 }
 
 const char *ml_report_demangle(const char *name, char *buf, size_t len)

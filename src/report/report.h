@@ -84,12 +84,6 @@ static inline const struct ml_rstats *ml_report_cell(const struct ml_report *r, 
     return &r->cells[region * r->nthreads + thread];
 }
 
-/*
- * The tid of thread t of p as the table shows it: "-" in a merged profile,
- * whose rows sum threads of one index from several processes.
- */
-const char *ml_report_tid(char *buf, size_t len, const struct ml_profile *p, uint64_t t);
-
 /* Short lowercase names of enum ml_fact, as used in CSV and JSON keys. */
 extern const char *const ml_fact_names[ML_NFACTS];
 
@@ -105,6 +99,14 @@ uint64_t ml_rstats_est(const struct ml_rstats *s, uint64_t v);
 int ml_report_sampled(const struct ml_report *r);
 /* bytes / seconds in GB/s (1e9 bytes), or -1 when seconds is unknown or 0. */
 double ml_report_gbs(uint64_t bytes, double seconds);
+
+/*
+ * The tid cell of thread row t of p: its tid, "exited:N" for the record that
+ * sums N threads which exited long ago (docs/report.md, "Threads"), or "-"
+ * in a merged profile, whose rows sum threads of one index from several
+ * processes (docs/report.md, "Merging profiles").
+ */
+const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, size_t len);
 
 /* Demangled C++ name into buf (or name unchanged if not mangled or not demanglable). */
 const char *ml_report_demangle(const char *name, char *buf, size_t len);

@@ -334,7 +334,7 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
             if (!c->active)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
-            ml_report_tid(tid, sizeof(tid), r->prof, th);
+            ml_report_tid(r->prof, th, tid, sizeof(tid));
             *borrowed |= c->borrowed && which == T_MAIN;
             rc = add_rows(t, which, name, idx, tid, c, hz);
         }

@@ -105,4 +105,29 @@ t = open(txt).read()
 ok("table heading", ("merged 55 profiles of " + name) in t)
 ok("table: tids shown as -", "  -  " in t)
 ' "$D" "$ML_TMP/m.csv" "$ML_TMP/m.json" "$ML_TMP/m.blocks" "$ML_TMP/m.txt" "${bases[@]}"
+
+# Records that sum exited threads (a program of 500 short threads keeps 32 apart) are summed
+# apart from the thread indices: one exited row whose count is the sum of the runs'.
+"$MEMLENS_BUILD/bin/memlens-cc" -O2 -pthread "$ML_ROOT/tests/e2e/runtime/threads.c" -o "$ML_TMP/thr" ||
+    ml_error "threads build failed"
+for _ in 1 2 3; do
+    MEMLENS_OUT=$ML_TMP/thr-out "$ML_TMP/thr" 500 4 100 >/dev/null || ml_error "threads run failed"
+done
+"$M" report --merge --json "$ML_TMP/thr-out" >"$ML_TMP/thr.json" || ml_error "--merge of exited threads failed"
+"$M" report --merge "$ML_TMP/thr-out" >"$ML_TMP/thr.txt" || ml_error "--merge table of exited threads failed"
+ml_check "merge exited" '
+import json
+ps = mlp.load_dir(sys.argv[1])
+j = json.load(open(sys.argv[2]))["profiles"]
+eq("groups", len(j), 1)
+th = j[0]["threads"]
+ex = [t for t in th if t.get("exited")]
+eq("exited rows", len(ex), 1)
+eq("exited threads summed", ex[0]["exited"], sum(p.exited[1] for p in ps))
+ok("exited row after the thread indices", ex[0]["index"] > max(t["index"] for t in th if not t.get("exited")))
+t = [r for r in j[0]["regions"] if r["name"] == "t"][0]["total"]
+eq("t executions", t["executions"], 3 * 500)
+eq("t heap bytes", t["bytes_read"]["heap"], 3 * 500 * 100 * 8)
+ok("table shows exited:N", ("exited:%d" % ex[0]["exited"]) in open(sys.argv[3]).read())
+' "$ML_TMP/thr-out" "$ML_TMP/thr.json" "$ML_TMP/thr.txt"
 ml_finish
