@@ -18,7 +18,8 @@
  *
  * A group's merged profile sums, per thread index (0 = each process's first
  * thread), the unit counts, region entries, measured executions, ticks and
- * event sums of its profiles; ticks become nanoseconds (each profile has its
+ * event sums of its profiles (the exited-threads records all into one, after
+ * the indices); ticks become nanoseconds (each profile has its
  * own clock rate), so its tsc_hz is 1e9 (0 when some profile has no clock
  * rate). Per region it also keeps the sum of each profile's total time and
  * calibrated time (struct ml_profile, merged_ticks and merged_cal). Memory
