@@ -50,6 +50,13 @@ struct ml_cc_input {
     const char *path; /* "-" is standard input */
     const char *lang; /* the -x in effect, or NULL */
     enum ml_cc_kind kind;
+    bool cfamily; /* C or C++ source or header, or standard input without -x */
+};
+
+enum ml_cc_save {
+    ML_SAVE_NONE,
+    ML_SAVE_CWD, /* -save-temps, -save-temps=cwd: intermediate files in the current directory */
+    ML_SAVE_OBJ, /* -save-temps=obj: next to the output named by -o */
 };
 
 enum ml_cc_mode {
@@ -73,7 +80,10 @@ struct ml_cc_cmd {
     bool flto;          /* -flto or -flto=... last wins over -fno-lto */
     bool md;            /* -MD, -MMD or -Wp,-MD,...: a .d file is written while compiling */
     bool mf;            /* the .d file is named (-MF, -Wp,-MD,<file>) */
+    const char *depfile; /* that name (the last one), or NULL */
     bool mt;            /* the dependency target is named (-MT, -MQ) */
+    bool cfamily;       /* some input is C or C++ (source or header): it sees memlens.h */
+    enum ml_cc_save save_temps;
 };
 
 /* Classifies the arguments already in c->args. Never fails: odd lines pass through to clang. */

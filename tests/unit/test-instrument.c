@@ -49,7 +49,7 @@ static void instrument_text(const char *body, struct result *res)
     }
     LLVMSetDataLayout(m, "e-m:e-i64:64-f80:128-n8:16:32:64-S128");
     res->rc = ml_ir_instrument(m, &o, res->err, sizeof(res->err));
-    if (res->rc == 0) {
+    if (res->rc >= 0) {
         assert_int_equal(LLVMVerifyModule(m, LLVMReturnStatusAction, &msg), 0);
         LLVMDisposeMessage(msg);
     }
@@ -93,7 +93,7 @@ static void no_markers_leaves_module_alone(void **state)
 
     (void)state;
     instrument_text("define i64 @f(i64* %p) {\n  %v = load i64, i64* %p\n  ret i64 %v\n}\n", &r);
-    assert_int_equal(r.rc, 0);
+    assert_int_equal(r.rc, 1);
     assert_null(strstr(r.ir, "__memlens_register"));
     assert_null(strstr(r.ir, "__memlens_ctr"));
     free(r.ir);
@@ -216,6 +216,66 @@ static void non_literal_name_is_an_error(void **state)
     free(r.ir);
 }
 
+/* "" is a zeroinitializer in IR: reported, not a crash. */
+static void empty_name_is_an_error(void **state)
+{
+    struct result r;
+
+    (void)state;
+    instrument_text("@.e = private constant [1 x i8] zeroinitializer\n"
+                    "define void @f() {\n"
+                    "  call void @__memlens_roi_begin(i8* getelementptr ([1 x i8], [1 x i8]* @.e, "
+                    "i64 0, i64 0))\n  ret void\n}\n",
+                    &r);
+    assert_int_equal(r.rc, -EINVAL);
+    assert_string_equal(r.err, "function 'f': region name is empty");
+    free(r.ir);
+}
+
+static void non_string_constant_is_an_error(void **state)
+{
+    struct result r;
+
+    (void)state;
+    instrument_text("@.k = private constant [2 x i32] [i32 1, i32 2]\n"
+                    "@.z = private constant [3 x i8] c\"a\\00b\"\n"
+                    "define void @f() {\n"
+                    "  call void @__memlens_roi_begin(i8* bitcast ([2 x i32]* @.k to i8*))\n"
+                    "  ret void\n}\n"
+                    "define void @g() {\n"
+                    "  call void @__memlens_roi_begin(i8* getelementptr ([3 x i8], [3 x i8]* @.z, "
+                    "i64 0, i64 0))\n  ret void\n}\n",
+                    &r);
+    assert_int_equal(r.rc, -EINVAL);
+    assert_string_equal(r.err, "function 'f': region name is not a string literal");
+    free(r.ir);
+    instrument_text("@.z = private constant [3 x i8] c\"a\\00b\"\n"
+                    "define void @g() {\n"
+                    "  call void @__memlens_roi_begin(i8* getelementptr ([3 x i8], [3 x i8]* @.z, "
+                    "i64 0, i64 0))\n  ret void\n}\n",
+                    &r);
+    assert_int_equal(r.rc, -EINVAL);
+    assert_string_equal(r.err, "function 'g': region name holds a NUL byte");
+    free(r.ir);
+}
+
+/* An END whose region the function never begins ends nothing: a misspelt name. */
+static void end_without_begin_is_an_error(void **state)
+{
+    struct result r;
+
+    (void)state;
+    instrument_text("define void @f() {\n  " BEGIN("r") "  " END("s") "  ret void\n}\n", &r);
+    assert_int_equal(r.rc, -EINVAL);
+    assert_string_equal(r.err, "function 'f': MEMLENS_ROI_END(\"s\") without a "
+                               "MEMLENS_ROI_BEGIN(\"s\") in the same function");
+    free(r.ir);
+    /* a BEGIN without an END is fine: the region ends when the function returns */
+    instrument_text("define void @f() {\n  " BEGIN("r") "  ret void\n}\n", &r);
+    assert_int_equal(r.rc, 0);
+    free(r.ir);
+}
+
 static void variable_memcpy_gets_a_bytes_unit(void **state)
 {
     struct result r;
@@ -245,6 +305,9 @@ int main(void)
         cmocka_unit_test(break_out_of_region_splits_the_edge),
         cmocka_unit_test(callees_are_cloned_per_region_set),
         cmocka_unit_test(non_literal_name_is_an_error),
+        cmocka_unit_test(empty_name_is_an_error),
+        cmocka_unit_test(non_string_constant_is_an_error),
+        cmocka_unit_test(end_without_begin_is_an_error),
         cmocka_unit_test(variable_memcpy_gets_a_bytes_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
