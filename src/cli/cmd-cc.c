@@ -238,10 +238,22 @@ static const char *dep_path(const struct ml_cc_input *in)
     return g.cmd.out ? replace_ext(g.cmd.out, "d") : ml_cc_strfmt("%s.d", stem(in->path));
 }
 
-/* Clang writes the dependency file to a pipe and memlens writes it (see run_out). */
-static bool deps_piped(void)
+/* Does the input go through the preprocessor (so that -MD writes a dependency file)? */
+static bool preprocessed(const struct ml_cc_input *in)
 {
-    return g.cmd.md && !g.direct;
+    const char *dot = strrchr(in->path, '.');
+
+    if (in->kind != ML_IN_ASM)
+        return true;
+    if (in->lang)
+        return !strcmp(in->lang, "assembler-with-cpp");
+    return dot && (!strcmp(dot, ".S") || !strcmp(dot, ".sx"));
+}
+
+/* clang writes the dependency file of in to a pipe and memlens writes it (see run_out). */
+static bool deps_piped(const struct ml_cc_input *in)
+{
+    return g.cmd.md && !g.direct && preprocessed(in);
 }
 
 /*
@@ -252,7 +264,8 @@ static bool deps_piped(void)
  */
 static void push_args_deps(struct ml_strv *v, unsigned keep, const struct ml_cc_input *in)
 {
-    bool piped = (keep & KEEP(ML_ARG_DEP)) && deps_piped();
+    bool deps = (keep & KEEP(ML_ARG_DEP)) && g.cmd.md && preprocessed(in);
+    bool piped = deps && deps_piped(in);
 
     for (int i = 0; i < g.cmd.args.n; i++) {
         const char *a = g.cmd.args.v[i];
@@ -268,7 +281,7 @@ static void push_args_deps(struct ml_strv *v, unsigned keep, const struct ml_cc_
         else if (!piped || strncmp(a, "-MF", 3))
             ml_strv_push(v, a);
     }
-    if (!(keep & KEEP(ML_ARG_DEP)) || !g.cmd.md)
+    if (!deps)
         return;
     if (piped || !g.cmd.mf) {
         ml_strv_push(v, "-MF");
@@ -291,7 +304,7 @@ static int run_out(struct ml_strv *v, const char *out, struct ml_cc_buf *keep,
                    const struct ml_cc_input *dep_in)
 {
     struct ml_cc_buf b, deps;
-    bool piped = dep_in && deps_piped();
+    bool piped = dep_in && deps_piped(dep_in);
     int st, rc;
 
     ml_strv_push(v, "-o");

@@ -98,6 +98,11 @@ dep_case -MD -I../inc -c ../sub/roi.c
 dep_case -MMD -MP -I../inc -c ../sub/roi.c -o roi.o
 dep_case -Wp,-MD,wp.d -I../inc -c ../sub/roi.c
 dep_case -MMD -MF roi-custom.d -MT tgt -I../inc -c ../sub/roi.c -o r.o
+printf '#include "defs.h"\n\t.globl nine\nnine:\n\tret\n' >sub/nine.S
+dep_case -MD -I../inc -c ../sub/nine.S
+# Assembly without the preprocessor writes no .d (clang warns that -MD is unused).
+printf '\t.globl ten\nten:\n\tret\n' >sub/ten.s
+(cd d && "$MC" -MD -c ../sub/ten.s -o ten.o 2>/dev/null) && [ ! -e d/ten.d ] || fail "-MD on a .s file"
 echo "-MD/-MMD/-MF/-MT/-MQ: identical"
 
 # Errors: clang's text and exit status come through unchanged; nothing is left behind.
