@@ -215,9 +215,9 @@ static const struct opt opts[] = {
 
 /* Options after which clang does something memlens leaves alone. */
 static const char *const pass_opts[] = {
-    "-E",          "-M",           "-MM",          "-fsyntax-only", "-emit-llvm", "-###",
-    "--analyze",   "-precompile",  "-emit-ast",    "--help",        "-help",      "--help-hidden",
-    "--version",   "-dumpversion", "-dumpmachine", "-dumpspecs",    "-cc1",       "-cc1as",
+    "-E",           "-M",           "-MM",          "-fsyntax-only", "-emit-llvm", "-###",
+    "--analyze",    "-precompile",  "-emit-ast",    "--help",        "-help",      "--help-hidden",
+    "--version",    "-dumpversion", "-dumpmachine", "-dumpspecs",    "-cc1",       "-cc1as",
     "--precompile",
 };
 
@@ -387,8 +387,7 @@ void ml_cc_parse(struct ml_cc_cmd *c)
         else if (!strcmp(n, "-MF")) {
             c->mf = true;
             c->depfile = val;
-        }
-        else if (!strcmp(n, "-MT") || !strcmp(n, "-MQ"))
+        } else if (!strcmp(n, "-MT") || !strcmp(n, "-MQ"))
             c->mt = true;
         else if (!strcmp(n, "-Wp,") && val &&
                  (!strncmp(val, "-MD,", 4) || !strncmp(val, "-MMD,", 5))) {

@@ -24,9 +24,9 @@ bool ml_cc_keep_temps;
 
 /* What the signal handler cleans up; each is set only once complete. */
 static char *volatile tmp_dir;
-static volatile pid_t child;               /* the running child, or 0 */
-static volatile sig_atomic_t child_group;  /* it leads its own process group */
-static const char *volatile partial;       /* an output being written through a temporary */
+static volatile pid_t child;              /* the running child, or 0 */
+static volatile sig_atomic_t child_group; /* it leads its own process group */
+static const char *volatile partial;      /* an output being written through a temporary */
 
 static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
@@ -276,8 +276,7 @@ static bool drain(int fd, struct ml_cc_buf *b, size_t *cap, const char *name)
     return n > 0;
 }
 
-int ml_cc_run_capture(char *const *argv, struct ml_cc_buf *out, struct ml_cc_buf *side,
-                      bool quiet)
+int ml_cc_run_capture(char *const *argv, struct ml_cc_buf *out, struct ml_cc_buf *side, bool quiet)
 {
     struct ml_cc_buf *bufs[2] = {out, side};
     struct pollfd pfd[2];

@@ -44,8 +44,7 @@ struct ml_cc_buf {
  * it writes to /dev/fd/3 (a second pipe) goes to *side; quiet sends its
  * standard error to /dev/null.
  */
-int ml_cc_run_capture(char *const *argv, struct ml_cc_buf *out, struct ml_cc_buf *side,
-                      bool quiet);
+int ml_cc_run_capture(char *const *argv, struct ml_cc_buf *out, struct ml_cc_buf *side, bool quiet);
 
 /*
  * Writes len bytes to path: "-" is standard output; a regular (or new) file is

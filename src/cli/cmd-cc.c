@@ -107,8 +107,7 @@ static bool set_option(const char *name)
     else if (!strcmp(name, "print-include-dir")) {
         printf("%s\n", dirs("include"));
         exit(0);
-    }
-    else if (!strcmp(name, "help")) {
+    } else if (!strcmp(name, "help")) {
         fputs(cc_usage, stdout);
         exit(0);
     } else
@@ -344,8 +343,9 @@ static void push_input(struct ml_strv *v, const struct ml_cc_input *in)
 static void push_frontend(struct ml_strv *v, const struct ml_cc_input *in, bool deps)
 {
     ml_strv_push(v, g.clang);
-    push_args_deps(v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_LTO) |
-                          (deps ? KEEP(ML_ARG_DEP) : 0), in);
+    push_args_deps(
+        v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_LTO) | (deps ? KEEP(ML_ARG_DEP) : 0),
+        in);
     /* A one-shot build's link flags are unused here, but were not in the user's command. */
     if (g.cmd.mode == ML_MODE_LINK)
         ml_strv_push(v, "-Qunused-arguments");
@@ -446,8 +446,7 @@ static int marker_error(const struct ml_cc_input *in, const char *msg)
         if (!ml_cc_run_capture(v.v, &none, NULL, true) && !ml_cc_read(tmp, &bc)) {
             struct ml_ir_input src = {in->path, bc.data, bc.len};
 
-            if (ml_ir_instrument_bitcode(&src, 1, &o, &out, err, sizeof(err)) &&
-                location_len(err))
+            if (ml_ir_instrument_bitcode(&src, 1, &o, &out, err, sizeof(err)) && location_len(err))
                 msg = err;
         }
         free(v.v);
@@ -655,8 +654,8 @@ static const char *whole_program(int *first)
     if (ml_cc_verbose)
         fprintf(stderr, "memlens: link %d bitcode file(s) and archive members -> %s\n", objs.n,
                 merged);
-    pulled = ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, ar_all_bitcode, err,
-                                 sizeof(err));
+    pulled =
+        ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, ar_all_bitcode, err, sizeof(err));
     for (int a = 0; pulled >= 0 && a < ars.n; a++)
         if (ar_all_bitcode[a])
             g.obj[ar_input[a]] = ""; /* merged above; ld cannot read bitcode members */
@@ -769,8 +768,8 @@ static int compile_and_link(void)
 
 /* Options with which clang writes files named after its -o (so -o must be the real name). */
 static const char *const side_file_opts[] = {
-    "-gsplit-dwarf", "-ftime-trace", "-fstack-usage", "--coverage", "-ftest-coverage",
-    "-save-stats",   "-fdump-",      NULL,
+    "-gsplit-dwarf",   "-ftime-trace", "-fstack-usage", "--coverage",
+    "-ftest-coverage", "-save-stats",  "-fdump-",       NULL,
 };
 
 static void llvm_fatal(const char *reason)

@@ -126,7 +126,8 @@ static void describe_loc(LLVMValueRef inst, char *buf, size_t len)
     unsigned flen = 0;
     const char *file = LLVMGetDebugLocFilename(inst, &flen);
     size_t nlen;
-    const char *fn = LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
+    const char *fn =
+        LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
 
     unsigned col = file && flen ? LLVMGetDebugLocColumn(inst) : 0;
 
@@ -192,8 +193,8 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
     }
     if (LLVMIsAInvokeInst(call)) {
         describe_loc(call, where, sizeof(where));
-        return ml_ir_fail(ir, -EINVAL,
-                          "%s: region marker may throw; declare it through memlens.h", where);
+        return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
+                          where);
     }
     s = LLVMGetAsString(init, &len);
     if (len && s[len - 1] == 0)
@@ -261,7 +262,8 @@ static int check_ends(struct ml_ir *ir, const struct fwork *w)
         size_t k = 0;
         char where[256];
 
-        while (k < w->nmarkers && (!w->markers[k].begin || w->markers[k].region != w->markers[i].region))
+        while (k < w->nmarkers &&
+               (!w->markers[k].begin || w->markers[k].region != w->markers[i].region))
             k++;
         if (w->markers[i].begin || k < w->nmarkers)
             continue;
@@ -571,7 +573,8 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Exact mode: tell the runtime about each access of the segment's instructions, with its address. */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its address.
+ */
 static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
 {
     for (size_t i = 0; i < n; i++) {
@@ -580,7 +583,7 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
         uint64_t size = 0;
         int mk = 0;
 
-    switch (LLVMGetInstructionOpcode(in)) {
+        switch (LLVMGetInstructionOpcode(in)) {
         case LLVMLoad:
             ptr[0] = LLVMGetOperand(in, 0);
             size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
@@ -1016,8 +1019,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
-                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
-                                   set, job->src_name, &holder, whole ? lf.factor[c] : 1,
+                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
+                                   job->src_name, &holder, whole ? lf.factor[c] : 1,
                                    host == c && !hoist, in ? 0 : lf.adds[b]);
                 if (rc)
                     goto out;
@@ -1424,8 +1427,8 @@ int ml_ir_instrument_bitcode(const struct ml_ir_input *in, int n, const struct m
     }
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         first_line(msg);
-        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s",
-                 in[0].path, msg);
+        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s", in[0].path,
+                 msg);
         rc = -EINVAL;
         goto out;
     }
