@@ -766,10 +766,13 @@ static int compile_and_link(void)
     return run_free(&v);
 }
 
-/* Options with which clang writes files named after its -o (so -o must be the real name). */
+/*
+ * Options with which clang writes files named after its -o (so -o must be the
+ * real name) or prints to standard output (which must not be the pipe).
+ */
 static const char *const side_file_opts[] = {
-    "-gsplit-dwarf",   "-ftime-trace", "-fstack-usage", "--coverage",
-    "-ftest-coverage", "-save-stats",  "-fdump-",       NULL,
+    "-gsplit-dwarf", "-ftime-trace", "-fstack-usage",      "--coverage", "-ftest-coverage",
+    "-save-stats",   "-fdump-",      "-fproc-stat-report", NULL,
 };
 
 static void llvm_fatal(const char *reason)
@@ -840,7 +843,8 @@ int cmd_cc(int argc, char **argv)
     g.direct = g.cmd.save_temps != ML_SAVE_NONE;
     for (int k = 0; k < g.cmd.args.n && !g.direct; k++)
         for (const char *const *p = side_file_opts; *p && !g.direct; p++)
-            g.direct = g.cmd.role[k] == ML_ARG_PLAIN && !strncmp(g.cmd.args.v[k], *p, strlen(*p));
+            g.direct = g.cmd.role[k] != ML_ARG_INPUT && g.cmd.role[k] != ML_ARG_OUT &&
+                       !strncmp(g.cmd.args.v[k], *p, strlen(*p));
     /* LLVM's fatal errors (a failed write, say) end the compile cleanly: one line, exit 1. */
     LLVMInstallFatalErrorHandler(llvm_fatal);
     if (g.cmd.mode == ML_MODE_LINK)

@@ -100,6 +100,11 @@ dep_case -Wp,-MD,wp.d -I../inc -c ../sub/roi.c
 dep_case -MMD -MF roi-custom.d -MT tgt -I../inc -c ../sub/roi.c -o r.o
 printf '#include "defs.h"\n\t.globl nine\nnine:\n\tret\n' >sub/nine.S
 dep_case -MD -I../inc -c ../sub/nine.S
+# Options that name side files after -o: clang writes the object itself, so the names are right.
+(cd d && "$MC" -gsplit-dwarf -g -O2 -I../inc -c ../sub/roi.c -o split.o) && [ -s d/split.dwo ] &&
+    readelf -S d/split.o | grep -q '\.debug_addr' || fail "-gsplit-dwarf"
+(cd d && "$MC" -O2 -ftime-trace -I../inc -c ../sub/roi.c -o traced.o) && [ -s d/traced.json ] ||
+    fail "-ftime-trace"
 # Assembly without the preprocessor writes no .d (clang warns that -MD is unused).
 printf '\t.globl ten\nten:\n\tret\n' >sub/ten.s
 (cd d && "$MC" -MD -c ../sub/ten.s -o ten.o 2>/dev/null) && [ ! -e d/ten.d ] || fail "-MD on a .s file"
