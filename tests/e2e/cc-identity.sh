@@ -3,8 +3,9 @@
 # rewriting the bitcode lost its use-list order and changed the code of 11 of 44 of memlens' own
 # files at -O2). Real multi-file code: every C file of memlens itself (the tool and the runtime,
 # with the Makefile's flags) and the C++ sources of googletest/googlemock (templates, Debian's
-# googletest package), at -O0, -O1, -O2 and -O3 and a few code generation variants, each compared
-# with cmp against clang-14 / clang++-14 -c with the same flags. Two compiles run at a time.
+# googletest package), each at -O2 and at one of -O0, -O1, -O3 and a few code generation variants
+# in turn, compared with cmp against clang-14 / clang++-14 -c with the same flags. Two compiles
+# run at a time.
 . "$(dirname "$0")/cc-lib.bash"
 
 cd "$W" || exit 1
@@ -13,26 +14,28 @@ LLVM_INC=$(llvm-config-14 --includedir)
 CFLAGS_ML=(-std=c11 -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/src" -isystem "$LLVM_INC")
 CXXFLAGS_GT=(-I"$GT/googletest/include" -I"$GT/googletest" -I"$GT/googlemock/include" -I"$GT/googlemock")
 
-# Jobs: "<driver> <source> <flags...>" one per line, for xargs.
+# Jobs: "<driver> <source> <flags...>" one per line, for xargs. Every file at -O2 (where the
+# use-list order mattered most) and at one more level or variant, in turn, so that each level and
+# variant meets many files while the test stays near a minute on two cores.
 jobs=jobs.txt
 : >$jobs
+add() { # <driver> <source> <other levels and variants...>
+    local lang=$1 src=$2
+    shift 2
+    local more=("$@")
+    printf '%s %s -O2\n' "$lang" "$src" >>$jobs
+    printf '%s %s %s\n' "$lang" "$src" "${more[$((k++ % ${#more[@]}))]}" >>$jobs
+}
+k=0
 for f in "$ROOT"/src/*/*.c "$ROOT"/src/*/*/*.c; do
-    for o in -O0 -O1 -O2 -O3; do
-        printf 'c %s %s\n' "$f" "$o" >>$jobs
-    done
-done
-for f in "$ROOT"/src/runtime/*.c "$ROOT"/src/report/*.c; do
-    for o in "-O2 -g" "-O3 -fPIC -fvisibility=hidden" "-Os -ffunction-sections" "-O2 -march=haswell"; do
-        printf 'c %s %s\n' "$f" "$o" >>$jobs
-    done
+    add c "$f" -O0 -O1 -O3 "-O2 -g" "-O3 -fPIC -fvisibility=hidden" "-Os -ffunction-sections" \
+        "-O2 -march=haswell"
 done
 if [ -d "$GT/googletest/src" ]; then
+    k=0
     for f in "$GT"/googletest/src/gtest-{assertion-result,filepath,matchers,printers,test-part,typed-test}.cc \
         "$GT"/googlemock/src/gmock-{cardinalities,matchers}.cc; do
-        [ -f "$f" ] || continue
-        for o in -O0 -O1 -O2 -O3 "-O2 -g"; do
-            printf 'c++ %s %s\n' "$f" "$o" >>$jobs
-        done
+        [ -f "$f" ] && add c++ "$f" -O0 -O1 -O3 "-O2 -g"
     done
 else
     echo "googletest sources not installed (Debian package googletest): C++ part skipped"
