@@ -336,13 +336,21 @@ int ml_cc_write(const char *path, const void *data, size_t len)
     if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
         fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
     } else {
+        sigset_t old;
+
+        /* The temporary is recorded for on_signal as soon as it exists, and only if ours. */
+        block_signals(&old);
         for (int tries = 0; fd < 0 && tries < 100; tries++) {
             tmp = ml_cc_strfmt("%s.memlens-%d-%d.tmp", path, (int)getpid(), count++);
             fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
             if (fd < 0 && errno != EEXIST)
                 break;
         }
-        partial = tmp;
+        rc = errno;
+        if (fd >= 0)
+            partial = tmp;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        errno = rc;
     }
     if (fd < 0) {
         rc = -errno;
