@@ -1,5 +1,6 @@
 /* memlens user API: mark regions of interest and semantic markers in C and C++. */
-/* SPDX-License-Identifier: MIT-0 (this file only: copy it into any project, no notice needed) */
+/* SPDX-License-Identifier: MIT-0 */
+/* This file only: copy it into any project, no notice needed (see docs/cc.md). */
 #ifndef MEMLENS_H
 #define MEMLENS_H
 
@@ -32,10 +33,10 @@ extern "C" {
 /* Bad names are compile errors at the marker, with clang's caret and macro notes. */
 #if defined(__has_attribute)
 #if __has_attribute(diagnose_if)
-#define MEMLENS_NAME_CHECK_                                                                       \
-    __attribute__((diagnose_if(!__builtin_constant_p(name),                                    \
-                               "region name is not a string literal", "error")))               \
-    __attribute__((diagnose_if(__builtin_constant_p(name) && (!name || !*name),                \
+#define MEMLENS_NAME_CHECK_                                                                        \
+    __attribute__((                                                                                \
+        diagnose_if(!__builtin_constant_p(name), "region name is not a string literal", "error"))) \
+    __attribute__((diagnose_if(__builtin_constant_p(name) && (!name || !*name),                    \
                                "region name is empty", "error")))
 #endif
 #endif

@@ -26,7 +26,7 @@ static const char decls[] = "@.r = private constant [2 x i8] c\"r\\00\"\n"
     ", i64 0, i64 0))\n"
 #define END(n)                                                                                     \
     "call void @__memlens_roi_end(i8* getelementptr ([2 x i8], [2 x i8]* @." n ", i64 0, i64 "     \
-                                                                               "0))\n"
+    "0))\n"
 
 struct result {
     int rc;
