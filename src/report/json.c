@@ -5,37 +5,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s, or 0 if s does not start one. */
-static size_t utf8_len(const unsigned char *s)
-{
-    size_t n;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0) {
-        n = 2;
-        cp = s[0] & 0x1f;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        n = 3;
-        cp = s[0] & 0x0f;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        n = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* Names come from the profile as raw bytes: bytes that are not UTF-8 become U+FFFD. */
 static void json_str(FILE *f, const char *str)
 {
@@ -43,7 +12,7 @@ static void json_str(FILE *f, const char *str)
 
     fputc('"', f);
     while (*s) {
-        size_t n = utf8_len(s);
+        size_t n = ml_utf8_len(s);
         if (n == 0) {
             fputs("\\ufffd", f);
             s++;
@@ -66,6 +35,15 @@ static void json_num(FILE *f, double x)
         fprintf(f, "%.9g", x);
     else
         fputs("null", f);
+}
+
+/* The tid of thread t, or null in a merged profile (its rows sum several processes). */
+static void json_tid(FILE *f, const struct ml_profile *p, uint64_t t)
+{
+    if (p->merged)
+        fputs("null", f);
+    else
+        fprintf(f, "%u", p->threads[t].tid);
 }
 
 /* A count, or null when unknown (known = 0). */
@@ -170,8 +148,10 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         const struct ml_rstats *c = ml_report_cell(r, reg, t);
         if (!c->active)
             continue;
-        fprintf(f, "%s\n        {\"index\": %u, \"tid\": %u, ", first ? "" : ",",
-                r->prof->threads[t].index, r->prof->threads[t].tid);
+        fprintf(f, "%s\n        {\"index\": %u, \"tid\": ", first ? "" : ",",
+                r->prof->threads[t].index);
+        json_tid(f, r->prof, t);
+        fputs(", ", f);
         if (r->prof->threads[t].exited)
             fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
         json_stats(f, r, c);
@@ -240,14 +220,18 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
 
     fputs("    {\"profile\": ", f);
     json_str(f, r->name);
+    if (p->merged)
+        fprintf(f, ", \"profiles\": %" PRIu64 ", \"tables\": \"%016" PRIx64 "\", \"pid\": null",
+                p->merged, p->merged_fingerprint);
+    else
+        fprintf(f, ", \"profiles\": 1, \"pid\": %u, \"ppid\": %u", p->hdr.pid, p->hdr.ppid);
     fprintf(f,
-            ", \"pid\": %u, \"ppid\": %u, \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
+            ", \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
             ", \"start_ns\": %" PRIu64 ", \"wall_ns\": %" PRIu64 ", \"sample\": %" PRIu64
             ", \"signal\": %s,\n     ",
-            p->hdr.pid, p->hdr.ppid, p->hdr.tsc_hz,
-            p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns, p->hdr.wall_ns,
-            p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
-    /* Version 2 profiles have no token; processes outside an MPI job no rank. */
+            p->hdr.tsc_hz, p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns,
+            p->hdr.wall_ns, p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
+    /* Version 2 profiles have no token; processes outside an MPI job (and merges) no rank. */
     if (p->hdr.token)
         fprintf(f, "\"token\": \"%016" PRIx64 "\", ", p->hdr.token);
     else
@@ -280,8 +264,8 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     }
     fputs("],\n     \"threads\": [", f);
     for (uint64_t t = 0; t < p->nthreads; t++) {
-        fprintf(f, "%s{\"index\": %u, \"tid\": %u", t ? ", " : "", p->threads[t].index,
-                p->threads[t].tid);
+        fprintf(f, "%s{\"index\": %u, \"tid\": ", t ? ", " : "", p->threads[t].index);
+        json_tid(f, p, t);
         if (p->threads[t].exited)
             fprintf(f, ", \"exited\": %" PRIu64, p->threads[t].exited);
         fputc('}', f);
@@ -299,18 +283,30 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     fputs("]}", f);
 }
 
-int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
+static void json_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
     fputs("{\"profiles\": [\n", f);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            fputs(",\n", f);
-        json_profile(f, reps[i], o);
-    }
-    fputs("\n]}\n", f);
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
 }
+
+static void json_end(FILE *f, const struct ml_report_opts *o)
+{
+    (void)o;
+    fputs("\n]}\n", f);
+}
+
+static int json_one(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                    const struct ml_report_opts *o)
+{
+    (void)t;
+    if (i)
+        fputs(",\n", f);
+    json_profile(f, r, o);
+    return 0;
+}
+
+const struct ml_renderer ml_render_json = {
+    .begin = json_begin, .profile = json_one, .end = json_end};
 
 /* ---- --top ---- */
 
@@ -391,8 +387,11 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     ne = t->nunits_by_execs < o->top ? t->nunits_by_execs : o->top;
     fputs("    {\"profile\": ", f);
     json_str(f, r->name);
-    fprintf(f, ", \"pid\": %u, \"bytes\": %" PRIu64 ",\n     \"functions_by_bytes\": [",
-            r->prof->hdr.pid, t->bytes);
+    if (r->prof->merged)
+        fprintf(f, ", \"profiles\": %" PRIu64 ", \"pid\": null", r->prof->merged);
+    else
+        fprintf(f, ", \"profiles\": 1, \"pid\": %u", r->prof->hdr.pid);
+    fprintf(f, ", \"bytes\": %" PRIu64 ",\n     \"functions_by_bytes\": [", t->bytes);
     for (size_t i = 0; i < nf; i++) {
         fputs(i ? ",\n      " : "\n      ", f);
         json_top_fn(f, r, &t->fns[t->fns_by_bytes[i]]);
@@ -417,19 +416,14 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     return 0;
 }
 
-int ml_report_top_json(FILE *f, struct ml_report *const *reps, size_t n,
-                       const struct ml_report_opts *o)
+static int json_top_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t,
+                            size_t i, const struct ml_report_opts *o)
 {
-    fputs("{\"profiles\": [\n", f);
-    for (size_t i = 0; i < n; i++) {
-        int rc;
-        if (i)
-            fputs(",\n", f);
-        rc = json_top_one(f, reps[i], o);
-        if (rc)
-            return rc;
-    }
-    fputs("\n]}\n", f);
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    (void)t;
+    if (i)
+        fputs(",\n", f);
+    return json_top_one(f, r, o);
 }
+
+const struct ml_renderer ml_render_top_json = {
+    .begin = json_begin, .profile = json_top_profile, .end = json_end};
