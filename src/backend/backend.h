@@ -29,7 +29,7 @@ typedef void (*ml_bev_fn)(void *state, struct ml_bworker *w, uint32_t thread,
 enum ml_bpart {
     ML_BPART_ONE = 0, /* worker 0 only (modules that are not data-parallel) */
     ML_BPART_ALL,     /* every worker (context events; ranges a handler splits itself) */
-    ML_BPART_ADDR,    /* the owner of word 1 (an address), by 64-byte block */
+    ML_BPART_ADDR,    /* the owner of word 1 (an address), by 4 KiB block */
     ML_BPART_ID,      /* the owner of word 0's id (an instruction, site or loop) */
 };
 
@@ -76,7 +76,7 @@ struct ml_bout {
 struct ml_module {
     const char *name;
     const char *summary;
-    const struct ml_bhandler *handlers; /* one per kind the module wants */
+    const struct ml_bhandler *handlers; /* one per kind the module wants (or chunk, below) */
     /* A fresh state for worker w (NULL: out of memory). */
     void *(*init)(struct ml_bworker *w);
     /* Folds state from into into and frees from; returns 0 or -errno. */
@@ -85,6 +85,14 @@ struct ml_module {
     int (*report)(void *state, struct ml_bout *out);
     /* Frees a state (optional: NULL when free() of the state suffices). */
     void (*fini)(void *state);
+    /*
+     * Optional, for modules whose work per event is so small that a call per
+     * event would cost more: the whole chunk of one thread, records already
+     * checked (len ends at the first malformed one), blobs included (skip
+     * them). The module partitions the records itself.
+     */
+    void (*chunk)(void *state, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
+                  uint32_t len);
 };
 
 /* Registry (modules.c): the modules memlens knows, in the order --help lists them. */
@@ -107,10 +115,18 @@ struct ml_bworker {
     struct ml_backend *b;
 };
 
-/* The worker that owns the 64-byte block holding addr (of n workers). */
+/*
+ * Address partitioning is by 4 KiB block: a cache line (what 'sharing' needs)
+ * never spans two workers, consecutive accesses mostly stay with one worker
+ * (its branch predicts), and each worker's shadow memory covers only its own
+ * blocks, so that N workers do not hold N copies of it.
+ */
+#define ML_BPART_BLOCK_BITS 12
+
+/* The worker that owns the block holding addr (of n workers). */
 static inline uint32_t ml_bpart_addr(uint64_t addr, uint32_t n)
 {
-    uint64_t h = (addr >> 6) * 0x9e3779b97f4a7c15ull;
+    uint64_t h = (addr >> ML_BPART_BLOCK_BITS) * 0x9e3779b97f4a7c15ull;
 
     return (uint32_t)(((h >> 32) * n) >> 32);
 }
@@ -129,8 +145,7 @@ static inline int ml_bw_owns_addr(const struct ml_bworker *w, uint64_t addr)
 }
 
 /*
- * Calls fn on each maximal part of [lo, hi) whose 64-byte blocks this worker
- * owns: how a handler registered ML_BPART_ALL splits a range (memcpy, an
+ * Calls fn on each maximal part of [lo, hi) whose blocks this worker owns: how a handler registered ML_BPART_ALL splits a range (memcpy, an
  * unaligned access) so that every byte is handled by exactly one worker.
  */
 void ml_bw_owned_ranges(const struct ml_bworker *w, uint64_t lo, uint64_t hi,

@@ -36,7 +36,9 @@ int ml_bfiles_open(struct ml_bfiles **out, const char *dir)
     }
     f->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (f->dirfd < 0) {
-        rc = errno == ELOOP ? -ELOOP : -errno;
+        struct stat st;
+        /* a link to a directory fails with ENOTDIR under O_NOFOLLOW: say what it is */
+        rc = !lstat(dir, &st) && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
         free(f->dir);
         free(f);
         return rc;

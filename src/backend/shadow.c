@@ -8,6 +8,13 @@
 #define PAGE  (1ull << ML_SHADOW_PAGE_BITS)
 #define L2_N  (1u << (32 - ML_SHADOW_PAGE_BITS))
 #define ZEROS 4096 /* the largest metadata a peek may read past addr: 64 bytes x ratio 64 */
+#define POOL  (1ull << 30)
+
+struct ml_shadow_pool {
+    struct ml_shadow_pool *next;
+    void *base;
+    uint64_t size;
+};
 
 static const uint8_t zeros[ZEROS];
 
@@ -33,15 +40,39 @@ void ml_shadow_free(struct ml_shadow *s)
 {
     if (!s)
         return;
-    for (uint32_t i = 0; i < (1u << ML_SHADOW_L2_BITS); i++) {
-        if (!s->l1[i])
-            continue;
-        for (uint32_t j = 0; j < L2_N; j++)
-            if (s->l1[i][j])
-                munmap(s->l1[i][j], PAGE << s->shift);
+    for (uint32_t i = 0; i < (1u << ML_SHADOW_L2_BITS); i++)
         free(s->l1[i]);
+    while (s->pools) {
+        struct ml_shadow_pool *p = s->pools;
+        s->pools = p->next;
+        munmap(p->base, p->size);
+        free(p);
     }
     free(s);
+}
+
+/* A new reserved mapping to carve pages from (its untouched parts cost nothing). */
+static int pool_new(struct ml_shadow *s, uint64_t bytes)
+{
+    uint64_t size = bytes > POOL ? bytes : POOL;
+    struct ml_shadow_pool *p = malloc(sizeof(*p));
+    void *m;
+
+    if (!p)
+        return -1;
+    m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0);
+    if (m == MAP_FAILED) {
+        free(p);
+        return -1;
+    }
+    p->base = m;
+    p->size = size;
+    p->next = s->pools;
+    s->pools = p;
+    s->pool = m;
+    s->pool_left = size;
+    return 0;
 }
 
 uint8_t *ml_shadow_page(struct ml_shadow *s, uint64_t page, int create)
@@ -68,12 +99,13 @@ uint8_t *ml_shadow_page(struct ml_shadow *s, uint64_t page, int create)
             s->unshadowed++;
             return NULL;
         }
-        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-        if (p == MAP_FAILED) {
+        if (s->pool_left < bytes && pool_new(s, bytes)) {
             s->unshadowed++;
             return NULL;
         }
+        p = s->pool;
+        s->pool += bytes;
+        s->pool_left -= bytes;
         s->mapped += bytes;
         l2[page & (L2_N - 1)] = p;
     }

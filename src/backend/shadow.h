@@ -9,7 +9,10 @@
  * The backend runs in its own process, so the program's address space is not
  * mirrored at a fixed offset: a two-level table maps each 64 KiB page of the
  * program's addresses (48-bit user space) to ratio x 64 KiB of metadata,
- * mapped (zero-filled) the first time a byte of that page is written.
+ * mapped (zero-filled) the first time a byte of that page is written. Pages
+ * come from large reserved mappings, so the kernel only backs the parts
+ * written: workers that own different 4 KiB blocks of one page (backend.h,
+ * ML_BPART_BLOCK_BITS) do not hold copies of each other's metadata.
  *
  * Policy for addresses never announced (no allocation, global or stack
  * object event covered them): they are shadowed like any other address, and
@@ -28,6 +31,9 @@ struct ml_shadow {
     uint64_t last_page; /* page number of last, or UINT64_MAX */
     uint8_t *last;
     uint8_t **l1[1u << ML_SHADOW_L2_BITS]; /* by addr >> 32: tables of pages by addr >> 16 */
+    uint8_t *pool;       /* metadata pages are carved from large mappings: few VMAs */
+    uint64_t pool_left;
+    struct ml_shadow_pool *pools;
     uint64_t limit;      /* bytes of metadata at most (0: no limit) */
     uint64_t mapped;     /* bytes of metadata mapped */
     uint64_t unshadowed; /* ml_shadow_at calls that returned NULL */

@@ -107,6 +107,7 @@ struct ml_q_cursor {
 
 enum ml_q_chunk_state { ML_Q_FREE = 0, ML_Q_FILLING = 1, ML_Q_FULL = 2 };
 #define ML_Q_CHUNK_LAST 1u /* flags: the thread ended after this chunk */
+#define ML_Q_CHUNK_BLOB 2u /* flags: the chunk holds a blob fragment */
 
 struct ml_q_chunk {
     _Atomic uint32_t state;   /* enum ml_q_chunk_state */

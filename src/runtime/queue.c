@@ -236,7 +236,7 @@ static void publish(struct ml_q_slot *sl, uint32_t flags)
     struct ml_q_chunk *ch = &sl->chunk[k];
 
     ch->len = (uint32_t)(sl->cur.pos - chunk_data(sl, k));
-    ch->flags = flags;
+    ch->flags |= flags;
     ch->t1 = ml_rt_ticks();
     store_fence();
     atomic_store(&ch->readers, hdr->consumers);
@@ -446,6 +446,8 @@ ML_EXPORT void __memlens_q_blob(uint64_t tag, const void *data, uint64_t len)
             if (hdr && !detached)
                 atomic_fetch_add(&hdr->lost_events, 1);
         } else {
+            struct ml_q_slot *sl = slot_of(c);
+            sl->chunk[atomic_load(&sl->fill)].flags |= ML_Q_CHUNK_BLOB;
             p = c->pos;
             ml_q_store(p, ML_Q_W0(ML_Q_KIND_BLOB, 0, n == len ? ML_Q_BLOB_LAST : 0, n));
             ml_q_store(p + 8, tag);
