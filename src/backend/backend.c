@@ -285,7 +285,8 @@ static void consume(struct wstate *ws, const struct ml_q_chunk *ch, const uint8_
     uint64_t events = 0;
     uint32_t off = 0, done = 0;
 
-    if (len > b->h->chunk_size || len % ML_Q_UNIT || thread >= atomic_load(&b->h->threads)) {
+    if (len > b->h->chunk_size || len % ML_Q_UNIT || thread >= atomic_load(&b->h->threads) ||
+        thread >= MAX_THREADS) {
         ws->corrupt++;
         return;
     }

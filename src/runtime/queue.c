@@ -347,8 +347,10 @@ static struct ml_q_cursor *attach_thread(void)
         return scratch();
     if (!(sl = take_slot())) {
         qt.noslot = 1;
-        if (!detached)
+        if (!detached) {
             atomic_fetch_add(&hdr->lost_threads, 1);
+            pthread_setspecific(qkey, (void *)1); /* thread_end counts the last ones */
+        }
         return scratch();
     }
     return &sl->cur;
@@ -407,6 +409,8 @@ ML_EXPORT struct ml_q_cursor *__memlens_q_next(void)
 static void thread_end(void *arg)
 {
     (void)arg;
+    if (hdr && qt.noslot && !qt.busy)
+        scratch();
     if (!hdr || !qt.slot || qt.busy)
         return;
     if (!detached)

@@ -21,7 +21,7 @@ struct cell {
 };
 
 struct stats {
-    struct cell *c; /* [nthreads][256] */
+    struct cell **rows; /* [nthreads], each NULL or 256 cells */
     uint32_t nthreads;
     int nomem;
 };
@@ -32,21 +32,23 @@ static void *stats_init(struct ml_bworker *w)
     return calloc(1, sizeof(struct stats));
 }
 
-/* Thread t's 256 cells, the array grown as needed; NULL when out of memory. */
+/* Thread t's 256 cells, created on first use; NULL when out of memory. */
 static struct cell *row_of(struct stats *s, uint32_t t)
 {
     if (t >= s->nthreads) {
         uint32_t n = t + 1 > s->nthreads * 2 ? t + 1 : s->nthreads * 2;
-        struct cell *c = realloc(s->c, (size_t)n * 256 * sizeof(*c));
-        if (!c) {
+        struct cell **r = realloc(s->rows, (size_t)n * sizeof(*r));
+        if (!r) {
             s->nomem = 1;
             return NULL;
         }
-        memset(c + (size_t)s->nthreads * 256, 0, (size_t)(n - s->nthreads) * 256 * sizeof(*c));
-        s->c = c;
+        memset(r + s->nthreads, 0, (size_t)(n - s->nthreads) * sizeof(*r));
+        s->rows = r;
         s->nthreads = n;
     }
-    return &s->c[(size_t)t * 256];
+    if (!s->rows[t] && !(s->rows[t] = calloc(256, sizeof(struct cell))))
+        s->nomem = 1;
+    return s->rows[t];
 }
 
 /* A few instructions per record, no call: the queue's own speed shows through. */
@@ -76,28 +78,36 @@ static void stats_chunk(void *st, struct ml_bworker *w, uint32_t thread, const u
     }
 }
 
+static void stats_fini(void *st)
+{
+    struct stats *s = st;
+
+    for (uint32_t t = 0; t < s->nthreads; t++)
+        free(s->rows[t]);
+    free(s->rows);
+    free(s);
+}
+
 static int stats_merge(void *into, void *from)
 {
     struct stats *a = into, *b = from;
     int rc = 0;
 
-    for (uint32_t t = 0; t < b->nthreads && !rc; t++)
-        for (unsigned k = 0; k < 256; k++) {
-            const struct cell *y = &b->c[(size_t)t * 256 + k];
-            struct cell *x;
-            if (!y->events)
-                continue;
-            if (!(x = row_of(a, t))) {
-                rc = -ENOMEM;
-                break;
-            }
-            x += k;
-            x->events += y->events;
-            x->sum += y->sum;
+    for (uint32_t t = 0; t < b->nthreads && !rc; t++) {
+        struct cell *x;
+        if (!b->rows[t])
+            continue;
+        if (!(x = row_of(a, t))) {
+            rc = -ENOMEM;
+            break;
         }
+        for (unsigned k = 0; k < 256; k++) {
+            x[k].events += b->rows[t][k].events;
+            x[k].sum += b->rows[t][k].sum;
+        }
+    }
     a->nomem |= b->nomem;
-    free(b->c);
-    free(b);
+    stats_fini(b);
     return rc;
 }
 
@@ -118,8 +128,8 @@ static int stats_report(void *st, struct ml_bout *o)
     if (o->table)
         fprintf(o->table, "%8s %6s %14s %20s\n", "thread", "kind", "events", "sum");
     for (uint32_t t = 0; t < s->nthreads; t++)
-        for (unsigned k = 0; k < 256; k++) {
-            const struct cell *c = &s->c[(size_t)t * 256 + k];
+        for (unsigned k = 0; k < 256 && s->rows[t]; k++) {
+            const struct cell *c = &s->rows[t][k];
             if (!c->events)
                 continue;
             total += c->events;
@@ -149,13 +159,6 @@ static int stats_report(void *st, struct ml_bout *o)
     return s->nomem ? -ENOMEM : 0;
 }
 
-static void stats_fini(void *st)
-{
-    struct stats *s = st;
-
-    free(s->c);
-    free(s);
-}
 
 const struct ml_module ml_module_stats = {
     .name = "stats",
