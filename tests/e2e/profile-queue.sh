@@ -43,6 +43,18 @@ done
 "$T/q2" threads $n 3 >"$T/plain.out" || fail "plain run failed"
 cmp -s "$T/plain.out" "$T/thr22.out" || fail "program output differs under memlens profile"
 
+# the sanitized memlens: no finding with 3 workers, nor with a crashing program
+A=$ML_BUILD/asan/bin/memlens
+if [ -x "$A" ]; then
+    export ASAN_OPTIONS=halt_on_error=1:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=99
+    rm -rf "$T/asan"
+    "$A" profile -q -m stats -w 3 -o "$T/asan" -- "$T/q2" threads 50000 3 >/dev/null 2>"$T/asan.err"
+    [ $? = 0 ] || fail "memlens (asan) profile: $(cat "$T/asan.err")"
+    "$A" profile -q -m stats -w 2 -o "$T/asan" -- "$T/q2" segv 50000 2 >/dev/null 2>"$T/asan.err"
+    [ $? = 139 ] || fail "memlens (asan) profile of a crash: $(cat "$T/asan.err")"
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+fi
+
 # threads one after another with two slots: slots of ended threads are reused, nothing lost
 prof seq --max-threads 2 -- "$T/q2" sequential 50000 20
 spec=$(python3 -c "print([[0,50000]] + [[t+1, 50000+t] for t in range(20)])")
