@@ -56,7 +56,7 @@ struct ml_backend {
     uint64_t size;
     char env[64];
     struct disp disp[256];
-    uint32_t chunk_mods[MAX_MODS];  /* modules that read whole chunks */
+    uint32_t chunk_mods[MAX_MODS]; /* modules that read whole chunks */
     uint32_t nchunk_mods;
     struct wstate *ws;
     _Atomic int dead, abandon;
@@ -101,15 +101,13 @@ int ml_module_check(const struct ml_module *m, char *err, size_t errlen)
                                        : NULL;
 
     if (missing) {
-        snprintf(err, errlen, "module '%s' has no '%s' callback", m->name ? m->name : "?",
-                 missing);
+        snprintf(err, errlen, "module '%s' has no '%s' callback", m->name ? m->name : "?", missing);
         return -EINVAL;
     }
     for (const struct ml_bhandler *hd = m->handlers; hd && hd->kind; hd++) {
-        if (!hd->fn || (hd->kind > 0xef && hd->kind != ML_BKIND_ANY) ||
-            hd->part > ML_BPART_ID) {
-            snprintf(err, errlen, "module '%s' has a bad handler for kind %u%s", m->name,
-                     hd->kind, hd->fn ? "" : " (no callback)");
+        if (!hd->fn || (hd->kind > 0xef && hd->kind != ML_BKIND_ANY) || hd->part > ML_BPART_ID) {
+            snprintf(err, errlen, "module '%s' has a bad handler for kind %u%s", m->name, hd->kind,
+                     hd->fn ? "" : " (no callback)");
             return -EINVAL;
         }
     }
@@ -361,8 +359,7 @@ static uint32_t pass(struct wstate *ws)
         struct ml_q_slot *sl = ml_q_slot(h, s);
         uint64_t seq = ws->next_seq[s];
         struct ml_q_chunk *ch = &sl->chunk[seq & 1];
-        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL ||
-            ch->seq != seq)
+        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != seq)
             continue;
         consume(ws, ch, ml_q_chunk_data(h, s, (uint32_t)(seq & 1)), ch->len);
         ws->next_seq[s] = seq + 1;
@@ -394,8 +391,8 @@ static void tail(struct wstate *ws)
             if (atomic_load(&sl->chunk[j].state) == ML_Q_FULL &&
                 sl->chunk[j].seq >= ws->next_seq[s])
                 ws->corrupt++;
-        if (atomic_load(&ch->state) != ML_Q_FILLING || ch->seq != ws->next_seq[s] ||
-            pos < base || pos > base + h->chunk_size)
+        if (atomic_load(&ch->state) != ML_Q_FILLING || ch->seq != ws->next_seq[s] || pos < base ||
+            pos > base + h->chunk_size)
             continue;
         consume(ws, ch, ml_q_chunk_data(h, s, k), (uint32_t)(pos - base));
     }

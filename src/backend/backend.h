@@ -22,8 +22,7 @@ struct ml_bworker;
  * format/queue.h; valid only during the call), thread is the program thread
  * number (0 = the first thread that sent an event).
  */
-typedef void (*ml_bev_fn)(void *state, struct ml_bworker *w, uint32_t thread,
-                          const uint64_t *rec);
+typedef void (*ml_bev_fn)(void *state, struct ml_bworker *w, uint32_t thread, const uint64_t *rec);
 
 /* Which worker receives an event of a handler. */
 enum ml_bpart {
@@ -145,8 +144,9 @@ static inline int ml_bw_owns_addr(const struct ml_bworker *w, uint64_t addr)
 }
 
 /*
- * Calls fn on each maximal part of [lo, hi) whose blocks this worker owns: how a handler registered ML_BPART_ALL splits a range (memcpy, an
- * unaligned access) so that every byte is handled by exactly one worker.
+ * Calls fn on each maximal part of [lo, hi) whose blocks this worker owns: how a handler registered
+ * ML_BPART_ALL splits a range (memcpy, an unaligned access) so that every byte is handled by
+ * exactly one worker.
  */
 void ml_bw_owned_ranges(const struct ml_bworker *w, uint64_t lo, uint64_t hi,
                         void (*fn)(void *arg, uint64_t lo, uint64_t hi), void *arg);
@@ -162,9 +162,9 @@ struct ml_cstack *ml_bw_stack(struct ml_bworker *w, uint32_t thread);
 struct ml_backend_opts {
     const struct ml_module **mods;
     uint32_t nmods;
-    uint32_t workers;    /* >= 1 */
-    uint32_t chunk_size; /* bytes, 0: default */
-    uint32_t max_threads;/* slots, 0: default */
+    uint32_t workers;     /* >= 1 */
+    uint32_t chunk_size;  /* bytes, 0: default */
+    uint32_t max_threads; /* slots, 0: default */
 };
 
 struct ml_backend;

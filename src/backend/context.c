@@ -102,8 +102,7 @@ uint32_t ml_ctx_child(struct ml_ctx *c, uint32_t parent, uint32_t kind, uint64_t
     return c->count - 1;
 }
 
-int ml_ctx_get(const struct ml_ctx *c, uint32_t ctx, uint32_t *parent, uint32_t *kind,
-               uint64_t *id)
+int ml_ctx_get(const struct ml_ctx *c, uint32_t ctx, uint32_t *parent, uint32_t *kind, uint64_t *id)
 {
     if (ctx == ML_CTX_ROOT || ctx >= c->count)
         return -1;
@@ -188,8 +187,8 @@ int ml_cstack_push(struct ml_cstack *s, uint32_t kind, uint64_t id)
         s->nomem++;
         return -ENOMEM;
     }
-    s->f[s->depth++] = (struct ml_cframe){
-        .ctx = ctx, .kind = kind, .id = id, .stamp = ++s->stamps, .iter = 0};
+    s->f[s->depth++] =
+        (struct ml_cframe){.ctx = ctx, .kind = kind, .id = id, .stamp = ++s->stamps, .iter = 0};
     return 0;
 }
 

@@ -73,9 +73,8 @@ int ml_bfiles_name(struct ml_bfiles *f, const char *prog, int pid)
     size_t k = 0;
 
     for (const char *p = prog; *p && k < sizeof(safe) - 1; p++) {
-        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                 (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '+' ||
-                 (*p == '.' && k);
+        int ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                 *p == '_' || *p == '-' || *p == '+' || (*p == '.' && k);
         safe[k++] = ok ? *p : '_';
     }
     safe[k] = 0;

@@ -81,7 +81,8 @@ static int grow(struct ml_rmap *m)
     return 0;
 }
 
-/* The entry of key, created empty-valued (n = 0 until the caller applies a value); NULL: no memory. */
+/* The entry of key, created empty-valued (n = 0 until the caller applies a value); NULL: no memory.
+ */
 static struct ml_rent *slot(struct ml_rmap *m, uint64_t key, uint32_t *idx)
 {
     uint32_t mask, j;

@@ -31,8 +31,8 @@ struct ml_rval {
     uint64_t key;
     uint64_t n; /* inserts of this key */
     uint64_t v;
-    uint32_t flags; /* ML_RVAL_* */
-    uint32_t nset;  /* SET: distinct values held in set */
+    uint32_t flags;      /* ML_RVAL_* */
+    uint32_t nset;       /* SET: distinct values held in set */
     const uint64_t *set; /* SET: nset values, ascending (valid until the next insert) */
 };
 

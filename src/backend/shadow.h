@@ -27,11 +27,11 @@
 #define ML_SHADOW_L2_BITS   (ML_SHADOW_ADDR_BITS - 32)
 
 struct ml_shadow {
-    uint32_t shift; /* log2(metadata bytes per data byte) */
+    uint32_t shift;     /* log2(metadata bytes per data byte) */
     uint64_t last_page; /* page number of last, or UINT64_MAX */
     uint8_t *last;
     uint8_t **l1[1u << ML_SHADOW_L2_BITS]; /* by addr >> 32: tables of pages by addr >> 16 */
-    uint8_t *pool;       /* metadata pages are carved from large mappings: few VMAs */
+    uint8_t *pool; /* metadata pages are carved from large mappings: few VMAs */
     uint64_t pool_left;
     struct ml_shadow_pool *pools;
     uint64_t limit;      /* bytes of metadata at most (0: no limit) */
@@ -39,7 +39,8 @@ struct ml_shadow {
     uint64_t unshadowed; /* ml_shadow_at calls that returned NULL */
 };
 
-/* ratio: metadata bytes per data byte, a power of two from 1 to 64. NULL: bad ratio or no memory. */
+/* ratio: metadata bytes per data byte, a power of two from 1 to 64. NULL: bad ratio or no memory.
+ */
 struct ml_shadow *ml_shadow_new(uint32_t ratio, uint64_t limit);
 void ml_shadow_free(struct ml_shadow *s);
 uint8_t *ml_shadow_page(struct ml_shadow *s, uint64_t page, int create);

@@ -1,4 +1,5 @@
-/* memlens profile: runs a program built for events with a backend and writes per-module profiles. */
+/* memlens profile: runs a program built for events with a backend and writes per-module profiles.
+ */
 #include "backend/backend.h"
 #include "cli/cli.h"
 #include "format/json.h"
@@ -56,9 +57,10 @@ static int parse_uint(const char *s, uint64_t max, uint64_t *v, int suffixes)
     if (errno || end == s)
         return -1;
     if (suffixes && *end) {
-        unsigned shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
-                         : *end == 'G' || *end == 'g'                              ? 30
-                                                                                   : 64;
+        unsigned shift = *end == 'K' || *end == 'k'   ? 10
+                         : *end == 'M' || *end == 'm' ? 20
+                         : *end == 'G' || *end == 'g' ? 30
+                                                      : 64;
         if (shift == 64 || end[1] || n > (max >> shift))
             return -1;
         n <<= shift;
@@ -209,12 +211,12 @@ static void judge(struct ml_brun *r, int att_status, int exited_cleanly)
     size_t n = strlen(r->why);
     char *w = r->why;
 
-#define WHY(...)                                                                            \
-    do {                                                                                    \
-        if (n < sizeof(r->why))                                                            \
-            n += (size_t)snprintf(w + n, sizeof(r->why) - n, "%s", n ? "; " : "");          \
-        if (n < sizeof(r->why))                                                            \
-            n += (size_t)snprintf(w + n, sizeof(r->why) - n, __VA_ARGS__);                 \
+#define WHY(...)                                                                                   \
+    do {                                                                                           \
+        if (n < sizeof(r->why))                                                                    \
+            n += (size_t)snprintf(w + n, sizeof(r->why) - n, "%s", n ? "; " : "");                 \
+        if (n < sizeof(r->why))                                                                    \
+            n += (size_t)snprintf(w + n, sizeof(r->why) - n, __VA_ARGS__);                         \
     } while (0)
 
     if (att_status >= 0)
@@ -253,16 +255,14 @@ static void human_bytes(char *buf, size_t n, uint64_t b)
 static int write_module(struct ml_backend *b, struct ml_bfiles *files, uint32_t i,
                         const struct ml_module *m, const struct ml_brun *run, int quiet)
 {
-    struct ml_bout o = {.table = quiet ? NULL : stdout, .run = run,
-                        .blobs = ml_backend_blobs(b)};
+    struct ml_bout o = {.table = quiet ? NULL : stdout, .run = run, .blobs = ml_backend_blobs(b)};
     char csv_path[4096], json_path[4096];
     void *st;
     int rc;
 
     st = ml_backend_merged(b, i, &rc);
     if (!st)
-        return error("module '%s': cannot merge the workers' results: %s", m->name,
-                     strerror(-rc));
+        return error("module '%s': cannot merge the workers' results: %s", m->name, strerror(-rc));
     o.csv = ml_bfiles_create(files, m->name, "csv");
     o.json = o.csv ? ml_bfiles_create(files, m->name, "json") : NULL;
     if (!o.csv || !o.json) {
@@ -272,8 +272,8 @@ static int write_module(struct ml_backend *b, struct ml_bfiles *files, uint32_t 
         return error("cannot create the output of module '%s': %s", m->name, strerror(rc));
     }
     if (o.table) {
-        printf("\n# memlens profile: module '%s', program '%s' (pid %d), %s\n", m->name,
-               run->prog, run->pid, run->complete ? "complete" : "INCOMPLETE");
+        printf("\n# memlens profile: module '%s', program '%s' (pid %d), %s\n", m->name, run->prog,
+               run->pid, run->complete ? "complete" : "INCOMPLETE");
         if (!run->complete)
             printf("# incomplete: %s\n", run->why);
     }
@@ -389,8 +389,7 @@ int cmd_profile(int argc, char **argv)
     run.pid = ml_backend_attached(b);
     ml_backend_stop(b, &run);
     if (!run.pid) {
-        warning("'%s' sent no events (was it built with 'memlens cc --events=...'?)",
-                argv[i]);
+        warning("'%s' sent no events (was it built with 'memlens cc --events=...'?)", argv[i]);
         ml_backend_free(b);
         ml_bfiles_close(files);
         return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
@@ -401,8 +400,7 @@ int cmd_profile(int argc, char **argv)
     for (uint32_t m = 0; m < o.nmods; m++)
         failed |= write_module(b, files, m, mods[m], &run, quiet) != 0;
     human_bytes(size, sizeof(size), run.bytes);
-    fprintf(stderr,
-            "memlens: %llu events (%s) from %llu thread%s in %.2f s, %u worker%s; %s%s\n",
+    fprintf(stderr, "memlens: %llu events (%s) from %llu thread%s in %.2f s, %u worker%s; %s%s\n",
             (unsigned long long)run.events, size, (unsigned long long)run.threads,
             run.threads == 1 ? "" : "s", run.seconds, run.workers, run.workers == 1 ? "" : "s",
             run.complete ? "complete" : "incomplete: ", run.complete ? "" : run.why);

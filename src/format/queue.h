@@ -44,16 +44,16 @@
 #define ML_Q_VERSION 1
 #define ML_Q_ENV     "MEMLENS_QUEUE"
 
-#define ML_Q_UNIT           16u         /* bytes of one record unit */
-#define ML_Q_MAX_EVENT      64u         /* bytes of the longest inline event (4 units) */
-#define ML_Q_MIN_CHUNK      (1u << 20)  /* chunks are at least 1 MiB ... */
-#define ML_Q_MAX_CHUNK      (1u << 30)  /* ... at most 1 GiB, multiples of 4 KiB */
-#define ML_Q_DEFAULT_CHUNK  (1u << 20)
-#define ML_Q_DEFAULT_SLOTS  1024u       /* threads alive at once */
-#define ML_Q_MAX_SLOTS      65536u
-#define ML_Q_HDR_SIZE       4096u
-#define ML_Q_SLOT_SIZE      256u
-#define ML_Q_BLOB_FRAGMENT  (64u << 10) /* payload bytes of one blob record at most */
+#define ML_Q_UNIT          16u        /* bytes of one record unit */
+#define ML_Q_MAX_EVENT     64u        /* bytes of the longest inline event (4 units) */
+#define ML_Q_MIN_CHUNK     (1u << 20) /* chunks are at least 1 MiB ... */
+#define ML_Q_MAX_CHUNK     (1u << 30) /* ... at most 1 GiB, multiples of 4 KiB */
+#define ML_Q_DEFAULT_CHUNK (1u << 20)
+#define ML_Q_DEFAULT_SLOTS 1024u /* threads alive at once */
+#define ML_Q_MAX_SLOTS     65536u
+#define ML_Q_HDR_SIZE      4096u
+#define ML_Q_SLOT_SIZE     256u
+#define ML_Q_BLOB_FRAGMENT (64u << 10) /* payload bytes of one blob record at most */
 
 /*
  * Record framing. A record is 1 to 4 units of 16 bytes (blobs: see below),
@@ -73,9 +73,8 @@
  */
 #define ML_Q_KIND_BLOB 0xffu /* id: payload bytes; word 1: blob tag; payload follows */
 
-#define ML_Q_W0(kind, extra, aux, id)                                                         \
-    ((uint64_t)(kind) | ((uint64_t)(extra) << 8) | ((uint64_t)(aux) << 10) |                   \
-     ((uint64_t)(id) << 16))
+#define ML_Q_W0(kind, extra, aux, id)                                                              \
+    ((uint64_t)(kind) | ((uint64_t)(extra) << 8) | ((uint64_t)(aux) << 10) | ((uint64_t)(id) << 16))
 #define ML_Q_KIND(w0)  ((unsigned)((w0)&0xff))
 #define ML_Q_EXTRA(w0) ((unsigned)(((w0) >> 8) & 3))
 #define ML_Q_AUX(w0)   ((unsigned)(((w0) >> 10) & 63))
@@ -124,13 +123,13 @@ struct ml_q_chunk {
 enum ml_q_slot_state { ML_Q_SLOT_FREE = 0, ML_Q_SLOT_LIVE = 1, ML_Q_SLOT_ENDED = 2 };
 
 struct ml_q_slot {
-    struct ml_q_cursor cur;    /* producer only, until the program has died */
-    _Atomic uint32_t state;    /* enum ml_q_slot_state */
-    _Atomic uint32_t pwait;    /* the producer sleeps on a chunk's state */
-    _Atomic uint32_t fill;     /* index of the chunk being filled */
-    uint32_t thread, tid;      /* owner, while LIVE */
+    struct ml_q_cursor cur; /* producer only, until the program has died */
+    _Atomic uint32_t state; /* enum ml_q_slot_state */
+    _Atomic uint32_t pwait; /* the producer sleeps on a chunk's state */
+    _Atomic uint32_t fill;  /* index of the chunk being filled */
+    uint32_t thread, tid;   /* owner, while LIVE */
     uint32_t pad0;
-    uint64_t seq;              /* sequence number of the chunk being filled */
+    uint64_t seq; /* sequence number of the chunk being filled */
     uint8_t pad1[32];
     struct ml_q_chunk chunk[2];
 };
@@ -141,33 +140,33 @@ struct ml_q_header {
     uint64_t magic;
     uint32_t version;
     uint32_t chunk_size;
-    uint64_t token;      /* random; the runtime attaches only to the token in ML_Q_ENV */
-    uint64_t size;       /* bytes of the whole file */
+    uint64_t token; /* random; the runtime attaches only to the token in ML_Q_ENV */
+    uint64_t size;  /* bytes of the whole file */
     uint64_t data_off;
     uint32_t max_slots;
-    uint32_t consumers;  /* readers of every chunk */
+    uint32_t consumers; /* readers of every chunk */
     int32_t backend_pid;
     uint32_t pad0;
     uint8_t pad1[16];
     /* written by the program's runtime */
-    _Atomic int32_t attached_pid; /* 0 until a process attaches */
-    _Atomic uint32_t nslots;      /* slots ever used (high-water mark) */
-    _Atomic uint32_t threads;     /* threads attached so far */
-    _Atomic uint32_t forks;       /* fork() calls of the attached process */
-    uint64_t prog_base;           /* the file's address in the program */
-    _Atomic uint64_t lost_events; /* appended where they could not go (see queue.c) */
-    _Atomic uint32_t lost_threads;/* threads that found no free slot */
-    _Atomic uint32_t detached;    /* the runtime stopped sending (backend gone) */
-    _Atomic uint32_t exited;      /* the process ran its exit handlers (exit, return from main) */
+    _Atomic int32_t attached_pid;  /* 0 until a process attaches */
+    _Atomic uint32_t nslots;       /* slots ever used (high-water mark) */
+    _Atomic uint32_t threads;      /* threads attached so far */
+    _Atomic uint32_t forks;        /* fork() calls of the attached process */
+    uint64_t prog_base;            /* the file's address in the program */
+    _Atomic uint64_t lost_events;  /* appended where they could not go (see queue.c) */
+    _Atomic uint32_t lost_threads; /* threads that found no free slot */
+    _Atomic uint32_t detached;     /* the runtime stopped sending (backend gone) */
+    _Atomic uint32_t exited;       /* the process ran its exit handlers (exit, return from main) */
     uint8_t pad2[12];
     /* producers bump pub after each publication; consumers sleep on it */
     _Atomic uint32_t pub;
     uint8_t pad3[60];
-    _Atomic uint32_t cwait;       /* consumers asleep on pub */
+    _Atomic uint32_t cwait; /* consumers asleep on pub */
     uint8_t pad4[60];
     /* written by the backend while it runs */
-    _Atomic uint64_t heartbeat;   /* bumped every few ms while the backend lives */
-    _Atomic uint32_t closing;     /* the backend is going away: stop waiting, discard */
+    _Atomic uint64_t heartbeat; /* bumped every few ms while the backend lives */
+    _Atomic uint32_t closing;   /* the backend is going away: stop waiting, discard */
 };
 
 _Static_assert(sizeof(struct ml_q_cursor) == 64, "cursor is one line");

@@ -161,7 +161,8 @@ static void json_units(FILE *f, const struct ml_report *r, const struct ml_repor
         for (uint32_t k = 0; k < n; k++)
             fprintf(f, "%s%u", k ? ", " : "", ids[k]);
         fputs("], \"module\": ", f);
-        ml_json_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+        ml_json_str(f,
+                    u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
         fputs(", \"function\": ", f);
         ml_json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
         fputs(", \"symbol\": ", f);

@@ -1,4 +1,5 @@
-/* Event queue producer (sink 2): per-thread double-buffered chunks in the backend's shared memory. */
+/* Event queue producer (sink 2): per-thread double-buffered chunks in the backend's shared memory.
+ */
 #include "format/queue.h"
 #include "runtime/clock.h"
 
@@ -21,8 +22,8 @@
 /* pos past end: a thread's first event takes __memlens_q_next, which attaches it. */
 static const struct ml_q_cursor boot = {.pos = (uint8_t *)1, .end = NULL};
 
-ML_EXPORT __thread struct ml_q_cursor *__memlens_q_cur
-    __attribute__((tls_model("initial-exec"))) = (struct ml_q_cursor *)&boot;
+ML_EXPORT __thread struct ml_q_cursor *__memlens_q_cur __attribute__((tls_model("initial-exec"))) =
+    (struct ml_q_cursor *)&boot;
 
 /*
  * Where a thread's events go when they cannot reach a backend (no backend, no
@@ -99,9 +100,9 @@ static int parse_u64(const char **s, int base, uint64_t *v)
 static int header_ok(const struct ml_q_header *h, uint64_t token, uint64_t fsize)
 {
     return h->magic == ML_Q_MAGIC && h->version == ML_Q_VERSION && h->token == token &&
-           h->size == fsize && h->chunk_size >= ML_Q_MIN_CHUNK &&
-           h->chunk_size <= ML_Q_MAX_CHUNK && h->chunk_size % 4096 == 0 && h->max_slots &&
-           h->max_slots <= ML_Q_MAX_SLOTS && h->data_off == ml_q_data_off(h->max_slots) &&
+           h->size == fsize && h->chunk_size >= ML_Q_MIN_CHUNK && h->chunk_size <= ML_Q_MAX_CHUNK &&
+           h->chunk_size % 4096 == 0 && h->max_slots && h->max_slots <= ML_Q_MAX_SLOTS &&
+           h->data_off == ml_q_data_off(h->max_slots) &&
            h->size == ml_q_file_size(h->max_slots, h->chunk_size) && h->consumers;
 }
 

@@ -45,9 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.workers = 1 + (c.flags & 1);
     if (ml_backend_new(&b, &o, err, sizeof(err)))
         return 0;
-    if (fstat(ml_backend_fd(b), &st) ||
-        (h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  ml_backend_fd(b), 0)) == MAP_FAILED) {
+    if (fstat(ml_backend_fd(b), &st) || (h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+                                                  MAP_SHARED, ml_backend_fd(b), 0)) == MAP_FAILED) {
         ml_backend_free(b);
         return 0;
     }

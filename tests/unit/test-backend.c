@@ -82,8 +82,12 @@ static int t_report(void *st, struct ml_bout *o)
 }
 
 static const struct ml_bhandler t_handlers[] = {
-    {1, ML_BPART_ADDR, t_event},        {2, ML_BPART_ID, t_event}, {3, ML_BPART_ONE, t_event},
-    {4, ML_BPART_ALL, t_event},         {ML_BKIND_ANY, ML_BPART_ADDR, t_event}, {0},
+    {1, ML_BPART_ADDR, t_event},
+    {2, ML_BPART_ID, t_event},
+    {3, ML_BPART_ONE, t_event},
+    {4, ML_BPART_ALL, t_event},
+    {ML_BKIND_ANY, ML_BPART_ADDR, t_event},
+    {0},
 };
 
 static const struct ml_module t_mod = {

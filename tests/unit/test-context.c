@@ -176,9 +176,8 @@ static void test_merge(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_intern), cmocka_unit_test(test_many),
-        cmocka_unit_test(test_stack),  cmocka_unit_test(test_repair),
-        cmocka_unit_test(test_deep),   cmocka_unit_test(test_merge),
+        cmocka_unit_test(test_intern), cmocka_unit_test(test_many), cmocka_unit_test(test_stack),
+        cmocka_unit_test(test_repair), cmocka_unit_test(test_deep), cmocka_unit_test(test_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,8 +112,7 @@ static void test_ops(void **state)
     (void)state;
     for (int op = ML_ROP_COUNT; op <= ML_ROP_SET; op++) {
         struct truth *t = calloc(KEYS, sizeof(*t));
-        struct ml_rmap *one = ml_rmap_new(op, 4), *a = ml_rmap_new(op, 4),
-                       *b = ml_rmap_new(op, 4);
+        struct ml_rmap *one = ml_rmap_new(op, 4), *a = ml_rmap_new(op, 4), *b = ml_rmap_new(op, 4);
         struct ml_rmap *pa[2] = {one, a}, *pb[2] = {one, b};
         assert_non_null(one);
         feed(pa, 2, t, 20000);

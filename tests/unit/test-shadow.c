@@ -125,8 +125,8 @@ static void test_bad_ratio(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ratios), cmocka_unit_test(test_policy),
-        cmocka_unit_test(test_clear),  cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_ratios),    cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_clear),     cmocka_unit_test(test_limit),
         cmocka_unit_test(test_bad_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -134,11 +134,12 @@ static int stats_report(void *st, struct ml_bout *o)
                 continue;
             total += c->events;
             fprintf(o->csv, "%u,%u,%" PRIu64 ",%" PRIu64 "\n", t, k, c->events, c->sum);
-            fprintf(o->json, "%s\n  {\"thread\": %u, \"kind\": %u, \"events\": %" PRIu64
-                    ", \"sum\": %" PRIu64 "}", sep, t, k, c->events, c->sum);
+            fprintf(o->json,
+                    "%s\n  {\"thread\": %u, \"kind\": %u, \"events\": %" PRIu64
+                    ", \"sum\": %" PRIu64 "}",
+                    sep, t, k, c->events, c->sum);
             if (o->table)
-                fprintf(o->table, "%8u %6u %14" PRIu64 " %20" PRIu64 "\n", t, k, c->events,
-                        c->sum);
+                fprintf(o->table, "%8u %6u %14" PRIu64 " %20" PRIu64 "\n", t, k, c->events, c->sum);
             sep = ",";
         }
     fprintf(o->json, "],\n \"blobs\": [");
@@ -146,11 +147,13 @@ static int stats_report(void *st, struct ml_bout *o)
     for (const struct ml_bblob *b = o->blobs; b; b = b->next) {
         uint64_t h = 0xcbf29ce484222325ull;
         fnv(&h, b->data, b->len);
-        fprintf(o->json, "%s\n  {\"thread\": %u, \"tag\": %" PRIu64 ", \"bytes\": %" PRIu64
-                ", \"fnv1a\": %" PRIu64 "}", sep, b->thread, b->tag, b->len, h);
+        fprintf(o->json,
+                "%s\n  {\"thread\": %u, \"tag\": %" PRIu64 ", \"bytes\": %" PRIu64
+                ", \"fnv1a\": %" PRIu64 "}",
+                sep, b->thread, b->tag, b->len, h);
         if (o->table)
-            fprintf(o->table, "blob tag %" PRIu64 " from thread %u: %" PRIu64 " bytes\n",
-                    b->tag, b->thread, b->len);
+            fprintf(o->table, "blob tag %" PRIu64 " from thread %u: %" PRIu64 " bytes\n", b->tag,
+                    b->thread, b->len);
         sep = ",";
     }
     fprintf(o->json, "]}");
@@ -158,7 +161,6 @@ static int stats_report(void *st, struct ml_bout *o)
         fprintf(o->table, "%8s %6s %14" PRIu64 "\n", "total", "", total);
     return s->nomem ? -ENOMEM : 0;
 }
-
 
 const struct ml_module ml_module_stats = {
     .name = "stats",

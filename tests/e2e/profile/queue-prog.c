@@ -73,8 +73,12 @@ static void run_threads(uint64_t nt, uint64_t n, int together, int mode)
     if (together)
         pthread_barrier_init(&bar, NULL, (unsigned)nt + (mode == 1));
     for (uint64_t t = 0; t < nt; t++) {
-        a[t] = (struct arg){.t = t + 1, .n = n + t, .bar = together ? &bar : NULL,
-                            .mode = mode == 1 && t == 0 ? 1 : mode ? 2 : 0};
+        a[t] = (struct arg){.t = t + 1,
+                            .n = n + t,
+                            .bar = together ? &bar : NULL,
+                            .mode = mode == 1 && t == 0 ? 1
+                                    : mode              ? 2
+                                                        : 0};
         if (pthread_create(&th[t], NULL, thread_fn, &a[t]))
             exit(2);
         if (!together)
