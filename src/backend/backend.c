@@ -66,20 +66,6 @@ struct ml_backend {
     double seconds;
 };
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
 static double since(const struct timespec *t0)
 {
     struct timespec t;
@@ -344,7 +330,7 @@ static void release(struct ml_q_slot *sl, struct ml_q_chunk *ch)
         atomic_store(&ch->state, ML_Q_FREE);
     }
     if (atomic_load(&sl->pwait))
-        futex(&ch->state, FUTEX_WAKE, INT_MAX, NULL);
+        ml_q_futex(&ch->state, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* One round over the slots: reads every chunk that is next in its slot's sequence. */
@@ -418,12 +404,12 @@ static void *worker_main(void *arg)
         if (dead)
             break;
         if (idle++ < SPIN) {
-            cpu_relax();
+            ml_q_relax();
             continue;
         }
         atomic_fetch_add(&h->cwait, 1);
         if (atomic_load(&h->pub) == v && !atomic_load(&b->dead))
-            futex(&h->pub, FUTEX_WAIT, v, &ts);
+            ml_q_futex(&h->pub, FUTEX_WAIT, v, &ts);
         atomic_fetch_sub(&h->cwait, 1);
     }
     tail(ws);
@@ -603,7 +589,7 @@ void ml_backend_beat(struct ml_backend *b)
 
 static void join_all(struct ml_backend *b)
 {
-    futex(&b->h->pub, FUTEX_WAKE, INT_MAX, NULL);
+    ml_q_futex(&b->h->pub, FUTEX_WAKE, INT_MAX, NULL);
     for (uint32_t w = 0; w < b->o.workers; w++)
         if (b->ws[w].started) {
             pthread_join(b->ws[w].th, NULL);

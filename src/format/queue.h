@@ -3,8 +3,12 @@
 #ifndef ML_FORMAT_QUEUE_H
 #define ML_FORMAT_QUEUE_H
 
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 #include <emmintrin.h>
@@ -274,6 +278,22 @@ static inline void ml_q_put2(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3)
     ml_q_store(p + 16, w2);
     ml_q_store(p + 24, w3);
     c->pos = p + 32;
+}
+
+/* Waiting, on both sides: futexes on shared memory (never FUTEX_PRIVATE), a pause hint. */
+static inline long ml_q_futex(_Atomic uint32_t *addr, int op, uint32_t val,
+                              const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+static inline void ml_q_relax(void)
+{
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
 }
 
 /*

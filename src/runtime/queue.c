@@ -50,20 +50,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 #define WAIT_NS       100000000
 #define BACKEND_STALE 10 /* waits without a heartbeat before asking the kernel */
 
-static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
-{
-    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
 static void store_fence(void)
 {
 #if defined(__x86_64__)
@@ -245,7 +231,7 @@ static void publish(struct ml_q_slot *sl, uint32_t flags)
     sl->seq++;
     atomic_fetch_add(&hdr->pub, 1);
     if (atomic_load(&hdr->cwait))
-        futex(&hdr->pub, FUTEX_WAKE, INT_MAX, NULL);
+        ml_q_futex(&hdr->pub, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 /* The backend has gone away without saying so: killed, or crashed. */
@@ -285,11 +271,11 @@ static int wait_free(struct ml_q_slot *sl, uint32_t k)
     for (int i = 0; i < 2000; i++) {
         if (atomic_load_explicit(&ch->state, memory_order_acquire) == ML_Q_FREE)
             return 0;
-        cpu_relax();
+        ml_q_relax();
     }
     atomic_store(&sl->pwait, 1);
     while ((st = atomic_load(&ch->state)) != ML_Q_FREE) {
-        if (futex(&ch->state, FUTEX_WAIT, st, &ts) && errno == ETIMEDOUT &&
+        if (ml_q_futex(&ch->state, FUTEX_WAIT, st, &ts) && errno == ETIMEDOUT &&
             backend_gone(&hb, &stale)) {
             rc = -1;
             break;
