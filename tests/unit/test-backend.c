@@ -322,6 +322,30 @@ static void test_corrupt_and_blobs(void **state)
     munmap(f.h, f.size);
 }
 
+/* Each worker keeps one context stack per program thread, on the worker's own interner. */
+static void test_stacks(void **state)
+{
+    struct ml_bworker w = {.index = 0, .n = 1, .ctx = ml_ctx_new()};
+    struct ml_cstack *a, *b;
+
+    (void)state;
+    a = ml_bw_stack(&w, 0);
+    b = ml_bw_stack(&w, 70); /* thread numbers need not be dense */
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_ptr_not_equal(a, b);
+    assert_ptr_equal(ml_bw_stack(&w, 0), a);
+    assert_ptr_equal(a->c, w.ctx);
+    ml_cstack_push(a, ML_CTX_FUNC, 1);
+    ml_cstack_push(b, ML_CTX_FUNC, 1);
+    assert_int_equal(ml_cstack_ctx(a), ml_cstack_ctx(b)); /* same chain, same id */
+    assert_null(ml_bw_stack(&w, 1u << 30));
+    for (uint32_t t = 0; t < w.nstacks; t++)
+        ml_cstack_free(w.stacks[t]);
+    free(w.stacks);
+    ml_ctx_free(w.ctx);
+}
+
 /* The driver names a missing callback. */
 static void test_module_check(void **state)
 {
@@ -423,7 +447,7 @@ int main(void)
         cmocka_unit_test(test_delivery_1),     cmocka_unit_test(test_delivery_3),
         cmocka_unit_test(test_tail_and_reuse), cmocka_unit_test(test_corrupt_and_blobs),
         cmocka_unit_test(test_module_check),   cmocka_unit_test(test_owned_ranges),
-        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_files),          cmocka_unit_test(test_stacks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
