@@ -377,7 +377,7 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                           size_t errlen)
 {
     unsigned char *dst = (unsigned char *)p->data + sizeof(struct ml_prof_header);
-    uint64_t off = sizeof(struct ml_prof_header);
+    uint64_t off = p->hdr.header_size;
     uint32_t seen = 0;
     int saw_end = 0, rc;
 
@@ -520,11 +520,11 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
 int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p;
-    size_t cap;
+    size_t cap, hsize;
     int rc;
 
     *out = NULL;
-    if (len < sizeof(struct ml_prof_header))
+    if (len < ML_PROF_HEADER_V2)
         return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
     if (memcmp(buf, ML_PROF_MAGIC, 8) != 0)
         return fail(err, errlen, "not a memlens profile (bad magic)");
@@ -532,25 +532,32 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
     if (!p)
         goto nomem;
     /* Room for every payload rounded up to 8 bytes: a section costs at least 16 bytes. */
-    cap = len + (len / sizeof(struct ml_prof_section) + 1) * 8;
+    cap = sizeof(struct ml_prof_header) + len + (len / sizeof(struct ml_prof_section) + 1) * 8;
     p->data = malloc(cap);
     if (!p->data) {
         free(p);
         goto nomem;
     }
-    memcpy(p->data, buf, sizeof(struct ml_prof_header));
     p->size = len;
-    memcpy(&p->hdr, p->data, sizeof(p->hdr));
-    if (p->hdr.version != ML_PROF_VERSION) {
-        rc = fail(err, errlen, "profile version %u, this memlens reads version %u", p->hdr.version,
-                  ML_PROF_VERSION);
+    /* Fields of a later version than the file's read as 0. */
+    memcpy(&p->hdr, buf, ML_PROF_HEADER_V2);
+    if (p->hdr.version < ML_PROF_VERSION_MIN || p->hdr.version > ML_PROF_VERSION) {
+        rc = fail(err, errlen, "profile version %u, this memlens reads versions %d to %d",
+                  p->hdr.version, ML_PROF_VERSION_MIN, ML_PROF_VERSION);
         goto out;
     }
-    if (p->hdr.header_size != sizeof(struct ml_prof_header)) {
-        rc = fail(err, errlen, "header size %u, expected %zu", p->hdr.header_size,
-                  sizeof(struct ml_prof_header));
+    hsize = p->hdr.version == 2 ? ML_PROF_HEADER_V2 : sizeof(struct ml_prof_header);
+    if (p->hdr.header_size != hsize) {
+        rc = fail(err, errlen, "header size %u, expected %zu for version %u", p->hdr.header_size,
+                  hsize, p->hdr.version);
         goto out;
     }
+    if (len < hsize) {
+        rc = fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
+        goto out;
+    }
+    memcpy(&p->hdr, buf, hsize);
+    memcpy(p->data, &p->hdr, sizeof(p->hdr));
     rc = parse_sections(p, buf, len, err, errlen);
 out:
     if (rc) {

@@ -8,7 +8,7 @@
 /*
  * Layout (all integers little-endian, no padding between records):
  *
- *   header   struct ml_prof_header (64 bytes)
+ *   header   struct ml_prof_header (80 bytes; 64 in version 2)
  *   section* { struct ml_prof_section; payload[length] }
  *   END      a section of type ML_SEC_END with length 0
  *
@@ -21,7 +21,11 @@
  * unknown sections).
  */
 #define ML_PROF_MAGIC   "MLPROF\0\n"
-#define ML_PROF_VERSION 2
+#define ML_PROF_VERSION 3
+
+/* Version 2 profiles (no token, no rank: a 64-byte header) are still read. */
+#define ML_PROF_VERSION_MIN 2
+#define ML_PROF_HEADER_V2   64
 
 struct ml_prof_header {
     char magic[8];
@@ -35,11 +39,16 @@ struct ml_prof_header {
     uint32_t clock;  /* enum ml_clock */
     uint32_t flags;  /* ML_PROF_F_* */
     uint64_t sample; /* 1 in N region executions measured (1 = all) */
+    /* version 3 */
+    uint64_t token;  /* random per process start, also in the file name; 0 in version 2 */
+    uint32_t rank;   /* MPI rank when flags has ML_PROF_F_RANK */
+    uint32_t nranks; /* processes in that job, 0 unknown */
 };
 
 enum ml_clock { ML_CLOCK_TSC = 1, ML_CLOCK_CNTVCT = 2, ML_CLOCK_MONOTONIC = 3 };
 
 #define ML_PROF_F_SIGNAL 1u /* written from a fatal or terminating signal */
+#define ML_PROF_F_RANK   2u /* a process of an MPI (or Slurm) job: rank is set */
 
 struct ml_prof_section {
     uint32_t type;

@@ -299,13 +299,21 @@ static void profile_head(FILE *f, const struct ml_report *r)
 
     fputs("<section class=\"profile\">\n<h2>", f);
     esc(f, r->name);
-    fprintf(f, "</h2>\n<p class=\"meta\">pid %u, ppid %u, host ", p->hdr.pid, p->hdr.ppid);
+    fprintf(f, "</h2>\n<p class=\"meta\">pid %u, ppid %u, ", p->hdr.pid, p->hdr.ppid);
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, p->hdr.nranks ? "rank %u of %u, " : "rank %u, ", p->hdr.rank, p->hdr.nranks);
+    fputs("host ", f);
     esc(f, host ? host : "?");
     fprintf(f, ", %" PRIu64 " threads, %s wall</p>\n", p->nthreads,
             ml_report_fmt_time(b, (double)p->hdr.wall_ns / 1e9));
     if (prog) {
         fputs("<p class=\"meta\">program ", f);
         esc(f, prog);
+        fputs("</p>\n", f);
+    }
+    if (ml_profile_meta(p, "cmdline")) {
+        fputs("<p class=\"meta\">cmdline ", f);
+        esc(f, ml_profile_meta(p, "cmdline"));
         fputs("</p>\n", f);
     }
     if (p->hdr.flags & ML_PROF_F_SIGNAL)

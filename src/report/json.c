@@ -189,10 +189,23 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     fprintf(f,
             ", \"pid\": %u, \"ppid\": %u, \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
             ", \"start_ns\": %" PRIu64 ", \"wall_ns\": %" PRIu64 ", \"sample\": %" PRIu64
-            ", \"signal\": %s,\n     \"meta\": {",
+            ", \"signal\": %s,\n     ",
             p->hdr.pid, p->hdr.ppid, p->hdr.tsc_hz,
             p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns, p->hdr.wall_ns,
             p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
+    /* Version 2 profiles have no token; processes outside an MPI job no rank. */
+    if (p->hdr.token)
+        fprintf(f, "\"token\": \"%016" PRIx64 "\", ", p->hdr.token);
+    else
+        fputs("\"token\": null, ", f);
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, "\"rank\": %u, ", p->hdr.rank);
+    else
+        fputs("\"rank\": null, ", f);
+    if (p->hdr.nranks)
+        fprintf(f, "\"nranks\": %u,\n     \"meta\": {", p->hdr.nranks);
+    else
+        fputs("\"nranks\": null,\n     \"meta\": {", f);
     for (uint64_t i = 0; i < p->nmeta; i++) {
         if (i)
             fputs(", ", f);

@@ -24,6 +24,7 @@
 
 struct ml_live {
     pid_t pid;
+    char path[64]; /* the live-view file */
     struct ml_live_header h;
     uint64_t tick0, mono0;
     /* Tables in profile form; rebuilt when modules are added, extended when regions are. */
@@ -127,60 +128,31 @@ static int check_cookie(const struct ml_live *l, char *err, size_t errlen)
 
     if (rc == -EFAULT || (!rc && memcmp(&mem, &l->h, sizeof(mem))))
         return fail(err, errlen, -ESTALE,
-                    "process %d is not profiled by memlens (%s/memlens.%d is stale: "
+                    "process %d is not profiled by memlens ('%s' is stale: "
                     "left by an earlier process with that pid)",
-                    (int)l->pid, ML_LIVE_DIR, (int)l->pid);
+                    (int)l->pid, l->path);
     return rc ? read_failed(l, rc, err, errlen) : 0;
 }
 
 int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
 {
-    char path[64], proc[32];
     struct ml_live *l = NULL;
-    struct stat st;
     ssize_t n;
-    int fd = -1, rc;
+    int rc;
 
     *out = NULL;
-    snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-    if (pid <= 0 || stat(proc, &st))
-        return fail(err, errlen, -ESRCH, "no process %d", (int)pid);
-    snprintf(path, sizeof(path), "%s/memlens.%d", ML_LIVE_DIR, (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        rc = -errno;
-        if (rc == -ENOENT)
-            return fail(err, errlen, rc, "process %d is not profiled by memlens (no %s)", (int)pid,
-                        path);
-        if (rc == -EACCES || rc == -EPERM)
-            return fail(err, errlen, -EACCES, "cannot read process %d: permission denied",
-                        (int)pid);
-        return fail(err, errlen, rc, "cannot open '%s': %s", path, strerror(-rc));
-    }
     l = calloc(1, sizeof(*l));
-    if (!l) {
-        rc = fail(err, errlen, -ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!l)
+        return fail(err, errlen, -ENOMEM, "out of memory");
     l->pid = pid;
-    n = read(fd, &l->h, sizeof(l->h));
-    if (n < (ssize_t)offsetof(struct ml_live_header, off) ||
-        memcmp(l->h.magic, ML_LIVE_MAGIC, sizeof(l->h.magic))) {
-        rc = fail(err, errlen, -EPROTO, "'%s' is not a memlens live header", path);
+    rc = ml_live_find(pid, &l->h, &n, l->path, sizeof(l->path), err, errlen);
+    if (rc)
         goto out;
-    }
-    if (l->h.version != ML_LIVE_VERSION || l->h.nfields < ML_LIVE_NFIELDS ||
-        n < (ssize_t)sizeof(l->h) || l->h.ptr_size != 8) {
+    if (l->h.nfields < ML_LIVE_NFIELDS || n < (ssize_t)sizeof(l->h) || l->h.ptr_size != 8) {
         rc = fail(err, errlen, -EPROTO,
                   "process %d was built with an incompatible memlens (live layout version %u, "
                   "%u fields; this memlens reads version %u)",
                   (int)pid, l->h.version, l->h.nfields, ML_LIVE_VERSION);
-        goto out;
-    }
-    if (l->h.pid != (uint32_t)pid) {
-        rc = fail(err, errlen, -ESTALE,
-                  "process %d is not profiled by memlens (%s is stale: written by process %u)",
-                  (int)pid, path, l->h.pid);
         goto out;
     }
     if (l->h.clock != ML_RT_CLOCK) {
@@ -190,7 +162,7 @@ int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
     }
     if (l->h.off[ML_LF_UNIT_FACTS] + 8ull * l->h.nfacts > l->h.off[ML_LF_UNIT_SIZE] ||
         l->h.off[ML_LF_RS_DEPTH] + 4ull > l->h.off[ML_LF_RS_SIZE] || !l->h.max_regions) {
-        rc = fail(err, errlen, -EPROTO, "'%s' describes impossible struct layouts", path);
+        rc = fail(err, errlen, -EPROTO, "'%s' describes impossible struct layouts", l->path);
         goto out;
     }
     rc = check_cookie(l, err, errlen);
@@ -212,7 +184,6 @@ int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
     *out = l;
     l = NULL;
 out:
-    close(fd);
     ml_live_close(l);
     return rc;
 }

@@ -162,6 +162,7 @@ static void after_fork_child(void)
     ml_rt.tick0 = now;
     ml_rt.mono0 = ml_rt_mono_ns();
     ml_rt.real0 = real_ns();
+    ml_rt_files_fork();
     if (!t)
         return;
     for (uint32_t i = 0; m && i < t->nmods; m = m->next, i++)
@@ -243,6 +244,7 @@ static void init_locked(void)
     ml_rt.tick0 = ml_rt_ticks();
     ml_rt.mono0 = ml_rt_mono_ns();
     ml_rt.real0 = real_ns();
+    ml_rt_files_start();
     pthread_key_create(&exit_key, thread_exit);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);

@@ -18,7 +18,6 @@
 #endif
 
 static unsigned char wbuf[1 << 16];
-static char exe_path[4096];
 static char host[256];
 
 static size_t slen(const char *s)
@@ -35,12 +34,13 @@ static void put_str(struct ml_pw *w, const char *s)
         ml_pw_bytes(w, "", 1);
 }
 
-static const char *const meta_keys[] = {"program", "hostname", "memlens"};
-#define NMETA 3
+static const char *const meta_keys[] = {"program", "cmdline", "hostname", "memlens"};
+#define NMETA 4
 
 static const char *meta_value(int i)
 {
-    return i == 0 ? exe_path : i == 1 ? host : ML_VERSION;
+    const char *v[NMETA] = {ml_rt_id.exe, ml_rt_id.cmdline, host, ML_VERSION};
+    return v[i];
 }
 
 /*
@@ -330,71 +330,16 @@ static uint64_t clock_hz(uint64_t *now_ticks, uint64_t *now_mono)
     return (uint64_t)((double)(t - ml_rt.tick0) * 1e9 / (double)(ns - ml_rt.mono0));
 }
 
-static char *append(char *p, char *end, const char *s)
-{
-    while (*s && p < end - 1)
-        *p++ = *s++;
-    *p = 0;
-    return p;
-}
-
-static char *append_u(char *p, char *end, uint64_t v)
-{
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n && p < end - 1)
-        *p++ = tmp[--n];
-    *p = 0;
-    return p;
-}
-
-/* Creates every missing directory of path, like mkdir -p. */
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(path, 0777) && errno != EEXIST) {
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-static void say(const char *a, const char *b, const char *c)
-{
-    char msg[1024];
-    char *p = msg, *end = msg + sizeof(msg) - 1;
-
-    p = append(p, end, "memlens: ");
-    p = append(p, end, a);
-    p = append(p, end, b);
-    p = append(p, end, c);
-    *p++ = '\n';
-    if (write(2, msg, (size_t)(p - msg)) < 0)
-        return;
-}
-
 void ml_rt_write_profile(int from_signal)
 {
-    const char *dir = getenv("MEMLENS_OUT");
-    char dpath[3072], path[4096], tmp[4096], *p, *end, *base;
+    char name[256] = "", tmp[256] = "";
     struct ml_prof_header h;
     struct str_bases b;
     struct ml_thread_rec *t;
     struct ml_pw w;
     struct utsname un;
     uint64_t now, mono;
-    int fd, locked, rc;
-    ssize_t n;
+    int dirfd, fd, locked, rc;
 
     if (__atomic_exchange_n(&ml_rt.written, 1, __ATOMIC_SEQ_CST) || !ml_rt.nmods)
         return;
@@ -402,36 +347,17 @@ void ml_rt_write_profile(int from_signal)
     locked = from_signal ? pthread_mutex_trylock(&ml_rt.lock) == 0
                          : pthread_mutex_lock(&ml_rt.lock) == 0;
 
-    n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
-    exe_path[n > 0 ? n : 0] = 0;
     host[0] = 0;
     if (uname(&un) == 0) {
         strncpy(host, un.nodename, sizeof(host) - 1);
         host[sizeof(host) - 1] = 0;
     }
-    base = strrchr(exe_path, '/');
-    base = base ? base + 1 : exe_path[0] ? exe_path : "program";
-
-    end = dpath + sizeof(dpath);
-    append(dpath, end, dir && *dir ? dir : "memlens-out");
-    if (mkdirs(dpath)) {
-        say("cannot create profile directory '", dpath, "' (set MEMLENS_OUT)");
+    dirfd = ml_rt_out_dir("profile");
+    if (dirfd < 0)
         goto out;
-    }
-    end = path + sizeof(path);
-    p = append(path, end, dpath);
-    p = append(p, end, "/");
-    p = append(p, end, base);
-    p = append(p, end, ".");
-    p = append_u(p, end, (uint64_t)getpid());
-    append(p, end, ".mlp");
-    end = tmp + sizeof(tmp);
-    p = append(tmp, end, path);
-    append(p, end, ".tmp");
-
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = ml_rt_out_create(dirfd, ".mlp", name, tmp, sizeof(name));
     if (fd < 0) {
-        say("cannot write profile '", tmp, "'");
+        ml_rt_say_file("profile", tmp[0] ? tmp : name, fd);
         goto out;
     }
     memset(&h, 0, sizeof(h));
@@ -444,8 +370,11 @@ void ml_rt_write_profile(int from_signal)
     h.pid = (uint32_t)getpid();
     h.ppid = (uint32_t)getppid();
     h.clock = ML_RT_CLOCK;
-    h.flags = from_signal ? ML_PROF_F_SIGNAL : 0;
+    h.flags = (from_signal ? ML_PROF_F_SIGNAL : 0) | (ml_rt_id.has_rank ? ML_PROF_F_RANK : 0);
     h.sample = ml_rt.sample ? ml_rt.sample : 1;
+    h.token = ml_rt_id.token;
+    h.rank = ml_rt_id.rank;
+    h.nranks = ml_rt_id.nranks;
 
     ml_pw_init(&w, fd, wbuf, sizeof(wbuf));
     ml_pw_bytes(&w, &h, sizeof(h));
@@ -467,9 +396,15 @@ void ml_rt_write_profile(int from_signal)
     rc = ml_pw_finish(&w);
     if (close(fd) && !rc)
         rc = -errno;
-    if (rc || rename(tmp, path)) {
-        say("cannot write profile '", path, "'");
-        unlink(tmp);
+    if (rc) {
+        ml_rt_say_file("profile", tmp, rc);
+        unlinkat(dirfd, tmp, 0);
+        goto out;
+    }
+    rc = ml_rt_out_commit(dirfd, ".mlp", tmp, name, sizeof(name));
+    if (rc) {
+        ml_rt_say_file("profile", name, rc);
+        unlinkat(dirfd, tmp, 0);
     }
 out:
     if (locked)
