@@ -206,10 +206,12 @@ void ml_backend_free(struct ml_backend *b);
 /* Output files (out.c): see docs/profile.md, "Output files". */
 struct ml_bfiles;
 /*
- * Opens the output directory dir, creating it (mode 0700) if missing, without
- * following a link in its last component. 0 or -errno.
+ * Opens the output directory dir (relative: to the current directory now),
+ * creating missing components (mode 0700), by the rules of docs/files.md: a
+ * symbolic link owned by another user is never followed (-EPERM). 0 or
+ * -errno; where gets the path walked up to a failing component.
  */
-int ml_bfiles_open(struct ml_bfiles **out, const char *dir);
+int ml_bfiles_open(struct ml_bfiles **out, const char *dir, char *where, size_t wlen);
 /*
  * Picks the stem "<prog>.<pid>", or "<prog>.<pid>.<n>" with the smallest n >= 2
  * when a file of another run already starts with the former (pid reuse), so
@@ -218,9 +220,10 @@ int ml_bfiles_open(struct ml_bfiles **out, const char *dir);
  */
 int ml_bfiles_name(struct ml_bfiles *f, const char *prog, int pid);
 /*
- * A new file "<stem>.<module>.<ext>" being written: a temporary created with
- * O_EXCL|O_NOFOLLOW, mode 0600, renamed into place (never over another file)
- * by ml_bfiles_commit. NULL and errno on failure.
+ * A new file "<stem>.<module>.<ext>" being written: a temporary created by
+ * ml_sf_create (O_EXCL|O_NOFOLLOW, mode 0600), renamed into place by
+ * ml_sf_commit (never over another file) in ml_bfiles_commit. NULL and errno
+ * on failure.
  */
 FILE *ml_bfiles_create(struct ml_bfiles *f, const char *module, const char *ext);
 /*

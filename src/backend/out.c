@@ -1,9 +1,11 @@
 /* Output files of memlens profile: safe creation in a directory opened without following links. */
 #include "backend/backend.h"
+#include "format/safefile.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -22,27 +24,31 @@ struct ml_bfiles {
     } open[MAX_OPEN];
 };
 
-int ml_bfiles_open(struct ml_bfiles **out, const char *dir)
+int ml_bfiles_open(struct ml_bfiles **out, const char *dir, char *where, size_t wlen)
 {
+    char abs[PATH_MAX];
     struct ml_bfiles *f;
-    int rc;
+    int fd;
 
     *out = NULL;
-    if (mkdir(dir, 0700) && errno != EEXIST)
-        return -errno;
+    /* relative to where memlens started, whatever the program does later */
+    if (dir[0] != '/') {
+        size_t n;
+        if (!getcwd(abs, sizeof(abs)))
+            return -errno;
+        n = strlen(abs);
+        if ((size_t)snprintf(abs + n, sizeof(abs) - n, "/%s", dir) >= sizeof(abs) - n)
+            return -ENAMETOOLONG;
+        dir = abs;
+    }
+    if ((fd = ml_sf_opendir(dir, 1, where, wlen)) < 0)
+        return fd;
     if (!(f = calloc(1, sizeof(*f))) || !(f->dir = strdup(dir))) {
         free(f);
+        close(fd);
         return -ENOMEM;
     }
-    f->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (f->dirfd < 0) {
-        struct stat st;
-        /* a link to a directory fails with ENOTDIR under O_NOFOLLOW: say what it is */
-        rc = !lstat(dir, &st) && S_ISLNK(st.st_mode) ? -ELOOP : -errno;
-        free(f->dir);
-        free(f);
-        return rc;
-    }
+    f->dirfd = fd;
     *out = f;
     return 0;
 }
@@ -115,13 +121,16 @@ FILE *ml_bfiles_create(struct ml_bfiles *f, const char *module, const char *ext)
             r = (uint32_t)tries * 2654435761u ^ (uint32_t)getpid();
         snprintf(tmp, sizeof(tmp), ".%.380s.%08x.tmp", f->open[slot].name, r);
         memcpy(f->open[slot].tmp, tmp, sizeof(tmp));
-        fd = openat(f->dirfd, f->open[slot].tmp,
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST)
+        fd = ml_sf_create(f->dirfd, f->open[slot].tmp);
+        if (fd < 0 && fd != -EEXIST) {
+            errno = -fd;
             return NULL;
+        }
     }
-    if (fd < 0)
+    if (fd < 0) {
+        errno = EEXIST;
         return NULL;
+    }
     if (!(fp = fdopen(fd, "w"))) {
         int e = errno;
         close(fd);
@@ -141,19 +150,6 @@ static int slot_of(struct ml_bfiles *f, FILE *fp)
     return -1;
 }
 
-/* Renames without ever replacing: renameat2's RENAME_NOREPLACE, else link and unlink. */
-static int place(int dirfd, const char *tmp, const char *name)
-{
-    if (!renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE))
-        return 0;
-    if (errno != EINVAL && errno != ENOSYS)
-        return -errno;
-    if (linkat(dirfd, tmp, dirfd, name, 0))
-        return -errno;
-    unlinkat(dirfd, tmp, 0);
-    return 0;
-}
-
 int ml_bfiles_commit(struct ml_bfiles *f, FILE *fp, char *path, size_t pathlen)
 {
     int i = slot_of(f, fp), rc = 0;
@@ -167,7 +163,7 @@ int ml_bfiles_commit(struct ml_bfiles *f, FILE *fp, char *path, size_t pathlen)
         rc = -errno;
     f->open[i].fp = NULL;
     if (!rc)
-        rc = place(f->dirfd, f->open[i].tmp, f->open[i].name);
+        rc = ml_sf_commit(f->dirfd, f->open[i].tmp, f->open[i].name);
     if (rc)
         unlinkat(f->dirfd, f->open[i].tmp, 0);
     return rc;

@@ -303,7 +303,7 @@ int cmd_profile(int argc, char **argv)
     struct ml_backend *b;
     struct ml_bfiles *files;
     struct ml_brun run;
-    char err[512], size[32];
+    char err[512], size[32], where[4096] = "";
     int quiet = 0, i, rc, status, att_status, failed = 0;
     uint64_t v;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -356,9 +356,12 @@ int cmd_profile(int argc, char **argv)
     o.nmods = parse_modules(modlist, mods, 16);
     prog = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
 
-    if ((rc = ml_bfiles_open(&files, out)))
-        die("cannot open output directory '%s': %s", out,
-            rc == -ELOOP ? "it is a symbolic link" : strerror(-rc));
+    if ((rc = ml_bfiles_open(&files, out, where, sizeof(where)))) {
+        if (rc == -EPERM)
+            die("cannot write to '%s': '%s' is a symbolic link owned by another user", out,
+                where);
+        die("cannot write to '%s': '%s': %s", out, where, strerror(-rc));
+    }
     if (ml_backend_new(&b, &o, err, sizeof(err)))
         die("%s", err);
     /* descendants orphaned by a shell or wrapper are reaped here, so their end is seen */

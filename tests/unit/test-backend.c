@@ -411,7 +411,7 @@ static void test_files(void **state)
 
     (void)state;
     assert_non_null(mkdtemp(dir));
-    assert_int_equal(ml_bfiles_open(&f, dir), 0);
+    assert_int_equal(ml_bfiles_open(&f, dir, NULL, 0), 0);
     /* an earlier run's file with the same pid: the stem moves on */
     snprintf(other, sizeof(other), "%s/prog.42.stats.csv", dir);
     fclose(fopen(other, "w"));
@@ -425,17 +425,24 @@ static void test_files(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
     ml_bfiles_close(f);
-    assert_int_equal(ml_bfiles_open(&f, dir), 0);
+    assert_int_equal(ml_bfiles_open(&f, dir, NULL, 0), 0);
     assert_int_equal(ml_bfiles_name(f, "prog", 42), 0);
     fp = ml_bfiles_create(f, "stats", "csv");
     assert_int_equal(ml_bfiles_commit(f, fp, path, sizeof(path)), 0);
     snprintf(other, sizeof(other), "%s/prog.42.2.stats.csv", dir);
     assert_string_equal(path, other);
     ml_bfiles_close(f);
-    /* a link as the directory is refused */
+    /* the user's own link is followed; another user's is not (docs/files.md) */
     snprintf(link, sizeof(link), "%s/link", dir);
     assert_int_equal(symlink(dir, link), 0);
-    assert_int_equal(ml_bfiles_open(&f, link), -ELOOP);
+    assert_int_equal(ml_bfiles_open(&f, link, NULL, 0), 0);
+    ml_bfiles_close(f);
+    if (geteuid() == 0) {
+        char where[4096] = "";
+        assert_int_equal(lchown(link, 65534, 65534), 0);
+        assert_int_equal(ml_bfiles_open(&f, link, where, sizeof(where)), -EPERM);
+        assert_string_equal(where, link);
+    }
     unlink(link);
     snprintf(other, sizeof(other), "rm -rf '%s'", dir);
     assert_int_equal(system(other), 0);
