@@ -94,6 +94,14 @@ static void run_threads(uint64_t nt, uint64_t n, int together, int mode)
             pthread_join(th[t], NULL);
 }
 
+static volatile sig_atomic_t usr1;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    usr1 = 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -113,7 +121,7 @@ int main(int argc, char **argv)
         produce(0, n);
         run_threads(nt, n, 1, 0);
         if (mode[0] == 'k') {
-            printf("ready\n");
+            printf("ready %d\n", (int)getpid());
             fflush(stdout);
             for (;;)
                 pause();
@@ -137,11 +145,13 @@ int main(int argc, char **argv)
         if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st))
             return 2;
         produce(0, n);
-    } else if (!strcmp(mode, "forever")) { /* until killed; pid and progress on stdout */
+    } else if (!strcmp(mode, "forever")) { /* until SIGUSR1, then n more: pid on stdout */
+        signal(SIGUSR1, on_usr1);
         printf("%d\n", (int)getpid());
         fflush(stdout);
-        for (uint64_t r = 0; r < n; r++)
-            produce(0, 1u << 20);
+        while (!usr1)
+            produce(0, 1u << 16);
+        produce(0, n);
         printf("done\n");
     } else if (!strcmp(mode, "sync")) { /* sync() returns once all was read */
         produce(0, n);
