@@ -19,7 +19,6 @@
 #define MAX_WORKERS    256
 #define MAX_THREADS    (1u << 22) /* program thread numbers the backend keeps state for */
 #define MAX_BLOB_BYTES (1ull << 30)
-#define SPIN           200
 
 struct disp_ent {
     uint8_t part, mod;
@@ -241,24 +240,33 @@ static inline int owns(const struct disp_ent *e, const uint64_t *rec, uint32_t m
 /* Records are handed to chunk modules in blocks small enough to be still in L1. */
 #define BLOCK 8192u
 
-static void to_chunk_mods(struct wstate *ws, uint32_t thread, const uint8_t *data, uint32_t len)
+/* Hands records to the chunk modules; returns what the first found well-formed. */
+static uint32_t to_chunk_mods(struct wstate *ws, uint32_t thread, const uint8_t *data,
+                              uint32_t len, uint64_t *records)
 {
     struct ml_backend *b = ws->w.b;
+    uint32_t good = len;
 
     for (uint32_t i = 0; i < b->nchunk_mods; i++) {
         uint32_t m = b->chunk_mods[i];
-        b->mods[m]->chunk(ws->st[m], &ws->w, thread, data, len);
+        uint64_t n = 0;
+        uint32_t g = b->mods[m]->chunk(ws->st[m], &ws->w, thread, data, len, &n);
+        if (i == 0) {
+            good = g;
+            *records = n;
+        }
     }
+    return good;
 }
 
 /*
  * Reads one chunk's records and hands each to the handlers this worker owns.
- * The common path is one handler per kind; framing is checked inline (the
- * rules of ml_q_record_len) and anything unusual takes the slow branch. The
- * next record's offset is advanced by one unit before the current record's
- * extra units are added, so that the loads of consecutive records do not
- * wait on one another (a control dependence the branch predictor resolves,
- * instead of a data dependence through every record).
+ * The common path is a one-unit record and one handler per kind; anything
+ * else (extra units, blobs, malformed records) takes the slow branch. On the
+ * common path the next record's offset is offset + 16 whatever the record
+ * holds, so that the loads of consecutive records do not wait on one another
+ * (a control dependence the branch predictor resolves, instead of a data
+ * dependence through every record: keep it a branch, not a conditional move).
  */
 static void consume(struct wstate *ws, const struct ml_q_chunk *ch, const uint8_t *data,
                     uint32_t len)
@@ -274,30 +282,36 @@ static void consume(struct wstate *ws, const struct ml_q_chunk *ch, const uint8_
         ws->corrupt++;
         return;
     }
+    /* every module reads whole chunks and no blob is to be joined: one walk, theirs */
+    if (b->nchunk_mods == b->o.nmods && !(me == 0 && (ch->flags & ML_Q_CHUNK_BLOB))) {
+        off = to_chunk_mods(ws, thread, data, len, &events);
+        ws->corrupt += off < len;
+        len = 0;
+    }
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         const uint64_t w0 = rec[0];
         const unsigned kind = ML_Q_KIND(w0);
         const struct disp *d = &b->disp[kind];
-        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB ||
-                                 ML_Q_UNIT * (1 + ML_Q_EXTRA(w0)) > len - off,
-                             0)) {
+        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(w0), 0)) {
             uint32_t rl = ml_q_record_len(data, off, len);
             if (!rl) {
                 ws->corrupt++;
                 break;
             }
-            if (me == 0)
-                blob_add(ws, thread, rec);
             off += rl;
-            continue;
+            if (kind == ML_Q_KIND_BLOB) {
+                if (me == 0)
+                    blob_add(ws, thread, rec);
+                continue;
+            }
+        } else {
+            off += ML_Q_UNIT;
         }
         events++;
-        off += ML_Q_UNIT;
-        if (__builtin_expect(ML_Q_EXTRA(w0) != 0, 0))
-            off += ML_Q_UNIT * ML_Q_EXTRA(w0);
         if (off - done >= BLOCK && b->nchunk_mods) {
-            to_chunk_mods(ws, thread, data + done, off - done);
+            uint64_t ignored;
+            to_chunk_mods(ws, thread, data + done, off - done, &ignored);
             done = off;
         }
         if (!d->n)
@@ -311,8 +325,10 @@ static void consume(struct wstate *ws, const struct ml_q_chunk *ch, const uint8_
             if (n == 1 || owns(&d->e[i], rec, me, n))
                 d->e[i].fn(ws->st[d->e[i].mod], &ws->w, thread, rec);
     }
-    if (off > done && b->nchunk_mods)
-        to_chunk_mods(ws, thread, data + done, off - done);
+    if (off > done && b->nchunk_mods && len) {
+        uint64_t ignored;
+        to_chunk_mods(ws, thread, data + done, off - done, &ignored);
+    }
     ws->events += events;
     ws->bytes += off;
     ws->chunks++;
@@ -390,7 +406,7 @@ static void *worker_main(void *arg)
     struct ml_backend *b = ws->w.b;
     struct ml_q_header *h = b->h;
     const struct timespec ts = {0, 20000000};
-    uint32_t idle = 0;
+    uint64_t idle = 0, spin0 = 0;
 
     for (;;) {
         int dead = atomic_load(&b->dead);
@@ -403,7 +419,9 @@ static void *worker_main(void *arg)
         }
         if (dead)
             break;
-        if (idle++ < SPIN) {
+        if (!idle++)
+            spin0 = ml_q_now_ns();
+        if (idle % 16 || ml_q_now_ns() - spin0 < ML_Q_SPIN_NS) {
             ml_q_relax();
             continue;
         }

@@ -86,12 +86,15 @@ struct ml_module {
     void (*fini)(void *state);
     /*
      * Optional, for modules whose work per event is so small that a call per
-     * event would cost more: the whole chunk of one thread, records already
-     * checked (len ends at the first malformed one), blobs included (skip
-     * them). The module partitions the records itself.
+     * event would cost more: records of one thread (len a multiple of a unit),
+     * blobs included (skip them). The module partitions the records itself and
+     * checks their framing as it goes (ml_q_record_len's rules): it returns
+     * the bytes of well-formed records it read, stopping at the first
+     * malformed one, and adds the records other than blobs to *records. When
+     * every module of a run reads chunks, the driver does not walk them too.
      */
-    void (*chunk)(void *state, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
-                  uint32_t len);
+    uint32_t (*chunk)(void *state, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
+                      uint32_t len, uint64_t *records);
 };
 
 /* Registry (modules.c): the modules memlens knows, in the order --help lists them. */

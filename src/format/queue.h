@@ -297,6 +297,23 @@ static inline void ml_q_relax(void)
 }
 
 /*
+ * A side that waits for the other spins this long before it sleeps on a
+ * futex: a few times what one chunk takes to fill or read, so that the
+ * scheduler's wake-up latency (tens of microseconds, more in a VM) is not
+ * added to every hand-over. Yielding instead would give the core away for a
+ * whole time slice whenever another process is runnable.
+ */
+#define ML_Q_SPIN_NS 200000
+
+static inline uint64_t ml_q_now_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
  * Consumer side: the records of one chunk. Returns the record's length in
  * bytes, or 0 when the record at off is malformed or does not fit in len
  * (the rest of the chunk is then unusable and counted as corrupt).

@@ -50,6 +50,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 #define WAIT_NS       100000000
 #define BACKEND_STALE 10 /* waits without a heartbeat before asking the kernel */
 
+
 static void store_fence(void)
 {
 #if defined(__x86_64__)
@@ -268,10 +269,17 @@ static int wait_free(struct ml_q_slot *sl, uint32_t k)
     uint32_t stale = 0, st;
     int rc = 0;
 
-    for (int i = 0; i < 2000; i++) {
+    for (uint64_t i = 0, t0 = 0;; i++) {
         if (atomic_load_explicit(&ch->state, memory_order_acquire) == ML_Q_FREE)
             return 0;
         ml_q_relax();
+        if (i % 64 == 0) {
+            uint64_t now = ml_q_now_ns();
+            if (!t0)
+                t0 = now;
+            else if (now - t0 > ML_Q_SPIN_NS)
+                break;
+        }
     }
     atomic_store(&sl->pwait, 1);
     while ((st = atomic_load(&ch->state)) != ML_Q_FREE) {
