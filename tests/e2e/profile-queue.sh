@@ -86,7 +86,7 @@ verify fork '{"streams": [[0,70001,2]], "complete": true, "forks": 1}'
 rm -rf "$T/kill"
 "$MEMLENS" profile -q -m stats -o "$T/kill" -- "$T/q2" kill 100003 2 >"$T/kill.out" 2>"$T/kill.err" &
 mp=$!
-for i in $(seq 2400); do grep -q ready "$T/kill.out" && break; sleep 0.05; done
+for i in $(seq 2400); do grep -qs ready "$T/kill.out" && break; sleep 0.05; done
 pid=$(awk '/^ready/ {print $2}' "$T/kill.out")
 [ -n "$pid" ] || fail "kill: the program never said it was ready"
 kill -KILL "$pid"

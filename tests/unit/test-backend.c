@@ -101,10 +101,11 @@ struct fake {
     uint64_t size;
 };
 
-static void fake_attach(struct fake *f, uint32_t workers, uint32_t slots)
+static void fake_attach_mods(struct fake *f, uint32_t workers, uint32_t slots,
+                             const struct ml_module **mods, uint32_t nmods)
 {
-    const struct ml_module *mods[] = {&t_mod};
-    struct ml_backend_opts o = {.mods = mods, .nmods = 1, .workers = workers, .max_threads = slots};
+    struct ml_backend_opts o = {
+        .mods = mods, .nmods = nmods, .workers = workers, .max_threads = slots};
     char err[256];
     struct stat st;
 
@@ -120,6 +121,13 @@ static void fake_attach(struct fake *f, uint32_t workers, uint32_t slots)
     f->h->prog_base = (uint64_t)(uintptr_t)f->h;
     assert_int_equal(ml_backend_attached(f->b), getpid());
     assert_int_equal(ml_backend_start(f->b), 0);
+}
+
+static void fake_attach(struct fake *f, uint32_t workers, uint32_t slots)
+{
+    const struct ml_module *mods[] = {&t_mod};
+
+    fake_attach_mods(f, workers, slots, mods, 1);
 }
 
 static struct ml_q_slot *fake_slot(struct fake *f, uint32_t s)
@@ -346,6 +354,63 @@ static void test_stacks(void **state)
     ml_ctx_free(w.ctx);
 }
 
+/*
+ * A module with handlers and one that reads chunks ('stats') in one run: the
+ * driver walks the records and hands blocks to the chunk module; both see
+ * every event once.
+ */
+static void test_mixed_modules(void **state)
+{
+    const struct ml_module *mods[] = {&t_mod, ml_module_find("stats")};
+    enum { PER = 5000 };
+    uint64_t *buf = malloc(PER * 16), total = 0, sum = 0;
+    struct fake f;
+    struct ml_brun run;
+    struct seen *m;
+    struct ml_bout o = {0};
+    char *text = NULL, *line, *save;
+    size_t size = 0;
+    void *st;
+    int err;
+
+    (void)state;
+    fake_attach_mods(&f, 2, 1, mods, 2);
+    fake_slot(&f, 0);
+    for (int c = 0; c < 3; c++) {
+        for (int i = 0; i < PER; i++) {
+            buf[2 * i] = ML_Q_W0(1, 0, 0, i);
+            buf[2 * i + 1] = next() & 0x7fffffffffffull;
+            sum += buf[2 * i + 1];
+        }
+        fake_chunk(&f, 0, buf, PER * 16, 0, 0);
+    }
+    fake_end(&f, &run, &m);
+    assert_int_equal(m->n[1], 3 * PER);
+    assert_int_equal(m->sum[1], sum);
+    st = ml_backend_merged(f.b, 1, &err);
+    assert_int_equal(err, 0);
+    o.csv = open_memstream(&text, &size);
+    o.json = fopen("/dev/null", "w");
+    o.run = &run;
+    assert_int_equal(mods[1]->report(st, &o), 0);
+    fclose(o.csv);
+    fclose(o.json);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned t, k;
+        unsigned long long ev, sm;
+        if (sscanf(line, "%u,%u,%llu,%llu", &t, &k, &ev, &sm) == 4) {
+            assert_int_equal(k, 1);
+            total += ev;
+            assert_int_equal(sm, sum);
+        }
+    }
+    assert_int_equal(total, 3 * PER);
+    free(text);
+    ml_backend_free(f.b);
+    munmap(f.h, f.size);
+    free(buf);
+}
+
 /* The driver names a missing callback. */
 static void test_module_check(void **state)
 {
@@ -455,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_tail_and_reuse), cmocka_unit_test(test_corrupt_and_blobs),
         cmocka_unit_test(test_module_check),   cmocka_unit_test(test_owned_ranges),
         cmocka_unit_test(test_files),          cmocka_unit_test(test_stacks),
+        cmocka_unit_test(test_mixed_modules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
