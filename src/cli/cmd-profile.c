@@ -304,7 +304,7 @@ int cmd_profile(int argc, char **argv)
     struct ml_bfiles *files;
     struct ml_brun run;
     char err[512], size[32], where[4096] = "";
-    int quiet = 0, i, rc, status, att_status, failed = 0;
+    int quiet = 0, i, rc, status, att_status, failed = 0, epipe[2];
     uint64_t v;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     const char *prog;
@@ -368,20 +368,36 @@ int cmd_profile(int argc, char **argv)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if ((rc = ml_backend_start(b)))
         die("cannot start the backend's workers: %s", strerror(-rc));
+    /* a close-on-exec pipe tells an exec failure (errno written) from a run */
+    if (pipe2(epipe, O_CLOEXEC))
+        die("cannot create a pipe: %s", strerror(errno));
     fflush(NULL);
     child = fork();
     if (child < 0)
         die("cannot fork: %s", strerror(errno));
     if (child == 0) {
+        int e;
+        close(epipe[0]);
         /* the queue's fd stays open across exec; the runtime closes it once mapped */
         if (fcntl(ml_backend_fd(b), F_SETFD, 0) || setenv(ML_Q_ENV, ml_backend_env(b), 1)) {
             fprintf(stderr, "memlens: cannot pass the event queue: %s\n", strerror(errno));
             _exit(127);
         }
         execvp(argv[i], argv + i);
-        fprintf(stderr, "memlens: cannot run '%s': %s\n", argv[i], strerror(errno));
+        e = errno;
+        if (write(epipe[1], &e, sizeof(e)) < 0)
+            _exit(127);
         _exit(127);
     }
+    close(epipe[1]);
+    if (read(epipe[0], &rc, sizeof(rc)) == (ssize_t)sizeof(rc)) {
+        waitpid(child, &status, 0);
+        error("cannot run '%s': %s", argv[i], strerror(rc));
+        ml_backend_free(b);
+        ml_bfiles_close(files);
+        return 127;
+    }
+    close(epipe[0]);
     signal(SIGINT, SIG_IGN); /* the terminal's SIGINT reaches the program too */
     signal(SIGTERM, forward);
     signal(SIGHUP, forward);

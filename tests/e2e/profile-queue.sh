@@ -115,6 +115,11 @@ prof sh -- sh -c "'$T/q2' threads 1000 1; exit 5"
 [ $rc = 5 ] || fail "sh: status $rc"
 verify sh '{"streams": [[0,1000],[1,1000]], "complete": true}'
 
+# a program that cannot run: one line, 127, no warning about events
+"$MEMLENS" profile -q -m stats -o "$T/none" -- "$T/does-not-exist" >/dev/null 2>"$T/nx.err"
+[ $? = 127 ] && [ "$(wc -l <"$T/nx.err")" = 1 ] && grep -q "cannot run" "$T/nx.err" ||
+    fail "missing program: $(cat "$T/nx.err")"
+
 # a program without events: a warning, its status passed through, no files
 prof none -- sh -c 'exit 7'
 [ $rc = 7 ] || fail "none: status $rc"
@@ -135,7 +140,7 @@ fi
 
 # bad usage: one line, status 128 or 129
 for args in "-m nope -- $T/q2" "-- $T/q2" "-m stats -w 0 -- $T/q2" "-m stats --chunk-size 4k -- $T/q2" \
-    "-m stats,stats -- $T/q2" "-m stats -- $T/does-not-exist"; do
+    "-m stats,stats -- $T/q2"; do
     "$MEMLENS" profile -q -o "$T/bad" $args >/dev/null 2>"$T/bad.err"
     r=$?
     { [ $r = 128 ] || [ $r = 129 ] || [ $r = 127 ]; } && [ -s "$T/bad.err" ] ||
