@@ -118,8 +118,12 @@ static void q_init(void)
         return;
     if (fstat((int)fd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(h) ||
         pread((int)fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-        !header_ok(&h, token, (uint64_t)st.st_size) || atomic_load(&h.attached_pid))
+        !header_ok(&h, token, (uint64_t)st.st_size))
         return;
+    if (atomic_load(&h.attached_pid)) { /* our queue, but taken: not ours to keep open */
+        close((int)fd);
+        return;
+    }
     m = mmap(NULL, h.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, (int)fd, 0);
     if (m == MAP_FAILED)
         return;
@@ -170,6 +174,7 @@ static void after_fork_child(void)
     hdr = NULL;
     qt.slot = 0;
     qt.busy = 0;
+    qt.noslot = 0;
     __memlens_q_cur = (struct ml_q_cursor *)&boot;
 }
 
