@@ -6,7 +6,9 @@
 # bytes copied by memcpy in 1 MiB pieces between two 64 MiB buffers. The three runs are
 # interleaved round-robin, RUNS rounds, and each figure is the median over rounds; ratios are
 # taken within a round. ns/event and GB/s count the time from the first append to the moment
-# the last chunk was released by every worker.
+# the last chunk was released by every worker. Beside them, from the profile's JSON: the time
+# the program waited for the workers and the time the busiest worker spent reading chunks, per
+# event: what each side costs, whatever else runs on this shared machine.
 # Usage: bench/queue.sh   (env: RUNS, default 7; EVENTS, default 100000000)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -27,18 +29,20 @@ clang-14 -O2 -I"$ROOT/src" bench/lib/queue-bench.c -o "$W/qb" -Wl,--whole-archiv
     "$MEMLENS_BUILD/lib/libmemlens-rt.a" -Wl,--no-whole-archive -lpthread -ldl ||
     die "cannot build bench/lib/queue-bench.c"
 
-run() { # variant -> seconds on stdout
-    local out
+run() { # variant -> "seconds,producer wait seconds,busiest worker seconds" on stdout
+    local out extra=0,0
     case $1 in
     q1 | q2)
         out=$("$MEMLENS_BUILD/bin/memlens" profile -q -m stats -w "${1#q}" -o "$W/out" -- \
             "$W/qb" queue "$EVENTS" 2>"$W/err") || die "memlens profile failed: $(cat "$W/err")"
-        grep -q "; complete" "$W/err" || die "incomplete profile: $(cat "$W/err")" ;;
+        grep -q "; complete" "$W/err" || die "incomplete profile: $(cat "$W/err")"
+        extra=$(python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))
+print("%f,%f" % (j["wait_seconds"], j["busy_seconds"]))' "$W"/out/*.json) ;;
     memcpy)
         out=$("$W/qb" memcpy "$EVENTS") || die "memcpy run failed" ;;
     esac
     rm -rf "$W/out"
-    echo "$out" | awk '{print $3}'
+    echo "$out" | awk -v x="$extra" '{print $3 "," x}'
 }
 
 variants=(q1 q2 memcpy)
@@ -56,10 +60,16 @@ done
 python3 - "$W/times" "$EVENTS" <<'PY'
 import statistics, sys
 ev = int(sys.argv[2])
-rounds = []
+rounds, cpu = [], []
 for line in open(sys.argv[1]):
     f = line.split()
-    rounds.append({k: float(v) for k, v in (x.split('=') for x in f[1:])})
+    r, c = {}, {}
+    for k, v in (x.split('=') for x in f[1:]):
+        t, wait, busy = map(float, v.split(','))
+        r[k] = t
+        c[k] = (wait, busy)
+    rounds.append(r)
+    cpu.append(c)
 med = lambda xs: statistics.median(xs)
 def row(name, key):
     t = med([r[key] for r in rounds])
@@ -74,5 +84,11 @@ q1 = med([r['q1'] for r in rounds]) / ev * 1e9
 print('throughput lost with 2 consumers: %.1f%% (median of per-round ratios; target <= 20%%)'
       % (100 * loss))
 print('queue (1 consumer) / memcpy throughput: %.2f' % vs)
+for key, w in (('q1', 1), ('q2', 2)):
+    wait = med([c[key][0] / r[key] for c, r in zip(cpu, rounds)])
+    prod = med([(r[key] - c[key][0]) for c, r in zip(cpu, rounds)]) / ev * 1e9
+    busy = med([c[key][1] for c in cpu]) / ev * 1e9
+    print('%d consumer%s: producer %.2f ns/event appending, waited %.0f%% of the time; busiest '
+          'worker %.2f ns/event reading' % (w, '' if w == 1 else 's', prod, 100 * wait, busy))
 print('target <= 2.7 ns/event with 1 consumer: %s' % ('met' if q1 <= 2.7 else 'missed'))
 PY

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now(void)
@@ -20,11 +21,12 @@ static double now(void)
  * until the backend has read all of them (__memlens_q_sync).
  * memcpy <n>: copies n x 16 bytes in 1 MiB pieces between two 64 MiB buffers
  * (larger than the last-level cache, as the queue's chunks are once written).
- * Both print "<mode> <n> <seconds>".
+ * Both print "<mode> <n> <seconds> <cpu seconds of this process>".
  */
 int main(int argc, char **argv)
 {
     uint64_t n = argc > 2 ? strtoull(argv[2], NULL, 10) : 0;
+    struct rusage ru;
     double t0, t1;
 
     if (argc < 3 || !n) {
@@ -62,6 +64,9 @@ int main(int argc, char **argv)
     } else {
         return 2;
     }
-    printf("%s %llu %.6f\n", argv[1], (unsigned long long)n, t1 - t0);
+    getrusage(RUSAGE_SELF, &ru);
+    printf("%s %llu %.6f %.6f\n", argv[1], (unsigned long long)n, t1 - t0,
+           (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     return 0;
 }

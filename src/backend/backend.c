@@ -43,6 +43,7 @@ struct wstate {
     uint64_t *next_seq; /* [max_slots]: the next chunk this worker reads, per slot */
     void *st[MAX_MODS];
     uint64_t events, bytes, chunks, corrupt, blob_lost;
+    uint64_t busy_ns; /* time spent reading chunks */
     struct partial_blob *pb; /* worker 0: blobs being joined, per thread */
     uint32_t npb;
 };
@@ -354,6 +355,7 @@ static uint32_t pass(struct wstate *ws)
 {
     struct ml_q_header *h = ws->w.b->h;
     uint32_t n = atomic_load(&h->nslots), got = 0;
+    uint64_t t0;
 
     if (n > h->max_slots)
         n = h->max_slots;
@@ -363,7 +365,9 @@ static uint32_t pass(struct wstate *ws)
         struct ml_q_chunk *ch = &sl->chunk[seq & 1];
         if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != seq)
             continue;
+        t0 = ml_q_now_ns();
         consume(ws, ch, ml_q_chunk_data(h, s, (uint32_t)(seq & 1)), ch->len);
+        ws->busy_ns += ml_q_now_ns() - t0;
         ws->next_seq[s] = seq + 1;
         release(sl, ch);
         got++;
@@ -636,6 +640,10 @@ void ml_backend_stop(struct ml_backend *b, struct ml_brun *run)
     run->forks = atomic_load(&h->forks);
     run->workers = b->o.workers;
     run->seconds = b->seconds;
+    run->wait_seconds = (double)atomic_load(&h->wait_ns) / 1e9;
+    for (uint32_t w = 0; w < b->o.workers; w++)
+        if ((double)b->ws[w].busy_ns / 1e9 > run->busy_seconds)
+            run->busy_seconds = (double)b->ws[w].busy_ns / 1e9;
     if (atomic_load(&h->detached) && !run->why[0])
         snprintf(run->why, sizeof(run->why), "the program stopped sending events");
 }

@@ -53,6 +53,8 @@ struct ml_brun {
     uint32_t forks;
     uint32_t workers;
     double seconds; /* from the program's start until the last event was read */
+    double wait_seconds; /* the program's threads waited this long for the backend, in all */
+    double busy_seconds; /* the busiest worker read chunks this long */
 };
 
 /* Blob (format/queue.h) received from the program, complete, in arrival order. */

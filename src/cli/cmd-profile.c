@@ -198,11 +198,13 @@ static void json_run(FILE *f, const char *module, const struct ml_brun *r)
     fprintf(f,
             ",\n \"events\": %llu, \"bytes\": %llu, \"chunks\": %llu, \"threads\": %llu, "
             "\"lost_events\": %llu, \"lost_threads\": %llu, \"corrupt_chunks\": %llu, "
-            "\"forks\": %u, \"workers\": %u, \"seconds\": %.6f,\n \"data\": ",
+            "\"forks\": %u, \"workers\": %u, \"seconds\": %.6f, \"wait_seconds\": %.6f, "
+            "\"busy_seconds\": %.6f,\n \"data\": ",
             (unsigned long long)r->events, (unsigned long long)r->bytes,
             (unsigned long long)r->chunks, (unsigned long long)r->threads,
             (unsigned long long)r->lost_events, (unsigned long long)r->lost_threads,
-            (unsigned long long)r->corrupt_chunks, r->forks, r->workers, r->seconds);
+            (unsigned long long)r->corrupt_chunks, r->forks, r->workers, r->seconds,
+            r->wait_seconds, r->busy_seconds);
 }
 
 /* The completeness rule of docs/profile.md. */

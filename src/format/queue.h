@@ -162,7 +162,8 @@ struct ml_q_header {
     _Atomic uint32_t lost_threads; /* threads that found no free slot */
     _Atomic uint32_t detached;     /* the runtime stopped sending (backend gone) */
     _Atomic uint32_t exited;       /* the process ran its exit handlers (exit, return from main) */
-    uint8_t pad2[12];
+    uint32_t pad2;
+    _Atomic uint64_t wait_ns;      /* producers' time waiting for a free chunk or slot */
     /* producers bump pub after each publication; consumers sleep on it */
     _Atomic uint32_t pub;
     uint8_t pad3[60];

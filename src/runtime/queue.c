@@ -270,21 +270,21 @@ static int wait_free(struct ml_q_slot *sl, uint32_t k)
 {
     struct ml_q_chunk *ch = &sl->chunk[k];
     const struct timespec ts = {0, WAIT_NS};
-    uint64_t hb = atomic_load(&hdr->heartbeat);
+    uint64_t hb = atomic_load(&hdr->heartbeat), t0;
     uint32_t stale = 0, st;
     int rc = 0;
 
-    for (uint64_t i = 0, t0 = 0;; i++) {
-        if (atomic_load_explicit(&ch->state, memory_order_acquire) == ML_Q_FREE)
+    if (atomic_load_explicit(&ch->state, memory_order_acquire) == ML_Q_FREE)
+        return 0;
+    t0 = ml_q_now_ns();
+    for (uint64_t i = 1;; i++) {
+        if (atomic_load_explicit(&ch->state, memory_order_acquire) == ML_Q_FREE) {
+            atomic_fetch_add(&hdr->wait_ns, ml_q_now_ns() - t0);
             return 0;
-        ml_q_relax();
-        if (i % 64 == 0) {
-            uint64_t now = ml_q_now_ns();
-            if (!t0)
-                t0 = now;
-            else if (now - t0 > ML_Q_SPIN_NS)
-                break;
         }
+        ml_q_relax();
+        if (i % 64 == 0 && ml_q_now_ns() - t0 > ML_Q_SPIN_NS)
+            break;
     }
     atomic_store(&sl->pwait, 1);
     while ((st = atomic_load(&ch->state)) != ML_Q_FREE) {
@@ -295,6 +295,7 @@ static int wait_free(struct ml_q_slot *sl, uint32_t k)
         }
     }
     atomic_store(&sl->pwait, 0);
+    atomic_fetch_add(&hdr->wait_ns, ml_q_now_ns() - t0);
     return rc;
 }
 
@@ -306,7 +307,7 @@ static int wait_free(struct ml_q_slot *sl, uint32_t k)
 static struct ml_q_slot *take_slot(void)
 {
     const struct timespec nap = {0, 200000};
-    uint64_t hb = atomic_load(&hdr->heartbeat);
+    uint64_t hb = atomic_load(&hdr->heartbeat), t0 = 0;
     uint32_t stale = 0, naps = 0;
 
     for (;;) {
@@ -326,10 +327,14 @@ static struct ml_q_slot *take_slot(void)
             qt.slot = i + 1;
             pthread_setspecific(qkey, (void *)(uintptr_t)(i + 1));
             start_chunk(sl);
+            if (t0)
+                atomic_fetch_add(&hdr->wait_ns, ml_q_now_ns() - t0);
             return sl;
         }
         if (!ended)
             return NULL;
+        if (!t0)
+            t0 = ml_q_now_ns();
         nanosleep(&nap, NULL);
         if (++naps % 500 == 0 && backend_gone(&hb, &stale)) { /* every 100 ms */
             detach();
