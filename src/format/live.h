@@ -77,6 +77,13 @@ enum ml_live_field {
     ML_LF_RS_DEPTH,   /* u32: nesting depth, 0 = not open */
     /* struct ml_rt, continued */
     ML_LF_RT_SAMPLE, /* u32: MEMLENS_SAMPLE, 1 in N top-level executions measured (0, 1 = all) */
+    /*
+     * The exited-threads record (a done thread record with tid 0), or NULL:
+     * threads that leave the list were folded into it, with all their counts
+     * (docs/regions.md, "Threads").
+     */
+    ML_LF_RT_ACC,     /* pointer */
+    ML_LF_RT_NFOLDED, /* u64: exited threads summed in it */
     ML_LIVE_NFIELDS
 };
 

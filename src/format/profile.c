@@ -106,7 +106,7 @@ static const char *sec_name(uint32_t type)
 {
     static const char *const names[] = {"end",      "strtab", "meta",   "regions", "regsets",
                                         "units",    "calls",  "thread", "modules", "exact",
-                                        "timeline", "events", "calib",  "entries"};
+                                        "timeline", "events", "calib",  "entries", "exited"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -300,6 +300,7 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
     nt[p->nthreads].counts = (const uint64_t *)(q + sizeof(t));
     nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
     nt[p->nthreads].events = NULL;
+    nt[p->nthreads].exited = 0;
     p->nthreads++;
     return 0;
 }
@@ -405,7 +406,8 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                 return fail(err, errlen, "section '%s' at offset %llu comes after a thread record",
                             sec_name(s.type), (unsigned long long)off);
         }
-        if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB || s.type == ML_SEC_ENTRIES) &&
+        if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB || s.type == ML_SEC_ENTRIES ||
+             s.type == ML_SEC_EXITED) &&
             (seen & (1u << s.type)))
             return fail(err, errlen, "section '%s' at offset %llu appears twice", sec_name(s.type),
                         (unsigned long long)off);
@@ -494,6 +496,14 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                             sizeof(struct ml_prof_calib));
             p->calib = (const struct ml_prof_calib *)q;
             break;
+        case ML_SEC_EXITED:
+            if (s.length != sizeof(struct ml_prof_exited))
+                return fail(err, errlen,
+                            "exited section at offset %llu has length %llu, expected %zu",
+                            (unsigned long long)off, (unsigned long long)s.length,
+                            sizeof(struct ml_prof_exited));
+            p->exited = (const struct ml_prof_exited *)q;
+            break;
         case ML_SEC_TIMELINE:
             rc = add_timeline(p, q, s.length, off, err, errlen);
             if (rc)
@@ -514,6 +524,13 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
     rc = link_events(p, err, errlen);
     if (rc)
         return rc;
+    if (p->exited) {
+        int64_t t = ml_profile_thread_pos(p, p->exited->index);
+        if (t < 0 || !p->exited->nthreads)
+            return fail(err, errlen, "exited section names thread index %u, which has no record",
+                        p->exited->index);
+        p->threads[t].exited = p->exited->nthreads;
+    }
     return check_refs(p, err, errlen);
 }
 

@@ -71,6 +71,7 @@ enum ml_sec_type {
     ML_SEC_EVENTS = 11,   /* hardware counters: struct ml_prof_events, names, per-thread sums */
     ML_SEC_CALIB = 12,    /* struct ml_prof_calib: measured cost of an increment and a timer pair */
     ML_SEC_ENTRIES = 13,  /* u32 unit ids, ascending: units holding their function's entry */
+    ML_SEC_EXITED = 14,   /* struct ml_prof_exited: the THREAD record summing exited threads */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
@@ -139,6 +140,19 @@ struct ml_prof_thread {
     uint32_t index; /* 0 = first thread seen (normally main) */
     uint64_t nunits;
     uint64_t nregions;
+};
+
+/*
+ * ML_SEC_EXITED, at most once, before the THREAD records: the THREAD record
+ * whose index is `index` (its tid is 0) holds the sums of `nthreads` threads
+ * that exited and whose own records the runtime reused; it keeps the most
+ * recently exited threads apart. Timeline points of those threads are counted
+ * under `index` too, so every snapshot still names existing records only.
+ */
+struct ml_prof_exited {
+    uint32_t index;
+    uint32_t reserved;
+    uint64_t nthreads;
 };
 
 /*
@@ -257,6 +271,7 @@ struct ml_profile_thread {
     const uint64_t *counts;             /* [nunits] */
     const struct ml_prof_rstat *rstats; /* [nregions] */
     const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
+    uint64_t exited; /* 0, or the record sums that many exited threads (EXITED section) */
 };
 
 /* One snapshot of a timeline, pointing into the profile's data. */
@@ -293,6 +308,7 @@ struct ml_profile {
     /* Units whose count is their function's calls (ascending; may be empty). */
     const uint32_t *entries;
     uint64_t nentries;
+    const struct ml_prof_exited *exited;     /* NULL without an EXITED section */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */

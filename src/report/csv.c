@@ -103,11 +103,11 @@ int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct
                 continue;
             for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
                 const struct ml_rstats *c = ml_report_cell(r, reg, t);
-                char idx[16], tid[16];
+                char idx[16], tid[32];
                 if (!c->active)
                     continue;
                 snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-                snprintf(tid, sizeof(tid), "%u", r->prof->threads[t].tid);
+                ml_report_tid(&r->prof->threads[t], tid, sizeof(tid));
                 csv_stats(f, r, reg, idx, tid, c);
             }
             csv_stats(f, r, reg, "total", "", &r->totals[reg]);

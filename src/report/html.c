@@ -106,14 +106,14 @@ static void summary(FILE *f, const struct ml_report *r, const struct ml_report_o
             continue;
         for (uint64_t t = 0; t < r->nthreads; t++) {
             const struct ml_rstats *c = ml_report_cell(r, reg, t);
-            char idx[16], tid[16];
+            char idx[16], tid[32];
             if (!c->active)
                 continue;
             nact++;
             if (o->rows == ML_REPORT_TOTALS)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-            snprintf(tid, sizeof(tid), "%u", r->prof->threads[t].tid);
+            ml_report_tid(&r->prof->threads[t], tid, sizeof(tid));
             summary_row(f, r, reg, idx, tid, c, 0);
         }
         if (nact > 1 || o->rows == ML_REPORT_TOTALS)

@@ -119,6 +119,8 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
             continue;
         fprintf(f, "%s\n        {\"index\": %u, \"tid\": %u, ", first ? "" : ",",
                 r->prof->threads[t].index, r->prof->threads[t].tid);
+        if (r->prof->threads[t].exited)
+            fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
         json_stats(f, r, c);
         fputc('}', f);
         first = 0;
@@ -225,9 +227,13 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
         ml_json_str(f, p->event_names[e]);
     }
     fputs("],\n     \"threads\": [", f);
-    for (uint64_t t = 0; t < p->nthreads; t++)
-        fprintf(f, "%s{\"index\": %u, \"tid\": %u}", t ? ", " : "", p->threads[t].index,
+    for (uint64_t t = 0; t < p->nthreads; t++) {
+        fprintf(f, "%s{\"index\": %u, \"tid\": %u", t ? ", " : "", p->threads[t].index,
                 p->threads[t].tid);
+        if (p->threads[t].exited)
+            fprintf(f, ", \"exited\": %" PRIu64, p->threads[t].exited);
+        fputc('}', f);
+    }
     fputs("],\n     \"regions\": [", f);
     for (uint64_t reg = 0; reg < r->nregions; reg++) {
         if (!ml_report_region_shown(r, reg, o))

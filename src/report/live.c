@@ -559,7 +559,7 @@ static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread
 int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p = NULL;
-    uint64_t *recs = NULL, addr, now, mono;
+    uint64_t *recs = NULL, addr, now, mono, folded;
     uint32_t nmods, nregions, nthreads = 0, cap = 0, sample;
     unsigned char *rsbuf = NULL;
     struct iovec *lo = NULL, *re = NULL;
@@ -623,6 +623,12 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
             goto out;
         }
     }
+    /* The exited-threads record, so that ml_live_diff can tell where vanished threads went. */
+    if (!peek_ptr(l, l->h.rt_addr, ML_LF_RT_ACC, &addr) && addr &&
+        !peek_u64(l, l->h.rt_addr, ML_LF_RT_NFOLDED, &folded))
+        for (uint32_t t = 0; t < nthreads; t++)
+            if (recs[t] == addr)
+                p->threads[t].exited = folded ? folded : 1;
     now = ml_rt_ticks();
     mono = ml_rt_mono_ns();
     memcpy(p->hdr.magic, ML_PROF_MAGIC, sizeof(p->hdr.magic));
@@ -668,6 +674,40 @@ static uint64_t grow_diff(uint64_t *c, uint64_t b)
     return *c - b;
 }
 
+/*
+ * A thread of prev that is gone from cur was folded, all its counts at once,
+ * into the exited-threads record: that record's difference already holds
+ * them, but prev's counts were shown under the thread's own row before, so
+ * they come off again (never below zero). Only the growth since prev stays.
+ */
+static void unfold(const struct ml_profile *prev, const struct ml_profile *cur,
+                   struct ml_profile *d)
+{
+    uint64_t x = 0, nu = prev->nunits < cur->nunits ? prev->nunits : cur->nunits;
+    uint64_t nr = prev->nregions < cur->nregions ? prev->nregions : cur->nregions;
+    uint64_t *dc;
+    struct ml_prof_rstat *dr;
+
+    while (x < cur->nthreads && !cur->threads[x].exited)
+        x++;
+    if (x == cur->nthreads)
+        return;
+    dc = (uint64_t *)d->threads[x].counts;
+    dr = (struct ml_prof_rstat *)d->threads[x].rstats;
+    for (uint64_t t = 0; t < prev->nthreads; t++) {
+        const struct ml_profile_thread *pt = &prev->threads[t];
+        if (pt->exited || thread_by_index(cur, pt->index))
+            continue;
+        for (uint64_t u = 0; u < nu; u++)
+            dc[u] -= dc[u] < pt->counts[u] ? dc[u] : pt->counts[u];
+        for (uint64_t g = 0; g < nr; g++) {
+            dr[g].entries -=
+                dr[g].entries < pt->rstats[g].entries ? dr[g].entries : pt->rstats[g].entries;
+            dr[g].ticks -= dr[g].ticks < pt->rstats[g].ticks ? dr[g].ticks : pt->rstats[g].ticks;
+        }
+    }
+}
+
 int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct ml_profile **out)
 {
     struct ml_profile *d;
@@ -692,6 +732,7 @@ int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct m
 
         d->threads[t].tid = cur->threads[t].tid;
         d->threads[t].index = cur->threads[t].index;
+        d->threads[t].exited = cur->threads[t].exited;
         for (uint64_t u = 0; u < cur->nunits; u++)
             dc[u] = u < nu ? grow_diff(&cc[u], pt->counts[u]) : cc[u];
         for (uint64_t g = 0; g < cur->nregions; g++) {
@@ -703,6 +744,7 @@ int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct m
             }
         }
     }
+    unfold(prev, cur, d);
     *out = d;
     return 0;
 }

@@ -330,7 +330,7 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
             if (!c->active)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
-            snprintf(tid, sizeof(tid), "%u", r->prof->threads[th].tid);
+            ml_report_tid(&r->prof->threads[th], tid, sizeof(tid));
             *borrowed |= c->borrowed && which == T_MAIN;
             rc = add_rows(t, which, name, idx, tid, c, hz);
         }

@@ -53,6 +53,8 @@ static void fill_offsets(uint32_t *o)
     o[ML_LF_RS_START] = offsetof(struct ml_rstate, start);
     o[ML_LF_RS_DEPTH] = offsetof(struct ml_rstate, depth);
     o[ML_LF_RT_SAMPLE] = offsetof(struct ml_rt, sample);
+    o[ML_LF_RT_ACC] = offsetof(struct ml_rt, acc);
+    o[ML_LF_RT_NFOLDED] = offsetof(struct ml_rt, nfolded);
 }
 
 void ml_rt_unpublish(void)

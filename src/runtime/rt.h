@@ -29,14 +29,20 @@ struct ml_rstate {
 
 /*
  * One record per thread that ran instrumented code. While the thread lives,
- * tls[] points at its counter arrays (one per module); when it exits, the
- * counts are copied to snap[] and done is set. Records are never freed, so
- * the writer can read them from any thread.
+ * tls[] points at its counter arrays (one per module; for a module that was
+ * unloaded, at a runtime-owned copy of the counts it had then); when it
+ * exits, the counts are copied to snap[] and done is set. Records are never
+ * freed, so the writer can read them from any thread, and memory stays
+ * bounded: once more than ML_RT_KEEP_EXITED exited threads keep a record, the
+ * oldest one is folded into the exited-threads record (ml_rt.acc) and reused
+ * by the next new thread, which moves it to the end of the list. The list is
+ * thus sorted by index, and only ever changes by appending or by moving a
+ * reused record to its end.
  */
 struct ml_thread_rec {
     struct ml_thread_rec *next;
-    uint32_t tid;
-    uint32_t index;
+    uint32_t tid;   /* 0 for the exited-threads record */
+    uint32_t index; /* distinct for every thread, ascending in the list */
     volatile int done;
     uint32_t nmods;      /* modules whose tls[] entry is captured */
     uint32_t cap;        /* capacity of tls[] */
@@ -51,13 +57,23 @@ struct ml_thread_rec {
     /* Sampling: open outermost executions, measured and not; the last clock reading. */
     uint32_t measured_open, plain_open;
     uint64_t hint;
-    uint64_t rng;              /* xorshift state for sampling phases, non-zero */
-    struct ml_pmu_thread *pmu; /* MEMLENS_EVENTS counters, NULL until first used */
+    uint64_t rng;                      /* xorshift state for sampling phases, non-zero */
+    struct ml_pmu_thread *pmu;         /* MEMLENS_EVENTS counters, NULL until first used */
+    struct ml_thread_rec *exited_next; /* next in the queue of exited records */
+    uint32_t snap_cap;                 /* capacity of snap */
 };
+
+/* Exited threads that keep a record of their own, for per-thread rows of recent threads. */
+#define ML_RT_KEEP_EXITED 32
 
 struct ml_rt {
     pthread_mutex_t lock;
     int initialised;
+    /*
+     * The runtime's own record of each module ever registered, in order: a
+     * copy of its descriptor whose arrays point into the module until it is
+     * unloaded, then into a runtime-owned copy (tls = NULL from then on).
+     */
     struct ml_rt_module *mods, **mods_tail;
     uint32_t nmods;
     uint32_t nunits;
@@ -73,6 +89,11 @@ struct ml_rt {
     uint64_t sample_t0;    /* time rule's minimum gap, in ticks (UINT64_MAX: no time rule) */
     uint64_t sample_phase; /* MEMLENS_SAMPLE_PHASE, or UINT64_MAX for a random phase */
     struct ml_prof_calib calib;
+    /* Exited threads whose records are not folded yet, oldest first. */
+    struct ml_thread_rec *exited_head, **exited_tail;
+    uint32_t nexited;
+    struct ml_thread_rec *acc; /* the sum of the folded threads (tid 0, done), or NULL */
+    uint64_t nfolded;          /* threads folded into acc */
 };
 
 extern struct ml_rt ml_rt;
@@ -158,6 +179,14 @@ void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now);
 
 /* The calling thread's record, created on first use; NULL when out of memory. */
 struct ml_thread_rec *ml_rt_self(void);
+
+/*
+ * The C library's pthread_create, behind the runtime's own (which records
+ * every new thread): dlsym(RTLD_NEXT) in a dynamic link, glibc's internal
+ * name in a static one. NULL when neither is found.
+ */
+typedef int (*ml_pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+ml_pthread_create_fn ml_rt_real_pthread_create(void);
 
 /* Writes parts[0..n-1] and a newline to stderr as one line, without stdio. */
 void ml_rt_say(const char *const *parts, size_t n);

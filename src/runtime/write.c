@@ -44,6 +44,23 @@ static const char *meta_value(int i)
 }
 
 /*
+ * A module unloaded while memory ran out kept its counts but lost its facts
+ * (detach_facts in region.c): its units, calls and region sets read as empty.
+ */
+static const struct ml_rt_unit hollow_unit = {.kind = ML_UNIT_BLOCK};
+static const struct ml_rt_call hollow_call;
+
+static const struct ml_rt_unit *unit_of(const struct ml_rt_module *m, uint32_t i)
+{
+    return m->units ? &m->units[i] : &hollow_unit;
+}
+
+static const struct ml_rt_call *call_of(const struct ml_rt_module *m, uint32_t i)
+{
+    return m->calls ? &m->calls[i] : &hollow_call;
+}
+
+/*
  * The string table is laid out in a fixed order (meta, regions, modules,
  * units, calls) so that each section can recompute its strings' offsets by
  * walking the same lists instead of keeping a table in memory.
@@ -69,11 +86,11 @@ static void str_layout(struct str_bases *b)
     b->units = off;
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++)
-            off += slen(m->units[i].func) + slen(m->units[i].file);
+            off += slen(unit_of(m, i)->func) + slen(unit_of(m, i)->file);
     b->calls = off;
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
-            off += slen(m->calls[i].callee);
+            off += slen(call_of(m, i)->callee);
     b->end = off;
 }
 
@@ -93,12 +110,12 @@ static void write_strtab(struct ml_pw *w, const struct str_bases *b)
         put_str(w, m->name);
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++) {
-            put_str(w, m->units[i].func);
-            put_str(w, m->units[i].file);
+            put_str(w, unit_of(m, i)->func);
+            put_str(w, unit_of(m, i)->file);
         }
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
-            put_str(w, m->calls[i].callee);
+            put_str(w, call_of(m, i)->callee);
 }
 
 static void write_tables(struct ml_pw *w, const struct str_bases *b)
@@ -125,7 +142,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     ml_pw_section(w, ML_SEC_REGSETS, ml_rt.nregset_words * 4ull);
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->nregset_words;) {
-            uint32_t n = m->regsets[i];
+            uint32_t n = m->regsets ? m->regsets[i] : 0;
             ml_pw_bytes(w, &n, 4);
             for (uint32_t k = 1; k <= n && i + k < m->nregset_words; k++) {
                 uint32_t g = m->region_ids[m->regsets[i + k]];
@@ -151,7 +168,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     mi = 0;
     for (m = ml_rt.mods; m; m = m->next, mi++) {
         for (uint32_t i = 0; i < m->nunits; i++) {
-            const struct ml_rt_unit *u = &m->units[i];
+            const struct ml_rt_unit *u = unit_of(m, i);
             struct ml_prof_unit pu = {.kind = u->kind,
                                       .module = mi,
                                       .func = off,
@@ -170,11 +187,11 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     unit_base = 0;
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->ncalls; i++) {
-            struct ml_prof_call pc = {.unit = unit_base + m->calls[i].unit,
-                                      .callee = off,
-                                      .per_exec = m->calls[i].per_exec};
+            const struct ml_rt_call *c = call_of(m, i);
+            struct ml_prof_call pc = {
+                .unit = unit_base + c->unit, .callee = off, .per_exec = c->per_exec};
             ml_pw_bytes(w, &pc, sizeof(pc));
-            off += slen(m->calls[i].callee);
+            off += slen(c->callee);
         }
         unit_base += m->nunits;
     }
@@ -189,14 +206,14 @@ static void write_entries(struct ml_pw *w)
 
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++)
-            n += (m->units[i].flags & ML_RT_UNIT_ENTRY) != 0;
+            n += (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY) != 0;
     if (!n)
         return;
     ml_pw_section(w, ML_SEC_ENTRIES, n * 4);
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->nunits; i++) {
             uint32_t id = base + i;
-            if (m->units[i].flags & ML_RT_UNIT_ENTRY)
+            if (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY)
                 ml_pw_bytes(w, &id, 4);
         }
         base += m->nunits;
@@ -385,6 +402,11 @@ void ml_rt_write_profile(int from_signal)
     /* Before the threads: threads still running then keep counting, so the final snapshot
        never exceeds the THREAD records. */
     ml_rt_timeline_write(&w, locked, now);
+    if (ml_rt.acc) {
+        struct ml_prof_exited ex = {.index = ml_rt.acc->index, .nthreads = ml_rt.nfolded};
+        ml_pw_section(&w, ML_SEC_EXITED, sizeof(ex));
+        ml_pw_bytes(&w, &ex, sizeof(ex));
+    }
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
         write_exact(&w, t);

@@ -30,6 +30,7 @@ class Profile:
         self.calib = None  # (increment, timer pair) cost in thousandths of a tick
         self.entries = ()
         self.timeline = None
+        self.exited = None  # (thread index, threads it sums): exited threads folded together
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -74,10 +75,16 @@ class Profile:
                     q += 8 + 8 * nr * ne
             elif t == 12:
                 self.calib = struct.unpack_from('<QQ', d, p)
+            elif t == 14:
+                idx, _, nthr = struct.unpack_from('<IIQ', d, p)
+                self.exited = (idx, nthr)
             elif t == 10:
                 self.timeline = self._timeline(d, p, ln)
             off = p + ln
         assert end, '%s: no end record' % path
+        for th in self.threads:
+            th['exited'] = self.exited[1] if self.exited and th['index'] == self.exited[0] else 0
+        assert not self.exited or any(th['exited'] for th in self.threads), path
         self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode(errors='surrogateescape')
         self.regions = [self.s(o) for o in regions]
         self.meta = {self.s(meta[i]): self.s(meta[i + 1]) for i in range(0, len(meta) - 1, 2)}

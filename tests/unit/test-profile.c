@@ -567,6 +567,36 @@ static void test_entries(void **state)
     free(buf);
 }
 
+/* The exited-threads record: named by EXITED, which must name a THREAD record and sum threads. */
+static void test_exited(void **state)
+{
+    struct mlb *b = sample();
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len, off;
+    char err[256] = "";
+
+    (void)state;
+    b->threads[1].t.tid = 0;
+    b->exited = (struct ml_prof_exited){.index = 1, .nthreads = 40};
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_non_null(p->exited);
+    assert_int_equal(p->threads[0].exited, 0);
+    assert_int_equal(p->threads[1].exited, 40);
+    ml_profile_free(p);
+    off = mlb_find(buf, len, ML_SEC_EXITED, 0);
+    put32(buf, off, 9);
+    expect_bad(buf, len, "exited section names thread index 9, which has no record");
+    put32(buf, off, 1);
+    put64(buf, off + 8, 0);
+    expect_bad(buf, len, "exited section names thread index 1, which has no record");
+    put64(buf, off - 8, 8);
+    expect_bad(buf, len, "has length 8, expected 16");
+    free(buf);
+    free(b);
+}
+
 /* sample() with a timeline of three snapshots over its two threads and regions. */
 static struct mlb *sample_tl(void)
 {
@@ -753,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_writer_error), cmocka_unit_test(test_events_calib),
         cmocka_unit_test(test_entries),      cmocka_unit_test(test_timeline),
         cmocka_unit_test(test_bad_timeline), cmocka_unit_test(test_timeline_halve),
+        cmocka_unit_test(test_exited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
