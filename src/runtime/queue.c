@@ -26,30 +26,41 @@ ML_EXPORT __thread struct ml_q_cursor *__memlens_q_cur __attribute__((tls_model(
     (struct ml_q_cursor *)&boot;
 
 /*
- * Where a thread's events go when they cannot reach a backend (no backend, no
- * free slot, backend gone, a forked child): a small per-thread area, reused.
+ * A thread's queue state, one page mapped at its first event and unmapped at
+ * its exit; thread-local storage holds only pointers, because the runtime may
+ * be a shared object loaded by dlopen, where static TLS is scarce. The
+ * scratch area is where a thread's events go when they cannot reach a backend
+ * (no backend, no free slot, backend gone, a forked child): reused, never read.
  */
-#define SCRATCH 4096
+#define QPAGE   4096
+#define SCRATCH (QPAGE - 128 - ML_Q_MAX_EVENT)
 
 struct qthread {
     struct ml_q_cursor scratch_cur;
     uint32_t slot; /* slot + 1 while this thread owns one, else 0 */
     uint32_t busy; /* inside the slow path: a signal handler's events go to scratch */
     uint32_t noslot;
-    uint8_t scratch[SCRATCH + ML_Q_MAX_EVENT] __attribute__((aligned(64)));
+    uint32_t shared; /* the fallback state below, shared by threads: never takes a slot */
+    uint8_t pad[48];
+    uint8_t scratch[SCRATCH + ML_Q_MAX_EVENT];
 };
-static __thread struct qthread qt __attribute__((tls_model("initial-exec")));
+_Static_assert(sizeof(struct qthread) == QPAGE, "one page per thread");
+
+static __thread struct qthread *qtp __attribute__((tls_model("initial-exec")));
+/* When a page cannot be mapped: nothing is sent, writes race harmlessly. */
+static struct qthread fallback = {.shared = 1, .noslot = 1};
+#define qt (*qtp)
 
 static struct ml_q_header *hdr; /* NULL: not attached */
 static uint64_t map_size;
 static volatile int detached; /* this process stopped sending; set once, never cleared */
 static pthread_key_t qkey;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int qkey_ok;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT, key_once = PTHREAD_ONCE_INIT;
 
 /* Waits that last longer than this check whether the backend still lives. */
 #define WAIT_NS       100000000
 #define BACKEND_STALE 10 /* waits without a heartbeat before asking the kernel */
-
 
 static void store_fence(void)
 {
@@ -98,6 +109,29 @@ static void at_exit(void);
 static void before_fork(void);
 static void after_fork_child(void);
 
+static void key_init(void)
+{
+    qkey_ok = !pthread_key_create(&qkey, thread_end);
+}
+
+/* The calling thread's state, mapped on first use (mmap: safe in a signal handler). */
+static struct qthread *qself(void)
+{
+    struct qthread *q = qtp;
+
+    if (q)
+        return q;
+    pthread_once(&key_once, key_init);
+    q = mmap(NULL, QPAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED || !qkey_ok || pthread_setspecific(qkey, q)) {
+        if (q != MAP_FAILED)
+            munmap(q, QPAGE);
+        q = &fallback;
+    }
+    qtp = q;
+    return q;
+}
+
 /*
  * Attaches this process to the queue named by ML_Q_ENV ("<fd>:<hex token>"),
  * once. Another process of the run (a parent that attached first, a program
@@ -129,8 +163,7 @@ static void q_init(void)
         return;
     hdr = m;
     if (!header_ok(hdr, token, (uint64_t)st.st_size) ||
-        !atomic_compare_exchange_strong(&hdr->attached_pid, &none, (int32_t)getpid()) ||
-        pthread_key_create(&qkey, thread_end)) {
+        !atomic_compare_exchange_strong(&hdr->attached_pid, &none, (int32_t)getpid())) {
         hdr = NULL;
         munmap(m, h.size);
         return;
@@ -172,9 +205,11 @@ static void after_fork_child(void)
         mmap(hdr, map_size, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     hdr = NULL;
-    qt.slot = 0;
-    qt.busy = 0;
-    qt.noslot = 0;
+    if (qtp && !qtp->shared) {
+        qt.slot = 0;
+        qt.busy = 0;
+        qt.noslot = 0;
+    }
     __memlens_q_cur = (struct ml_q_cursor *)&boot;
 }
 
@@ -325,7 +360,6 @@ static struct ml_q_slot *take_slot(void)
             sl->thread = atomic_fetch_add(&hdr->threads, 1);
             sl->tid = (uint32_t)syscall(SYS_gettid);
             qt.slot = i + 1;
-            pthread_setspecific(qkey, (void *)(uintptr_t)(i + 1));
             start_chunk(sl);
             if (t0)
                 atomic_fetch_add(&hdr->wait_ns, ml_q_now_ns() - t0);
@@ -352,10 +386,8 @@ static struct ml_q_cursor *attach_thread(void)
         return scratch();
     if (!(sl = take_slot())) {
         qt.noslot = 1;
-        if (!detached) {
-            atomic_fetch_add(&hdr->lost_threads, 1);
-            pthread_setspecific(qkey, (void *)1); /* thread_end counts the last ones */
-        }
+        if (!detached)
+            atomic_fetch_add(&hdr->lost_threads, 1); /* thread_end counts its last events */
         return scratch();
     }
     return &sl->cur;
@@ -396,6 +428,7 @@ ML_EXPORT struct ml_q_cursor *__memlens_q_next(void)
 {
     struct ml_q_cursor *c = __memlens_q_cur;
 
+    qself();
     if (qt.busy) { /* a signal handler interrupted the slow path */
         if (hdr && !detached)
             atomic_fetch_add(&hdr->lost_events, 1);
@@ -410,18 +443,23 @@ ML_EXPORT struct ml_q_cursor *__memlens_q_next(void)
     return c;
 }
 
-/* Thread exit (pthread key destructor): the partly filled chunk goes out marked last. */
+/*
+ * Thread exit (pthread key destructor): the partly filled chunk goes out
+ * marked last, and the thread's page is unmapped.
+ */
 static void thread_end(void *arg)
 {
-    (void)arg;
-    if (hdr && qt.noslot && !qt.busy)
-        scratch();
-    if (!hdr || !qt.slot || qt.busy)
+    struct qthread *q = arg;
+
+    if (q != qtp || q->busy)
         return;
-    if (!detached)
-        end_slot(ml_q_slot(hdr, qt.slot - 1));
-    qt.slot = 0;
+    if (hdr && q->noslot)
+        scratch();
+    if (hdr && q->slot && !detached)
+        end_slot(ml_q_slot(hdr, q->slot - 1));
     __memlens_q_cur = (struct ml_q_cursor *)&boot;
+    qtp = NULL;
+    munmap(q, QPAGE);
 }
 
 static void store_bytes(uint8_t *p, const uint8_t *src, uint64_t n)
@@ -437,6 +475,7 @@ ML_EXPORT void __memlens_q_blob(uint64_t tag, const void *data, uint64_t len)
 {
     const uint8_t *src = data;
 
+    qself();
     do {
         uint64_t n = len < ML_Q_BLOB_FRAGMENT ? len : ML_Q_BLOB_FRAGMENT;
         uint64_t need = ML_Q_UNIT + ((n + ML_Q_UNIT - 1) & ~(uint64_t)(ML_Q_UNIT - 1));
@@ -475,7 +514,7 @@ ML_EXPORT void __memlens_q_sync(void)
     struct ml_q_slot *sl;
     uint32_t k;
 
-    if (!hdr || detached || !qt.slot || qt.busy)
+    if (!hdr || detached || !qself()->slot || qt.busy)
         return;
     qt.busy = 1;
     sl = ml_q_slot(hdr, qt.slot - 1);
