@@ -43,7 +43,7 @@ struct wstate {
     uint64_t *next_seq; /* [max_slots]: the next chunk this worker reads, per slot */
     void *st[MAX_MODS];
     uint64_t events, bytes, chunks, corrupt, blob_lost;
-    uint64_t busy_ns; /* time spent reading chunks */
+    uint64_t busy_ns;        /* time spent reading chunks */
     struct partial_blob *pb; /* worker 0: blobs being joined, per thread */
     uint32_t npb;
 };
@@ -242,8 +242,8 @@ static inline int owns(const struct disp_ent *e, const uint64_t *rec, uint32_t m
 #define BLOCK 8192u
 
 /* Hands records to the chunk modules; returns what the first found well-formed. */
-static uint32_t to_chunk_mods(struct wstate *ws, uint32_t thread, const uint8_t *data,
-                              uint32_t len, uint64_t *records)
+static uint32_t to_chunk_mods(struct wstate *ws, uint32_t thread, const uint8_t *data, uint32_t len,
+                              uint64_t *records)
 {
     struct ml_backend *b = ws->w.b;
     uint32_t good = len;
@@ -425,7 +425,7 @@ static void *worker_main(void *arg)
             break;
         if (!idle++)
             spin0 = ml_q_now_ns();
-        if (idle % 16 || ml_q_now_ns() - spin0 < ML_Q_SPIN_NS) {
+        if (idle % 16 || ml_q_now_ns() - spin0 < h->spin_ns) {
             ml_q_relax();
             continue;
         }
@@ -507,6 +507,8 @@ static int queue_create(struct ml_backend *b, char *err, size_t errlen)
     h->data_off = ml_q_data_off(slots);
     h->max_slots = slots;
     h->consumers = b->o.workers;
+    h->spin_ns =
+        b->o.workers < (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) ? ML_Q_SPIN_NS : ML_Q_SPIN_FEW_NS;
     h->backend_pid = (int32_t)getpid();
     snprintf(b->env, sizeof(b->env), "%d:%llx", b->fd, (unsigned long long)token);
     return 0;

@@ -150,7 +150,7 @@ struct ml_q_header {
     uint32_t max_slots;
     uint32_t consumers; /* readers of every chunk */
     int32_t backend_pid;
-    uint32_t pad0;
+    uint32_t spin_ns; /* how long either side spins before it sleeps (see ML_Q_SPIN_NS) */
     uint8_t pad1[16];
     /* written by the program's runtime */
     _Atomic int32_t attached_pid;  /* 0 until a process attaches */
@@ -163,7 +163,7 @@ struct ml_q_header {
     _Atomic uint32_t detached;     /* the runtime stopped sending (backend gone) */
     _Atomic uint32_t exited;       /* the process ran its exit handlers (exit, return from main) */
     uint32_t pad2;
-    _Atomic uint64_t wait_ns;      /* producers' time waiting for a free chunk or slot */
+    _Atomic uint64_t wait_ns; /* producers' time waiting for a free chunk or slot */
     /* producers bump pub after each publication; consumers sleep on it */
     _Atomic uint32_t pub;
     uint8_t pad3[60];
@@ -298,13 +298,16 @@ static inline void ml_q_relax(void)
 }
 
 /*
- * A side that waits for the other spins this long before it sleeps on a
- * futex: a few times what one chunk takes to fill or read, so that the
- * scheduler's wake-up latency (tens of microseconds, more in a VM) is not
- * added to every hand-over. Yielding instead would give the core away for a
- * whole time slice whenever another process is runnable.
+ * A side that waits for the other spins up to spin_ns before it sleeps on a
+ * futex. With a core for each worker and one for the program, ML_Q_SPIN_NS: a
+ * few times what one chunk takes to fill or read, so that the scheduler's
+ * wake-up latency (tens of microseconds, more in a VM) is not added to every
+ * hand-over. With fewer cores, ML_Q_SPIN_FEW_NS: a spinning worker would hold
+ * the core the program or another worker needs. (Yielding was tried: it gives
+ * the core away for a whole time slice whenever another process is runnable.)
  */
-#define ML_Q_SPIN_NS 200000
+#define ML_Q_SPIN_NS     200000
+#define ML_Q_SPIN_FEW_NS 2000
 
 static inline uint64_t ml_q_now_ns(void)
 {

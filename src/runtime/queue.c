@@ -101,7 +101,8 @@ static int header_ok(const struct ml_q_header *h, uint64_t token, uint64_t fsize
            h->size == fsize && h->chunk_size >= ML_Q_MIN_CHUNK && h->chunk_size <= ML_Q_MAX_CHUNK &&
            h->chunk_size % 4096 == 0 && h->max_slots && h->max_slots <= ML_Q_MAX_SLOTS &&
            h->data_off == ml_q_data_off(h->max_slots) &&
-           h->size == ml_q_file_size(h->max_slots, h->chunk_size) && h->consumers;
+           h->size == ml_q_file_size(h->max_slots, h->chunk_size) && h->consumers &&
+           h->spin_ns <= ML_Q_SPIN_NS;
 }
 
 static void thread_end(void *arg);
@@ -318,7 +319,7 @@ static int wait_free(struct ml_q_slot *sl, uint32_t k)
             return 0;
         }
         ml_q_relax();
-        if (i % 64 == 0 && ml_q_now_ns() - t0 > ML_Q_SPIN_NS)
+        if (i % 64 == 0 && ml_q_now_ns() - t0 > hdr->spin_ns)
             break;
     }
     atomic_store(&sl->pwait, 1);
