@@ -299,14 +299,15 @@ static inline void ml_q_relax(void)
 
 /*
  * A side that waits for the other spins up to spin_ns before it sleeps on a
- * futex. With a core for each worker and one for the program, ML_Q_SPIN_NS: a
- * few times what one chunk takes to fill or read, so that the scheduler's
- * wake-up latency (tens of microseconds, more in a VM) is not added to every
- * hand-over. With fewer cores, ML_Q_SPIN_FEW_NS: a spinning worker would hold
- * the core the program or another worker needs. (Yielding was tried: it gives
- * the core away for a whole time slice whenever another process is runnable.)
+ * futex. With a core for each worker and one for the program, ML_Q_SPIN_NS:
+ * about a quarter of what one chunk takes to fill or read, so that a short
+ * wait does not pay the scheduler's wake-up latency. With fewer cores,
+ * ML_Q_SPIN_FEW_NS: a spinning worker would hold the core the program or
+ * another worker needs. Longer spins (200 us) made hand-overs twice as slow on
+ * a loaded machine, and yielding gives the core away for a whole time slice
+ * whenever another process is runnable (bench/README.md, "Event queue").
  */
-#define ML_Q_SPIN_NS     200000
+#define ML_Q_SPIN_NS     20000
 #define ML_Q_SPIN_FEW_NS 2000
 
 static inline uint64_t ml_q_now_ns(void)
