@@ -52,7 +52,7 @@ struct ml_brun {
     uint64_t lost_events, lost_threads, corrupt_chunks;
     uint32_t forks;
     uint32_t workers;
-    double seconds; /* from the program's start until the last event was read */
+    double seconds;      /* from the program's start until the last event was read */
     double wait_seconds; /* the program's threads waited this long for the backend, in all */
     double busy_seconds; /* the busiest worker read chunks this long */
 };

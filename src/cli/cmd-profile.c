@@ -360,8 +360,7 @@ int cmd_profile(int argc, char **argv)
 
     if ((rc = ml_bfiles_open(&files, out, where, sizeof(where)))) {
         if (rc == -EPERM)
-            die("cannot write to '%s': '%s' is a symbolic link owned by another user", out,
-                where);
+            die("cannot write to '%s': '%s' is a symbolic link owned by another user", out, where);
         die("cannot write to '%s': '%s': %s", out, where, strerror(-rc));
     }
     if (ml_backend_new(&b, &o, err, sizeof(err)))
