@@ -177,8 +177,6 @@ int ml_report_flush(FILE *f);
  */
 #define ML_REPORT_NAME 512
 const char *ml_report_esc(char *buf, size_t len, const char *s);
-/* Length of the valid UTF-8 sequence at s, or 0 if s does not start one. */
-size_t ml_utf8_len(const unsigned char *s);
 
 /*
  * Hottest code (--top N, src/report/top.c): units and functions ranked over
