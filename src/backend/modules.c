@@ -4,8 +4,10 @@
 #include <string.h>
 
 extern const struct ml_module ml_module_stats;
+extern const struct ml_module ml_module_dep;
 
 const struct ml_module *const ml_modules[] = {
+    &ml_module_dep,
     &ml_module_stats,
     NULL,
 };

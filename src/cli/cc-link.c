@@ -27,9 +27,9 @@ static const char *const rt_exports[] = {
     "__memlens_trace_register", "__memlens_trace_unregister",
     "__memlens_trace_pages",    "__memlens_trace_on",
     "__memlens_trace_off",      "__memlens_mark",
-    "__memlens_pages",
-    "__memlens_q_next",         "__memlens_q_blob",
-    "__memlens_q_sync",
+    "__memlens_pages",          "__memlens_q_next",
+    "__memlens_q_blob",         "__memlens_q_sync",
+    "__memlens_q_register",
 };
 /*
  * The trace buffers' and the event queue's thread-local pointers: exported from dynamic
@@ -38,7 +38,7 @@ static const char *const rt_exports[] = {
  * cannot apply before TLS exists.
  */
 static const char *const rt_tls_exports[] = {"__memlens_tb_ptr", "__memlens_tb_end",
-                                               "__memlens_q_cur"};
+                                             "__memlens_q_cur"};
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)

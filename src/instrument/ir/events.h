@@ -95,6 +95,15 @@ int ml_ev_is_barrier(LLVMValueRef inst);
 /* Grows *p (elements of elem bytes) to hold need; 0 or -ENOMEM. */
 int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
 
+/*
+ * Emits the module's site and marker tables and its struct ml_ev_module (a
+ * writable global named symbol: the runtime fills the bases) with the sink's
+ * segment descriptors segs_ptr (nsegs words; a null pointer for none).
+ * Returns the descriptor, NULL when out of memory.
+ */
+LLVMValueRef ml_ev_emit_module(struct ml_ev *ev, LLVMValueRef segs_ptr, uint32_t nsegs,
+                               const char *symbol);
+
 /* Payload words of a point in the trace buffer (format/trace-abi.h). */
 unsigned ml_ev_point_words(const struct ml_ev_point *p);
 

@@ -1242,15 +1242,15 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
     if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
-        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && (o->all || o->trace)))
+        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && (o->all || o->trace || o->events)))
         return 1; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
-    if (o && o->trace) {
-        rc = ml_sink_trace(&ir);
+    if (o && (o->trace || o->events)) {
+        rc = o->events ? ml_sink_queue(&ir) : ml_sink_trace(&ir);
         goto out;
     }
     ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
