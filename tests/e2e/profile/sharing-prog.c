@@ -3,10 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static struct {
+/* Not static: an internal struct may be split into separate globals at -O2. */
+struct {
     long a, b;
 } pairs __attribute__((aligned(64)));
-static int buf[256] __attribute__((aligned(64)));
+int buf[256] __attribute__((aligned(64)));
 static int iters;
 
 static void *write_a(void *arg)
