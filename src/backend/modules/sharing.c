@@ -262,8 +262,7 @@ static int sh_report(void *st, struct ml_bout *o)
             fprintf(o->table, "0x%-16" PRIx64 " %-28s %-28s %-9s %-5s %12" PRIu64 "\n", e->k.line,
                     src, dst, thr, kind, e->count);
     }
-    fprintf(o->json, "],\n \"unshadowed\": %" PRIu64 ", \"bad_tables\": %u}", s->unshadowed,
-            t.bad);
+    fprintf(o->json, "],\n \"unshadowed\": %" PRIu64 ", \"bad_tables\": %u}", s->unshadowed, t.bad);
     free(rows);
     ml_bsites_free(&t);
     return s->nomem ? -ENOMEM : 0;

@@ -732,3 +732,48 @@ out:
     free(marks);
     return desc;
 }
+
+int ml_ev_barrier_between(LLVMValueRef from, LLVMValueRef to)
+{
+    for (LLVMValueRef in = from; in && in != to; in = LLVMGetNextInstruction(in))
+        if (ml_ev_is_barrier(in))
+            return 1;
+    return 0;
+}
+
+/* Functions a sink instruments: defined here, not memlens' own, not naked. */
+static int wanted(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+
+    if (LLVMIsDeclaration(fn) || LLVMGetLinkage(fn) == LLVMAvailableExternallyLinkage)
+        return 0;
+    if (len >= 9 && !memcmp(name, "__memlens", 9))
+        return 0;
+    return !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                        LLVMGetEnumAttributeKindForName("naked", 5));
+}
+
+int ml_ev_functions(struct ml_ir *ir, LLVMValueRef **out, size_t *n)
+{
+    LLVMValueRef *fns = NULL;
+    size_t cap = 0;
+
+    *n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
+        if (!wanted(fn))
+            continue;
+        if (*n == cap) {
+            LLVMValueRef *v = realloc(fns, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+            if (!v) {
+                free(fns);
+                return ml_ir_fail(ir, -ENOMEM, "out of memory");
+            }
+            fns = v;
+        }
+        fns[(*n)++] = fn;
+    }
+    *out = fns;
+    return 0;
+}

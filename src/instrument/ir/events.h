@@ -99,6 +99,16 @@ int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out
 /* Whether inst may run other code (a call that is not an intrinsic): sinks batch between these. */
 int ml_ev_is_barrier(LLVMValueRef inst);
 
+/* Does an instruction in [from, to) of one block run other code? */
+int ml_ev_barrier_between(LLVMValueRef from, LLVMValueRef to);
+
+/*
+ * The functions of the module a sink instruments, as they are now (clones a
+ * sink makes later are not listed): defined here, not memlens' own, not
+ * naked. *out is malloc'd (NULL when n is 0). 0 or -ENOMEM.
+ */
+int ml_ev_functions(struct ml_ir *ir, LLVMValueRef **out, size_t *n);
+
 /* Grows *p (elements of elem bytes) to hold need; 0 or -ENOMEM. */
 int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
 

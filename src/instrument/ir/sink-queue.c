@@ -196,15 +196,6 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
     LLVMSetCurrentDebugLocation2(b, NULL);
 }
 
-/* Does an instruction in [from, to) of one block run other code? */
-static int barrier_between(LLVMValueRef from, LLVMValueRef to)
-{
-    for (LLVMValueRef in = from; in && in != to; in = LLVMGetNextInstruction(in))
-        if (ml_ev_is_barrier(in))
-            return 1;
-    return 0;
-}
-
 static int do_function(struct qsink *s, LLVMValueRef fn)
 {
     struct ml_ev_point *p = NULL;
@@ -217,7 +208,7 @@ static int do_function(struct qsink *s, LLVMValueRef fn)
         unsigned sz = i < n ? record_units(s, &p[i], &len, &value) * ML_Q_UNIT : 0;
         if (!cut && i > start)
             cut = LLVMGetInstructionParent(p[i - 1].at) != LLVMGetInstructionParent(p[i].at) ||
-                  barrier_between(p[i - 1].at, p[i].at) || bytes + sz > ML_Q_MAX_EVENT ||
+                  ml_ev_barrier_between(p[i - 1].at, p[i].at) || bytes + sz > ML_Q_MAX_EVENT ||
                   LLVMIsATerminatorInst(p[i - 1].at);
         if (cut && i > start) {
             emit_group(s, p + start, (uint32_t)(i - start));
@@ -230,25 +221,12 @@ static int do_function(struct qsink *s, LLVMValueRef fn)
     return rc;
 }
 
-static int wanted(LLVMValueRef fn)
-{
-    size_t len;
-    const char *name = LLVMGetValueName2(fn, &len);
-
-    if (LLVMIsDeclaration(fn) || LLVMGetLinkage(fn) == LLVMAvailableExternallyLinkage)
-        return 0;
-    if (len >= 9 && !memcmp(name, "__memlens", 9))
-        return 0;
-    return !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                        LLVMGetEnumAttributeKindForName("naked", 5));
-}
-
 int ml_sink_queue(struct ml_ir *ir)
 {
     struct qsink s = {.ir = ir};
     struct ml_ev_opts eo = {0};
     LLVMValueRef *fns = NULL, desc;
-    size_t nfns = 0, cap = 0;
+    size_t nfns = 0;
     int rc = 0;
 
     eo.kinds = ir->o->events;
@@ -260,19 +238,9 @@ int ml_sink_queue(struct ml_ir *ir)
     if (rc)
         return ml_ir_fail(ir, rc, "out of memory");
     setup(&s);
-    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
-        if (!wanted(fn))
-            continue;
-        if (nfns == cap) {
-            LLVMValueRef *v = realloc(fns, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-            if (!v) {
-                rc = -ENOMEM;
-                goto out;
-            }
-            fns = v;
-        }
-        fns[nfns++] = fn;
-    }
+    rc = ml_ev_functions(ir, &fns, &nfns);
+    if (rc)
+        goto out;
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_function(&s, fns[i]);
     if (rc)

@@ -313,15 +313,6 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
     return 0;
 }
 
-/* Does an instruction in [from, to) of one block run other code? */
-static int barrier_between(LLVMValueRef from, LLVMValueRef to)
-{
-    for (LLVMValueRef in = from; in && in != to; in = LLVMGetNextInstruction(in))
-        if (ml_ev_is_barrier(in))
-            return 1;
-    return 0;
-}
-
 static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n, int guarded)
 {
     size_t start = 0;
@@ -332,7 +323,7 @@ static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n, i
         if (!cut && i > start) {
             const struct ml_ev_point *a = &p[i - 1], *c = &p[i];
             cut = LLVMGetInstructionParent(a->at) != LLVMGetInstructionParent(c->at) ||
-                  barrier_between(a->at, c->at) || i - start >= 255 ||
+                  ml_ev_barrier_between(a->at, c->at) || i - start >= 255 ||
                   words + ml_ev_point_words(c) > ML_TB_MAX_SEG;
         }
         if (cut && i > start) {
@@ -391,20 +382,6 @@ static void merge(struct tsink *s, LLVMValueRef fn, LLVMValueRef plain)
     hoist_allocas(ir, tentry, gate);
     hoist_allocas(ir, pentry, gate);
     LLVMDeleteFunction(plain);
-}
-
-static int wanted(LLVMValueRef fn)
-{
-    size_t len;
-    const char *name = LLVMGetValueName2(fn, &len);
-    LLVMLinkage l = LLVMGetLinkage(fn);
-
-    if (LLVMIsDeclaration(fn) || l == LLVMAvailableExternallyLinkage)
-        return 0;
-    if (len >= 9 && !memcmp(name, "__memlens", 9))
-        return 0;
-    return !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                        LLVMGetEnumAttributeKindForName("naked", 5));
 }
 
 /*
@@ -534,7 +511,7 @@ int ml_sink_trace(struct ml_ir *ir)
     struct ml_ev_opts eo = {0};
     LLVMValueRef *fns = NULL;
     unsigned char *sw = NULL;
-    size_t nfns = 0, cap = 0;
+    size_t nfns = 0;
     int rc = 0;
 
     eo.kinds = ML_EV_BIT(ML_EV_LOAD) | ML_EV_BIT(ML_EV_STORE) | ML_EV_BIT(ML_EV_RMW);
@@ -548,19 +525,9 @@ int ml_sink_trace(struct ml_ir *ir)
     ml_ev_init(&s.ev, ir, &eo);
     setup(&s);
     /* The functions as they are now: clones made below are not visited. */
-    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
-        if (!wanted(fn))
-            continue;
-        if (nfns == cap) {
-            LLVMValueRef *v = realloc(fns, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-            if (!v) {
-                rc = ml_ir_fail(ir, -ENOMEM, "out of memory");
-                goto out;
-            }
-            fns = v;
-        }
-        fns[nfns++] = fn;
-    }
+    rc = ml_ev_functions(ir, &fns, &nfns);
+    if (rc)
+        goto out;
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_calls(&s, fns[i]);
     sw = calloc(nfns + 1, 1);

@@ -45,15 +45,15 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         acc += c[i]; /* REDUCTION */
     for (int i = 0; i < n; i++)
-        src[i] = i * 3 + k; /* FILL */
+        src[i] = i * 3 + k;                    /* FILL */
     memcpy(dst, src, (size_t)n * sizeof(int)); /* COPY */
     for (int i = 0; i < n; i++)
-        sum += dst[i]; /* READCOPY */
-    for (int i = 1; i < N; i++) /* OUTER */
-        for (int j = 0; j < M; j++) /* INNER */
+        sum += dst[i];                 /* READCOPY */
+    for (int i = 1; i < N; i++)        /* OUTER */
+        for (int j = 0; j < M; j++)    /* INNER */
             m[i][j] = m[i - 1][j] + 1; /* NESTED */
-    for (int i = 1; i < n; i++) /* CALLERLOOP */
-        put(a, i, a[i - 1] + 1); /* CALLER */
+    for (int i = 1; i < n; i++)        /* CALLERLOOP */
+        put(a, i, a[i - 1] + 1);       /* CALLER */
     if (argc > 3)
         for (int i = 0; i < 2; i++)
             pthread_create(&t[i], NULL, thread_main, (void *)(long)k);
