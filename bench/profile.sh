@@ -84,15 +84,15 @@ for name, args in rows:
                  {v: statistics.median(x) for v, x in mem.items()})
 
 print('slowdown (median of per-round ratios to the plain -O2 run, %d rounds)' % runs)
-print('%-10s' % 'kernel' + ''.join('%14s' % v for v in variants[1:]))
+print('%-10s' % 'kernel' + ''.join('%15s' % v for v in variants[1:]))
 for name, _ in rows:
-    print('%-10s' % name + ''.join('%13.1fx' % res[name][0][v] for v in variants[1:]))
-print('%-10s' % 'geomean' + ''.join('%13.1fx' % math.exp(statistics.mean(
+    print('%-10s' % name + ''.join('%14.1fx' % res[name][0][v] for v in variants[1:]))
+print('%-10s' % 'geomean' + ''.join('%14.1fx' % math.exp(statistics.mean(
     math.log(res[n][0][v]) for n, _ in rows)) for v in variants[1:]))
 print('\npeak memory, MiB (plain: the program; others: the larger of memlens (backend) and the program)')
-print('%-10s' % 'kernel' + ''.join('%14s' % v for v in variants))
+print('%-10s' % 'kernel' + ''.join('%15s' % v for v in variants))
 for name, _ in rows:
-    print('%-10s' % name + ''.join('%14.0f' % (res[name][1][v] / 1024) for v in variants))
+    print('%-10s' % name + ''.join('%15.0f' % (res[name][1][v] / 1024) for v in variants))
 PY
 rc=$?
 echo "load after: $(uptime)"
