@@ -31,9 +31,9 @@ static const char *const rt_exports[] = {
     "__memlens_q_blob",         "__memlens_q_sync",
     "__memlens_q_register",
 };
+
 /*
- * The trace buffers' and the event queue's thread-local pointers: exported from dynamic
- * executables only. In a
+ * Thread-local pointers (trace buffers, event queue): exported from dynamic executables only. In a
  * static-pie program an exported TLS symbol leaves a TPOFF relocation that the C library
  * cannot apply before TLS exists.
  */

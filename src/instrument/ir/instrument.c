@@ -127,6 +127,11 @@ int ml_string_literal(LLVMValueRef v, const char **s, size_t *len)
     LLVMValueRef g = global_base(v), init = g ? LLVMGetInitializer(g) : NULL;
 
     /* "" is a zeroinitializer, not a ConstantDataSequential: LLVMIsConstantString would crash. */
+    if (init && LLVMIsAConstantAggregateZero(init)) {
+        *s = "";
+        *len = 0;
+        return 1;
+    }
     if (!init || !LLVMIsAConstantDataSequential(init) || !LLVMIsConstantString(init))
         return 0;
     *s = LLVMGetAsString(init, len);
@@ -190,18 +195,11 @@ static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_
 
 static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
 {
-    LLVMValueRef g = global_base(LLVMGetOperand(call, 0)), init;
     const char *s;
     size_t len;
     char where[256];
 
-    init = g ? LLVMGetInitializer(g) : NULL;
-    /* "" is a zeroinitializer, not a ConstantDataSequential: LLVMIsConstantString would crash. */
-    if (init && LLVMIsAConstantAggregateZero(init)) {
-        ml_describe_loc(call, where, sizeof(where));
-        return ml_ir_fail(ir, -EINVAL, "%s: region name is empty", where);
-    }
-    if (!init || !LLVMIsAConstantDataSequential(init) || !LLVMIsConstantString(init)) {
+    if (!ml_string_literal(LLVMGetOperand(call, 0), &s, &len)) {
         ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
     }
@@ -210,9 +208,6 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
         return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
                           where);
     }
-    s = LLVMGetAsString(init, &len);
-    if (len && s[len - 1] == 0)
-        len--;
     if (!len || memchr(s, 0, len)) {
         ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name %s", where,
