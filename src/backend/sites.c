@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Sites or markers of one program at most (about 170 MiB of table). */
+#define ML_BSITES_MAX (1u << 22)
+
 struct rd {
     const uint8_t *p;
     uint64_t left;
@@ -54,7 +57,8 @@ static int grow(void **v, uint32_t *n, uint64_t need, size_t elem)
 
     if (need <= *n)
         return 0;
-    if (need > (1u << 28))
+    /* Global ids are dense from 0: a base far beyond them is hostile, not a big program. */
+    if (need > ML_BSITES_MAX)
         return -EINVAL;
     x = realloc(*v, (size_t)need * elem);
     if (!x)
