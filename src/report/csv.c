@@ -33,11 +33,11 @@ static void csv_count(FILE *f, int known, uint64_t v)
 }
 
 /*
- * The last columns: the MPI rank of the process (empty when it was not part of
+ * The columns up to `profiles`: the MPI rank of the process (empty when it was not part of
  * a job, and for a merged profile; not in --top rows, whose rank is the
  * ranking's), then how many profiles the row sums (1 without --merge).
  */
-static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
+static void csv_tail(FILE *f, const struct ml_report *r, int mpi_rank)
 {
     const struct ml_profile *p = r->prof;
 
@@ -45,12 +45,20 @@ static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
         fprintf(f, ",%u", p->hdr.rank);
     else if (mpi_rank)
         fputc(',', f);
-    fprintf(f, ",%" PRIu64 "\n", p->merged ? p->merged : 1);
+    fprintf(f, ",%" PRIu64, p->merged ? p->merged : 1);
 }
 
-/* Sampling, overhead corrections and event sums: the columns after time_borrowed. */
-static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+/* csv_tail, ending the row. */
+static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
 {
+    csv_tail(f, r, mpi_rank);
+    fputc('\n', f);
+}
+
+/* The columns after time_borrowed: sampling, corrections, events, rank, profiles, exact, note. */
+static void csv_more(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
+{
+    char note[256];
     char ev[ML_MAX_EVENTS * (ML_EVENT_NAME + 24) + 1] = "";
     int n = 0;
     uint64_t hz = r->prof->hdr.tsc_hz;
@@ -79,7 +87,13 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
                       r->prof->event_names[e], s->ev[e]);
     fputc(',', f);
     ml_csv_str(f, ev);
-    csv_end(f, r, 1);
+    csv_tail(f, r, 1);
+    /* Exact mode's bytes by address class, empty without an EXACT section. */
+    for (int x = 0; x < ML_NCLASS; x++)
+        csv_count(f, r->prof->exact, s->x[x]);
+    fputc(',', f);
+    ml_csv_str(f, ml_report_note(r, reg, s, note, sizeof(note)) ? note : "");
+    fputc('\n', f);
 }
 
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
@@ -100,7 +114,7 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
     csv_double(f, ml_report_gbs(ml_rstats_read(s), sec), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_written(s), sec), "%.6f");
     fprintf(f, ",%d,%" PRIu64 ",%" PRIu64, s->borrowed, s->counters, s->v[ML_F_INCR]);
-    csv_more(f, r, s);
+    csv_more(f, r, reg, s);
 }
 
 static void csv_begin(FILE *f, const struct ml_report_opts *o)
@@ -111,7 +125,8 @@ static void csv_begin(FILE *f, const struct ml_report_opts *o)
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
-          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles\n",
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles,exact_rd_heap,"
+          "exact_rd_global,exact_rd_stack,exact_wr_heap,exact_wr_global,exact_wr_stack,note\n",
           f);
 }
 

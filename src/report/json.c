@@ -55,9 +55,10 @@ static void json_count(FILE *f, int known, uint64_t v)
         fputs("null", f);
 }
 
-/* Sampling, overhead corrections and event sums of one row (docs/report.md). */
-static void json_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+/* Sampling, overhead corrections, event sums, exact bytes and note of one row (docs/report.md). */
+static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
+    char note[256];
     uint64_t hz = r->prof->hdr.tsc_hz;
     double cf = ml_rstats_ticks_seconds(s, s->cf_ticks, hz);
     double cal = ml_rstats_ticks_seconds(s, s->cal_ticks, hz);
@@ -97,10 +98,26 @@ static void json_more(FILE *f, const struct ml_report *r, const struct ml_rstats
         json_str(f, r->prof->event_names[e]);
         fprintf(f, ": %" PRIu64, s->ev[e]);
     }
-    fputc('}', f);
+    fputs("}, \"exact\": ", f);
+    if (r->prof->exact)
+        fprintf(f,
+                "{\"bytes_read\": {\"heap\": %" PRIu64 ", \"global\": %" PRIu64
+                ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}, \"bytes_written\": {\"heap\": %" PRIu64
+                ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}}",
+                s->x[ML_C_RD_HEAP], s->x[ML_C_RD_GLOBAL], s->x[ML_C_RD_STACK],
+                ml_rstats_xread(s), s->x[ML_C_WR_HEAP], s->x[ML_C_WR_GLOBAL],
+                s->x[ML_C_WR_STACK], ml_rstats_xwritten(s));
+    else
+        fputs("null", f);
+    fputs(", \"note\": ", f);
+    if (ml_report_note(r, reg, s, note, sizeof(note)))
+        json_str(f, note);
+    else
+        fputs("null", f);
 }
 
-static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+static void json_stats(FILE *f, const struct ml_report *r, uint64_t reg,
+                       const struct ml_rstats *s)
 {
     double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
 
@@ -131,7 +148,7 @@ static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstat
     json_num(f, ml_report_gbs(ml_rstats_written(s), sec));
     fprintf(f, ", \"counters\": %" PRIu64 ", \"increments\": %" PRIu64, s->counters,
             s->v[ML_F_INCR]);
-    json_more(f, r, s);
+    json_more(f, r, reg, s);
 }
 
 static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
@@ -142,7 +159,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
     fprintf(f, "{\"id\": %" PRIu64 ", \"name\": ", reg);
     json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
     fputs(", \"total\": {", f);
-    json_stats(f, r, &r->totals[reg]);
+    json_stats(f, r, reg, &r->totals[reg]);
     fputs("},\n       \"threads\": [", f);
     for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
         const struct ml_rstats *c = ml_report_cell(r, reg, t);
@@ -154,7 +171,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         fputs(", ", f);
         if (r->prof->threads[t].exited)
             fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
-        json_stats(f, r, c);
+        json_stats(f, r, reg, c);
         fputc('}', f);
         first = 0;
     }

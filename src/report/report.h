@@ -50,6 +50,9 @@ struct ml_rstats {
     double cf_ticks;
     double cal_ticks;
     uint64_t ev[ML_MAX_EVENTS]; /* event sums over measured executions (prof->nevents) */
+    /* Exact mode (prof->exact): bytes classified by address at run time, Σ over the region's
+       units of the EXACT records (enum ml_class). */
+    uint64_t x[ML_NCLASS];
 };
 
 /* Calls from a region into one function memlens did not see, by thread. */
@@ -89,6 +92,9 @@ extern const char *const ml_fact_names[ML_NFACTS];
 
 uint64_t ml_rstats_read(const struct ml_rstats *s);    /* RD_HEAP + RD_GLOBAL + RD_STACK */
 uint64_t ml_rstats_written(const struct ml_rstats *s); /* WR_HEAP + WR_GLOBAL + WR_STACK */
+/* The same over the exact-mode bytes x[]. */
+uint64_t ml_rstats_xread(const struct ml_rstats *s);
+uint64_t ml_rstats_xwritten(const struct ml_rstats *s);
 /* Seconds of s under a clock of tsc_hz ticks per second, or -1 when unknown. */
 double ml_rstats_seconds(const struct ml_rstats *s, uint64_t tsc_hz);
 /* ticks / tsc_hz, or -1 when ticks is unknown (< 0), the row untimed or tsc_hz 0. */
@@ -107,6 +113,15 @@ double ml_report_gbs(uint64_t bytes, double seconds);
  * processes (docs/report.md, "Merging profiles").
  */
 const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, size_t len);
+
+/*
+ * What a row of region `region` must warn about, for the table's note, CSV's
+ * `note` and JSON's "note": a row with executions of which none was measured
+ * ("0 of 5 measured: rerun with MEMLENS_SAMPLE=1"). NULL when there is
+ * nothing to say; else the text, in buf.
+ */
+const char *ml_report_note(const struct ml_report *r, uint64_t region, const struct ml_rstats *s,
+                           char *buf, size_t len);
 
 /* Demangled C++ name into buf (or name unchanged if not mangled or not demanglable). */
 const char *ml_report_demangle(const char *name, char *buf, size_t len);

@@ -17,7 +17,18 @@ struct tbl {
     size_t ncols, nrows, cap;
     char (*cells)[CELL];
     char **first; /* column 0 of each row: a region or function name, escaped */
+    char **note;  /* text after the last column, or NULL (tbl_note) */
 };
+
+/* Columns a UTF-8 string takes on a terminal: one per character (names are escaped first). */
+static size_t width(const char *s)
+{
+    size_t n = 0;
+
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
 
 /* Makes room for one more row and starts it with first (escaped); 0 or -ENOMEM. */
 static int tbl_grow(struct tbl *t, const char *first)
@@ -35,10 +46,22 @@ static int tbl_grow(struct tbl *t, const char *first)
         if (!fst)
             return -ENOMEM;
         t->first = fst;
+        fst = realloc(t->note, cap * sizeof(*fst));
+        if (!fst)
+            return -ENOMEM;
+        t->note = fst;
         t->cap = cap;
     }
+    t->note[t->nrows] = NULL;
     t->first[t->nrows] = strdup(ml_report_esc(e, sizeof(e), first));
     return t->first[t->nrows] ? 0 : -ENOMEM;
+}
+
+/* Sets the note of the last row (plain text made by memlens, printed as is); 0 or -ENOMEM. */
+static int tbl_note(struct tbl *t, const char *note)
+{
+    t->note[t->nrows - 1] = strdup(note);
+    return t->note[t->nrows - 1] ? 0 : -ENOMEM;
 }
 
 static int tbl_row(struct tbl *t, const char *first, ...)
@@ -71,29 +94,41 @@ static void tbl_print(FILE *f, const struct tbl *t)
     size_t w[32] = {0};
 
     for (size_t r = 0; r < t->nrows; r++) {
-        size_t n = strlen(t->first[r]);
+        size_t n = width(t->first[r]);
         if (n > w[0])
             w[0] = n;
         for (size_t c = 1; c < t->ncols; c++) {
-            n = strlen(t->cells[r * t->ncols + c]);
+            n = width(t->cells[r * t->ncols + c]);
             if (n > w[c])
                 w[c] = n;
         }
     }
     for (size_t r = 0; r < t->nrows; r++) {
-        fprintf(f, "  %-*s", (int)w[0], t->first[r]);
-        for (size_t c = 1; c < t->ncols; c++)
-            fprintf(f, c == 1 ? "  %-*s" : "  %*s", (int)w[c], t->cells[r * t->ncols + c]);
+        /* printf pads by bytes: pad by columns so that names with UTF-8 line up. */
+        fprintf(f, "  %s%*s", t->first[r], (int)(w[0] - width(t->first[r])), "");
+        for (size_t c = 1; c < t->ncols; c++) {
+            const char *v = t->cells[r * t->ncols + c];
+            int pad = (int)(w[c] - width(v));
+            if (c == 1)
+                fprintf(f, "  %s%*s", v, pad, "");
+            else
+                fprintf(f, "  %*s%s", pad, "", v);
+        }
+        if (t->note[r])
+            fprintf(f, "  %s", t->note[r]);
         fputc('\n', f);
     }
 }
 
 static void tbl_free(struct tbl *t)
 {
-    for (size_t r = 0; r < t->nrows; r++)
+    for (size_t r = 0; r < t->nrows; r++) {
         free(t->first[r]);
+        free(t->note[r]);
+    }
     free(t->cells);
     free(t->first);
+    free(t->note);
 }
 
 /* Three significant digits, no exponent: 1.23, 12.3, 123. */
@@ -185,7 +220,7 @@ static const char *fmt_gbs(char *buf, double gbs, int borrowed)
 /* Column titles of the events table: the event names of the profile being printed. */
 static const char *r_event_names[ML_MAX_EVENTS];
 
-enum { T_MAIN, T_MIX, T_BYTES, T_COUNTERS, T_SAMPLE, T_CORR, T_EVENTS, T_N };
+enum { T_MAIN, T_MIX, T_BYTES, T_EXACT, T_COUNTERS, T_SAMPLE, T_CORR, T_EVENTS, T_N };
 
 /* A scale factor, "12.5", or "-" when nothing was measured. */
 static const char *fmt_scale(char *buf, double x)
@@ -255,6 +290,20 @@ static int add_rows(struct tbl *t, int which, const char *region, const char *th
                        fmt_count(b[3], v[ML_F_I_MEM]), fmt_count(b[4], v[ML_F_I_BRANCH]),
                        fmt_count(b[5], v[ML_F_I_CALL]), fmt_count(b[6], v[ML_F_I_OTHER]),
                        fmt_count(b[7], v[ML_F_INSTR]));
+    case T_EXACT: {
+        /* How far the static classes are from the addresses: heap + global, read + written. */
+        uint64_t hs = v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL];
+        uint64_t hx = s->x[ML_C_RD_HEAP] + s->x[ML_C_RD_GLOBAL] + s->x[ML_C_WR_HEAP] +
+                      s->x[ML_C_WR_GLOBAL];
+        if (hx)
+            snprintf(b[6], CELL, "%.3f", (double)hs / (double)hx);
+        else
+            snprintf(b[6], CELL, "-");
+        return tbl_row(t, region, thread, tid, fmt_bytes(b[0], s->x[ML_C_RD_HEAP]),
+                       fmt_bytes(b[1], s->x[ML_C_RD_GLOBAL]), fmt_bytes(b[2], s->x[ML_C_RD_STACK]),
+                       fmt_bytes(b[3], s->x[ML_C_WR_HEAP]), fmt_bytes(b[4], s->x[ML_C_WR_GLOBAL]),
+                       fmt_bytes(b[5], s->x[ML_C_WR_STACK]), b[6]);
+    }
     case T_COUNTERS:
         if (s->entries && v[ML_F_INCR] < 1000 * s->entries)
             sig3(b[2], CELL, (double)v[ML_F_INCR] / (double)s->entries, "");
@@ -276,13 +325,14 @@ static const char *const titles[T_N] = {
     "time, memory operations and bandwidth",
     "instructions by class",
     "bytes by memory class",
+    "bytes by address class (exact mode: every access classified by its address at run time)",
     "counters: static (counting units) and dynamic (increments executed)",
     "sampling: figures above cover the measured executions; est. = scaled by execs / measured",
     "bandwidth corrected for instrumentation overhead (CF: published factor, cal: calibrated)",
     "hardware counters, summed over measured executions",
 };
 
-static const size_t ncols[T_N] = {12, 11, 9, 6, 12, 14, 3};
+static const size_t ncols[T_N] = {12, 11, 9, 10, 6, 12, 14, 3};
 
 static int header_row(struct tbl *t, int which)
 {
@@ -293,6 +343,9 @@ static int header_row(struct tbl *t, int which)
     case T_MIX:
         return tbl_row(t, "region", "thread", "tid", "int", "fp", "vec", "mem", "branch", "call",
                        "other", "total");
+    case T_EXACT:
+        return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
+                       "wr global", "wr stack", "h+g static/exact");
     case T_COUNTERS:
         return tbl_row(t, "region", "thread", "tid", "counters", "increments", "incr/exec");
     case T_SAMPLE:
@@ -311,6 +364,16 @@ static int header_row(struct tbl *t, int which)
         return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
                        "wr global", "wr stack");
     }
+}
+
+/* The warnings of a row of the main table (ml_report_note), after its last column. */
+static int add_note(struct tbl *t, const struct ml_report *r, uint64_t reg,
+                    const struct ml_rstats *s)
+{
+    char buf[256];
+    const char *note = ml_report_note(r, reg, s, buf, sizeof(buf));
+
+    return note ? tbl_note(t, note) : 0;
 }
 
 /* Fills table `which` for r; *borrowed is set when a row shows a borrowed time. */
@@ -337,9 +400,14 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
             ml_report_tid(r->prof, th, tid, sizeof(tid));
             *borrowed |= c->borrowed && which == T_MAIN;
             rc = add_rows(t, which, name, idx, tid, c, hz);
+            if (!rc && which == T_MAIN)
+                rc = add_note(t, r, reg, c);
         }
-        if (!rc && (o->rows == ML_REPORT_TOTALS || nactive > 1))
+        if (!rc && (o->rows == ML_REPORT_TOTALS || nactive > 1)) {
             rc = add_rows(t, which, name, "total", "", &r->totals[reg], hz);
+            if (!rc && which == T_MAIN)
+                rc = add_note(t, r, reg, &r->totals[reg]);
+        }
     }
     return rc;
 }
@@ -448,7 +516,7 @@ static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_
     }
     for (int which = 0; which < T_N && !rc; which++) {
         struct tbl t = {.ncols = ncols[which]};
-        if (which == T_SAMPLE && !ml_report_sampled(r))
+        if ((which == T_SAMPLE && !ml_report_sampled(r)) || (which == T_EXACT && !r->prof->exact))
             continue;
         if (which == T_EVENTS) {
             if (!r->prof->nevents)
