@@ -198,7 +198,7 @@ static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_ra
     const struct ml_profile *p = r->prof;
     const struct ml_prof_unit *u = &p->units[ui];
     const uint64_t c = r->unit_counts[ui], *fa = u->facts;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     csv_regions(f, r, u);
     fputc(',', f);
@@ -244,7 +244,7 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
 {
     const struct ml_profile *p = r->prof;
     const uint64_t *v = fn->v;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     csv_who(f, r);
     fprintf(f, "%s,%zu,function,,,", ranking, rank);

@@ -154,6 +154,7 @@ static void json_stats(FILE *f, const struct ml_report *r, uint64_t reg,
 static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
                         const struct ml_report_opts *o)
 {
+    char buf[ML_REPORT_LONG];
     int first = 1;
 
     fprintf(f, "{\"id\": %" PRIu64 ", \"name\": ", reg);
@@ -182,6 +183,8 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         if (c->region != reg)
             continue;
         fprintf(f, "%s\n        {\"callee\": ", first ? "" : ",");
+        json_str(f, ml_report_demangle(c->name, buf, sizeof(buf)));
+        fputs(", \"symbol\": ", f);
         json_str(f, c->name);
         fprintf(f, ", \"calls\": %" PRIu64 ", \"per_thread\": [", c->total);
         for (uint64_t t = 0; t < r->nthreads; t++)
@@ -195,7 +198,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
 static void json_units(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     const struct ml_profile *p = r->prof;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
     int first = 1;
 
     for (uint64_t ui = 0; ui < p->nunits; ui++) {
@@ -331,7 +334,7 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
 {
     const struct ml_profile *p = r->prof;
     const uint64_t *v = fn->v;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     fputs("{\"function\": ", f);
     json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
@@ -361,7 +364,7 @@ static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
     const uint64_t c = r->unit_counts[ui], *fa = u->facts;
     uint32_t n;
     const uint32_t *ids = ml_profile_regset(p, u->regset, &n);
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     fprintf(f, "{\"unit\": %u, \"kind\": \"%s\", \"entry\": %s, \"function\": ", ui,
             u->kind == ML_UNIT_BYTES ? "bytes" : "block",

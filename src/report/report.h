@@ -192,6 +192,16 @@ int ml_report_flush(FILE *f);
  */
 #define ML_REPORT_NAME 512
 const char *ml_report_esc(char *buf, size_t len, const char *s);
+/*
+ * A long name for a table column of at most cols characters (a name from
+ * ml_report_esc into ML_REPORT_LONG bytes; whole in CSV and JSON). C++ names lose their parameter list,
+ * then template arguments from the innermost out ("vector<…>"), then middle
+ * scopes ("fmt::v9::detail::…::write"); anything else keeps its start and end
+ * with "…" between. Names that fit are unchanged. Writes into buf.
+ */
+#define ML_REPORT_COLS 60
+#define ML_REPORT_LONG 8192 /* longest name ml_report_cut reads whole: escape into this many */
+const char *ml_report_cut(char *buf, size_t len, const char *name, size_t cols);
 /* Length of the valid UTF-8 sequence at s, or 0 if s does not start one. */
 size_t ml_utf8_len(const unsigned char *s);
 

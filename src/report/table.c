@@ -18,6 +18,7 @@ struct tbl {
     char (*cells)[CELL];
     char **first; /* column 0 of each row: a region or function name, escaped */
     char **note;  /* text after the last column, or NULL (tbl_note) */
+    size_t cut;   /* column 0 holds function names, cut to this many characters (0: whole) */
 };
 
 /* Columns a UTF-8 string takes on a terminal: one per character (names are escaped first). */
@@ -33,7 +34,7 @@ static size_t width(const char *s)
 /* Makes room for one more row and starts it with first (escaped); 0 or -ENOMEM. */
 static int tbl_grow(struct tbl *t, const char *first)
 {
-    char e[ML_REPORT_NAME];
+    char e[ML_REPORT_LONG], c[ML_REPORT_NAME];
 
     if (t->nrows == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
@@ -53,7 +54,8 @@ static int tbl_grow(struct tbl *t, const char *first)
         t->cap = cap;
     }
     t->note[t->nrows] = NULL;
-    t->first[t->nrows] = strdup(ml_report_esc(e, sizeof(e), first));
+    ml_report_esc(e, t->cut ? sizeof(e) : ML_REPORT_NAME, first);
+    t->first[t->nrows] = strdup(t->cut && t->nrows ? ml_report_cut(c, sizeof(c), e, t->cut) : e);
     return t->first[t->nrows] ? 0 : -ENOMEM;
 }
 
@@ -453,6 +455,15 @@ static void print_header(FILE *f, const struct ml_report *r)
         fputs("  note: the profile has no clock rate; times and bandwidths are unknown\n", f);
 }
 
+/* A not-seen callee for the table: demangled, escaped, cut (whole in JSON). */
+static const char *callee_name(const char *name, char *buf, size_t len)
+{
+    char d[ML_REPORT_LONG], e[ML_REPORT_LONG];
+
+    return ml_report_cut(buf, len, ml_report_esc(e, sizeof(e), ml_report_demangle(name, d, sizeof(d))),
+                         ML_REPORT_COLS);
+}
+
 static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     const uint64_t limit = 10;
@@ -482,7 +493,7 @@ static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_r
                     ml_report_esc(e, sizeof(e), ml_profile_str(r->prof, r->prof->regions[reg])));
             for (uint64_t k = i; k < j && shown < limit; k++, shown++)
                 fprintf(f, "%s %s \xc3\x97%s", shown ? "," : "",
-                        ml_report_esc(e, sizeof(e), r->callees[k].name),
+                        callee_name(r->callees[k].name, e, sizeof(e)),
                         fmt_count(b, r->callees[k].total));
             if (j - i > limit)
                 fprintf(f, ", and %" PRIu64 " more (see --json)", j - i - limit);
@@ -593,7 +604,7 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
                     size_t rows)
 {
     const struct ml_profile *p = r->prof;
-    char c[8][CELL], name[4096];
+    char c[8][CELL], name[ML_REPORT_LONG];
     int rc;
 
     if (which == TOP_FN_BYTES || which == TOP_FN_EXECS) {
@@ -650,7 +661,8 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
                        : which == TOP_UNIT_BYTES                      ? top->nunits
                                                                       : top->nunits_by_execs;
         size_t rows = avail < o->top ? avail : o->top;
-        struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8};
+        struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8,
+                        .cut = ML_REPORT_COLS};
         rc = top_fill(&t, which, r, top, rows);
         if (!rc) {
             fprintf(f, "\n  %s (%zu of %zu)\n", titles[which], rows, avail);

@@ -355,7 +355,8 @@ static void test_json(void **state)
     FILE *py;
 
     assert_non_null(strstr(s, "\"cmdline\": \"./app \\\"quoted\\\", arg\""));
-    assert_non_null(strstr(s, "\"callee\": \"memcpy\", \"calls\": 19, \"per_thread\": [15, 0, 4]"));
+    assert_non_null(strstr(s, "\"callee\": \"memcpy\", \"symbol\": \"memcpy\", \"calls\": 19, "
+                              "\"per_thread\": [15, 0, 4]"));
     assert_non_null(strstr(s, "\"function\": \"ns::foo(int)\", \"symbol\": \"_ZN2ns3fooEi\""));
     if (system("python3 -c '' 2>/dev/null") != 0) {
         free(s);
@@ -591,6 +592,84 @@ static void test_exact(void **state)
     free(b);
 }
 
+#define FMT_WRITE                                                                                  \
+    "_ZN3fmt2v96detail5writeIcSt20back_insert_iteratorINSt7__cxx1112basic_stringIcSt11char_"      \
+    "traitsIcESaIcEEEEmEET0_SB_RKT1_RKSt3mapIS9_NS5_IT_S6_ISG_ESaISG_EEESt4lessIS9_ESaISt4pairIKS9_" \
+    "SJ_EEE"
+
+/* Long names: cut for the table (parameters, return type, templates, middle scopes), whole
+   in JSON; not-seen callees demangled everywhere. */
+static void test_names(void **state)
+{
+    struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS, .top = 5};
+    char buf[ML_REPORT_NAME], d[4096], aaa[101], scopes[400] = "", utf[200] = "", *s;
+    struct mlb *b = mlb_new(1000);
+    struct ml_profile *p;
+    struct ml_report *r;
+    unsigned char *out;
+    uint32_t reg, u, t;
+    size_t len;
+
+    (void)state;
+    assert_string_equal(ml_report_cut(buf, sizeof(buf), "main", 60), "main");
+    assert_string_equal(ml_report_cut(buf, sizeof(buf), ml_report_demangle(FMT_WRITE, d, sizeof(d)),
+                                      60),
+                        "fmt::v9::detail::write<\xe2\x80\xa6>");
+    /* Inner template arguments go first; short lists and operators stay. */
+    assert_string_equal(ml_report_cut(buf, sizeof(buf),
+                                      "ns::table<std::pair<int, long>, std::allocator<std::pair<int, "
+                                      "long> > >::operator<<(int) const",
+                                      60),
+                        "ns::table<std::pair<\xe2\x80\xa6>, std::allocator<\xe2\x80\xa6> "
+                        ">::operator<<");
+    memset(aaa, 'a', 100);
+    aaa[100] = 0;
+    ml_report_cut(buf, sizeof(buf), aaa, 60);
+    assert_int_equal(strlen(buf), 59 + 3); /* 29 + 30 characters and "…" */
+    assert_true(!strncmp(buf + 29, "\xe2\x80\xa6", 3));
+    for (int i = 0; i < 30; i++)
+        sprintf(scopes + strlen(scopes), "n%02d::", i);
+    strcat(scopes, "kernel_body");
+    assert_string_equal(ml_report_cut(buf, sizeof(buf), scopes, 40),
+                        "n00::n01::n02::n03::n04::\xe2\x80\xa6::kernel_body");
+    for (int i = 0; i < 70; i++)
+        strcat(utf, "\xc3\xa9");
+    ml_report_cut(buf, sizeof(buf), utf, 60);
+    assert_int_equal(strlen(buf), 59 * 2 + 3); /* cut on character boundaries */
+
+    reg = mlb_region(b, "r");
+    u = mlb_unit(b, ML_UNIT_BLOCK, FMT_WRITE, "fmt.h", 3, mlb_regset(b, 1, reg),
+                 MLB_F(ML_F_LOADS, 1), MLB_F(ML_F_RD_HEAP, 8), MLB_F(ML_F_INSTR, 2), -1);
+    mlb_call(b, u, "_Znwm", 1);
+    mlb_call(b, u, FMT_WRITE, 1);
+    t = mlb_thread(b, 5);
+    b->threads[t].counts[u] = 3;
+    b->threads[t].rs[reg] = (struct ml_prof_rstat){1, 5, 1};
+    out = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(out, len, &p, d, sizeof(d)), 0);
+    assert_int_equal(ml_report_build(p, "n", &r), 0);
+    s = render(&ml_render_table, r, &o);
+    assert_non_null(strstr(s, "  r  not seen: fmt::v9::detail::write<\xe2\x80\xa6> \xc3\x97"
+                              "3, operator new(unsigned long) \xc3\x97"
+                              "3\n"));
+    free(s);
+    s = render(&ml_render_top, r, &o);
+    assert_non_null(strstr(s, "\n  fmt::v9::detail::write<\xe2\x80\xa6>  -           6  24 B"));
+    assert_null(strstr(s, "back_insert_iterator"));
+    free(s);
+    s = render(&ml_render_json, r, &o);
+    assert_non_null(strstr(s, "{\"callee\": \"operator new(unsigned long)\", \"symbol\": \"_Znwm\""));
+    assert_non_null(strstr(s, "\"callee\": \"std::back_insert_iterator<std::__cxx11::basic_string<"));
+    free(s);
+    s = render(&ml_render_top_csv, r, &o);
+    assert_non_null(strstr(s, ",\"std::back_insert_iterator<std::__cxx11::basic_string<char, "));
+    free(s);
+    ml_report_free(r);
+    ml_profile_free(p);
+    free(out);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -605,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_rank),
         cmocka_unit_test(test_sampled),
         cmocka_unit_test(test_exact),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
