@@ -48,13 +48,6 @@ static void csv_tail(FILE *f, const struct ml_report *r, int mpi_rank)
     fprintf(f, ",%" PRIu64, p->merged ? p->merged : 1);
 }
 
-/* csv_tail, ending the row. */
-static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
-{
-    csv_tail(f, r, mpi_rank);
-    fputc('\n', f);
-}
-
 /* The columns after time_borrowed: sampling, corrections, events, rank, profiles, exact, note. */
 static void csv_more(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
@@ -193,7 +186,9 @@ static void blocks_begin(FILE *f, const struct ml_report_opts *o)
  * regions, module, function, file, line, executions, instructions, loads,
  * stores, bytes_read, bytes_written, [rank,] profiles.
  */
-static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_rank)
+/* One unit's columns; name: --top's last column (the row's shown name), or NULL (--blocks). */
+static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_rank,
+                     const char *name)
 {
     const struct ml_profile *p = r->prof;
     const struct ml_prof_unit *u = &p->units[ui];
@@ -215,7 +210,12 @@ static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_ra
             c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
             c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
             c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
-    csv_end(f, r, mpi_rank);
+    csv_tail(f, r, mpi_rank);
+    if (name) {
+        fputc(',', f);
+        ml_csv_str(f, name);
+    }
+    fputc('\n', f);
 }
 
 static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
@@ -230,7 +230,7 @@ static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_ti
             continue;
         csv_who(f, r);
         fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
-        csv_unit(f, r, (uint32_t)ui, 1);
+        csv_unit(f, r, (uint32_t)ui, 1, NULL);
     }
     return 0;
 }
@@ -240,7 +240,7 @@ const struct ml_renderer ml_render_blocks = {.begin = blocks_begin, .profile = b
 /* ---- --top ---- */
 
 static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
-                       const struct ml_top_fn *fn)
+                       const struct ml_top_fn *fn, char *name)
 {
     const struct ml_profile *p = r->prof;
     const uint64_t *v = fn->v;
@@ -259,29 +259,33 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
     fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, v[ML_F_INSTR],
             v[ML_F_LOADS], v[ML_F_STORES], v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_RD_STACK],
             v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
-    csv_end(f, r, 0);
+    csv_tail(f, r, 0);
+    fputc(',', f);
+    ml_csv_str(f, ml_top_fn_name(r, fn, name, ML_REPORT_LONG));
+    fputc('\n', f);
 }
 
-static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
-                         uint32_t ui)
+static void csv_top_unit(FILE *f, const struct ml_report *r, const struct ml_top *t,
+                         const char *ranking, size_t rank, uint32_t ui, char *name)
 {
     csv_who(f, r);
     fprintf(f, "%s,%zu,%s,%u,", ranking, rank,
             r->prof->units[ui].kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
-    csv_unit(f, r, ui, 0);
+    csv_unit(f, r, ui, 0, ml_top_fn_name(r, ml_top_fn_of(t, r, ui), name, ML_REPORT_LONG));
 }
 
 static void top_csv_begin(FILE *f, const struct ml_report_opts *o)
 {
     (void)o;
     fputs("profile,pid,ranking,rank,kind,unit,regions,module,function,file,line,executions,"
-          "instructions,loads,stores,bytes_read,bytes_written,profiles\n",
+          "instructions,loads,stores,bytes_read,bytes_written,profiles,name\n",
           f);
 }
 
 static int top_csv_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *tl,
                            size_t i, const struct ml_report_opts *o)
 {
+    char name[ML_REPORT_LONG];
     struct ml_top *t;
     int rc = ml_top_build(r, o, &t);
 
@@ -289,13 +293,13 @@ static int top_csv_profile(FILE *f, const struct ml_report *r, const struct ml_t
     if (rc)
         return rc;
     for (size_t k = 0; k < t->nfns && k < o->top; k++)
-        csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]]);
+        csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]], name);
     for (size_t k = 0; k < t->nunits && k < o->top; k++)
-        csv_top_unit(f, r, "bytes", k + 1, t->units_by_bytes[k]);
+        csv_top_unit(f, r, t, "bytes", k + 1, t->units_by_bytes[k], name);
     for (size_t k = 0; k < t->nfns && k < o->top; k++)
-        csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]]);
+        csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]], name);
     for (size_t k = 0; k < t->nunits_by_execs && k < o->top; k++)
-        csv_top_unit(f, r, "executions", k + 1, t->units_by_execs[k]);
+        csv_top_unit(f, r, t, "executions", k + 1, t->units_by_execs[k], name);
     ml_top_free(t);
     return 0;
 }

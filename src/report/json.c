@@ -100,13 +100,13 @@ static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const st
     }
     fputs("}, \"exact\": ", f);
     if (r->prof->exact)
-        fprintf(f,
-                "{\"bytes_read\": {\"heap\": %" PRIu64 ", \"global\": %" PRIu64
-                ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}, \"bytes_written\": {\"heap\": %" PRIu64
-                ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}}",
-                s->x[ML_C_RD_HEAP], s->x[ML_C_RD_GLOBAL], s->x[ML_C_RD_STACK],
-                ml_rstats_xread(s), s->x[ML_C_WR_HEAP], s->x[ML_C_WR_GLOBAL],
-                s->x[ML_C_WR_STACK], ml_rstats_xwritten(s));
+        fprintf(
+            f,
+            "{\"bytes_read\": {\"heap\": %" PRIu64 ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64
+            ", \"total\": %" PRIu64 "}, \"bytes_written\": {\"heap\": %" PRIu64
+            ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}}",
+            s->x[ML_C_RD_HEAP], s->x[ML_C_RD_GLOBAL], s->x[ML_C_RD_STACK], ml_rstats_xread(s),
+            s->x[ML_C_WR_HEAP], s->x[ML_C_WR_GLOBAL], s->x[ML_C_WR_STACK], ml_rstats_xwritten(s));
     else
         fputs("null", f);
     fputs(", \"note\": ", f);
@@ -116,8 +116,7 @@ static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const st
         fputs("null", f);
 }
 
-static void json_stats(FILE *f, const struct ml_report *r, uint64_t reg,
-                       const struct ml_rstats *s)
+static void json_stats(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
     double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
 
@@ -338,6 +337,8 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
 
     fputs("{\"function\": ", f);
     json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
+    fputs(", \"name\": ", f);
+    json_str(f, ml_top_fn_name(r, fn, buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
     json_str(f, ml_profile_str(p, fn->func));
     fputs(", \"module\": ", f);
@@ -357,7 +358,7 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
             v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
 }
 
-static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
+static void json_top_unit(FILE *f, const struct ml_report *r, const struct ml_top *t, uint32_t ui)
 {
     const struct ml_profile *p = r->prof;
     const struct ml_prof_unit *u = &p->units[ui];
@@ -370,6 +371,8 @@ static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
             u->kind == ML_UNIT_BYTES ? "bytes" : "block",
             ml_top_is_entry(p, ui) ? "true" : "false");
     json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    fputs(", \"name\": ", f);
+    json_str(f, ml_top_fn_name(r, ml_top_fn_of(t, r, ui), buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
     json_str(f, ml_profile_str(p, u->func));
     fputs(", \"regions\": [", f);
@@ -424,12 +427,12 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     fputs("],\n     \"blocks_by_bytes\": [", f);
     for (size_t i = 0; i < nu; i++) {
         fputs(i ? ",\n      " : "\n      ", f);
-        json_top_unit(f, r, t->units_by_bytes[i]);
+        json_top_unit(f, r, t, t->units_by_bytes[i]);
     }
     fputs("],\n     \"blocks_by_executions\": [", f);
     for (size_t i = 0; i < ne; i++) {
         fputs(i ? ",\n      " : "\n      ", f);
-        json_top_unit(f, r, t->units_by_execs[i]);
+        json_top_unit(f, r, t, t->units_by_execs[i]);
     }
     fputs("]}", f);
     ml_top_free(t);

@@ -292,8 +292,7 @@ static struct mthread *thread_of(struct group *g, uint32_t idx)
     if (g->prof.exact)
         t->exact = calloc(g->prof.nunits * ML_NCLASS + 1, sizeof(*t->exact));
     g->nmt++;
-    if (!t->counts || !t->rstats || (g->prof.nevents && !t->events) ||
-        (g->prof.exact && !t->exact))
+    if (!t->counts || !t->rstats || (g->prof.nevents && !t->events) || (g->prof.exact && !t->exact))
         return NULL; /* freed with the group */
     return t;
 }

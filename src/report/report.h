@@ -194,10 +194,10 @@ int ml_report_flush(FILE *f);
 const char *ml_report_esc(char *buf, size_t len, const char *s);
 /*
  * A long name for a table column of at most cols characters (a name from
- * ml_report_esc into ML_REPORT_LONG bytes; whole in CSV and JSON). C++ names lose their parameter list,
- * then template arguments from the innermost out ("vector<…>"), then middle
- * scopes ("fmt::v9::detail::…::write"); anything else keeps its start and end
- * with "…" between. Names that fit are unchanged. Writes into buf.
+ * ml_report_esc into ML_REPORT_LONG bytes; whole in CSV and JSON). C++ names lose their parameter
+ * list, then template arguments from the innermost out ("vector<…>"), then middle scopes
+ * ("fmt::v9::detail::…::write"); anything else keeps its start and end with "…" between. Names that
+ * fit are unchanged. Writes into buf.
  */
 #define ML_REPORT_COLS 60
 #define ML_REPORT_LONG 8192 /* longest name ml_report_cut reads whole: escape into this many */
@@ -222,7 +222,16 @@ struct ml_top_fn {
     int known;     /* executions are known */
     uint64_t executions;
     uint64_t v[ML_NFACTS]; /* counts x facts */
+    /*
+     * An OpenMP body (clang's ".omp_outlined." functions): the string offset
+     * of the function it was outlined from, found by its lines (the body's
+     * line lies within that function's lines in the same file and module,
+     * the tightest such range wins), or ML_TOP_NO_PARENT.
+     */
+    uint32_t parent;
+    uint32_t body_line; /* lowest line of its units other than the entry, in file */
 };
+#define ML_TOP_NO_PARENT UINT32_MAX
 
 struct ml_top {
     struct ml_top_fn *fns; /* functions with a non-zero count */
@@ -241,6 +250,17 @@ int ml_report_unit_shown(const struct ml_report *r, const struct ml_prof_unit *u
                          const struct ml_report_opts *o);
 int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, struct ml_top **out);
 void ml_top_free(struct ml_top *t);
+/* Whether a symbol names an OpenMP body outlined by clang. */
+int ml_top_is_omp(const char *sym);
+/*
+ * The name --top shows for f, demangled: "parent › omp parallel @file:line"
+ * for an OpenMP body ("omp parallel @file:line" without a known parent,
+ * "omp parallel (.omp_outlined..3)" without a line), else the function's.
+ */
+const char *ml_top_fn_name(const struct ml_report *r, const struct ml_top_fn *f, char *buf,
+                           size_t len);
+/* The function of unit u in t (u must be one of t's units). */
+const struct ml_top_fn *ml_top_fn_of(const struct ml_top *t, const struct ml_report *r, uint32_t u);
 /* Bytes read + written by unit u over all threads. */
 uint64_t ml_top_unit_bytes(const struct ml_report *r, uint32_t u);
 /* Whether unit u holds its function's entry. */

@@ -295,8 +295,8 @@ static int add_rows(struct tbl *t, int which, const char *region, const char *th
     case T_EXACT: {
         /* How far the static classes are from the addresses: heap + global, read + written. */
         uint64_t hs = v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL];
-        uint64_t hx = s->x[ML_C_RD_HEAP] + s->x[ML_C_RD_GLOBAL] + s->x[ML_C_WR_HEAP] +
-                      s->x[ML_C_WR_GLOBAL];
+        uint64_t hx =
+            s->x[ML_C_RD_HEAP] + s->x[ML_C_RD_GLOBAL] + s->x[ML_C_WR_HEAP] + s->x[ML_C_WR_GLOBAL];
         if (hx)
             snprintf(b[6], CELL, "%.3f", (double)hs / (double)hx);
         else
@@ -460,7 +460,8 @@ static const char *callee_name(const char *name, char *buf, size_t len)
 {
     char d[ML_REPORT_LONG], e[ML_REPORT_LONG];
 
-    return ml_report_cut(buf, len, ml_report_esc(e, sizeof(e), ml_report_demangle(name, d, sizeof(d))),
+    return ml_report_cut(buf, len,
+                         ml_report_esc(e, sizeof(e), ml_report_demangle(name, d, sizeof(d))),
                          ML_REPORT_COLS);
 }
 
@@ -592,16 +593,11 @@ static const char *fmt_share(char *buf, uint64_t part, uint64_t whole)
     return buf;
 }
 
-/* A function's demangled name, in buf (the table copies column 0). */
-static const char *top_name(const struct ml_profile *p, uint32_t func, char *buf, size_t len)
-{
-    return ml_report_demangle(ml_profile_str(p, func), buf, len);
-}
-
 enum { TOP_FN_BYTES, TOP_UNIT_BYTES, TOP_FN_EXECS, TOP_UNIT_EXECS, TOP_N };
 
+/* Fills one ranking; *unlocated becomes 1 when a function row has no line at all (no -g). */
 static int top_fill(struct tbl *t, int which, const struct ml_report *r, const struct ml_top *top,
-                    size_t rows)
+                    size_t rows, int *unlocated)
 {
     const struct ml_profile *p = r->prof;
     char c[8][CELL], name[ML_REPORT_LONG];
@@ -614,8 +610,9 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
                 &top->fns[(which == TOP_FN_BYTES ? top->fns_by_bytes : top->fns_by_execs)[i]];
             uint64_t rd = f->v[ML_F_RD_HEAP] + f->v[ML_F_RD_GLOBAL] + f->v[ML_F_RD_STACK];
             uint64_t wr = f->v[ML_F_WR_HEAP] + f->v[ML_F_WR_GLOBAL] + f->v[ML_F_WR_STACK];
+            *unlocated |= !f->line;
             rc =
-                tbl_row(t, top_name(p, f->func, name, sizeof(name)),
+                tbl_row(t, ml_top_fn_name(r, f, name, sizeof(name)),
                         f->known ? fmt_count(c[0], f->executions) : "-",
                         fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd), fmt_bytes(c[3], wr),
                         fmt_share(c[4], rd + wr, top->bytes), fmt_where(c[5], p, f->file, f->line));
@@ -632,7 +629,7 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
         uint64_t wr = cnt * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]);
         snprintf(c[0], CELL, "%u", ui);
         rc =
-            tbl_row(t, top_name(p, u->func, name, sizeof(name)), c[0],
+            tbl_row(t, ml_top_fn_name(r, ml_top_fn_of(top, r, ui), name, sizeof(name)), c[0],
                     u->kind == ML_UNIT_BYTES ? "-" : fmt_count(c[1], cnt),
                     fmt_count(c[2], cnt * fa[ML_F_INSTR]), fmt_bytes(c[3], rd), fmt_bytes(c[4], wr),
                     fmt_share(c[5], rd + wr, top->bytes), fmt_where(c[6], p, u->file, u->line));
@@ -646,7 +643,7 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
                                               "hottest blocks by bytes", "functions by calls",
                                               "blocks by executions"};
     struct ml_top *top;
-    int rc;
+    int rc, unlocated = 0;
 
     print_header(f, r);
     rc = ml_top_build(r, o, &top);
@@ -663,7 +660,7 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
         size_t rows = avail < o->top ? avail : o->top;
         struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8,
                         .cut = ML_REPORT_COLS};
-        rc = top_fill(&t, which, r, top, rows);
+        rc = top_fill(&t, which, r, top, rows, &unlocated);
         if (!rc) {
             fprintf(f, "\n  %s (%zu of %zu)\n", titles[which], rows, avail);
             tbl_print(f, &t);
@@ -673,6 +670,10 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
     if (!rc && top->nunits)
         fputs("\n  share: of all bytes counted; calls: counts of each function's first block "
               "(- when it was not counted)\n",
+              f);
+    if (!rc && top->nunits && unlocated)
+        fputs("  where: ? = no line information; build with -g for file:line (and OpenMP bodies' "
+              "parents)\n",
               f);
     ml_top_free(top);
     return rc;

@@ -286,10 +286,11 @@ static void test_csv(void **state)
         o.regions = names;
         o.nregion_names = 1;
         s = render(&ml_render_csv, fx->r, &o);
-        assert_string_equal(strchr(s, '\n') + 1,
-                            "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
-                            "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
-                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1,,,,,,,\n");
+        assert_string_equal(
+            strchr(s, '\n') + 1,
+            "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
+            "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
+            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1,,,,,,,\n");
         free(s);
     }
 }
@@ -593,8 +594,9 @@ static void test_exact(void **state)
 }
 
 #define FMT_WRITE                                                                                  \
-    "_ZN3fmt2v96detail5writeIcSt20back_insert_iteratorINSt7__cxx1112basic_stringIcSt11char_"      \
-    "traitsIcESaIcEEEEmEET0_SB_RKT1_RKSt3mapIS9_NS5_IT_S6_ISG_ESaISG_EEESt4lessIS9_ESaISt4pairIKS9_" \
+    "_ZN3fmt2v96detail5writeIcSt20back_insert_iteratorINSt7__cxx1112basic_stringIcSt11char_"       \
+    "traitsIcESaIcEEEEmEET0_SB_RKT1_RKSt3mapIS9_NS5_IT_S6_ISG_ESaISG_EEESt4lessIS9_"               \
+    "ESaISt4pairIKS9_"                                                                             \
     "SJ_EEE"
 
 /* Long names: cut for the table (parameters, return type, templates, middle scopes), whole
@@ -612,16 +614,17 @@ static void test_names(void **state)
 
     (void)state;
     assert_string_equal(ml_report_cut(buf, sizeof(buf), "main", 60), "main");
-    assert_string_equal(ml_report_cut(buf, sizeof(buf), ml_report_demangle(FMT_WRITE, d, sizeof(d)),
-                                      60),
-                        "fmt::v9::detail::write<\xe2\x80\xa6>");
+    assert_string_equal(
+        ml_report_cut(buf, sizeof(buf), ml_report_demangle(FMT_WRITE, d, sizeof(d)), 60),
+        "fmt::v9::detail::write<\xe2\x80\xa6>");
     /* Inner template arguments go first; short lists and operators stay. */
-    assert_string_equal(ml_report_cut(buf, sizeof(buf),
-                                      "ns::table<std::pair<int, long>, std::allocator<std::pair<int, "
-                                      "long> > >::operator<<(int) const",
-                                      60),
-                        "ns::table<std::pair<\xe2\x80\xa6>, std::allocator<\xe2\x80\xa6> "
-                        ">::operator<<");
+    assert_string_equal(
+        ml_report_cut(buf, sizeof(buf),
+                      "ns::table<std::pair<int, long>, std::allocator<std::pair<int, "
+                      "long> > >::operator<<(int) const",
+                      60),
+        "ns::table<std::pair<\xe2\x80\xa6>, std::allocator<\xe2\x80\xa6> "
+        ">::operator<<");
     memset(aaa, 'a', 100);
     aaa[100] = 0;
     ml_report_cut(buf, sizeof(buf), aaa, 60);
@@ -658,8 +661,10 @@ static void test_names(void **state)
     assert_null(strstr(s, "back_insert_iterator"));
     free(s);
     s = render(&ml_render_json, r, &o);
-    assert_non_null(strstr(s, "{\"callee\": \"operator new(unsigned long)\", \"symbol\": \"_Znwm\""));
-    assert_non_null(strstr(s, "\"callee\": \"std::back_insert_iterator<std::__cxx11::basic_string<"));
+    assert_non_null(
+        strstr(s, "{\"callee\": \"operator new(unsigned long)\", \"symbol\": \"_Znwm\""));
+    assert_non_null(
+        strstr(s, "\"callee\": \"std::back_insert_iterator<std::__cxx11::basic_string<"));
     free(s);
     s = render(&ml_render_top_csv, r, &o);
     assert_non_null(strstr(s, ",\"std::back_insert_iterator<std::__cxx11::basic_string<char, "));
