@@ -1,32 +1,10 @@
 /* JSON report renderer: every profile with its regions, threads, not-seen calls and units. */
 #include "report/report.h"
+#include "format/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-
-/* Names come from the profile as raw bytes: bytes that are not UTF-8 become U+FFFD. */
-static void json_str(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-
-    fputc('"', f);
-    while (*s) {
-        size_t n = ml_utf8_len(s);
-        if (n == 0) {
-            fputs("\\ufffd", f);
-            s++;
-        } else if (*s == '"' || *s == '\\') {
-            fprintf(f, "\\%c", *s++);
-        } else if (*s < 0x20 || *s == 0x7f) {
-            fprintf(f, "\\u%04x", *s++);
-        } else {
-            fwrite(s, 1, n, f);
-            s += n;
-        }
-    }
-    fputc('"', f);
-}
 
 /* JSON has no NaN or infinity: unknown values are null. */
 static void json_num(FILE *f, double x)
@@ -95,7 +73,7 @@ static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const st
     fputs("}, \"events\": {", f);
     for (uint32_t e = 0; e < r->prof->nevents; e++) {
         fputs(e ? ", " : "", f);
-        json_str(f, r->prof->event_names[e]);
+        ml_json_str(f, r->prof->event_names[e]);
         fprintf(f, ": %" PRIu64, s->ev[e]);
     }
     fputs("}, \"exact\": ", f);
@@ -111,7 +89,7 @@ static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const st
         fputs("null", f);
     fputs(", \"note\": ", f);
     if (ml_report_note(r, reg, s, note, sizeof(note)))
-        json_str(f, note);
+        ml_json_str(f, note);
     else
         fputs("null", f);
 }
@@ -157,7 +135,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
     int first = 1;
 
     fprintf(f, "{\"id\": %" PRIu64 ", \"name\": ", reg);
-    json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
+    ml_json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
     fputs(", \"total\": {", f);
     json_stats(f, r, reg, &r->totals[reg]);
     fputs("},\n       \"threads\": [", f);
@@ -182,9 +160,9 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         if (c->region != reg)
             continue;
         fprintf(f, "%s\n        {\"callee\": ", first ? "" : ",");
-        json_str(f, ml_report_demangle(c->name, buf, sizeof(buf)));
+        ml_json_str(f, ml_report_demangle(c->name, buf, sizeof(buf)));
         fputs(", \"symbol\": ", f);
-        json_str(f, c->name);
+        ml_json_str(f, c->name);
         fprintf(f, ", \"calls\": %" PRIu64 ", \"per_thread\": [", c->total);
         for (uint64_t t = 0; t < r->nthreads; t++)
             fprintf(f, "%s%" PRIu64, t ? ", " : "", c->calls[t]);
@@ -215,13 +193,14 @@ static void json_units(FILE *f, const struct ml_report *r, const struct ml_repor
         for (uint32_t k = 0; k < n; k++)
             fprintf(f, "%s%u", k ? ", " : "", ids[k]);
         fputs("], \"module\": ", f);
-        json_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+        ml_json_str(f,
+                    u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
         fputs(", \"function\": ", f);
-        json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+        ml_json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
         fputs(", \"symbol\": ", f);
-        json_str(f, ml_profile_str(p, u->func));
+        ml_json_str(f, ml_profile_str(p, u->func));
         fputs(", \"file\": ", f);
-        json_str(f, ml_profile_str(p, u->file));
+        ml_json_str(f, ml_profile_str(p, u->file));
         fprintf(f, ", \"line\": %u, \"count\": %" PRIu64 ", \"facts\": {", u->line,
                 r->unit_counts[ui]);
         for (int k = 0; k < ML_NFACTS; k++)
@@ -238,7 +217,7 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     int first = 1;
 
     fputs("    {\"profile\": ", f);
-    json_str(f, r->name);
+    ml_json_str(f, r->name);
     if (p->merged)
         fprintf(f, ", \"profiles\": %" PRIu64 ", \"tables\": \"%016" PRIx64 "\", \"pid\": null",
                 p->merged, p->merged_fingerprint);
@@ -266,9 +245,9 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     for (uint64_t i = 0; i < p->nmeta; i++) {
         if (i)
             fputs(", ", f);
-        json_str(f, ml_profile_str(p, p->meta[2 * i]));
+        ml_json_str(f, ml_profile_str(p, p->meta[2 * i]));
         fputs(": ", f);
-        json_str(f, ml_profile_str(p, p->meta[2 * i + 1]));
+        ml_json_str(f, ml_profile_str(p, p->meta[2 * i + 1]));
     }
     fputs("},\n     \"calibration\": ", f);
     if (p->calib)
@@ -279,7 +258,7 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     fputs(", \"events\": [", f);
     for (uint32_t e = 0; e < p->nevents; e++) {
         fputs(e ? ", " : "", f);
-        json_str(f, p->event_names[e]);
+        ml_json_str(f, p->event_names[e]);
     }
     fputs("],\n     \"threads\": [", f);
     for (uint64_t t = 0; t < p->nthreads; t++) {
@@ -336,15 +315,15 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
     char buf[ML_REPORT_LONG];
 
     fputs("{\"function\": ", f);
-    json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
+    ml_json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
     fputs(", \"name\": ", f);
-    json_str(f, ml_top_fn_name(r, fn, buf, sizeof(buf)));
+    ml_json_str(f, ml_top_fn_name(r, fn, buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
-    json_str(f, ml_profile_str(p, fn->func));
+    ml_json_str(f, ml_profile_str(p, fn->func));
     fputs(", \"module\": ", f);
-    json_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
+    ml_json_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
     fputs(", \"file\": ", f);
-    json_str(f, fn->line ? ml_profile_str(p, fn->file) : "");
+    ml_json_str(f, fn->line ? ml_profile_str(p, fn->file) : "");
     fprintf(f, ", \"line\": %u, \"calls\": ", fn->line);
     if (fn->known)
         fprintf(f, "%" PRIu64, fn->executions);
@@ -370,19 +349,19 @@ static void json_top_unit(FILE *f, const struct ml_report *r, const struct ml_to
     fprintf(f, "{\"unit\": %u, \"kind\": \"%s\", \"entry\": %s, \"function\": ", ui,
             u->kind == ML_UNIT_BYTES ? "bytes" : "block",
             ml_top_is_entry(p, ui) ? "true" : "false");
-    json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    ml_json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
     fputs(", \"name\": ", f);
-    json_str(f, ml_top_fn_name(r, ml_top_fn_of(t, r, ui), buf, sizeof(buf)));
+    ml_json_str(f, ml_top_fn_name(r, ml_top_fn_of(t, r, ui), buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
-    json_str(f, ml_profile_str(p, u->func));
+    ml_json_str(f, ml_profile_str(p, u->func));
     fputs(", \"regions\": [", f);
     for (uint32_t k = 0; k < n; k++) {
         if (k)
             fputs(", ", f);
-        json_str(f, ml_profile_str(p, p->regions[ids[k]]));
+        ml_json_str(f, ml_profile_str(p, p->regions[ids[k]]));
     }
     fputs("], \"file\": ", f);
-    json_str(f, ml_profile_str(p, u->file));
+    ml_json_str(f, ml_profile_str(p, u->file));
     fprintf(f, ", \"line\": %u, \"executions\": ", u->line);
     /* A bytes unit counts bytes moved, not executions. */
     if (u->kind == ML_UNIT_BYTES)
@@ -409,7 +388,7 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     nu = t->nunits < o->top ? t->nunits : o->top;
     ne = t->nunits_by_execs < o->top ? t->nunits_by_execs : o->top;
     fputs("    {\"profile\": ", f);
-    json_str(f, r->name);
+    ml_json_str(f, r->name);
     if (r->prof->merged)
         fprintf(f, ", \"profiles\": %" PRIu64 ", \"pid\": null", r->prof->merged);
     else

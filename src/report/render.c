@@ -1,5 +1,6 @@
 /* Renderer driver and what every renderer shares: checked output, names made safe to print. */
 #include "report/report.h"
+#include "format/json.h"
 
 #include <errno.h>
 #include <string.h>
@@ -25,36 +26,6 @@ int ml_report_flush(FILE *f)
     if (fflush(f) == EOF || ferror(f))
         return errno ? -errno : -EIO;
     return 0;
-}
-
-size_t ml_utf8_len(const unsigned char *s)
-{
-    size_t n;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0) {
-        n = 2;
-        cp = s[0] & 0x1f;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        n = 3;
-        cp = s[0] & 0x0f;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        n = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
 }
 
 const char *ml_report_esc(char *buf, size_t len, const char *str)

@@ -202,8 +202,6 @@ const char *ml_report_esc(char *buf, size_t len, const char *s);
 #define ML_REPORT_COLS 60
 #define ML_REPORT_LONG 8192 /* longest name ml_report_cut reads whole: escape into this many */
 const char *ml_report_cut(char *buf, size_t len, const char *name, size_t cols);
-/* Length of the valid UTF-8 sequence at s, or 0 if s does not start one. */
-size_t ml_utf8_len(const unsigned char *s);
 
 /*
  * Hottest code (--top N, src/report/top.c): units and functions ranked over

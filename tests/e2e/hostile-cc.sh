@@ -136,6 +136,12 @@ signal_case() { # <signal> <process to wait for: clang|ld> <memlens-cc args...>
     kid=$(find_below "$pid" "$who") || fail "SIG$sig: no $who below memlens-cc"
     pg=$(ps -o pgid= -p "$kid" | tr -d ' ')
     kill -s "$sig" "$pid"
+    # memlens-cc gives clang 5 s before SIGKILL: 30 s without an exit is a hang, not slowness.
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && fail "SIG$sig during $who: memlens-cc still running 30 s after the signal"
     wait "$pid"
     rc=$?
     [ $rc = $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig during $who: exit status $rc"

@@ -23,7 +23,7 @@
  */
 #include "../../src/runtime/files.c"
 #include "../../src/runtime/publish.c"
-#include "../../src/runtime/safefile.c"
+#include "../../src/format/safefile.c"
 
 struct ml_rt ml_rt;
 
