@@ -371,12 +371,20 @@ static int run_frontend(const struct ml_cc_input *in, const char *bc, struct ml_
  * generation flags. The optimisation pipeline already ran on the bitcode and
  * must not run again, so that instrumented code matches uninstrumented code.
  */
-static int run_codegen(const char *bc, const char *out, bool assembly)
+/*
+ * Code generation of instrumented bitcode. whole: the whole program at the
+ * link, whose command often has no -O (many Makefiles link without it): code
+ * is then generated at -O2, the level the link's optimisation pipeline uses,
+ * not at -O0 (docs/cc.md, whole-program mode).
+ */
+static int run_codegen(const char *bc, const char *out, bool assembly, bool whole)
 {
     struct ml_strv v = {0};
 
     ml_strv_push(&v, g.clang);
     push_args(&v, KEEP(ML_ARG_PLAIN));
+    if (whole && !g.cmd.olevel)
+        ml_strv_push(&v, "-O2");
     ml_strv_push(&v, "-Qunused-arguments");
     ml_strv_push(&v, "-Xclang");
     ml_strv_push(&v, "-disable-llvm-passes");
@@ -527,7 +535,7 @@ static int compile_source(const struct ml_cc_input *in, const char *out, bool as
     free(bc.data);
     if (st)
         return st;
-    return run_codegen(ml, out, assembly);
+    return run_codegen(ml, out, assembly, false);
 }
 
 /* -c and -S: one output per input, named like clang names them. Failures do not stop the rest. */
@@ -687,7 +695,7 @@ static const char *whole_program(int *first)
     }
     obj = ml_cc_tmp_path("whole-program.o");
     ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
-    int st = run_codegen(ml, obj, false);
+    int st = run_codegen(ml, obj, false, true);
 
     if (st)
         exit(st);

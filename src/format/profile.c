@@ -301,7 +301,39 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
     nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
     nt[p->nthreads].events = NULL;
     nt[p->nthreads].exited = 0;
+    nt[p->nthreads].exact = NULL;
     p->nthreads++;
+    return 0;
+}
+
+/*
+ * EXACT (exact mode): a thread header, then nunits x ML_NCLASS byte counts. It
+ * comes right after the THREAD record of its thread (the runtime writes them in
+ * pairs), so it is matched in constant time; its nregions field is not used.
+ */
+static int add_exact(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
+                     char *err, size_t errlen)
+{
+    struct ml_profile_thread *last = p->nthreads ? &p->threads[p->nthreads - 1] : NULL;
+    struct ml_prof_thread t;
+
+    if (len < sizeof(t))
+        return fail(err, errlen, "exact record at offset %llu is too short",
+                    (unsigned long long)off);
+    memcpy(&t, q, sizeof(t));
+    if (t.nunits != p->nunits || len != sizeof(t) + t.nunits * 8 * ML_NCLASS)
+        return fail(err, errlen,
+                    "exact record at offset %llu has %llu units in %llu bytes, expected %llu "
+                    "units",
+                    (unsigned long long)off, (unsigned long long)t.nunits,
+                    (unsigned long long)len, (unsigned long long)p->nunits);
+    if (!last || last->index != t.index || last->exact)
+        return fail(err, errlen,
+                    "exact record at offset %llu names thread index %u, not the thread record "
+                    "just before it",
+                    (unsigned long long)off, t.index);
+    last->exact = (const uint64_t *)(q + sizeof(t));
+    p->exact = 1;
     return 0;
 }
 
@@ -480,6 +512,11 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
             break;
         case ML_SEC_THREAD:
             rc = add_thread(p, q, s.length, off, err, errlen);
+            if (rc)
+                return rc;
+            break;
+        case ML_SEC_EXACT:
+            rc = add_exact(p, q, s.length, off, err, errlen);
             if (rc)
                 return rc;
             break;

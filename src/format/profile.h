@@ -272,6 +272,7 @@ struct ml_profile_thread {
     const struct ml_prof_rstat *rstats; /* [nregions] */
     const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
     uint64_t exited; /* 0, or the record sums that many exited threads (EXITED section) */
+    const uint64_t *exact; /* [nunits][ML_NCLASS] exact-mode bytes by address class, or NULL */
 };
 
 /* One snapshot of a timeline, pointing into the profile's data. */
@@ -309,6 +310,7 @@ struct ml_profile {
     const uint32_t *entries;
     uint64_t nentries;
     const struct ml_prof_exited *exited;     /* NULL without an EXITED section */
+    int exact; /* some thread has an EXACT record (exact mode); the others made no access */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */

@@ -220,9 +220,12 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
             uint32_t n;
 
             r->unit_counts[u] += cnt;
+            ids = ml_profile_regset(p, p->units[u].regset, &n);
+            for (uint32_t k = 0; th->exact && k < n; k++)
+                for (int x = 0; x < ML_NCLASS; x++)
+                    r->cells[(uint64_t)ids[k] * nt + t].x[x] += th->exact[u * ML_NCLASS + x];
             if (!cnt)
                 continue;
-            ids = ml_profile_regset(p, p->units[u].regset, &n);
             for (uint32_t k = 0; k < n; k++) {
                 struct ml_rstats *c = &r->cells[(uint64_t)ids[k] * nt + t];
                 c->active = 1;
@@ -248,6 +251,8 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
                 tot->ev[e] += c->ev[e];
             for (int f = 0; f < ML_NFACTS; f++)
                 tot->v[f] += c->v[f];
+            for (int x = 0; x < ML_NCLASS; x++)
+                tot->x[x] += c->x[x];
             tot->active |= c->active;
             if (c->timed) {
                 tot->timed = 1;
@@ -300,6 +305,16 @@ uint64_t ml_rstats_written(const struct ml_rstats *s)
     return s->v[ML_F_WR_HEAP] + s->v[ML_F_WR_GLOBAL] + s->v[ML_F_WR_STACK];
 }
 
+uint64_t ml_rstats_xread(const struct ml_rstats *s)
+{
+    return s->x[ML_C_RD_HEAP] + s->x[ML_C_RD_GLOBAL] + s->x[ML_C_RD_STACK];
+}
+
+uint64_t ml_rstats_xwritten(const struct ml_rstats *s)
+{
+    return s->x[ML_C_WR_HEAP] + s->x[ML_C_WR_GLOBAL] + s->x[ML_C_WR_STACK];
+}
+
 double ml_rstats_seconds(const struct ml_rstats *s, uint64_t tsc_hz)
 {
     if (!s->timed || !tsc_hz)
@@ -350,6 +365,18 @@ const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, siz
     else
         snprintf(buf, len, "%u", p->threads[t].tid);
     return buf;
+}
+
+const char *ml_report_note(const struct ml_report *r, uint64_t region, const struct ml_rstats *s,
+                           char *buf, size_t len)
+{
+    (void)r, (void)region;
+    /* Sampling may leave a coarse region with no measured execution: its figures are empty. */
+    if (s->entries && !s->measured) {
+        snprintf(buf, len, "0 of %" PRIu64 " measured: rerun with MEMLENS_SAMPLE=1", s->entries);
+        return buf;
+    }
+    return NULL;
 }
 
 const char *ml_report_demangle(const char *name, char *buf, size_t len)
