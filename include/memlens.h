@@ -27,8 +27,19 @@ void __memlens_roi_end(const char *name) __attribute__((nothrow));
 #ifdef __cplusplus
 }
 #endif
+#if defined(__MEMLENS_CC__) && defined(__clang__)
+/*
+ * memlens cc instruments the optimised code: until then the markers are
+ * annotations, which the optimiser knows touch none of the program's memory,
+ * so marked code is optimised like unmarked code (docs/regions.md, "The
+ * optimiser and the markers"). The instrumenter turns them into runtime calls.
+ */
+#define MEMLENS_ROI_BEGIN(name) ((void)__builtin_annotation(0x4d4c5242, name))
+#define MEMLENS_ROI_END(name)   ((void)__builtin_annotation(0x4d4c5245, name))
+#else
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
+#endif
 #else
 #define MEMLENS_ROI_BEGIN(name) ((void)0)
 #define MEMLENS_ROI_END(name)   ((void)0)

@@ -183,6 +183,7 @@ static int run_free(struct ml_strv *v)
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
+    ml_strv_push(v, "-D__MEMLENS_CC__");
     ml_strv_push(v, "-I");
     ml_strv_push(v, g.incdir);
 }
@@ -590,7 +591,7 @@ int cmd_cc(int argc, char **argv)
     g.incdir = dirs("include");
     if (g.cmd.mode == ML_MODE_OBJ && g.cmd.flto) {
         /* Bitcode objects: instrumented when the program is linked. */
-        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
+        const char *extra[] = {"-D__MEMLENS__", "-D__MEMLENS_CC__", "-I", g.incdir, NULL};
 
         push_raw(&v, extra);
         ml_cc_exec(v.v);

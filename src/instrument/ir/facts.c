@@ -106,7 +106,8 @@ int ml_is_ignored_call(LLVMValueRef call)
                   name_starts(fn, "llvm.assume") || name_starts(fn, "llvm.invariant.") ||
                   name_starts(fn, "llvm.experimental.noalias.scope.decl") ||
                   name_starts(fn, "llvm.pseudoprobe") || name_starts(fn, "llvm.var.annotation") ||
-                  name_starts(fn, "llvm.donothing") || name_starts(fn, "llvm.sideeffect"));
+                  name_starts(fn, "llvm.donothing") || name_starts(fn, "llvm.sideeffect") ||
+                  name_starts(fn, "llvm.annotation."));
 }
 
 static uint64_t store_size(struct ml_ir *ir, LLVMTypeRef t)

@@ -134,10 +134,15 @@ static void describe_loc(LLVMValueRef inst, char *buf, size_t len)
         snprintf(buf, len, "function '%.*s'", (int)nlen, fn);
 }
 
-/* 1 = BEGIN, 2 = END, 0 = not a marker. */
+/*
+ * 1 = BEGIN, 2 = END, 0 = not a marker. Markers are calls of __memlens_roi_*
+ * (memlens.h without memlens cc) or, from memlens cc, llvm.annotation calls
+ * tagged with ML_ANNOT_BEGIN / ML_ANNOT_END: the optimiser knows those touch
+ * none of the program's memory (docs/regions.md).
+ */
 static int marker_kind(struct ml_ir *ir, LLVMValueRef inst)
 {
-    LLVMValueRef fn;
+    LLVMValueRef fn, tag;
 
     if (!LLVMIsACallInst(inst) && !LLVMIsAInvokeInst(inst))
         return 0;
@@ -148,7 +153,51 @@ static int marker_kind(struct ml_ir *ir, LLVMValueRef inst)
         return 1;
     if (fn == ir->f_end)
         return 2;
+    if (!ir->annot_id || LLVMGetIntrinsicID(fn) != ir->annot_id)
+        return 0;
+    tag = LLVMGetOperand(inst, 0);
+    if (!LLVMIsAConstantInt(tag))
+        return 0;
+    switch (LLVMConstIntGetZExtValue(tag)) {
+    case ML_ANNOT_BEGIN:
+        return 1;
+    case ML_ANNOT_END:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* The region name operand of a marker call. */
+static LLVMValueRef marker_name(struct ml_ir *ir, LLVMValueRef call)
+{
+    LLVMValueRef fn = ml_called_function(call);
+
+    return LLVMGetOperand(call, fn && LLVMGetIntrinsicID(fn) == ir->annot_id ? 1 : 0);
+}
+
+/* Does the module hold a region marker? */
+static int module_has_markers(struct ml_ir *ir)
+{
+    if ((ir->f_begin && LLVMGetFirstUse(ir->f_begin)) || (ir->f_end && LLVMGetFirstUse(ir->f_end)))
+        return 1;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn && ir->annot_id;
+         fn = LLVMGetNextFunction(fn)) {
+        if (LLVMGetIntrinsicID(fn) != ir->annot_id)
+            continue;
+        for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u))
+            if (LLVMIsAInstruction(LLVMGetUser(u)) && marker_kind(ir, LLVMGetUser(u)))
+                return 1;
+    }
     return 0;
+}
+
+/* Removes a marker call; an annotation's result (its first operand) stays available. */
+static void erase_marker(LLVMValueRef call)
+{
+    if (LLVMGetFirstUse(call))
+        LLVMReplaceAllUsesWith(call, LLVMGetOperand(call, 0));
+    LLVMInstructionEraseFromParent(call);
 }
 
 static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_t *id)
@@ -171,7 +220,7 @@ static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_
 
 static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
 {
-    LLVMValueRef g = global_base(LLVMGetOperand(call, 0)), init;
+    LLVMValueRef g = global_base(marker_name(ir, call)), init;
     const char *s;
     size_t len;
     char where[256];
@@ -1064,7 +1113,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
         call = emit_marker_call(ir, fn, w.markers[i].region);
         LLVMSetMetadata(call, ir->md_id, LLVMGetMetadata(w.markers[i].call, ir->md_id));
-        LLVMInstructionEraseFromParent(w.markers[i].call);
+        erase_marker(w.markers[i].call);
     }
 out:
     free(unshared);
@@ -1223,8 +1272,8 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         err[0] = 0;
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
-    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
-        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && o->all))
+    ir.annot_id = LLVMLookupIntrinsicID("llvm.annotation", 15);
+    if (!module_has_markers(&ir) && !(o && o->all))
         return 0; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);

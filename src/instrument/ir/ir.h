@@ -52,6 +52,10 @@ struct ml_clone {
 
 #define ML_NOSET UINT32_MAX
 
+/* llvm.annotation tags of region markers ('MLRB', 'MLRE'), as include/memlens.h writes them. */
+#define ML_ANNOT_BEGIN 0x4d4c5242u
+#define ML_ANNOT_END   0x4d4c5245u
+
 struct ml_ir {
     LLVMModuleRef m;
     LLVMContextRef ctx;
@@ -63,6 +67,7 @@ struct ml_ir {
 
     LLVMTypeRef t_void, t_i8, t_i32, t_i64, t_i8p, t_i64p;
     LLVMValueRef f_begin, f_end;  /* user API (may be NULL) */
+    unsigned annot_id;            /* llvm.annotation: markers from memlens cc (memlens.h) */
     LLVMValueRef f_enter, f_exit; /* runtime entry points */
     LLVMValueRef f_enter_always;  /* BEGIN in code that is always instrumented */
     LLVMTypeRef ty_enter, ty_exit;
