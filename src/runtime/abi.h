@@ -14,8 +14,9 @@
  * needed.
  */
 /* 3: modules unregister from a destructor (a runtime must not keep an older module, which
-   leaves it pointing into an unmapped library after dlclose). */
-#define ML_RT_ABI 3
+   leaves it pointing into an unmapped library after dlclose).
+   4: region slots follow the counters in the thread-local block (inline enter/exit). */
+#define ML_RT_ABI 4
 
 struct ml_rt_unit {
     uint32_t kind; /* enum ml_unit_kind */
@@ -26,6 +27,31 @@ struct ml_rt_unit {
     const char *file;
     uint64_t facts[ML_NFACTS];
 };
+
+/*
+ * Region slots (since ABI 4). The thread-local block that tls() returns holds
+ * nunits u64 counters, then ML_RT_SLOTS(nregions) u64 words that instrumented
+ * code and the runtime share as u32 words, so that most region executions
+ * never call the runtime (docs/regions.md, "Inline enter and exit"):
+ *   [2 r]      w: executions the inline path may still run alone (bits 0-29),
+ *              ML_RT_SLOT_OPEN while one it started is open; 0 when the runtime
+ *              must be called (it tracks the region, or gave no budget)
+ *   [2 r + 1]  base: the budget w held when the runtime last set it, so that
+ *              base - w executions ran inline since
+ *   [2 nregions]      gate of BEGIN sites that sample: bit 0 = the answer of
+ *                     an inline BEGIN (1 measured), ML_RT_GATE_OFF = call the
+ *                     runtime whatever w says
+ *   [2 nregions + 1]  the same for BEGIN sites that are always measured
+ * An inline BEGIN runs when ((w - 1) | gate) < ML_RT_SLOT_LIMIT: it stores
+ * (w - 1) | ML_RT_SLOT_OPEN and answers gate & 1. An inline END runs when w
+ * has ML_RT_SLOT_OPEN: it clears it. Otherwise they call __memlens_enter /
+ * __memlens_enter_always / __memlens_exit. 32-bit words keep every constant an
+ * immediate operand on x86-64.
+ */
+#define ML_RT_SLOTS(nregions) ((nregions) + 1)
+#define ML_RT_SLOT_OPEN       (1u << 31)
+#define ML_RT_SLOT_LIMIT      (1u << 30)
+#define ML_RT_GATE_OFF        (1u << 31)
 
 /* The unit holds the first instructions of its function: its count is the function's calls. */
 #define ML_RT_UNIT_ENTRY 1u
@@ -49,7 +75,7 @@ struct ml_rt_module {
     const uint32_t *regsets;         /* n, local ids..., n, ... */
     const struct ml_rt_unit *units;  /* [nunits] */
     const struct ml_rt_call *calls;  /* [ncalls] */
-    uint64_t *(*tls)(void);          /* this thread's counters [nunits] */
+    uint64_t *(*tls)(void);          /* this thread's counters [nunits], then region slots */
     uint32_t *region_ids;            /* [nregions], filled at registration: local -> global */
     struct ml_rt_module *next;       /* runtime's list link (in its own copies only) */
 };
@@ -81,6 +107,13 @@ void __memlens_unregister(struct ml_rt_module *m);
  */
 uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region);
 uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region);
+/*
+ * __memlens_enter_never (since ABI 4): a BEGIN in the plain copy inside
+ * another region of the same function, so inside an unmeasured execution: the
+ * new execution is not measured (returns 0) and does not count towards the
+ * sampling policy of its region.
+ */
+uint32_t __memlens_enter_never(struct ml_rt_module *m, uint32_t local_region);
 void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
 /* Exact mode: one call per access of region code; flags bit 0 = read, bit 1 = write. */
 void __memlens_access(struct ml_rt_module *m, uint32_t unit, const void *p, uint64_t n,

@@ -229,6 +229,7 @@ static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
     struct ml_rt_module *m;
     uint32_t off = 0, mi = 0;
     static const uint64_t zero[64];
+    static uint64_t pending[ML_RT_MAX_REGIONS]; /* no malloc here: the writer runs in signals */
 
     ml_pw_section(w, ML_SEC_THREAD,
                   sizeof(pt) + ml_rt.nunits * 8ull +
@@ -251,21 +252,10 @@ static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
         }
         off += m->nunits;
     }
+    ml_rt_fast_pending(t, pending);
     for (uint32_t g = 0; g < ml_rt.nregions; g++) {
-        struct ml_prof_rstat rs = {0, 0, 0};
-        if (t->rs) {
-            const struct ml_rstate *s = &t->rs[g];
-            rs.entries = s->entries;
-            rs.ticks = s->ticks;
-            rs.measured = s->measured;
-            if (s->depth && !t->done) { /* still open: count it up to now */
-                rs.entries++;
-                if (s->on) {
-                    rs.measured++;
-                    rs.ticks += now - s->start;
-                }
-            }
-        }
+        struct ml_prof_rstat rs;
+        ml_rt_region_stat(t, g, pending, now, &rs);
         ml_pw_bytes(w, &rs, sizeof(rs));
     }
 }

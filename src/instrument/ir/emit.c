@@ -158,8 +158,11 @@ int ml_emit_module(struct ml_ir *ir)
     if (!units || !calls || !names || !words)
         goto out;
 
-    /* Counters: one thread-local slot per unit, so increments never contend. */
-    ctr = LLVMAddGlobal(ir->m, LLVMArrayType(ir->t_i64, (unsigned)nunits), "__memlens_ctr");
+    /* Counters: one thread-local slot per unit, so increments never contend; then the region
+       slots of the inline enter and exit (runtime/abi.h). */
+    ctr = LLVMAddGlobal(ir->m,
+                        LLVMArrayType(ir->t_i64, (unsigned)(nunits + ML_RT_SLOTS(ir->nregions))),
+                        "__memlens_ctr");
     LLVMSetInitializer(ctr, LLVMConstNull(LLVMGlobalGetValueType(ctr)));
     LLVMSetLinkage(ctr, LLVMInternalLinkage);
     LLVMSetThreadLocal(ctr, 1);

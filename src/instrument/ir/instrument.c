@@ -247,6 +247,7 @@ struct marker {
     LLVMValueRef call;
     uint32_t region;
     int begin;
+    int nested; /* a BEGIN inside a region open in this function (decided before replacing) */
 };
 
 struct fwork {
@@ -328,7 +329,7 @@ static int fwork_build(struct ml_ir *ir, struct fwork *w)
                 return rc;
             if (grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
                 return -ENOMEM;
-            w->markers[w->nmarkers++] = (struct marker){in, r, k == 1};
+            w->markers[w->nmarkers++] = (struct marker){in, r, k == 1, 0};
         }
     }
     return 0;
@@ -920,6 +921,30 @@ out:
     return rc;
 }
 
+/* Is some local region open (every path into it) just before marker m? */
+static int marker_nested(const struct fwork *w, const struct marker *m)
+{
+    LLVMBasicBlockRef bb = LLVMGetInstructionParent(m->call);
+    int b = block_index(w, bb);
+    unsigned char open[w->nlocal + 1];
+
+    if (b < 0)
+        return 0;
+    for (uint32_t l = 0; l < w->nlocal; l++)
+        open[l] = w->in[(size_t)l * w->nb + (unsigned)b] == ST_IN;
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && in != m->call;
+         in = LLVMGetNextInstruction(in)) {
+        const struct marker *k = find_marker(w, in);
+        int l = k ? local_index(w, k->region) : -1;
+        if (l >= 0)
+            open[l] = (unsigned char)k->begin;
+    }
+    for (uint32_t l = 0; l < w->nlocal; l++)
+        if (open[l])
+            return 1;
+    return 0;
+}
+
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
@@ -1104,11 +1129,19 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         }
     }
 
-    /* Markers become runtime calls on this module's descriptor; the id pairs the copies. */
+    /*
+     * Markers become runtime calls on this module's descriptor; the id pairs the copies. A BEGIN
+     * inside another region of this function (or its own: recursion) follows the enclosing
+     * execution: measured in the instrumented copy, not in the plain one.
+     */
+    for (size_t i = 0; i < w.nmarkers; i++)
+        w.markers[i].nested = w.markers[i].begin && job->versioned && marker_nested(&w, &w.markers[i]);
     for (size_t i = 0; i < w.nmarkers; i++) {
-        LLVMValueRef fn = !w.markers[i].begin ? ir->f_exit
-                          : job->versioned    ? ir->f_enter
-                                              : ir->f_enter_always;
+        int nested = w.markers[i].nested;
+        LLVMValueRef fn = !w.markers[i].begin              ? ir->f_exit
+                          : nested && job->plain           ? ir->f_enter_never
+                          : job->versioned && !nested      ? ir->f_enter
+                                                           : ir->f_enter_always;
         LLVMValueRef call;
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
         call = emit_marker_call(ir, fn, w.markers[i].region);
@@ -1282,6 +1315,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     setup_types(&ir);
     ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
     ir.f_enter_always = runtime_fn(&ir, "__memlens_enter_always", ir.ty_enter);
+    ir.f_enter_never = runtime_fn(&ir, "__memlens_enter_never", ir.ty_enter);
     ir.f_exit = runtime_fn(&ir, "__memlens_exit", ir.ty_exit);
     if (o && o->exact) {
         LLVMTypeRef p[5] = {ir.t_i8p, ir.t_i32, ir.t_i8p, ir.t_i64, ir.t_i32};
@@ -1355,6 +1389,11 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             ml_ir_fail(&ir, rc, "out of memory");
             goto out;
         }
+    }
+    rc = ml_inline_markers(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
     }
     rc = ml_emit_module(&ir);
     if (rc)

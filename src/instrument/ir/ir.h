@@ -70,6 +70,7 @@ struct ml_ir {
     unsigned annot_id;            /* llvm.annotation: markers from memlens cc (memlens.h) */
     LLVMValueRef f_enter, f_exit; /* runtime entry points */
     LLVMValueRef f_enter_always;  /* BEGIN in code that is always instrumented */
+    LLVMValueRef f_enter_never;   /* BEGIN nested in a plain copy: never measured */
     LLVMTypeRef ty_enter, ty_exit;
     unsigned md_id;        /* metadata kind pairing the two copies' instructions */
     LLVMValueRef f_access; /* exact mode only */
@@ -143,9 +144,22 @@ int ml_version_prepare(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *plain);
 int ml_version_merge(struct ml_ir *ir, const struct ml_version *v);
 /* Can fn be versioned (cloneable, not too large for the SSA repair)? */
 int ml_version_supported(LLVMValueRef fn);
+/*
+ * Moves everything after `at` into a new block placed after at's block and
+ * returns it; at's block is left without a terminator. Successors' phis are
+ * retargeted.
+ */
+LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at);
 /* Rebuilds the phis of bb with incoming block `from` renamed `to` (NULL: dropped). */
 void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
                       LLVMBasicBlockRef to);
+
+/*
+ * inline.c: turns every call of __memlens_enter, __memlens_enter_always and
+ * __memlens_exit into the inline path of runtime/abi.h ("Region slots"), the
+ * call kept on its cold side. Runs last, after versioning. 0 or -ENOMEM.
+ */
+int ml_inline_markers(struct ml_ir *ir);
 
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);
