@@ -93,8 +93,9 @@ EXPECTED = {
     'stream': lambda n, reps: 24 * n * reps,
     'strided': strided,
     'chase': lambda n, steps: 8 * steps,
-    'spmv': lambda rows, k, reps: reps * ((rows + 1) * 8 + rows * k * 20 + rows * 8),
-    'pagerank': lambda v, k, it: it * ((v + 1) * 8 + v * k * 12 + v * 28),
+    # rowptr[0] does not change: the optimiser loads it once, before the loop and the region
+    'spmv': lambda rows, k, reps: reps * (rows * 8 + rows * k * 20 + rows * 8),
+    'pagerank': lambda v, k, it: it * (v * 8 + v * k * 12 + v * 28),
     'parser': lambda length, reps: 2 * length * reps,
     'smallfn': lambda n, reps: 32 * n * reps,
     'omp': lambda n, reps: 24 * n * reps,
