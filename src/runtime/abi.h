@@ -53,6 +53,15 @@ struct ml_rt_unit {
 #define ML_RT_SLOT_LIMIT      (1u << 30)
 #define ML_RT_GATE_OFF        (1u << 31)
 
+/*
+ * After the region slots, the thread's stack bounds (since ABI 4), written by
+ * the runtime when the thread first uses the module: u64 lowest address and
+ * size (0 and 0 on a thread it does not know). Instrumented code counts the
+ * bytes of an access through a pointer of unknown class as stack when
+ * (p - lo) < size, else heap (docs/regions.md, "Heap or stack").
+ */
+#define ML_RT_STACK_WORDS 2
+
 /* The unit holds the first instructions of its function: its count is the function's calls. */
 #define ML_RT_UNIT_ENTRY 1u
 

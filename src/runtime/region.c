@@ -91,8 +91,12 @@ static void capture_tls(struct ml_thread_rec *t)
     for (uint32_t i = 0; m; m = m->next, i++)
         if (i >= t->nmods) {
             t->tls[i] = m->tls ? m->tls() : NULL;
-            if (t->tls[i])
+            if (t->tls[i]) {
+                uint64_t *stk = t->tls[i] + m->nunits + ML_RT_SLOTS(m->nregions);
                 set_gates(t, m, t->tls[i]);
+                stk[0] = t->stack_lo;
+                stk[1] = t->stack_hi - t->stack_lo;
+            }
         }
     t->nmods = ml_rt.nmods;
 }
@@ -227,6 +231,23 @@ static struct ml_thread_rec *reuse_exited(void)
     return r;
 }
 
+/* The calling thread's stack, for the instrumented code's heap/stack test and exact mode. */
+static void stack_bounds(struct ml_thread_rec *t)
+{
+    pthread_attr_t attr;
+    void *addr;
+    size_t size;
+
+    t->stack_lo = t->stack_hi = 0;
+    if (pthread_getattr_np(pthread_self(), &attr))
+        return;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        t->stack_lo = (uintptr_t)addr;
+        t->stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&attr);
+}
+
 /* Creates the calling thread's record, or reuses an exited thread's; caller holds the lock. */
 static struct ml_thread_rec *thread_new_locked(void)
 {
@@ -243,6 +264,7 @@ static struct ml_thread_rec *thread_new_locked(void)
     t->index = ml_rt.nthreads++;
     t->rng = (ml_rt_ticks() ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1;
     t->hint = ml_rt_ticks();
+    stack_bounds(t);
     capture_tls(t);
     __atomic_store_n(&t->done, 0, __ATOMIC_RELEASE);
     self = t;

@@ -159,9 +159,10 @@ int ml_emit_module(struct ml_ir *ir)
         goto out;
 
     /* Counters: one thread-local slot per unit, so increments never contend; then the region
-       slots of the inline enter and exit (runtime/abi.h). */
+       slots of the inline enter and exit and the thread's stack bounds (runtime/abi.h). */
     ctr = LLVMAddGlobal(ir->m,
-                        LLVMArrayType(ir->t_i64, (unsigned)(nunits + ML_RT_SLOTS(ir->nregions))),
+                        LLVMArrayType(ir->t_i64, (unsigned)(ir->nunits + ML_RT_SLOTS(ir->nregions) +
+                                                            ML_RT_STACK_WORDS)),
                         "__memlens_ctr");
     LLVMSetInitializer(ctr, LLVMConstNull(LLVMGlobalGetValueType(ctr)));
     LLVMSetLinkage(ctr, LLVMInternalLinkage);
@@ -169,6 +170,12 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMSetAlignment(ctr, 64);
     LLVMReplaceAllUsesWith(ir->ctr_ph, LLVMConstBitCast(ctr, ir->t_i64p));
     LLVMDeleteGlobal(ir->ctr_ph);
+    {
+        LLVMValueRef at = LLVMConstInt(ir->t_i64, ir->nunits + ML_RT_SLOTS(ir->nregions), 0);
+        LLVMReplaceAllUsesWith(
+            ir->stk_ph, LLVMConstGEP2(ir->t_i64, LLVMConstBitCast(ctr, ir->t_i64p), &at, 1));
+        LLVMDeleteGlobal(ir->stk_ph);
+    }
 
     tls_fn = LLVMAddFunction(ir->m, "__memlens_tls", tls_fn_t);
     LLVMSetLinkage(tls_fn, LLVMInternalLinkage);

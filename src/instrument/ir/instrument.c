@@ -507,7 +507,101 @@ static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMV
     LLVMBuildStore(ir->b, v, p);
 }
 
-static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx);
+/*
+ * 1 when p points into the calling thread's stack, else 0 (i64), built before
+ * `before`: (p - stack_lo) < stack_size on the bounds the runtime keeps in the
+ * module's thread-local block (both 0 on a thread it does not know: heap).
+ * Arguments are tested once, in the entry block (the same for both copies of a
+ * versioned function); other pointers where they are used.
+ */
+static LLVMValueRef stack_bit(struct ml_ir *ir, LLVMValueRef p, LLVMValueRef before)
+{
+    LLVMValueRef one = LLVMConstInt(ir->t_i64, 1, 0), lo, size, v, cached;
+
+    if (LLVMIsAArgument(p)) {
+        cached = ml_ptrmap_get(&ir->argbits, p);
+        if (cached)
+            return cached;
+        before = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(LLVMGetParamParent(p)));
+        while (before && LLVMIsAAllocaInst(before))
+            before = LLVMGetNextInstruction(before);
+    }
+    LLVMPositionBuilderBefore(ir->b, before);
+    lo = LLVMBuildLoad2(ir->b, ir->t_i64, ir->stk_ph, "");
+    size = LLVMBuildLoad2(ir->b, ir->t_i64, LLVMConstGEP2(ir->t_i64, ir->stk_ph, &one, 1), "");
+    v = LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, p, ir->t_i64, ""), lo, "");
+    v = LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, v, size, ""), ir->t_i64, "");
+    if (LLVMIsAArgument(p) && ml_ptrmap_put(&ir->argbits, p, v))
+        return NULL;
+    return v;
+}
+
+/* Adds `by` to counter slot + bit (bit: an i64 0 or 1) before `before`. */
+static void emit_add_at(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMValueRef bit,
+                        LLVMValueRef by)
+{
+    LLVMValueRef idx, p, v;
+
+    LLVMPositionBuilderBefore(ir->b, before);
+    idx = LLVMBuildAdd(ir->b, LLVMConstInt(ir->t_i64, slot, 0), bit, "");
+    p = LLVMBuildGEP2(ir->b, ir->t_i64, ir->ctr_ph, &idx, 1, "");
+    v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
+    LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, v, by, ""), p);
+}
+
+/*
+ * Two units for bytes whose class the address decides: heap (slot) and stack
+ * (slot + 1), with rd and wr bytes each per count and `incr` increments.
+ */
+static int new_pair(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char *func,
+                    LLVMValueRef loc, uint64_t rd, uint64_t wr, uint64_t incr, uint32_t *slot)
+{
+    uint32_t u;
+    int rc;
+
+    for (int k = 0; k < 2; k++) {
+        rc = new_unit(ir, kind, regset, func, loc, &u);
+        if (rc)
+            return rc;
+        ir->units[u].facts[k ? ML_F_RD_STACK : ML_F_RD_HEAP] = rd;
+        ir->units[u].facts[k ? ML_F_WR_STACK : ML_F_WR_HEAP] = wr;
+        ir->units[u].facts[ML_F_INCR] = incr;
+        if (!k)
+            *slot = u;
+    }
+    return 0;
+}
+
+/* A hoisted unit's bytes through an argument: counted at the anchor with the unit's count. */
+struct deferred {
+    uint32_t unit, slot;
+    LLVMValueRef arg;
+};
+
+static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig);
+
+/*
+ * Class + 1 of each pointer argument 0-15 of a call (0: only the address can
+ * tell). For an OpenMP microtask (threads) a pointer into this thread's stack
+ * is left to the address: to the other threads of the team it is not stack.
+ */
+static uint32_t call_argsig(struct ml_ir *ir, LLVMValueRef call, unsigned first_arg,
+                            unsigned first_param, int threads)
+{
+    unsigned nargs = (unsigned)LLVMGetNumArgOperands(call);
+    uint32_t sig = 0;
+
+    for (unsigned a = first_arg, p = first_param; a < nargs && p < 16; a++, p++) {
+        LLVMValueRef v = LLVMGetOperand(call, a), base;
+        enum ml_memclass c;
+        if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMPointerTypeKind)
+            continue;
+        c = ml_ptr_origin(ir, v, &base);
+        if (c != ML_DYNAMIC && !(threads && c == ML_STACK))
+            sig |= (uint32_t)(c + 1) << (2 * p);
+    }
+    return sig;
+}
 
 /*
  * Calls out of a region: clone bodies we have, record the rest as not seen
@@ -523,19 +617,33 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
     int mk = ml_mem_call_kind(call);
 
     if (mk) {
-        LLVMValueRef n = LLVMGetOperand(call, 2);
-        uint32_t bu;
+        LLVMValueRef n = LLVMGetOperand(call, 2), len;
         int rc;
         if (LLVMIsAConstantInt(n))
             return 0;
-        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &bu);
-        if (rc)
-            return rc;
-        ir->units[bu].facts[ML_F_WR_HEAP + ml_ptr_class(LLVMGetOperand(call, 0))] = 1;
-        if (mk == 1)
-            ir->units[bu].facts[ML_F_RD_HEAP + ml_ptr_class(LLVMGetOperand(call, 1))] = 1;
         LLVMPositionBuilderBefore(ir->b, call);
-        emit_add(ir, call, bu, LLVMBuildZExtOrBitCast(ir->b, n, ir->t_i64, ""));
+        len = LLVMBuildZExtOrBitCast(ir->b, n, ir->t_i64, "");
+        /* Per byte moved: written to the destination, read from the source (copies). */
+        for (int side = 0; side < (mk == 1 ? 2 : 1); side++) {
+            LLVMValueRef base, bit;
+            enum ml_memclass c = ml_ptr_origin(ir, LLVMGetOperand(call, (unsigned)side), &base);
+            uint32_t bu;
+            if (c != ML_DYNAMIC) {
+                rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &bu);
+                if (rc)
+                    return rc;
+                ir->units[bu].facts[(side ? ML_F_RD_HEAP : ML_F_WR_HEAP) + c] = 1;
+                emit_add(ir, call, bu, len);
+                continue;
+            }
+            rc = new_pair(ir, ML_UNIT_BYTES, regset, func, call, side, !side, 0, &bu);
+            if (rc)
+                return rc;
+            bit = stack_bit(ir, base, call);
+            if (!bit)
+                return -ENOMEM;
+            emit_add_at(ir, call, bu, bit, len);
+        }
         return 0;
     }
     if (!fn)
@@ -554,7 +662,8 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
             while (base && LLVMIsAConstantExpr(base) && LLVMGetConstOpcode(base) == LLVMBitCast)
                 base = LLVMGetOperand(base, 0);
             if (base && LLVMIsAFunction(base) && ml_can_clone(base) && regset != ir->noregion) {
-                LLVMValueRef c = clone_for(ir, base, regset);
+                /* The microtask's arguments 2... are the fork call's 3... */
+                LLVMValueRef c = clone_for(ir, base, regset, call_argsig(ir, call, 3, 2, 1));
                 if (!c)
                     return -ENOMEM;
                 LLVMSetOperand(call, 2, LLVMConstBitCast(c, LLVMTypeOf(mt)));
@@ -564,7 +673,7 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
     }
     if (!ml_can_clone(fn))
         return add_call(ir, unit, name, len, mult);
-    LLVMValueRef c = clone_for(ir, fn, regset);
+    LLVMValueRef c = clone_for(ir, fn, regset, call_argsig(ir, call, 0, 0, 0));
     if (!c)
         return -ENOMEM;
     LLVMValueRef old = LLVMGetOperand(call, (unsigned)nops - 1);
@@ -658,14 +767,18 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
  */
 static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
                          uint32_t regset, const char *func, uint32_t *holder, uint64_t mult,
-                         int own, unsigned adds)
+                         int own, unsigned adds, int hoist, struct deferred **defs, size_t *ndefs,
+                         size_t *capdefs)
 {
     uint64_t facts[ML_NFACTS] = {0};
     LLVMValueRef loc = NULL, *insts = NULL;
-    size_t n = 0, cap = 0;
+    struct ml_dynbytes dyn[ML_MAX_DYN];
+    size_t n = 0, cap = 0, ndyn;
     uint32_t unit;
     int any = 0, rc = 0, place;
 
+    ir->dyn = dyn;
+    ir->ndyn = 0;
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
         if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
             rc = -ENOMEM;
@@ -673,13 +786,15 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         }
         insts[n++] = in;
         any |= ml_facts_add(ir, in, facts);
-        /* A variable-size memcpy/memset gets a bytes counter: one more add here. */
+        /* A variable-size memcpy/memset gets a bytes counter per side: more adds here. */
         if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && ml_mem_call_kind(in) &&
             !LLVMIsAConstantInt(LLVMGetOperand(in, 2)))
-            facts[ML_F_INCR]++;
+            facts[ML_F_INCR] += ml_mem_call_kind(in) == 1 ? 2 : 1;
         if (!loc && LLVMGetDebugLocLine(in))
             loc = in;
     }
+    ndyn = ir->ndyn;
+    ir->dyn = NULL;
     if ((!any && from != to) || !at)
         goto out;
     place = own && (*holder == UINT32_MAX || !ir->units[*holder].placed);
@@ -695,6 +810,33 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         if (rc)
             goto out;
         memcpy(ir->units[unit].facts, facts, sizeof(facts));
+    }
+    /*
+     * Bytes through a pointer of unknown class: a pair of units (heap, stack), one of which
+     * counts each execution by the pointer's address. Through an argument of a hoisted unit:
+     * at the anchor with the unit's count; else before the segment's first access.
+     */
+    for (size_t i = 0; i < ndyn; i++) {
+        int defer = hoist && LLVMIsAArgument(dyn[i].base);
+        uint32_t slot;
+        LLVMValueRef bit;
+        rc = new_pair(ir, ML_UNIT_BLOCK, regset, func, loc, dyn[i].rd, dyn[i].wr, !defer, &slot);
+        if (rc)
+            goto out;
+        if (defer) {
+            if (grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            (*defs)[(*ndefs)++] = (struct deferred){unit, slot, dyn[i].base};
+            continue;
+        }
+        bit = stack_bit(ir, dyn[i].base, dyn[i].first);
+        if (!bit) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        emit_add_at(ir, dyn[i].first, slot, bit, LLVMConstInt(ir->t_i64, 1, 0));
     }
     if (ir->o && ir->o->exact)
         emit_exact(ir, insts, n, unit);
@@ -712,6 +854,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
     }
     *holder = unit;
 out:
+    ir->dyn = NULL;
     free(insts);
     return rc;
 }
@@ -956,10 +1099,14 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     int *class_of = NULL, nclasses;
     unsigned *leaders = NULL;
     uint32_t *set_of = NULL, *hoisted = NULL; /* hoisted: units counted at an anchor, + class */
-    size_t nhoisted = 0, first_unit;
+    size_t nhoisted = 0, first_unit, ndefs = 0, capdefs = 0;
+    struct deferred *defs = NULL; /* bytes of hoisted units through arguments */
     unsigned char *unshared = NULL;
     int rc;
 
+    ir->argsig = job->argsig;
+    ml_ptrmap_free(&ir->argbits);
+    ml_ptrmap_init(&ir->argbits);
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
     ml_ptrmap_init(&synth);
@@ -1053,7 +1200,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
                 rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
                                    set, job->src_name, &holder, whole ? lf.factor[c] : 1,
-                                   host == c && !hoist, in ? 0 : lf.adds[b]);
+                                   host == c && !hoist, in ? 0 : lf.adds[b], hoist, &defs, &ndefs,
+                                   &capdefs);
                 if (rc)
                     goto out;
                 if (hoist && holder != UINT32_MAX && !ir->units[holder].placed) {
@@ -1087,9 +1235,21 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     /* Counters of folded loops: one add of the computed count at the anchor (a preheader). */
     for (size_t i = 0; i < nhoisted; i += 2) {
         LLVMValueRef term = LLVMGetBasicBlockTerminator(cfg.blocks[lf.anchor[hoisted[i + 1]]]);
+        LLVMValueRef count;
         LLVMPositionBuilderBefore(ir->b, term);
-        emit_add(ir, term, hoisted[i],
-                 ml_loopfold_count(&lf, &cfg, hoisted[i + 1], ir->b, ir->t_i64));
+        count = ml_loopfold_count(&lf, &cfg, hoisted[i + 1], ir->b, ir->t_i64);
+        emit_add(ir, term, hoisted[i], count);
+        for (size_t k = 0; k < ndefs; k++) {
+            LLVMValueRef bit;
+            if (defs[k].unit != hoisted[i])
+                continue;
+            bit = stack_bit(ir, defs[k].arg, term);
+            if (!bit) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            emit_add_at(ir, term, defs[k].slot, bit, count);
+        }
     }
 
     /* Close local regions on edges that leave them and at returns. */
@@ -1149,6 +1309,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         erase_marker(w.markers[i].call);
     }
 out:
+    free(defs);
     free(unshared);
     free(active);
     free(class_of);
@@ -1163,16 +1324,20 @@ out:
     return rc;
 }
 
-static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, const char *src)
+static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig,
+                     const char *src)
 {
     if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
-    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src, 0, 0};
+    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, argsig, src, 0, 0};
     return 0;
 }
 
-/* The copy of fn counted under ctx, made once per (function, region set). */
-static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
+/*
+ * The copy of fn counted under ctx, made once per (function, region set,
+ * argument classes: the pointer arguments whose class its callers know).
+ */
+static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig)
 {
     LLVMValueRef tmpl = ml_ptrmap_get(&ir->templates, fn), c;
     size_t len;
@@ -1181,13 +1346,14 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
     if (!tmpl)
         tmpl = fn;
     for (size_t i = 0; i < ir->nclones; i++)
-        if (ir->clones[i].ctx == ctx && (ir->clones[i].tmpl == tmpl || ir->clones[i].fn == fn))
+        if (ir->clones[i].ctx == ctx && ir->clones[i].argsig == argsig &&
+            (ir->clones[i].tmpl == tmpl || ir->clones[i].fn == fn))
             return ir->clones[i].fn;
     if (ml_ptrmap_get(&ir->generated, fn)) {
         /* fn is itself a clone (recursion through a clone): find its template. */
         for (size_t i = 0; i < ir->nclones; i++)
             if (ir->clones[i].fn == fn)
-                return clone_for(ir, ir->clones[i].tmpl, ctx);
+                return clone_for(ir, ir->clones[i].tmpl, ctx, argsig);
     }
     name = LLVMGetValueName2(fn, &len);
     {
@@ -1198,9 +1364,9 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
     if (!c)
         return NULL;
     if (grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
-        ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, name))
+        ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, argsig, name))
         return NULL;
-    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, c};
+    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, argsig, c};
     return c;
 }
 
@@ -1229,7 +1395,7 @@ static int instrument_rest(struct ml_ir *ir)
         if (!ml_all_wants(ir, fn))
             continue;
         name = LLVMGetValueName2(fn, &len);
-        if (push_work(ir, fn, ML_NOSET, name))
+        if (push_work(ir, fn, ML_NOSET, 0, name))
             return ml_ir_fail(ir, -ENOMEM, "out of memory");
     }
     for (size_t i = first; i < ir->nwork; i++) {
@@ -1258,6 +1424,7 @@ static void ir_free(struct ml_ir *ir)
     free(ir->versions);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
+    ml_ptrmap_free(&ir->argbits);
     if (ir->b)
         LLVMDisposeBuilder(ir->b);
     if (ir->td)
@@ -1310,6 +1477,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         return 0; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
+    ml_ptrmap_init(&ir.argbits);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
@@ -1330,6 +1498,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     }
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
+    ir.stk_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_stack.placeholder");
 
     /* Functions with markers are changed in place: keep pristine copies to clone from. */
     for (fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
@@ -1347,7 +1516,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
                 goto out;
             }
         }
-        if (push_work(&ir, fn, ML_NOSET, name)) {
+        if (push_work(&ir, fn, ML_NOSET, 0, name)) {
             rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
             goto out;
         }
@@ -1361,7 +1530,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
                 grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
                      sizeof(*ir.versions)) ||
                 ml_ptrmap_put(&ir.generated, plain, plain) ||
-                push_work(&ir, plain, ML_NOSET, name)) {
+                push_work(&ir, plain, ML_NOSET, 0, name)) {
                 rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
                 goto out;
             }

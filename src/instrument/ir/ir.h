@@ -29,10 +29,21 @@ struct ml_callrec {
     uint64_t per_exec;
 };
 
+/* Bytes of one segment's accesses through one pointer whose class only its address tells. */
+struct ml_dynbytes {
+    LLVMValueRef base;  /* the pointer: an argument, a loaded pointer, a call's result, ... */
+    LLVMValueRef first; /* the segment's first instruction that accesses through it */
+    uint64_t rd, wr;
+};
+
+/* Pointers counted by address per segment; beyond that their bytes count as heap. */
+#define ML_MAX_DYN 32
+
 /* A function body to instrument under a context: regions active on every path into it. */
 struct ml_work {
     LLVMValueRef fn;
     uint32_t ctx;            /* regset offset; ML_NOSET when none */
+    uint32_t argsig;         /* class + 1 of pointer arguments 0-15, 2 bits each (0: unknown) */
     const char *src_name;    /* the source function it stands for */
     unsigned char versioned; /* BEGIN sites choose between an instrumented and a plain copy */
     unsigned char plain;     /* the plain copy: region markers and exits, no counters */
@@ -47,6 +58,7 @@ struct ml_version {
 struct ml_clone {
     LLVMValueRef tmpl;
     uint32_t ctx;
+    uint32_t argsig;
     LLVMValueRef fn;
 };
 
@@ -94,6 +106,11 @@ struct ml_ir {
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
     uint32_t noregion; /* all-blocks mode: the empty region set; else ML_NOSET */
+    uint32_t argsig;   /* the function being instrumented: struct ml_work.argsig */
+    struct ml_dynbytes *dyn; /* collector of ml_facts_add, or NULL (dynamic bytes count as heap) */
+    size_t ndyn;
+    LLVMValueRef stk_ph;     /* placeholder for the thread's stack bounds (2 x i64, thread-local) */
+    struct ml_ptrmap argbits; /* argument -> its stack bit, computed in the entry block */
     struct ml_version *versions;
     size_t nversions, capversions;
 };
@@ -108,8 +125,15 @@ int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t
 int ml_regset_has(const struct ml_ir *ir, uint32_t off, uint32_t id);
 
 /* facts.c: static facts of instructions. */
-enum ml_memclass { ML_HEAP = 0, ML_GLOBAL = 1, ML_STACK = 2 };
+enum ml_memclass { ML_HEAP = 0, ML_GLOBAL = 1, ML_STACK = 2, ML_DYNAMIC = 3 };
+/* Static class of the object ptr points into, ML_DYNAMIC counted as heap (no context). */
 enum ml_memclass ml_ptr_class(LLVMValueRef ptr);
+/*
+ * Class of the object ptr points into, in the function being instrumented
+ * (ir->argsig); ML_DYNAMIC when only the address can tell, *base then being
+ * the pointer whose address decides (docs/regions.md, "Heap or stack").
+ */
+enum ml_memclass ml_ptr_origin(const struct ml_ir *ir, LLVMValueRef ptr, LLVMValueRef *base);
 /* Adds the facts of one instruction to f; returns 0 for instructions that are not counted. */
 int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f);
 /* Memory intrinsic or libc memcpy/memmove/memset: 1 = copy, 2 = set, 0 = neither. */
