@@ -62,8 +62,21 @@ struct ml_rt_unit {
  */
 #define ML_RT_STACK_WORDS 2
 
+/*
+ * After the stack bounds, a cache of the dynamic context (since ABI 4): the
+ * global set id whose counter block code counted under the dynamic context
+ * last used on this thread, and that block's address.
+ */
+#define ML_RT_DYN_WORDS 2
+
 /* The unit holds the first instructions of its function: its count is the function's calls. */
 #define ML_RT_UNIT_ENTRY 1u
+/*
+ * The unit belongs to code counted under the dynamic context (since ABI 4): its
+ * counts are kept per (thread, open region set) in blocks the runtime makes
+ * (__memlens_dyn_block), and the profile lists one copy of it per set.
+ */
+#define ML_RT_UNIT_DYN 2u
 
 struct ml_rt_call {
     uint32_t unit;
@@ -86,6 +99,7 @@ struct ml_rt_module {
     const struct ml_rt_call *calls;  /* [ncalls] */
     uint64_t *(*tls)(void);          /* this thread's counters [nunits], then region slots */
     uint32_t *region_ids;            /* [nregions], filled at registration: local -> global */
+    uint32_t *setids; /* [nregset_words], filled at registration: a set's global set id */
     struct ml_rt_module *next;       /* runtime's list link (in its own copies only) */
 };
 
@@ -124,6 +138,15 @@ uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region);
  */
 uint32_t __memlens_enter_never(struct ml_rt_module *m, uint32_t local_region);
 void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
+/*
+ * Dynamic attribution (since ABI 4): __memlens_dctx is the calling thread's
+ * dynamic context, the global id of the region set that the code around a
+ * call the static sets miss counts for (0: none); code counted under it asks
+ * __memlens_dyn_block for its counter block (m's units, for this thread and
+ * set), and caches it in m's block words.
+ */
+extern __thread uint32_t __memlens_dctx;
+uint64_t *__memlens_dyn_block(struct ml_rt_module *m, uint32_t set);
 /* Exact mode: one call per access of region code; flags bit 0 = read, bit 1 = write. */
 void __memlens_access(struct ml_rt_module *m, uint32_t unit, const void *p, uint64_t n,
                       uint32_t flags);

@@ -16,6 +16,9 @@
 
 struct ml_rt ml_rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
+/* The thread's dynamic context (abi.h): set by instrumented code around calls. */
+ML_EXPORT __thread uint32_t __memlens_dctx __attribute__((tls_model("initial-exec")));
+
 static __thread struct ml_thread_rec *self __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 
@@ -96,6 +99,8 @@ static void capture_tls(struct ml_thread_rec *t)
                 set_gates(t, m, t->tls[i]);
                 stk[0] = t->stack_lo;
                 stk[1] = t->stack_hi - t->stack_lo;
+                stk[2] = 0; /* dynamic context cache: no set cached */
+                stk[3] = 0;
             }
         }
     t->nmods = ml_rt.nmods;
@@ -123,6 +128,57 @@ static uint32_t module_units(uint32_t i)
     while (m && i--)
         m = m->next;
     return m ? m->nunits : 0;
+}
+
+struct ml_rt_module *ml_rt_module_at(uint32_t i)
+{
+    struct ml_rt_module *m = ml_rt.mods;
+
+    while (m && i--)
+        m = m->next;
+    return m;
+}
+
+/* Counters in a block of dynamic pair p: one per unit of its module. */
+static uint32_t pair_units(uint32_t p)
+{
+    return p < ml_rt.npairs ? module_units(ml_rt.pairs[p].mod) : 0;
+}
+
+const uint64_t *ml_rt_dyn_counts(const struct ml_thread_rec *t, uint32_t p)
+{
+    for (const struct ml_dynblock *b = __atomic_load_n(&t->dyn, __ATOMIC_ACQUIRE); b; b = b->next)
+        if (b->pair == p)
+            return b->counts;
+    return NULL;
+}
+
+/* A new block of pair p for t, published at the head of its list (readers walk it unlocked). */
+static struct ml_dynblock *dyn_add(struct ml_thread_rec *t, uint32_t p)
+{
+    struct ml_dynblock *b = malloc(sizeof(*b));
+    uint32_t n = pair_units(p);
+
+    if (!b)
+        return NULL;
+    b->counts = calloc(n ? n : 1, sizeof(uint64_t));
+    if (!b->counts) {
+        free(b);
+        return NULL;
+    }
+    b->pair = p;
+    b->next = t->dyn;
+    __atomic_store_n(&t->dyn, b, __ATOMIC_RELEASE);
+    return b;
+}
+
+/* The exited-threads record gets a block for every pair r has, before anything is added. */
+static int dyn_prepare_fold(struct ml_thread_rec *a, const struct ml_thread_rec *r)
+{
+    for (const struct ml_dynblock *b = r->dyn; b; b = b->next)
+        if (!ml_rt_dyn_counts(a, b->pair) && !dyn_add(a, b->pair))
+            return -ENOMEM;
+    return 0;
 }
 
 /* The exited-threads record, created on first use; caller holds the lock. */
@@ -176,7 +232,7 @@ static int fold_exited(struct ml_thread_rec *r)
         if (r->exact[i] && !a->exact[i] &&
             !(a->exact[i] = calloc((size_t)module_units(i) * ML_NCLASS, sizeof(uint64_t))))
             return -ENOMEM;
-    if (ml_pmu_fold(a, r))
+    if (dyn_prepare_fold(a, r) || ml_pmu_fold(a, r))
         return -ENOMEM;
     for (uint32_t u = 0; u < n; u++)
         a->snap[u] += r->snap[u];
@@ -189,6 +245,11 @@ static int fold_exited(struct ml_thread_rec *r)
     for (uint32_t i = 0; i < r->exact_cap; i++)
         for (size_t k = 0; r->exact[i] && k < (size_t)module_units(i) * ML_NCLASS; k++)
             a->exact[i][k] += r->exact[i][k];
+    for (struct ml_dynblock *b = r->dyn; b; b = b->next) {
+        uint64_t *dst = (uint64_t *)ml_rt_dyn_counts(a, b->pair);
+        for (uint32_t u = 0; dst && u < pair_units(b->pair); u++)
+            dst[u] += b->counts[u];
+    }
     ml_rt.nfolded++;
     return 0;
 }
@@ -226,6 +287,8 @@ static struct ml_thread_rec *reuse_exited(void)
         if (r->exact[i])
             memset(r->exact[i], 0, (size_t)module_units(i) * ML_NCLASS * sizeof(uint64_t));
     ml_pmu_reuse(r);
+    for (struct ml_dynblock *b = r->dyn; b; b = b->next)
+        memset(b->counts, 0, pair_units(b->pair) * sizeof(uint64_t));
     r->stack_lo = r->stack_hi = 0;
     r->measured_open = r->plain_open = 0;
     return r;
@@ -398,6 +461,8 @@ static void after_fork_child(void)
             t->rs[i].start = now;
         }
     ml_pmu_after_fork(t);
+    for (struct ml_dynblock *b = t->dyn; b; b = b->next)
+        memset(b->counts, 0, pair_units(b->pair) * sizeof(uint64_t));
     t->tid = gettid_u32();
     t->rng = (now ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1; /* not the parent's phases */
     t->index = ml_rt.nthreads++;
@@ -506,6 +571,47 @@ static uint32_t region_id_locked(const char *name)
 }
 
 /*
+ * Global id of the set of n global region ids (sorted, distinct); 0 for the
+ * empty set or when the table is full. Caller holds the lock.
+ */
+static uint32_t set_intern_locked(const uint32_t *ids, uint32_t n)
+{
+    for (uint32_t s = 0; n && s < ml_rt.nsets; s++) {
+        const uint32_t *w = ml_rt.set_words + ml_rt.set_off[s];
+        if (w[0] == n && !memcmp(w + 1, ids, n * sizeof(*ids)))
+            return s + 1;
+    }
+    if (!n || ml_rt.nsets == ML_RT_MAX_SETS || ml_rt.nset_words + n + 1 > ML_RT_SET_WORDS)
+        return 0;
+    ml_rt.set_off[ml_rt.nsets] = ml_rt.nset_words;
+    ml_rt.set_words[ml_rt.nset_words] = n;
+    memcpy(ml_rt.set_words + ml_rt.nset_words + 1, ids, n * sizeof(*ids));
+    ml_rt.nset_words += n + 1;
+    return ++ml_rt.nsets;
+}
+
+/* Fills m->setids: the global id of each of its region sets, by word offset. */
+static void intern_module_sets(struct ml_rt_module *m)
+{
+    for (uint32_t i = 0; m->setids && m->regsets && i < m->nregset_words;) {
+        uint32_t n = m->regsets[i], ids[n + 1], k = 0;
+        for (uint32_t j = 1; j <= n && i + j < m->nregset_words; j++) {
+            uint32_t g = m->region_ids[m->regsets[i + j]], at = k;
+            if (g >= ML_RT_MAX_REGIONS)
+                continue;
+            while (at > 0 && ids[at - 1] > g) { /* insertion sort: sets are small */
+                ids[at] = ids[at - 1];
+                at--;
+            }
+            ids[at] = g;
+            k++;
+        }
+        m->setids[i] = set_intern_locked(ids, k);
+        i += n + 1;
+    }
+}
+
+/*
  * The runtime keeps its own copy of each descriptor (ml_rt.mods): the module's
  * descriptor may be unmapped by dlclose, and a module loaded again at the same
  * address must not find itself in the list.
@@ -530,6 +636,7 @@ ML_EXPORT void __memlens_register(struct ml_rt_module *m)
     }
     for (uint32_t i = 0; i < m->nregions; i++)
         m->region_ids[i] = region_id_locked(m->region_names[i]);
+    intern_module_sets(m);
     m->index = ml_rt.nmods;
     *s = *m;
     s->next = NULL;
@@ -1037,6 +1144,48 @@ ML_EXPORT uint32_t __memlens_enter_never(struct ml_rt_module *m, uint32_t local_
 ML_EXPORT void __memlens_exit(struct ml_rt_module *m, uint32_t local_region)
 {
     region_exit(m->region_ids[local_region], region_slot(m, local_region));
+}
+
+/*
+ * The counter block of m's code counted under the dynamic context `set` on the
+ * calling thread, made on first use and cached in the thread's words of m.
+ * Without a usable set (0, unknown, out of memory) the module's own counters
+ * take the counts: those units belong to no region there.
+ */
+ML_EXPORT uint64_t *__memlens_dyn_block(struct ml_rt_module *m, uint32_t set)
+{
+    struct ml_thread_rec *t;
+    uint64_t *tls, *cache;
+    const uint64_t *counts;
+    uint32_t p;
+
+    capture_module(m);
+    t = self ? self : ml_rt_self();
+    tls = t && m->index < t->nmods ? t->tls[m->index] : NULL;
+    if (!tls)
+        return m->tls();
+    if (!set)
+        return tls;
+    pthread_mutex_lock(&ml_rt.lock);
+    for (p = 0; p < ml_rt.npairs; p++)
+        if (ml_rt.pairs[p].mod == m->index && ml_rt.pairs[p].set == set)
+            break;
+    if (p == ml_rt.npairs && p < ML_RT_MAX_DYNPAIRS && set <= ml_rt.nsets) {
+        ml_rt.pairs[p] = (struct ml_dynpair){m->index, set};
+        __atomic_store_n(&ml_rt.npairs, p + 1, __ATOMIC_RELEASE);
+    }
+    counts = p < ml_rt.npairs ? ml_rt_dyn_counts(t, p) : NULL;
+    if (!counts && p < ml_rt.npairs) {
+        struct ml_dynblock *b = dyn_add(t, p);
+        counts = b ? b->counts : NULL;
+    }
+    pthread_mutex_unlock(&ml_rt.lock);
+    if (!counts)
+        return tls;
+    cache = tls + m->nunits + ML_RT_SLOTS(m->nregions) + ML_RT_STACK_WORDS;
+    cache[0] = set;
+    cache[1] = (uintptr_t)counts;
+    return (uint64_t *)counts;
 }
 
 /* Code built with the header but not instrumented still gets region times, by name. */

@@ -67,6 +67,7 @@ struct ml_thread_rec {
     uint64_t hint;
     uint64_t rng;                      /* xorshift state for sampling phases, non-zero */
     struct ml_pmu_thread *pmu;         /* MEMLENS_EVENTS counters, NULL until first used */
+    struct ml_dynblock *dyn;           /* counts under dynamic contexts; never freed */
     struct ml_thread_rec *exited_next; /* next in the queue of exited records */
     uint32_t snap_cap;                 /* capacity of snap */
 };
@@ -82,11 +83,35 @@ void ml_rt_region_stat(const struct ml_thread_rec *t, uint32_t g, const uint64_t
                        uint64_t now, struct ml_prof_rstat *out);
 /* ticks of `timed` executions scaled to `measured` ones (unchanged when timed >= measured). */
 uint64_t ml_rt_scale_ticks(uint64_t ticks, uint64_t measured, uint64_t timed);
+/* The module at position i of the runtime's list, or NULL. */
+struct ml_rt_module *ml_rt_module_at(uint32_t i);
+/* t's counts of dynamic pair p, or NULL (writer: any thread; no lock needed, lists only grow). */
+const uint64_t *ml_rt_dyn_counts(const struct ml_thread_rec *t, uint32_t p);
 /* Per region: executions t ran inline that are not in its records yet ([ML_RT_MAX_REGIONS]). */
 void ml_rt_fast_pending(const struct ml_thread_rec *t, uint64_t *pending);
 
 /* Exited threads that keep a record of their own, for per-thread rows of recent threads. */
 #define ML_RT_KEEP_EXITED 32
+
+/*
+ * Dynamic attribution: region sets interned process-wide (id = index + 1; 0 is
+ * no set), and the (module, set) pairs that some thread counted code under.
+ */
+#define ML_RT_MAX_SETS      4096
+#define ML_RT_SET_WORDS     65536
+#define ML_RT_MAX_DYNPAIRS  4096
+
+struct ml_dynpair {
+    uint32_t mod; /* module index */
+    uint32_t set; /* global set id */
+};
+
+/* A thread's counts of one (module, set) pair: one per unit of the module (DYN units used). */
+struct ml_dynblock {
+    uint32_t pair;
+    uint64_t *counts;
+    struct ml_dynblock *next;
+};
 
 struct ml_rt {
     pthread_mutex_t lock;
@@ -120,6 +145,12 @@ struct ml_rt {
     uint32_t nexited;
     struct ml_thread_rec *acc; /* the sum of the folded threads (tid 0, done), or NULL */
     uint64_t nfolded;          /* threads folded into acc */
+    /* Dynamic attribution: interned global sets (words n, ids... at set_off[id - 1]). */
+    uint32_t set_words[ML_RT_SET_WORDS];
+    uint32_t set_off[ML_RT_MAX_SETS];
+    uint32_t nsets, nset_words;
+    struct ml_dynpair pairs[ML_RT_MAX_DYNPAIRS];
+    uint32_t npairs;
 };
 
 extern struct ml_rt ml_rt;

@@ -204,10 +204,14 @@ class Profile:
         return [self.totals(region, t['index']) for t in self.threads]
 
     def not_seen(self, region):
+        """Calls per callee from the region's code to code memlens did not count: callees whose
+        entry units counted in the region (instrumented, reached dynamically) are left out."""
         r = self.region_id(region)
+        entered = {self.s(self.units[u][2]) for u in self.entries
+                   if r in self.unit_regions[u] and any(t['counts'][u] for t in self.threads)}
         out = {}
         for unit, callee, per in self.calls:
-            if r in self.unit_regions[unit]:
+            if r in self.unit_regions[unit] and self.s(callee) not in entered:
                 n = sum(t['counts'][unit] for t in self.threads) * per
                 out[self.s(callee)] = out.get(self.s(callee), 0) + n
         return out

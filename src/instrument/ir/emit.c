@@ -150,6 +150,7 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMValueRef *names = calloc(ir->nregions + 1, sizeof(*names));
     LLVMValueRef *words = calloc(ir->nwords + 1, sizeof(*words));
     LLVMValueRef ctr, tls_fn, desc, ctor, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
+    LLVMValueRef g_setids;
     LLVMValueRef zero2[2];
     const char *modname;
     size_t len;
@@ -162,7 +163,7 @@ int ml_emit_module(struct ml_ir *ir)
        slots of the inline enter and exit and the thread's stack bounds (runtime/abi.h). */
     ctr = LLVMAddGlobal(ir->m,
                         LLVMArrayType(ir->t_i64, (unsigned)(ir->nunits + ML_RT_SLOTS(ir->nregions) +
-                                                            ML_RT_STACK_WORDS)),
+                                                            ML_RT_STACK_WORDS + ML_RT_DYN_WORDS)),
                         "__memlens_ctr");
     LLVMSetInitializer(ctr, LLVMConstNull(LLVMGlobalGetValueType(ctr)));
     LLVMSetLinkage(ctr, LLVMInternalLinkage);
@@ -226,6 +227,13 @@ int ml_emit_module(struct ml_ir *ir)
                                  "__memlens_regsets", 1);
     g_ids = private_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
                            "__memlens_region_ids", 0);
+    /* Global set ids of the module's region sets, per word (the runtime fills them). */
+    g_setids = private_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, (unsigned)ir->nwords)),
+                              "__memlens_setids", 0);
+    if (ir->setids_ph) {
+        LLVMReplaceAllUsesWith(ir->setids_ph, array_ptr(ir, g_setids, ir->t_i32));
+        LLVMDeleteGlobal(ir->setids_ph);
+    }
 
     modname = LLVMGetSourceFileName(ir->m, &len);
     {
@@ -236,7 +244,7 @@ int ml_emit_module(struct ml_ir *ir)
         if (!mname)
             goto out;
         /* Field order and types mirror struct ml_rt_module in runtime/abi.h. */
-        LLVMValueRef d[14] = {
+        LLVMValueRef d[15] = {
             i32c(ir, ML_RT_ABI),
             i32c(ir, ir->nunits),
             i32c(ir, ir->nregions),
@@ -250,10 +258,11 @@ int ml_emit_module(struct ml_ir *ir)
             array_ptr(ir, g_calls, call_t),
             tls_fn,
             array_ptr(ir, g_ids, ir->t_i32),
+            array_ptr(ir, g_setids, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
         desc =
-            private_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module", 0);
+            private_global(ir, LLVMConstStructInContext(ir->ctx, d, 15, 0), "__memlens_module", 0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);

@@ -304,6 +304,11 @@ int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f)
     LLVMOpcode op = LLVMGetInstructionOpcode(inst);
     LLVMTypeRef t = LLVMTypeOf(inst);
 
+    /* The dynamic context word is memlens', not the program's (dyn.c sets it around calls). */
+    if (ir->g_dctx && ((op == LLVMLoad && LLVMGetOperand(inst, 0) == ir->g_dctx) ||
+                       (op == LLVMStore && LLVMGetOperand(inst, 1) == ir->g_dctx)))
+        return 0;
+
     switch (op) {
     case LLVMCall:
         if (ml_is_ignored_call(inst))

@@ -2,6 +2,7 @@
 #include "instrument/ir/ir.h"
 #include "instrument/ir/cfg.h"
 #include "instrument/ir/loops.h"
+#include "runtime/abi.h"
 
 #include <errno.h>
 #include <llvm-c/Analysis.h>
@@ -466,6 +467,7 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     memset(u, 0, sizeof(*u));
     u->kind = kind;
     u->regset = regset;
+    u->flags = ir->cur_base ? ML_RT_UNIT_DYN : 0;
     u->func = func;
     u->line = file && flen ? LLVMGetDebugLocLine(loc) : 0;
     u->file = strndup(file && flen ? file : "", flen);
@@ -494,14 +496,18 @@ static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t 
     return 0;
 }
 
-/* Adds `by` to a counter slot before `before`: one load-add-store on a thread-local slot. */
+/*
+ * Adds `by` to a counter slot before `before`: one load-add-store on a
+ * thread-local slot (or, in code counted under the dynamic context, on the
+ * block the function found at its entry).
+ */
 static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMValueRef by)
 {
-    LLVMValueRef idx = LLVMConstInt(ir->t_i64, slot, 0);
-    LLVMValueRef p = LLVMConstGEP2(ir->t_i64, ir->ctr_ph, &idx, 1);
-    LLVMValueRef v;
+    LLVMValueRef idx = LLVMConstInt(ir->t_i64, slot, 0), p, v;
 
     LLVMPositionBuilderBefore(ir->b, before);
+    p = ir->cur_base ? LLVMBuildGEP2(ir->b, ir->t_i64, ir->cur_base, &idx, 1, "")
+                     : LLVMConstGEP2(ir->t_i64, ir->ctr_ph, &idx, 1);
     v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
     v = LLVMBuildAdd(ir->b, v, by, "");
     LLVMBuildStore(ir->b, v, p);
@@ -544,7 +550,7 @@ static void emit_add_at(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LL
 
     LLVMPositionBuilderBefore(ir->b, before);
     idx = LLVMBuildAdd(ir->b, LLVMConstInt(ir->t_i64, slot, 0), bit, "");
-    p = LLVMBuildGEP2(ir->b, ir->t_i64, ir->ctr_ph, &idx, 1, "");
+    p = LLVMBuildGEP2(ir->b, ir->t_i64, ir->cur_base ? ir->cur_base : ir->ctr_ph, &idx, 1, "");
     v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
     LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, v, by, ""), p);
 }
@@ -603,6 +609,32 @@ static uint32_t call_argsig(struct ml_ir *ir, LLVMValueRef call, unsigned first_
     return sig;
 }
 
+/* Blocks ml_dyn_base adds before a function's entry: not the program's, never counted. */
+static int is_dyn_block(LLVMBasicBlockRef bb)
+{
+    const char *name = LLVMGetBasicBlockName(bb);
+
+    return name && !strncmp(name, "memlens.dyn", 11);
+}
+
+/* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
+static int is_fork_call(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+
+    return (len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
+           (len == 17 && !memcmp(name, "__kmpc_fork_teams", 17));
+}
+
+static int is_runtime_fn(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+
+    return len >= 9 && !memcmp(name, "__memlens", 9);
+}
+
 /*
  * Calls out of a region: clone bodies we have, record the rest as not seen
  * (mult calls per execution of unit).
@@ -646,6 +678,11 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
         }
         return 0;
     }
+    /* Missed by the static sets: instrumented code it reaches counts for them at run time. */
+    if (ir->dynset != ML_NOSET && regset != ir->dynset && regset != ML_NOSET &&
+        (!fn || (!LLVMGetIntrinsicID(fn) && (LLVMIsDeclaration(fn) || !ml_can_clone(fn)) &&
+                 !is_fork_call(fn) && !is_runtime_fn(fn))))
+        ml_dyn_wrap_call(ir, call, regset);
     if (!fn)
         return add_call(ir, unit, "(indirect call)", 15, mult);
     if (LLVMGetIntrinsicID(fn))
@@ -656,8 +693,7 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
         return 0;
     if (LLVMIsDeclaration(fn)) {
         /* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
-        if ((len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
-            (len == 17 && !memcmp(name, "__kmpc_fork_teams", 17))) {
+        if (is_fork_call(fn)) {
             LLVMValueRef mt = LLVMGetOperand(call, 2), base = mt;
             while (base && LLVMIsAConstantExpr(base) && LLVMGetConstOpcode(base) == LLVMBitCast)
                 base = LLVMGetOperand(base, 0);
@@ -1091,6 +1127,7 @@ static int marker_nested(const struct fwork *w, const struct marker *m)
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
+    int dyn = ir->dynset != ML_NOSET && job->ctx == ir->dynset;
     uint32_t *active = NULL; /* sized after the markers have named their regions */
     struct ml_cfg cfg = {0};
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
@@ -1101,12 +1138,15 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     uint32_t *set_of = NULL, *hoisted = NULL; /* hoisted: units counted at an anchor, + class */
     size_t nhoisted = 0, first_unit, ndefs = 0, capdefs = 0;
     struct deferred *defs = NULL; /* bytes of hoisted units through arguments */
+    unsigned first_real = 0;      /* the function's own entry (after ml_dyn_base's blocks) */
     unsigned char *unshared = NULL;
     int rc;
 
     ir->argsig = job->argsig;
     ml_ptrmap_free(&ir->argbits);
     ml_ptrmap_init(&ir->argbits);
+    /* A copy counted under the dynamic context finds its counter block first. */
+    ir->cur_base = dyn ? ml_dyn_base(ir, w.fn) : NULL;
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
     ml_ptrmap_init(&synth);
@@ -1164,7 +1204,9 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
      * the plain copy counts nothing.
      */
     first_unit = ir->nunits;
-    for (unsigned b = 0; b < w.nb && !job->plain; b++) {
+    while (first_real < w.nb && is_dyn_block(w.blocks[first_real]))
+        first_real++;
+    for (unsigned b = first_real; b < w.nb && !job->plain; b++) {
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
@@ -1189,7 +1231,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             if (rc)
                 goto out;
             if (set == ML_NOSET)
-                set = ir->noregion;
+                set = dyn ? ir->dynset : ir->noregion;
             if (set != ML_NOSET && from != in) {
                 uint32_t holder = UINT32_MAX;
                 /* Folding only involves whole blocks (the planner sees to it). */
@@ -1228,7 +1270,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             }
             from = at = LLVMGetNextInstruction(in);
         }
-        if (b == 0)
+        if (b == first_real)
             ml_all_mark_entry(ir, first_unit);
     }
 
@@ -1309,6 +1351,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         erase_marker(w.markers[i].call);
     }
 out:
+    ir->cur_base = NULL;
     free(defs);
     free(unshared);
     free(active);
@@ -1380,6 +1423,39 @@ static int has_markers(struct ml_ir *ir, LLVMValueRef fn)
 }
 
 /*
+ * Dynamic attribution: a copy, counted under the dynamic context, of every
+ * function a call the static sets miss may reach (dyn.c); the originals get
+ * their entry checks once everything is instrumented.
+ */
+static int dyn_copies(struct ml_ir *ir)
+{
+    size_t n = 0;
+    LLVMValueRef *fns;
+
+    if (ir->dynset == ML_NOSET)
+        return 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn))
+        n++;
+    fns = calloc(n + 1, sizeof(*fns));
+    if (!fns)
+        return -ENOMEM;
+    n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn))
+        if (ml_dyn_wanted(ir, fn) && !has_markers(ir, fn))
+            fns[n++] = fn;
+    for (size_t i = 0; i < n; i++) {
+        LLVMValueRef c = clone_for(ir, fns[i], ir->dynset, 0);
+        if (!c || grow((void **)&ir->dyns, &ir->capdyns, ir->ndyns + 1, sizeof(*ir->dyns))) {
+            free(fns);
+            return -ENOMEM;
+        }
+        ir->dyns[ir->ndyns++] = (struct ml_version){fns[i], c};
+    }
+    free(fns);
+    return 0;
+}
+
+/*
  * All-blocks mode: every other defined function is counted in place, after
  * region code was cloned from the pristine bodies. Code outside regions
  * never clones, so this adds no work.
@@ -1422,6 +1498,7 @@ static void ir_free(struct ml_ir *ir)
     free(ir->work);
     free(ir->clones);
     free(ir->versions);
+    free(ir->dyns);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     ml_ptrmap_free(&ir->argbits);
@@ -1492,7 +1569,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         if (!ir.f_access)
             ir.f_access = LLVMAddFunction(m, "__memlens_access", ir.ty_access);
     }
-    if (ml_all_setup(&ir)) {
+    if (ml_all_setup(&ir) || ml_dyn_setup(&ir)) {
         rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
         goto out;
     }
@@ -1540,6 +1617,11 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             ir.versions[ir.nversions++] = (struct ml_version){fn, plain};
         }
     }
+    rc = dyn_copies(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < ir.nwork; i++) {
         struct ml_work job = ir.work[i];
         rc = instrument_function(&ir, &job);
@@ -1552,6 +1634,8 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = instrument_rest(&ir);
     if (rc)
         goto out;
+    for (size_t i = 0; i < ir.ndyns; i++)
+        ml_dyn_entry_check(&ir, ir.dyns[i].fn, ir.dyns[i].plain);
     for (size_t i = 0; i < ir.nversions; i++) {
         rc = ml_version_merge(&ir, &ir.versions[i]);
         if (rc) {

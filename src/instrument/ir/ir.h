@@ -111,6 +111,15 @@ struct ml_ir {
     size_t ndyn;
     LLVMValueRef stk_ph;     /* placeholder for the thread's stack bounds (2 x i64, thread-local) */
     struct ml_ptrmap argbits; /* argument -> its stack bit, computed in the entry block */
+    /* Dynamic attribution (dyn.c). */
+    uint32_t dynset;           /* ctx of copies counted under the dynamic context, or ML_NOSET */
+    LLVMValueRef g_dctx;       /* the runtime's thread-local context word (a global set id) */
+    LLVMValueRef setids_ph;    /* placeholder: module region set -> global set id, per word */
+    LLVMValueRef f_dynblock;   /* __memlens_dyn_block */
+    LLVMTypeRef ty_dynblock;
+    LLVMValueRef cur_base;     /* counter block of the function being instrumented, or NULL */
+    struct ml_version *dyns;   /* (original, dynamic copy) pairs that get an entry check */
+    size_t ndyns, capdyns;
     struct ml_version *versions;
     size_t nversions, capversions;
 };
@@ -184,6 +193,23 @@ void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef 
  * call kept on its cold side. Runs last, after versioning. 0 or -ENOMEM.
  */
 int ml_inline_markers(struct ml_ir *ir);
+
+/*
+ * dyn.c: dynamic attribution (docs/regions.md, "Calls the static sets miss").
+ * setup: the empty set for code counted under the dynamic context
+ * (ir->dynset, ML_NOSET when off: all-blocks and exact mode), the runtime's
+ * context word and entry point. wanted: fn may be reached by a call the
+ * static sets miss (its address escapes, or other modules may call it) and
+ * can get a dynamic copy. base: builds, before fn's entry, the counter block
+ * for the thread's context (counters of a dynamic copy add into it).
+ * entry_check: fn runs dyn when a context is set. wrap_call: a call from
+ * region code (set regset) that the static sets miss runs under that set.
+ */
+int ml_dyn_setup(struct ml_ir *ir);
+int ml_dyn_wanted(struct ml_ir *ir, LLVMValueRef fn);
+LLVMValueRef ml_dyn_base(struct ml_ir *ir, LLVMValueRef fn);
+void ml_dyn_entry_check(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef dyn);
+void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset);
 
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);
