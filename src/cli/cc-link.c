@@ -20,7 +20,8 @@ static const char *const rt_exports[] = {
     "__memlens_register",     "__memlens_unregister",  "__memlens_enter",
     "__memlens_enter_always", "__memlens_enter_never", "__memlens_exit",
     "__memlens_access",       "__memlens_roi_begin",   "__memlens_roi_end",
-    "__memlens_dyn_block",    "__memlens_dctx",        "pthread_create",
+    "__memlens_dyn_block",    "__memlens_dctx",        "__memlens_timed",
+    "pthread_create",
 };
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */

@@ -273,10 +273,14 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     return run_free(&v);
 }
 
+/* A message that names its source location ("file:line:col: warning: ...") prints as clang's do. */
 static void print_warning(void *ctx, const char *msg)
 {
     (void)ctx;
-    warning("%s", msg);
+    if (strstr(msg, ": warning: "))
+        fprintf(stderr, "%s\n", msg);
+    else
+        warning("%s", msg);
 }
 
 static void instrument(const char *in, const char *out, const char *what)

@@ -56,6 +56,9 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
     csv_double(f, ml_report_gbs(ml_rstats_written(s), cf), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_read(s), cal), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_written(s), cal), "%.6f");
+    csv_double(f, ml_rstats_notseen_share(s), "%.6f");
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%d", s->alloc_bytes, s->frees,
+            (s->rflags & ML_RFLAG_NO_PLAIN) != 0);
     /* Event sums as name=value;... in one field: profiles of one report may differ in events. */
     for (uint32_t e = 0; e < r->prof->nevents; e++)
         n += snprintf(ev + n, sizeof(ev) - n, "%s%s=%" PRIu64, e ? ";" : "",
@@ -94,7 +97,8 @@ int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
-          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank\n",
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,notseen_share,alloc_bytes,frees,"
+          "computed_goto,events,rank\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const struct ml_report *r = reps[i];

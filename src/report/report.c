@@ -164,6 +164,11 @@ out:
     return rc;
 }
 
+double ml_rstats_notseen_share(const struct ml_rstats *s)
+{
+    return s->timed_ticks ? (double)s->notseen_ticks / (double)s->timed_ticks : -1;
+}
+
 /* The published correction factor: 1 + 2 n / (loads + stores); see docs/report.md. */
 static double correction_factor(const struct ml_rstats *s)
 {
@@ -254,6 +259,23 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
             c->timed = c->measured > 0; /* sampled away entirely: the time is unknown */
             for (uint32_t e = 0; th->events && e < p->nevents; e++)
                 c->ev[e] = th->events[reg * p->nevents + e];
+            c->timed_ticks = th->timed_ticks ? th->timed_ticks[reg] : c->ticks;
+            c->rflags = p->rflags ? p->rflags[reg] : 0;
+        }
+        for (uint64_t i = 0; i < p->nuinfo; i++) {
+            const struct ml_prof_unitinfo *ui = &p->uinfo[i];
+            uint64_t cnt = th->counts[ui->unit];
+            uint32_t n;
+            const uint32_t *ids = ml_profile_regset(p, p->units[ui->unit].regset, &n);
+            for (uint32_t k = 0; cnt && k < n; k++) {
+                struct ml_rstats *c = &r->cells[(uint64_t)ids[k] * nt + t];
+                if (ui->kind == ML_UI_NOTSEEN_TICKS)
+                    c->notseen_ticks += cnt;
+                else if (ui->kind == ML_UI_ALLOC_BYTES)
+                    c->alloc_bytes += cnt;
+                else if (ui->kind == ML_UI_FREE_CALLS)
+                    c->frees += cnt;
+            }
         }
         for (uint64_t u = 0; u < p->nunits; u++) {
             uint64_t cnt = th->counts[u];
@@ -290,6 +312,11 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
                 tot->ev[e] += c->ev[e];
             for (int f = 0; f < ML_NFACTS; f++)
                 tot->v[f] += c->v[f];
+            tot->notseen_ticks += c->notseen_ticks;
+            tot->timed_ticks += c->timed_ticks;
+            tot->alloc_bytes += c->alloc_bytes;
+            tot->frees += c->frees;
+            tot->rflags |= c->rflags;
             tot->active |= c->active;
             if (c->timed) {
                 tot->timed = 1;

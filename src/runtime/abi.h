@@ -69,6 +69,13 @@ struct ml_rt_unit {
  */
 #define ML_RT_DYN_WORDS 2
 
+/*
+ * Last, the measured flag of functions that cannot be versioned (since ABI 4):
+ * their BEGIN sites store the decision (1 measured, 0 not) and their counts
+ * add that much, so unmeasured executions count nothing.
+ */
+#define ML_RT_MULT_WORDS 1
+
 /* The unit holds the first instructions of its function: its count is the function's calls. */
 #define ML_RT_UNIT_ENTRY 1u
 /*
@@ -83,6 +90,13 @@ struct ml_rt_call {
     uint32_t reserved;
     const char *callee;
     uint64_t per_exec;
+};
+
+/* A unit whose count is not executions (format/profile.h, struct ml_prof_unitinfo). */
+struct ml_rt_uinfo {
+    uint32_t unit;
+    uint32_t kind; /* ML_UI_* */
+    const char *name;
 };
 
 struct ml_rt_module {
@@ -100,6 +114,10 @@ struct ml_rt_module {
     uint64_t *(*tls)(void);          /* this thread's counters [nunits], then region slots */
     uint32_t *region_ids;            /* [nregions], filled at registration: local -> global */
     uint32_t *setids; /* [nregset_words], filled at registration: a set's global set id */
+    uint32_t nuinfo;
+    uint32_t reserved;
+    const struct ml_rt_uinfo *uinfo; /* [nuinfo] */
+    const uint32_t *rflags;          /* [nregions] ML_RFLAG_* of the module's regions */
     struct ml_rt_module *next;       /* runtime's list link (in its own copies only) */
 };
 
@@ -146,6 +164,8 @@ void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
  * set), and caches it in m's block words.
  */
 extern __thread uint32_t __memlens_dctx;
+/* Open timed executions on the thread (since ABI 4): not-seen calls read the clock meanwhile. */
+extern __thread uint32_t __memlens_timed;
 uint64_t *__memlens_dyn_block(struct ml_rt_module *m, uint32_t set);
 /* Exact mode: one call per access of region code; flags bit 0 = read, bit 1 = write. */
 void __memlens_access(struct ml_rt_module *m, uint32_t unit, const void *p, uint64_t n,

@@ -18,6 +18,8 @@ struct ml_rt ml_rt = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The thread's dynamic context (abi.h): set by instrumented code around calls. */
 ML_EXPORT __thread uint32_t __memlens_dctx __attribute__((tls_model("initial-exec")));
+/* Open timed executions on the thread (abi.h): not-seen calls read the clock meanwhile. */
+ML_EXPORT __thread uint32_t __memlens_timed __attribute__((tls_model("initial-exec")));
 
 static __thread struct ml_thread_rec *self __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -686,8 +688,11 @@ static const char *str_copy(const char *s, const char **last, const char **last_
 static void detach_facts(struct ml_rt_module *s)
 {
     const char *lf = NULL, *lfile = NULL, *lc = NULL, *lfc = NULL, *lfilec = NULL, *lcc = NULL;
+    const char *lu = NULL, *luc = NULL;
     size_t nu = s->nunits * sizeof(*s->units), nc = s->ncalls * sizeof(*s->calls);
     size_t nw = s->nregset_words * sizeof(uint32_t), ni = s->nregions * sizeof(uint32_t);
+    size_t nui = s->nuinfo * sizeof(*s->uinfo), nfl = s->rflags ? ni : 0;
+    struct ml_rt_uinfo *uinfo;
     size_t str = s->name ? strlen(s->name) + 1 : 0;
     struct ml_rt_unit *units;
     struct ml_rt_call *calls;
@@ -697,7 +702,10 @@ static void detach_facts(struct ml_rt_module *s)
         str += str_need(s->units[i].func, &lf) + str_need(s->units[i].file, &lfile);
     for (uint32_t i = 0; s->calls && i < s->ncalls; i++)
         str += str_need(s->calls[i].callee, &lc);
-    blk = malloc(nu + nc + nw + ni + str + 1);
+    for (uint32_t i = 0; s->uinfo && i < s->nuinfo; i++)
+        str += str_need(s->uinfo[i].name, &lu);
+    /* Unit infos first: their pointers want 8-byte alignment. */
+    blk = malloc(nui + nu + nc + nw + ni + nfl + str + 1);
     if (!blk) {
         s->name = NULL;
         s->units = NULL;
@@ -705,8 +713,15 @@ static void detach_facts(struct ml_rt_module *s)
         s->regsets = NULL;
         s->region_ids = NULL;
         s->region_names = NULL;
+        s->uinfo = NULL;
+        s->nuinfo = 0;
+        s->rflags = NULL;
         return;
     }
+    uinfo = (struct ml_rt_uinfo *)blk;
+    if (s->uinfo)
+        memcpy(uinfo, s->uinfo, nui);
+    blk += nui;
     units = (struct ml_rt_unit *)blk;
     calls = (struct ml_rt_call *)(blk + nu);
     if (s->units)
@@ -716,7 +731,9 @@ static void detach_facts(struct ml_rt_module *s)
     if (s->regsets)
         memcpy(blk + nu + nc, s->regsets, nw);
     memcpy(blk + nu + nc + nw, s->region_ids, ni);
-    pool = blk + nu + nc + nw + ni;
+    if (nfl)
+        memcpy(blk + nu + nc + nw + ni, s->rflags, nfl);
+    pool = blk + nu + nc + nw + ni + nfl;
     lf = lfile = lc = NULL;
     for (uint32_t i = 0; s->units && i < s->nunits; i++) {
         units[i].func = str_copy(s->units[i].func, &lf, &lfc, &pool);
@@ -724,6 +741,9 @@ static void detach_facts(struct ml_rt_module *s)
     }
     for (uint32_t i = 0; s->calls && i < s->ncalls; i++)
         calls[i].callee = str_copy(s->calls[i].callee, &lc, &lcc, &pool);
+    lu = NULL;
+    for (uint32_t i = 0; s->uinfo && i < s->nuinfo; i++)
+        uinfo[i].name = str_copy(s->uinfo[i].name, &lu, &luc, &pool);
     if (s->name) {
         memcpy(pool, s->name, strlen(s->name) + 1);
         s->name = pool;
@@ -735,6 +755,8 @@ static void detach_facts(struct ml_rt_module *s)
     s->regsets = s->regsets ? (const uint32_t *)(blk + nu + nc) : NULL;
     s->region_ids = (uint32_t *)(blk + nu + nc + nw);
     s->region_names = NULL; /* the runtime has its own copies of the names */
+    s->uinfo = s->uinfo ? uinfo : NULL;
+    s->rflags = nfl ? (const uint32_t *)(blk + nu + nc + nw + ni) : NULL;
 }
 
 ML_EXPORT void __memlens_unregister(struct ml_rt_module *m)
@@ -789,6 +811,7 @@ __attribute__((noinline)) void ml_rt_measured_begin(struct ml_thread_rec *t, str
 {
     s->on = 1;
     t->measured_open++;
+    __memlens_timed++;
     ml_pmu_begin(t, g);
     s->start = ml_rt_ticks();
 }
@@ -803,6 +826,7 @@ __attribute__((noinline)) void ml_rt_measured_end(struct ml_thread_rec *t, struc
     s->timed++;
     s->avg = s->avg ? s->avg - s->avg / 8 + d / 8 : d;
     t->measured_open--;
+    __memlens_timed--;
     t->hint = now;
     ml_sample_done(&s->smp, s->start, now);
     ml_pmu_end(t, g);

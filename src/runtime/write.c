@@ -118,7 +118,7 @@ static uint32_t dyn_rank(const struct ml_rt_module *m, uint32_t u)
  * walking the same lists instead of keeping a table in memory.
  */
 struct str_bases {
-    uint32_t meta, regions, modules, units, calls, end;
+    uint32_t meta, regions, modules, units, calls, uinfo, end;
 };
 
 static void str_layout(struct str_bases *b)
@@ -143,6 +143,10 @@ static void str_layout(struct str_bases *b)
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
             off += slen(call_of(m, i)->callee);
+    b->uinfo = off;
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+            off += slen(m->uinfo[i].name);
     b->end = off;
 }
 
@@ -168,6 +172,83 @@ static void write_strtab(struct ml_pw *w, const struct str_bases *b)
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
             put_str(w, call_of(m, i)->callee);
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+            put_str(w, m->uinfo[i].name);
+}
+
+/*
+ * Units whose count is not executions (UNITINFO): the modules' own, then
+ * those among each dynamic pair's copies.
+ */
+static void write_uinfo(struct ml_pw *w, const struct str_bases *b)
+{
+    struct ml_rt_module *m;
+    uint64_t n = 0;
+    uint32_t off, base = 0, mi;
+
+    for (m = ml_rt.mods; m; m = m->next)
+        n += m->uinfo ? m->nuinfo : 0;
+    for (uint32_t p = 0; p < npairs; p++) {
+        m = ml_rt_module_at(ml_rt.pairs[p].mod);
+        for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++)
+            n += m->uinfo[i].unit < m->nunits && is_dyn(m, m->uinfo[i].unit);
+    }
+    if (!n)
+        return;
+    ml_pw_section(w, ML_SEC_UNITINFO, n * sizeof(struct ml_prof_unitinfo));
+    off = b->uinfo;
+    for (m = ml_rt.mods; m; m = m->next) {
+        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++) {
+            struct ml_prof_unitinfo ui = {base + m->uinfo[i].unit, m->uinfo[i].kind, off, 0};
+            ml_pw_bytes(w, &ui, sizeof(ui));
+            off += slen(m->uinfo[i].name);
+        }
+        base += m->nunits;
+    }
+    for (uint32_t p = 0; p < npairs; p++) {
+        uint32_t first = pair_first_unit(p);
+        off = b->uinfo;
+        mi = 0;
+        for (m = ml_rt.mods; m && mi < ml_rt.pairs[p].mod; m = m->next, mi++)
+            for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+                off += slen(m->uinfo[i].name);
+        for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++) {
+            uint32_t u = m->uinfo[i].unit;
+            if (u < m->nunits && is_dyn(m, u)) {
+                struct ml_prof_unitinfo ui = {first + dyn_rank(m, u), m->uinfo[i].kind, off, 0};
+                ml_pw_bytes(w, &ui, sizeof(ui));
+            }
+            off += slen(m->uinfo[i].name);
+        }
+    }
+}
+
+/* Region flags (RFLAGS): each region's ML_RFLAG_* from every module that has it. */
+static void write_rflags(struct ml_pw *w)
+{
+    static uint32_t fl[ML_RT_MAX_REGIONS];
+
+    memset(fl, 0, sizeof(fl));
+    for (struct ml_rt_module *m = ml_rt.mods; m; m = m->next)
+        for (uint32_t r = 0; m->rflags && m->region_ids && r < m->nregions; r++)
+            if (m->region_ids[r] < ML_RT_MAX_REGIONS)
+                fl[m->region_ids[r]] |= m->rflags[r];
+    ml_pw_section(w, ML_SEC_RFLAGS, ml_rt.nregions * 4ull);
+    ml_pw_bytes(w, fl, ml_rt.nregions * 4ull);
+}
+
+/* The clock sampling's figures of thread t (TIMED): timed executions and their raw ticks. */
+static void write_timed(struct ml_pw *w, const struct ml_thread_rec *t)
+{
+    struct ml_prof_timed h = {.index = t->index, .nregions = ml_rt.nregions};
+    static const uint64_t zero;
+
+    ml_pw_section(w, ML_SEC_TIMED, sizeof(h) + 16ull * ml_rt.nregions);
+    ml_pw_bytes(w, &h, sizeof(h));
+    for (int k = 0; k < 2; k++)
+        for (uint32_t g = 0; g < ml_rt.nregions; g++)
+            ml_pw_bytes(w, t->rs ? (k ? &t->rs[g].ticks : &t->rs[g].timed) : &zero, 8);
 }
 
 /* Offset of the first unit string of module mi (units' func and file, in module order). */
@@ -540,6 +621,8 @@ void ml_rt_write_profile(int from_signal)
     write_strtab(&w, &b);
     write_tables(&w, &b);
     write_entries(&w);
+    write_uinfo(&w, &b);
+    write_rflags(&w);
     /* Before the threads: threads still running then keep counting, so the final snapshot
        never exceeds the THREAD records. */
     ml_rt_timeline_write(&w, locked, now);
@@ -550,6 +633,7 @@ void ml_rt_write_profile(int from_signal)
     }
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
+        write_timed(&w, t);
         write_exact(&w, t);
     }
     write_events(&w);

@@ -7,21 +7,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* An external thread-local i32 of the runtime, accessed in the initial-exec model. */
+static LLVMValueRef runtime_tls(struct ml_ir *ir, const char *name)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(ir->m, name);
+
+    if (!g) {
+        g = LLVMAddGlobal(ir->m, ir->t_i32, name);
+        LLVMSetThreadLocal(g, 1);
+        LLVMSetThreadLocalMode(g, LLVMInitialExecTLSModel);
+    }
+    return g;
+}
+
 int ml_dyn_setup(struct ml_ir *ir)
 {
     uint32_t none = 0;
     LLVMTypeRef params[2] = {ir->t_i8p, ir->t_i32};
 
+    ir->g_timed = runtime_tls(ir, "__memlens_timed");
     ir->dynset = ML_NOSET;
     /* All-blocks mode counts that code in place already; exact mode checks static facts. */
     if (ir->o && (ir->o->all || ir->o->exact))
         return 0;
-    ir->g_dctx = LLVMGetNamedGlobal(ir->m, "__memlens_dctx");
-    if (!ir->g_dctx) {
-        ir->g_dctx = LLVMAddGlobal(ir->m, ir->t_i32, "__memlens_dctx");
-        LLVMSetThreadLocal(ir->g_dctx, 1);
-        LLVMSetThreadLocalMode(ir->g_dctx, LLVMInitialExecTLSModel);
-    }
+    ir->g_dctx = runtime_tls(ir, "__memlens_dctx");
     ir->setids_ph = LLVMAddGlobal(ir->m, ir->t_i32, "__memlens_setids.placeholder");
     ir->ty_dynblock = LLVMFunctionType(ir->t_i64p, params, 2, 0);
     ir->f_dynblock = LLVMGetNamedFunction(ir->m, "__memlens_dyn_block");
@@ -170,13 +179,18 @@ void ml_dyn_entry_check(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef dyn)
  * invoke whose unwind block other calls share keeps the context on that path:
  * the region's own exits still close it (the context is not a region state).
  */
-void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset)
+void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, int mult)
 {
     LLVMValueRef idx = LLVMConstInt(ir->t_i64, regset, 0), old, sid;
 
     LLVMPositionBuilderBefore(ir->b, call);
     old = LLVMBuildLoad2(ir->b, ir->t_i32, ir->g_dctx, "");
     sid = LLVMBuildLoad2(ir->b, ir->t_i32, LLVMConstGEP2(ir->t_i32, ir->setids_ph, &idx, 1), "");
+    if (mult) /* an unmeasured execution of code that is not versioned: no context */
+        sid = LLVMBuildMul(ir->b, sid,
+                           LLVMBuildTrunc(ir->b, LLVMBuildLoad2(ir->b, ir->t_i64, ir->mult_ph, ""),
+                                          ir->t_i32, ""),
+                           "");
     LLVMBuildStore(ir->b, sid, ir->g_dctx);
     if (LLVMIsACallInst(call)) {
         LLVMValueRef next = LLVMGetNextInstruction(call);

@@ -165,9 +165,9 @@ int ml_mem_call_kind(LLVMValueRef call)
         return 0;
     if (name_starts(fn, "llvm.memcpy.") || name_starts(fn, "llvm.memmove.") ||
         name_starts(fn, "llvm.memcpy.inline.") || name_is(fn, "memcpy") ||
-        name_is(fn, "memmove"))
+        name_is(fn, "memmove") || name_is(fn, "__memcpy_chk") || name_is(fn, "__memmove_chk"))
         return 1;
-    if (name_starts(fn, "llvm.memset.") || name_is(fn, "memset"))
+    if (name_starts(fn, "llvm.memset.") || name_is(fn, "memset") || name_is(fn, "__memset_chk"))
         return 2;
     return 0;
 }

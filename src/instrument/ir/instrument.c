@@ -32,7 +32,7 @@ int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
 
 void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[1024];
     va_list ap;
 
     if (!ir->o || !ir->o->warn)
@@ -497,6 +497,38 @@ static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t 
 }
 
 /*
+ * In a function that is not versioned (computed goto), every execution runs the
+ * counted code: counts add by times the thread's measured flag (1 or 0), which
+ * its BEGIN sites store in the module block. Built at the builder's position.
+ */
+static LLVMValueRef mult_by(struct ml_ir *ir, LLVMValueRef by)
+{
+    LLVMValueRef m;
+
+    if (!ir->cur_mult)
+        return by;
+    m = LLVMBuildLoad2(ir->b, ir->t_i64, ir->mult_ph, "");
+    return LLVMIsAConstantInt(by) && LLVMConstIntGetZExtValue(by) == 1 ? m
+                                                                        : LLVMBuildMul(ir->b, by, m, "");
+}
+
+static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char *name, size_t len)
+{
+    if (grow((void **)&ir->uinfo, &ir->capuinfo, ir->nuinfo + 1, sizeof(*ir->uinfo)))
+        return -ENOMEM;
+    ir->uinfo[ir->nuinfo] = (struct ml_uinfo){unit, kind, strndup(name, len)};
+    return ir->uinfo[ir->nuinfo++].name ? 0 : -ENOMEM;
+}
+
+static int add_late(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, uint32_t ticks)
+{
+    if (grow((void **)&ir->late, &ir->caplate, ir->nlate + 1, sizeof(*ir->late)))
+        return -ENOMEM;
+    ir->late[ir->nlate++] = (struct ml_late){call, ir->cur_mult, regset, ticks};
+    return 0;
+}
+
+/*
  * Adds `by` to a counter slot before `before`: one load-add-store on a
  * thread-local slot (or, in code counted under the dynamic context, on the
  * block the function found at its entry).
@@ -506,6 +538,7 @@ static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMV
     LLVMValueRef idx = LLVMConstInt(ir->t_i64, slot, 0), p, v;
 
     LLVMPositionBuilderBefore(ir->b, before);
+    by = mult_by(ir, by);
     p = ir->cur_base ? LLVMBuildGEP2(ir->b, ir->t_i64, ir->cur_base, &idx, 1, "")
                      : LLVMConstGEP2(ir->t_i64, ir->ctr_ph, &idx, 1);
     v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
@@ -549,6 +582,7 @@ static void emit_add_at(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LL
     LLVMValueRef idx, p, v;
 
     LLVMPositionBuilderBefore(ir->b, before);
+    by = mult_by(ir, by);
     idx = LLVMBuildAdd(ir->b, LLVMConstInt(ir->t_i64, slot, 0), bit, "");
     p = LLVMBuildGEP2(ir->b, ir->t_i64, ir->cur_base ? ir->cur_base : ir->ctr_ph, &idx, 1, "");
     v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
@@ -635,6 +669,138 @@ static int is_runtime_fn(LLVMValueRef fn)
     return len >= 9 && !memcmp(name, "__memlens", 9);
 }
 
+/* Bytes `n` (i64) through p read (rd) or written, counted into a new bytes unit before `at`. */
+static int count_bytes(struct ml_ir *ir, LLVMValueRef p, LLVMValueRef n, int rd, uint32_t regset,
+                       const char *func, LLVMValueRef loc, LLVMValueRef at)
+{
+    LLVMValueRef base, bit;
+    enum ml_memclass c = ml_ptr_origin(ir, p, &base);
+    uint32_t bu;
+    int rc;
+
+    if (c != ML_DYNAMIC) {
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, loc, &bu);
+        if (rc)
+            return rc;
+        ir->units[bu].facts[(rd ? ML_F_RD_HEAP : ML_F_WR_HEAP) + c] = 1;
+        emit_add(ir, at, bu, n);
+        return 0;
+    }
+    rc = new_pair(ir, ML_UNIT_BYTES, regset, func, loc, rd, !rd, 0, &bu);
+    if (rc)
+        return rc;
+    bit = stack_bit(ir, base, at);
+    if (!bit)
+        return -ENOMEM;
+    emit_add_at(ir, at, bu, bit, n);
+    return 0;
+}
+
+/* Size argument(s) of allocators: index of the size, and of a second factor (calloc) or -1. */
+static const struct {
+    const char *name;
+    int size, times;
+} alloc_sizes[] = {
+    {"malloc", 0, -1},          {"valloc", 0, -1},         {"pvalloc", 0, -1},
+    {"calloc", 0, 1},           {"realloc", 1, -1},        {"reallocarray", 1, 2},
+    {"aligned_alloc", 1, -1},   {"memalign", 1, -1},       {"posix_memalign", 2, -1},
+    {"_Znwm", 0, -1},           {"_Znam", 0, -1},          {"_ZnwmRKSt9nothrow_t", 0, -1},
+    {"_ZnamRKSt9nothrow_t", 0, -1}, {"_ZnwmSt11align_val_t", 0, -1},
+    {"_ZnamSt11align_val_t", 0, -1},
+};
+
+static const char *const deallocators[] = {
+    "free", "cfree", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align_val_t",
+    "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+};
+
+/*
+ * Library calls whose effect the arguments or the result tell, from region
+ * code (docs/regions.md, "Library calls"): bytes of strlen, strnlen, memchr,
+ * stpcpy, strncpy, stpncpy (counted like the program's own); the bytes asked
+ * of allocators and the calls of deallocators (UNITINFO units).
+ */
+static int library_call(struct ml_ir *ir, LLVMValueRef call, LLVMValueRef fn, uint32_t regset,
+                        const char *func)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+    unsigned nargs = (unsigned)LLVMGetNumArgOperands(call);
+    LLVMValueRef next = LLVMGetNextInstruction(call), one = LLVMConstInt(ir->t_i64, 1, 0), n;
+    uint32_t u;
+    int rc;
+
+#define IS(s) (len == sizeof(s) - 1 && !memcmp(name, s, len))
+    for (size_t i = 0; i < sizeof(alloc_sizes) / sizeof(alloc_sizes[0]); i++) {
+        if (strlen(alloc_sizes[i].name) != len || memcmp(name, alloc_sizes[i].name, len) ||
+            (unsigned)alloc_sizes[i].size >= nargs || alloc_sizes[i].times >= (int)nargs)
+            continue;
+        LLVMPositionBuilderBefore(ir->b, call);
+        n = LLVMBuildZExtOrBitCast(
+            ir->b, LLVMGetOperand(call, (unsigned)alloc_sizes[i].size), ir->t_i64, "");
+        if (alloc_sizes[i].times >= 0)
+            n = LLVMBuildMul(ir->b, n,
+                             LLVMBuildZExtOrBitCast(ir->b,
+                                                    LLVMGetOperand(call, (unsigned)alloc_sizes[i].times),
+                                                    ir->t_i64, ""),
+                             "");
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &u);
+        if (!rc)
+            rc = add_uinfo(ir, u, ML_UI_ALLOC_BYTES, name, len);
+        if (rc)
+            return rc;
+        emit_add(ir, call, u, n);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(deallocators) / sizeof(deallocators[0]); i++) {
+        if (strlen(deallocators[i]) != len || memcmp(name, deallocators[i], len))
+            continue;
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &u);
+        if (!rc)
+            rc = add_uinfo(ir, u, ML_UI_FREE_CALLS, name, len);
+        if (rc)
+            return rc;
+        emit_add(ir, call, u, one);
+        return 0;
+    }
+    /* The bytes follow from the result: counted after the call (a plain call, never an invoke). */
+    if (!LLVMIsACallInst(call) || !next)
+        return 0;
+    LLVMPositionBuilderBefore(ir->b, next);
+    if ((IS("strlen") || IS("strnlen")) && nargs >= 1) {
+        n = LLVMBuildAdd(ir->b, LLVMBuildZExtOrBitCast(ir->b, call, ir->t_i64, ""), one, "");
+        if (IS("strnlen") && nargs >= 2) {
+            LLVMValueRef max = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 1), ir->t_i64, "");
+            n = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, n, max, ""), n, max, "");
+        }
+        return count_bytes(ir, LLVMGetOperand(call, 0), n, 1, regset, func, call, next);
+    }
+    if (IS("memchr") && nargs >= 3) {
+        LLVMValueRef s0 = LLVMBuildPtrToInt(ir->b, LLVMGetOperand(call, 0), ir->t_i64, "");
+        LLVMValueRef r = LLVMBuildPtrToInt(ir->b, call, ir->t_i64, "");
+        LLVMValueRef all = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 2), ir->t_i64, "");
+        n = LLVMBuildSelect(ir->b,
+                            LLVMBuildICmp(ir->b, LLVMIntEQ, r, LLVMConstInt(ir->t_i64, 0, 0), ""),
+                            all, LLVMBuildAdd(ir->b, LLVMBuildSub(ir->b, r, s0, ""), one, ""), "");
+        return count_bytes(ir, LLVMGetOperand(call, 0), n, 1, regset, func, call, next);
+    }
+    if (IS("stpcpy") && nargs >= 2) {
+        n = LLVMBuildAdd(ir->b,
+                         LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, call, ir->t_i64, ""),
+                                      LLVMBuildPtrToInt(ir->b, LLVMGetOperand(call, 0), ir->t_i64, ""),
+                                      ""),
+                         one, "");
+        rc = count_bytes(ir, LLVMGetOperand(call, 1), n, 1, regset, func, call, next);
+        return rc ? rc : count_bytes(ir, LLVMGetOperand(call, 0), n, 0, regset, func, call, next);
+    }
+    if ((IS("strncpy") || IS("stpncpy")) && nargs >= 3) {
+        n = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 2), ir->t_i64, "");
+        return count_bytes(ir, LLVMGetOperand(call, 0), n, 0, regset, func, call, next);
+    }
+#undef IS
+    return 0;
+}
+
 /*
  * Calls out of a region: clone bodies we have, record the rest as not seen
  * (mult calls per execution of unit).
@@ -678,11 +844,36 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
         }
         return 0;
     }
-    /* Missed by the static sets: instrumented code it reaches counts for them at run time. */
-    if (ir->dynset != ML_NOSET && regset != ir->dynset && regset != ML_NOSET &&
-        (!fn || (!LLVMGetIntrinsicID(fn) && (LLVMIsDeclaration(fn) || !ml_can_clone(fn)) &&
-                 !is_fork_call(fn) && !is_runtime_fn(fn))))
-        ml_dyn_wrap_call(ir, call, regset);
+    {
+        /*
+         * Missed by the static sets: instrumented code it reaches counts for them at run time
+         * (the dynamic context); not seen, a known callee's time in timed executions is kept.
+         */
+        int missed = !fn || (!LLVMGetIntrinsicID(fn) &&
+                             (LLVMIsDeclaration(fn) || !ml_can_clone(fn)) && !is_fork_call(fn) &&
+                             !is_runtime_fn(fn));
+        uint32_t ctxset = ir->dynset != ML_NOSET && regset != ir->dynset && regset != ML_NOSET &&
+                                  missed
+                              ? regset
+                              : ML_NOSET;
+        uint32_t ticks = UINT32_MAX;
+        int rc;
+        if (fn && missed && !ir->cur_base && regset != ML_NOSET && LLVMIsACallInst(call)) {
+            name = LLVMGetValueName2(fn, &len);
+            rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &ticks);
+            if (!rc)
+                rc = add_uinfo(ir, ticks, ML_UI_NOTSEEN_TICKS, name, len);
+            if (rc)
+                return rc;
+        }
+        if ((ctxset != ML_NOSET || ticks != UINT32_MAX) && add_late(ir, call, ctxset, ticks))
+            return -ENOMEM;
+        if (fn && missed && LLVMIsDeclaration(fn) && regset != ML_NOSET) {
+            rc = library_call(ir, call, fn, regset, func);
+            if (rc)
+                return rc;
+        }
+    }
     if (!fn)
         return add_call(ir, unit, "(indirect call)", 15, mult);
     if (LLVMGetIntrinsicID(fn))
@@ -1143,6 +1334,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     int rc;
 
     ir->argsig = job->argsig;
+    ir->cur_mult = job->mult;
     ml_ptrmap_free(&ir->argbits);
     ml_ptrmap_init(&ir->argbits);
     /* A copy counted under the dynamic context finds its counter block first. */
@@ -1341,17 +1533,21 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     for (size_t i = 0; i < w.nmarkers; i++) {
         int nested = w.markers[i].nested;
         LLVMValueRef fn = !w.markers[i].begin              ? ir->f_exit
+                          : job->mult                      ? ir->f_enter
                           : nested && job->plain           ? ir->f_enter_never
                           : job->versioned && !nested      ? ir->f_enter
                                                            : ir->f_enter_always;
         LLVMValueRef call;
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
         call = emit_marker_call(ir, fn, w.markers[i].region);
+        if (job->mult && w.markers[i].begin) /* the decision multiplies the counts that follow */
+            LLVMBuildStore(ir->b, LLVMBuildZExt(ir->b, call, ir->t_i64, ""), ir->mult_ph);
         LLVMSetMetadata(call, ir->md_id, LLVMGetMetadata(w.markers[i].call, ir->md_id));
         erase_marker(w.markers[i].call);
     }
 out:
     ir->cur_base = NULL;
+    ir->cur_mult = 0;
     free(defs);
     free(unshared);
     free(active);
@@ -1372,7 +1568,7 @@ static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t a
 {
     if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
-    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, argsig, src, 0, 0};
+    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, argsig, 0, src, 0, 0};
     return 0;
 }
 
@@ -1390,6 +1586,7 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, u
         tmpl = fn;
     for (size_t i = 0; i < ir->nclones; i++)
         if (ir->clones[i].ctx == ctx && ir->clones[i].argsig == argsig &&
+            ir->clones[i].mult == ir->cur_mult &&
             (ir->clones[i].tmpl == tmpl || ir->clones[i].fn == fn))
             return ir->clones[i].fn;
     if (ml_ptrmap_get(&ir->generated, fn)) {
@@ -1409,7 +1606,8 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, u
     if (grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
         ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, argsig, name))
         return NULL;
-    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, argsig, c};
+    ir->work[ir->nwork - 1].mult = (unsigned char)ir->cur_mult;
+    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, argsig, ir->cur_mult, c};
     return c;
 }
 
@@ -1452,6 +1650,57 @@ static int dyn_copies(struct ml_ir *ir)
         ir->dyns[ir->ndyns++] = (struct ml_version){fns[i], c};
     }
     free(fns);
+    return 0;
+}
+
+/*
+ * A function with regions that cannot be versioned (computed goto, callbr, too
+ * many blocks) runs its counted code on every execution; sampling only keeps
+ * 1 in N executions' counts (the thread's measured flag multiplies them). One
+ * clang-style warning per region says so at compile time, and the module
+ * marks the region (ML_RFLAG_NO_PLAIN) so the report can say it too.
+ */
+static int warn_unversioned(struct ml_ir *ir, LLVMValueRef fn)
+{
+    size_t flen;
+    const char *fname = LLVMGetValueName2(fn, &flen);
+    int goto_ = !ml_can_clone(fn);
+
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            uint32_t r;
+            unsigned len = 0;
+            const char *file;
+            char where[256];
+            int rc;
+            if (marker_kind(ir, in) != 1)
+                continue;
+            rc = marker_region(ir, in, &r);
+            if (rc)
+                return rc;
+            if (!ir->rflags || r >= ir->nrflags) {
+                uint32_t *f = realloc(ir->rflags, (ir->nregions + 16) * sizeof(*f));
+                if (!f)
+                    return -ENOMEM;
+                memset(f + ir->nrflags, 0, (ir->nregions + 16 - ir->nrflags) * sizeof(*f));
+                ir->rflags = f;
+                ir->nrflags = ir->nregions + 16;
+            }
+            if (ir->rflags[r] & ML_RFLAG_NO_PLAIN)
+                continue;
+            ir->rflags[r] |= ML_RFLAG_NO_PLAIN;
+            file = LLVMGetDebugLocFilename(in, &len);
+            if (file && len)
+                snprintf(where, sizeof(where), "%.*s:%u:%u", (int)len, file,
+                         LLVMGetDebugLocLine(in), LLVMGetDebugLocColumn(in));
+            else
+                snprintf(where, sizeof(where), "%s", "memlens");
+            ml_ir_warn(ir,
+                       "%s: warning: region '%s' in function '%.*s' runs its counted code on every "
+                       "execution (%s): sampling keeps 1 in N executions' counts but saves no time",
+                       where, ir->regions[r], (int)flen, fname,
+                       goto_ ? "computed goto" : "function too large to version");
+        }
     return 0;
 }
 
@@ -1499,6 +1748,11 @@ static void ir_free(struct ml_ir *ir)
     free(ir->clones);
     free(ir->versions);
     free(ir->dyns);
+    for (size_t i = 0; i < ir->nuinfo; i++)
+        free(ir->uinfo[i].name);
+    free(ir->uinfo);
+    free(ir->late);
+    free(ir->rflags);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     ml_ptrmap_free(&ir->argbits);
@@ -1576,6 +1830,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
     ir.stk_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_stack.placeholder");
+    ir.mult_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_mult.placeholder");
 
     /* Functions with markers are changed in place: keep pristine copies to clone from. */
     for (fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
@@ -1615,6 +1870,13 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             ir.work[ir.nwork - 1].versioned = 1;
             ir.work[ir.nwork - 1].plain = 1;
             ir.versions[ir.nversions++] = (struct ml_version){fn, plain};
+        } else if (!(ir.o && ir.o->all)) {
+            ir.work[ir.nwork - 1].mult = 1;
+            rc = warn_unversioned(&ir, fn);
+            if (rc) {
+                ml_ir_fail(&ir, rc, "out of memory");
+                goto out;
+            }
         }
     }
     rc = dyn_copies(&ir);
@@ -1643,7 +1905,9 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             goto out;
         }
     }
-    rc = ml_inline_markers(&ir);
+    rc = ml_late_calls(&ir);
+    if (!rc)
+        rc = ml_inline_markers(&ir);
     if (rc) {
         ml_ir_fail(&ir, rc, "out of memory");
         goto out;

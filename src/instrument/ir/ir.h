@@ -23,6 +23,21 @@ struct ml_unit {
     int placed; /* its increment (or hoisted add) has been emitted */
 };
 
+/* A unit whose count is not executions (format/profile.h, UNITINFO). */
+struct ml_uinfo {
+    uint32_t unit;
+    uint32_t kind; /* ML_UI_* */
+    char *name;    /* owned */
+};
+
+/* A call whose wrapping waits until the code is final (late.c): context and clock. */
+struct ml_late {
+    LLVMValueRef call;
+    int mult;        /* in code that counts times the measured flag: so does the context */
+    uint32_t regset; /* dynamic context to set around it, or ML_NOSET */
+    uint32_t ticks;  /* unit counting its ticks in timed executions, or UINT32_MAX */
+};
+
 struct ml_callrec {
     uint32_t unit;
     char *callee; /* owned */
@@ -44,6 +59,7 @@ struct ml_work {
     LLVMValueRef fn;
     uint32_t ctx;            /* regset offset; ML_NOSET when none */
     uint32_t argsig;         /* class + 1 of pointer arguments 0-15, 2 bits each (0: unknown) */
+    unsigned char mult;      /* counts times the thread's measured flag (not versioned) */
     const char *src_name;    /* the source function it stands for */
     unsigned char versioned; /* BEGIN sites choose between an instrumented and a plain copy */
     unsigned char plain;     /* the plain copy: region markers and exits, no counters */
@@ -59,6 +75,7 @@ struct ml_clone {
     LLVMValueRef tmpl;
     uint32_t ctx;
     uint32_t argsig;
+    int mult;
     LLVMValueRef fn;
 };
 
@@ -120,6 +137,15 @@ struct ml_ir {
     LLVMValueRef cur_base;     /* counter block of the function being instrumented, or NULL */
     struct ml_version *dyns;   /* (original, dynamic copy) pairs that get an entry check */
     size_t ndyns, capdyns;
+    struct ml_uinfo *uinfo;    /* units counting allocations, frees, ticks of not-seen calls */
+    size_t nuinfo, capuinfo;
+    struct ml_late *late;      /* calls to wrap once the code is final */
+    size_t nlate, caplate;
+    LLVMValueRef g_timed;      /* the runtime's thread-local count of open timed executions */
+    uint32_t *rflags;          /* per region: ML_RFLAG_* ([nrflags], grown as regions appear) */
+    uint32_t nrflags;
+    int cur_mult;              /* the function being instrumented counts times the mult word */
+    LLVMValueRef mult_ph;      /* placeholder: the module block's measured flag of this thread */
     struct ml_version *versions;
     size_t nversions, capversions;
 };
@@ -209,7 +235,13 @@ int ml_dyn_setup(struct ml_ir *ir);
 int ml_dyn_wanted(struct ml_ir *ir, LLVMValueRef fn);
 LLVMValueRef ml_dyn_base(struct ml_ir *ir, LLVMValueRef fn);
 void ml_dyn_entry_check(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef dyn);
-void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset);
+void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, int mult);
+/*
+ * Wraps the recorded calls (ir->late) once the code is final: the dynamic
+ * context around calls the static sets miss, and clock reads around not-seen
+ * calls in timed executions. 0 or -ENOMEM.
+ */
+int ml_late_calls(struct ml_ir *ir);
 
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);
