@@ -321,12 +321,11 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
         return -ENOMEM;
     }
     p->threads = nt;
+    memset(&nt[p->nthreads], 0, sizeof(*nt));
     nt[p->nthreads].tid = t.tid;
     nt[p->nthreads].index = t.index;
     nt[p->nthreads].counts = (const uint64_t *)(q + sizeof(t));
     nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
-    nt[p->nthreads].events = NULL;
-    nt[p->nthreads].exited = 0;
     p->nthreads++;
     return 0;
 }
