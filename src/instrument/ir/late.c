@@ -2,6 +2,7 @@
 #include "instrument/ir/ir.h"
 
 #include <errno.h>
+#include <string.h>
 #include <llvm-c/DebugInfo.h>
 
 /*
@@ -14,14 +15,13 @@ static void clock_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, LLVMV
 {
     LLVMBasicBlockRef bb = LLVMGetInstructionParent(call), cont = ml_split_after(ir, call), callbb;
     LLVMBasicBlockRef pre, post;
-    LLVMValueRef fn = LLVMGetBasicBlockParent(bb), timed, t0, t0p, t1, in[2], idx, p, v;
+    LLVMValueRef timed, t0, t0p, t1, in[2], idx, p, v;
     LLVMMetadataRef loc = LLVMInstructionGetDebugLoc(call);
     LLVMBasicBlockRef from[2];
 
     callbb = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.ns");
     pre = LLVMInsertBasicBlockInContext(ir->ctx, callbb, "memlens.ns.t0");
     post = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.ns.t1");
-    (void)fn;
     LLVMInstructionRemoveFromParent(call);
     LLVMPositionBuilderAtEnd(ir->b, bb);
     LLVMSetCurrentDebugLocation2(ir->b, loc);
@@ -50,6 +50,23 @@ static void clock_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, LLVMV
     LLVMSetCurrentDebugLocation2(ir->b, NULL);
 }
 
+/*
+ * The runtime's region clock (src/runtime/clock.h): rdtsc on x86-64, which
+ * llvm.readcyclecounter is; on AArch64 that intrinsic reads pmccntr_el0, which
+ * user code may not (SIGILL), so the virtual counter as the runtime reads it.
+ */
+static LLVMValueRef clock_fn(struct ml_ir *ir, LLVMTypeRef t)
+{
+    static char aarch64_asm[] = "isb; mrs $0, cntvct_el0", cons[] = "=r";
+    LLVMValueRef f;
+
+    if (!strncmp(LLVMGetTarget(ir->m), "aarch64", 7))
+        return LLVMGetInlineAsm(t, aarch64_asm, sizeof(aarch64_asm) - 1, cons, sizeof(cons) - 1, 1,
+                                0, LLVMInlineAsmDialectATT, 0);
+    f = LLVMGetNamedFunction(ir->m, "llvm.readcyclecounter");
+    return f ? f : LLVMAddFunction(ir->m, "llvm.readcyclecounter", t);
+}
+
 int ml_late_calls(struct ml_ir *ir)
 {
     LLVMTypeRef rcc_t = LLVMFunctionType(ir->t_i64, NULL, 0, 0);
@@ -61,11 +78,8 @@ int ml_late_calls(struct ml_ir *ir)
             ml_dyn_wrap_call(ir, l->call, l->regset, l->mult);
         if (l->ticks == UINT32_MAX)
             continue;
-        if (!rcc) {
-            rcc = LLVMGetNamedFunction(ir->m, "llvm.readcyclecounter");
-            if (!rcc)
-                rcc = LLVMAddFunction(ir->m, "llvm.readcyclecounter", rcc_t);
-        }
+        if (!rcc)
+            rcc = clock_fn(ir, rcc_t);
         clock_call(ir, l->call, l->ticks, rcc, rcc_t);
     }
     return 0;
