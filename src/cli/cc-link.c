@@ -21,8 +21,11 @@ static const char *const rt_exports[] = {
     "__memlens_enter_always", "__memlens_enter_never", "__memlens_exit",
     "__memlens_access",       "__memlens_roi_begin",   "__memlens_roi_end",
     "__memlens_dyn_block",    "__memlens_dctx",        "__memlens_timed",
-    "pthread_create",
+    "pthread_create",         "__memlens_q_next",      "__memlens_q_blob",
+    "__memlens_q_sync",
 };
+/* Thread-local: exported only by dynamic links (a -static-pie program crashes at start with it). */
+static const char rt_tls_export[] = "__memlens_q_cur";
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)
@@ -60,6 +63,8 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
         ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_exports[i]));
     if (static_link(c))
         ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
+    else
+        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_tls_export));
     return archive;
 }
 

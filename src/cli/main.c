@@ -19,6 +19,7 @@ static const struct cmd commands[] = {
     {"run", cmd_run, "run a program with the runtime configured (output dir, sampling)"},
     {"report", cmd_report, "per-region, per-thread instruction mix, bytes and bandwidth"},
     {"top", cmd_top, "live per-region, per-thread bandwidth of a running profiled program"},
+    {"profile", cmd_profile, "run a program built for events, feeding profiling modules"},
     {"bb", cmd_bb, "steady-state throughput of an x86-64 basic block"},
     {"instrument", cmd_instrument, NULL},
 };
