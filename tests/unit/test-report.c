@@ -394,7 +394,7 @@ static void test_rank(void **state)
     free(s);
     s = render(&ml_render_csv, fx->r, &o);
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,"));
-    assert_non_null(strstr(s, ",,,3,1\nt/app.mlp,4242,"));
+    assert_non_null(strstr(s, ",0,0,0,,3,1\nt/app.mlp,4242,"));
     free(s);
     s = render(&ml_render_blocks, fx->r, &o);
     assert_non_null(strstr(s, "14,224,112,3,1\n"));
@@ -518,7 +518,7 @@ static void test_sampled(void **state)
     assert_true(c->scale < 0 && c->est_ticks < 0 && c->cal_ticks < 0);
     assert_true(ml_rstats_seconds(c, 1000) < 0);
     s = render(&ml_render_csv, r, &o);
-    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,,1\n"));
+    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,0,0,0,,,1\n"));
     free(s);
     ml_report_free(r);
     ml_profile_free(p);
