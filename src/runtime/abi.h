@@ -58,7 +58,7 @@ struct ml_rt_unit {
  * the runtime when the thread first uses the module: u64 lowest address and
  * size (0 and 0 on a thread it does not know). Instrumented code counts the
  * bytes of an access through a pointer of unknown class as stack when
- * (p - lo) < size, else heap (docs/regions.md, "Heap or stack").
+ * (p - lo) < size, else heap (docs/regions.md, "What a count is").
  */
 #define ML_RT_STACK_WORDS 2
 

@@ -1,5 +1,5 @@
 /* Dynamic attribution: code reached by calls the static region sets miss counts for the regions
- * open at run time (docs/regions.md, "Calls the static sets miss"). */
+ * open at run time (docs/regions.md, "Dynamic attribution"). */
 #include "instrument/ir/ir.h"
 #include "runtime/abi.h"
 

@@ -757,7 +757,7 @@ static const char *const deallocators[] = {
 
 /*
  * Library calls whose effect the arguments or the result tell, from region
- * code (docs/regions.md, "Library calls"): bytes of strlen, strnlen, memchr,
+ * code (docs/regions.md, "Library work"): bytes of strlen, strnlen, memchr,
  * stpcpy, strncpy, stpncpy (counted like the program's own); the bytes asked
  * of allocators and the calls of deallocators (UNITINFO units).
  */

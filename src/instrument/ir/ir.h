@@ -166,7 +166,7 @@ enum ml_memclass ml_ptr_class(LLVMValueRef ptr);
 /*
  * Class of the object ptr points into, in the function being instrumented
  * (ir->argsig); ML_DYNAMIC when only the address can tell, *base then being
- * the pointer whose address decides (docs/regions.md, "Heap or stack").
+ * the pointer whose address decides (docs/regions.md, "What a count is").
  */
 enum ml_memclass ml_ptr_origin(const struct ml_ir *ir, LLVMValueRef ptr, LLVMValueRef *base);
 /* Adds the facts of one instruction to f; returns 0 for instructions that are not counted. */
@@ -221,7 +221,7 @@ void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef 
 int ml_inline_markers(struct ml_ir *ir);
 
 /*
- * dyn.c: dynamic attribution (docs/regions.md, "Calls the static sets miss").
+ * dyn.c: dynamic attribution (docs/regions.md, "Dynamic attribution").
  * setup: the empty set for code counted under the dynamic context
  * (ir->dynset, ML_NOSET when off: all-blocks and exact mode), the runtime's
  * context word and entry point. wanted: fn may be reached by a call the
