@@ -46,6 +46,8 @@ extern "C" {
 /* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
 void __memlens_roi_begin(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
 void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
+/* The same checks for annotation markers (below): named only in sizeof, it generates no code. */
+int __memlens_name_check(const char *name) MEMLENS_NAME_CHECK_;
 #undef MEMLENS_NAME_CHECK_
 #pragma clang diagnostic pop
 #ifdef __cplusplus
@@ -58,8 +60,10 @@ void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_C
  * so marked code is optimised like unmarked code (docs/regions.md, "The
  * optimiser and the markers"). The instrumenter turns them into runtime calls.
  */
-#define MEMLENS_ROI_BEGIN(name) ((void)__builtin_annotation(0x4d4c5242, name))
-#define MEMLENS_ROI_END(name)   ((void)__builtin_annotation(0x4d4c5245, name))
+#define MEMLENS_ROI_BEGIN(name)                                                                    \
+    ((void)sizeof(__memlens_name_check(name)), (void)__builtin_annotation(0x4d4c5242, name))
+#define MEMLENS_ROI_END(name)                                                                      \
+    ((void)sizeof(__memlens_name_check(name)), (void)__builtin_annotation(0x4d4c5245, name))
 #else
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
