@@ -269,14 +269,15 @@ static int add_timed(struct ml_profile *p, const unsigned char *q, uint64_t len,
     const struct ml_prof_timed *h = (const struct ml_prof_timed *)q;
     int pos;
 
-    if (len < sizeof(*h) || h->nregions != p->nregions ||
-        len != sizeof(*h) + 16ull * h->nregions)
+    if (len < sizeof(*h) || h->nregions != p->nregions || len != sizeof(*h) + 16ull * h->nregions)
         return fail(err, errlen, "timed section at offset %llu does not match %llu regions",
                     (unsigned long long)off, (unsigned long long)p->nregions);
     pos = ml_profile_thread_pos(p, h->index);
     if (pos < 0 || p->threads[pos].timed)
-        return fail(err, errlen, "timed section at offset %llu names thread %u, which has no "
-                    "earlier record or has one already", (unsigned long long)off, h->index);
+        return fail(err, errlen,
+                    "timed section at offset %llu names thread %u, which has no "
+                    "earlier record or has one already",
+                    (unsigned long long)off, h->index);
     p->threads[pos].timed = (const uint64_t *)(q + sizeof(*h));
     p->threads[pos].timed_ticks = p->threads[pos].timed + h->nregions;
     return 0;
@@ -548,8 +549,7 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
             break;
         case ML_SEC_RFLAGS:
             if (!(seen & (1u << ML_SEC_REGIONS)) || s.length != p->nregions * 4)
-                return fail(err, errlen,
-                            "region flags at offset %llu: %llu bytes for %llu regions",
+                return fail(err, errlen, "region flags at offset %llu: %llu bytes for %llu regions",
                             (unsigned long long)off, (unsigned long long)s.length,
                             (unsigned long long)p->nregions);
             p->rflags = (const uint32_t *)q;

@@ -50,8 +50,7 @@ static int address_taken(LLVMValueRef fn)
 {
     for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u)) {
         LLVMValueRef user = LLVMGetUser(u);
-        if ((LLVMIsACallInst(user) || LLVMIsAInvokeInst(user)) &&
-            LLVMGetCalledValue(user) == fn)
+        if ((LLVMIsACallInst(user) || LLVMIsAInvokeInst(user)) && LLVMGetCalledValue(user) == fn)
             continue;
         return 1;
     }
@@ -86,6 +85,19 @@ int ml_dyn_wanted(struct ml_ir *ir, LLVMValueRef fn)
            (l == LLVMExternalLinkage || l == LLVMWeakAnyLinkage || l == LLVMExternalWeakLinkage);
 }
 
+/* Builds at the end of head, a new entry block before entry: entry's allocas move there. */
+static void new_head(struct ml_ir *ir, LLVMBasicBlockRef head, LLVMBasicBlockRef entry)
+{
+    LLVMPositionBuilderAtEnd(ir->b, head);
+    LLVMSetCurrentDebugLocation2(ir->b, NULL);
+    for (LLVMValueRef a = LLVMGetFirstInstruction(entry); a && LLVMIsAAllocaInst(a);) {
+        LLVMValueRef next = LLVMGetNextInstruction(a);
+        LLVMInstructionRemoveFromParent(a);
+        LLVMInsertIntoBuilder(ir->b, a);
+        a = next;
+    }
+}
+
 /*
  * The entry of a function counted under the dynamic context: the counter block
  * of this thread, module and open region set, computed in new blocks before
@@ -103,14 +115,7 @@ LLVMValueRef ml_dyn_base(struct ml_ir *ir, LLVMValueRef fn)
     LLVMValueRef d, cd, cb, hit, slow, phi, args[2], in[2];
     LLVMBasicBlockRef from[2] = {head, miss};
 
-    LLVMPositionBuilderAtEnd(ir->b, head);
-    LLVMSetCurrentDebugLocation2(ir->b, NULL);
-    for (LLVMValueRef a = LLVMGetFirstInstruction(entry); a && LLVMIsAAllocaInst(a);) {
-        LLVMValueRef next = LLVMGetNextInstruction(a);
-        LLVMInstructionRemoveFromParent(a);
-        LLVMInsertIntoBuilder(ir->b, a);
-        a = next;
-    }
+    new_head(ir, head, entry);
     d = LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->t_i32, ir->g_dctx, ""), ir->t_i64, "");
     cd = LLVMBuildLoad2(ir->b, ir->t_i64, LLVMConstGEP2(ir->t_i64, ir->stk_ph, &idx2, 1), "");
     cb = LLVMBuildLoad2(ir->b, ir->t_i64, LLVMConstGEP2(ir->t_i64, ir->stk_ph, &idx3, 1), "");
@@ -149,14 +154,7 @@ void ml_dyn_entry_check(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef dyn)
     LLVMValueRef args[n + 1], call, d;
     LLVMTypeRef fty = LLVMGlobalGetValueType(fn);
 
-    LLVMPositionBuilderAtEnd(ir->b, head);
-    LLVMSetCurrentDebugLocation2(ir->b, NULL);
-    for (LLVMValueRef a = LLVMGetFirstInstruction(entry); a && LLVMIsAAllocaInst(a);) {
-        LLVMValueRef next = LLVMGetNextInstruction(a);
-        LLVMInstructionRemoveFromParent(a);
-        LLVMInsertIntoBuilder(ir->b, a);
-        a = next;
-    }
+    new_head(ir, head, entry);
     d = LLVMBuildLoad2(ir->b, ir->t_i32, ir->g_dctx, "");
     LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntNE, d, LLVMConstInt(ir->t_i32, 0, 0), ""),
                     go, entry);
@@ -187,10 +185,10 @@ void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, int 
     old = LLVMBuildLoad2(ir->b, ir->t_i32, ir->g_dctx, "");
     sid = LLVMBuildLoad2(ir->b, ir->t_i32, LLVMConstGEP2(ir->t_i32, ir->setids_ph, &idx, 1), "");
     if (mult) /* an unmeasured execution of code that is not versioned: no context */
-        sid = LLVMBuildMul(ir->b, sid,
-                           LLVMBuildTrunc(ir->b, LLVMBuildLoad2(ir->b, ir->t_i64, ir->mult_ph, ""),
-                                          ir->t_i32, ""),
-                           "");
+        sid = LLVMBuildMul(
+            ir->b, sid,
+            LLVMBuildTrunc(ir->b, LLVMBuildLoad2(ir->b, ir->t_i64, ir->mult_ph, ""), ir->t_i32, ""),
+            "");
     LLVMBuildStore(ir->b, sid, ir->g_dctx);
     if (LLVMIsACallInst(call)) {
         LLVMValueRef next = LLVMGetNextInstruction(call);

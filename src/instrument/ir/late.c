@@ -1,4 +1,4 @@
-/* Calls wrapped once the code is final: the dynamic context, and the clock around not-seen calls. */
+/* Calls wrapped once the code is final: the dynamic context, the clock around not-seen calls. */
 #include "instrument/ir/ir.h"
 
 #include <errno.h>
