@@ -17,12 +17,10 @@
  * checks that an executable exports every global symbol of the runtime.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register",     "__memlens_unregister",  "__memlens_enter",
-    "__memlens_enter_always", "__memlens_enter_never", "__memlens_exit",
-    "__memlens_access",       "__memlens_roi_begin",   "__memlens_roi_end",
-    "__memlens_dyn_block",    "__memlens_dctx",        "__memlens_timed",
-    "pthread_create",         "__memlens_q_next",      "__memlens_q_blob",
-    "__memlens_q_sync",
+    "__memlens_register",    "__memlens_unregister", "__memlens_enter",  "__memlens_enter_always",
+    "__memlens_enter_never", "__memlens_exit",       "__memlens_access", "__memlens_roi_begin",
+    "__memlens_roi_end",     "__memlens_dyn_block",  "__memlens_dctx",   "__memlens_timed",
+    "pthread_create",        "__memlens_q_next",     "__memlens_q_blob", "__memlens_q_sync",
 };
 /* Thread-local: exported only by dynamic links (a -static-pie program crashes at start with it). */
 static const char rt_tls_export[] = "__memlens_q_cur";

@@ -108,8 +108,9 @@ struct ml_prof_timed {
 };
 
 /* ML_SEC_RFLAGS, at most once: a word per region. */
-#define ML_RFLAG_NO_PLAIN 1u /* computed goto: every execution runs instrumented code (sampling
-                                drops the counts of unmeasured ones but saves no time) */
+#define ML_RFLAG_NO_PLAIN                                                                          \
+    1u /* computed goto: every execution runs instrumented code (sampling                          \
+          drops the counts of unmeasured ones but saves no time) */
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
 enum ml_class {
@@ -347,8 +348,8 @@ struct ml_profile {
     /* Units whose count is their function's calls (ascending; may be empty). */
     const uint32_t *entries;
     uint64_t nentries;
-    const struct ml_prof_exited *exited;     /* NULL without an EXITED section */
-    const struct ml_prof_unitinfo *uinfo;    /* UNITINFO records (may be empty) */
+    const struct ml_prof_exited *exited;  /* NULL without an EXITED section */
+    const struct ml_prof_unitinfo *uinfo; /* UNITINFO records (may be empty) */
     uint64_t nuinfo;
     const uint32_t *rflags;                  /* [nregions] ML_RFLAG_*, or NULL */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */

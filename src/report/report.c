@@ -145,8 +145,8 @@ static int build_callees(struct ml_report *r)
         }
         /* A call site that never ran says nothing about where time went; a callee that counted
            itself was seen. */
-        if (c->total && !(nentered && bsearch(&refs[i], entered, nentered, sizeof(*entered),
-                                              call_ref_cmp))) {
+        if (c->total &&
+            !(nentered && bsearch(&refs[i], entered, nentered, sizeof(*entered), call_ref_cmp))) {
             r->ncallees++;
         } else {
             memset(c->calls, 0, r->nthreads * sizeof(*c->calls));

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define ML_EXPORT __attribute__((visibility("default")))
+#define ML_EXPORT  __attribute__((visibility("default")))
 #define MAX_RANGES 512
 
 /* Loaded segments of every object at first use: addresses inside them are "global". */

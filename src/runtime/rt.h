@@ -97,9 +97,9 @@ void ml_rt_fast_pending(const struct ml_thread_rec *t, uint64_t *pending);
  * Dynamic attribution: region sets interned process-wide (id = index + 1; 0 is
  * no set), and the (module, set) pairs that some thread counted code under.
  */
-#define ML_RT_MAX_SETS      4096
-#define ML_RT_SET_WORDS     65536
-#define ML_RT_MAX_DYNPAIRS  4096
+#define ML_RT_MAX_SETS     4096
+#define ML_RT_SET_WORDS    65536
+#define ML_RT_MAX_DYNPAIRS 4096
 
 struct ml_dynpair {
     uint32_t mod; /* module index */

@@ -388,7 +388,8 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     }
     write_dyn_units(w, b, word_base);
 
-    ml_pw_section(w, ML_SEC_CALLS, (ml_rt.ncalls + dyn_calls()) * (uint64_t)sizeof(struct ml_prof_call));
+    ml_pw_section(w, ML_SEC_CALLS,
+                  (ml_rt.ncalls + dyn_calls()) * (uint64_t)sizeof(struct ml_prof_call));
     off = b->calls;
     unit_base = 0;
     for (m = ml_rt.mods; m; m = m->next) {

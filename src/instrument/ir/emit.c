@@ -176,10 +176,11 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMDeleteGlobal(ir->ctr_ph);
     {
         LLVMValueRef at = LLVMConstInt(ir->t_i64, ir->nunits + ML_RT_SLOTS(ir->nregions), 0);
-        LLVMValueRef mat = LLVMConstInt(ir->t_i64, ir->nunits + ML_RT_SLOTS(ir->nregions) +
-                                                       ML_RT_STACK_WORDS + ML_RT_DYN_WORDS, 0);
-        LLVMReplaceAllUsesWith(
-            ir->stk_ph, LLVMConstGEP2(ir->t_i64, LLVMConstBitCast(ctr, ir->t_i64p), &at, 1));
+        LLVMValueRef mat = LLVMConstInt(
+            ir->t_i64, ir->nunits + ML_RT_SLOTS(ir->nregions) + ML_RT_STACK_WORDS + ML_RT_DYN_WORDS,
+            0);
+        LLVMReplaceAllUsesWith(ir->stk_ph,
+                               LLVMConstGEP2(ir->t_i64, LLVMConstBitCast(ctr, ir->t_i64p), &at, 1));
         LLVMDeleteGlobal(ir->stk_ph);
         LLVMReplaceAllUsesWith(
             ir->mult_ph, LLVMConstGEP2(ir->t_i64, LLVMConstBitCast(ctr, ir->t_i64p), &mat, 1));
@@ -258,8 +259,8 @@ int ml_emit_module(struct ml_ir *ir)
         LLVMValueRef fl[ir->nregions + 1];
         for (uint32_t i = 0; i < ir->nregions; i++)
             fl[i] = i32c(ir, i < ir->nrflags ? ir->rflags[i] : 0);
-        g_rflags = private_global(ir, LLVMConstArray(ir->t_i32, fl, ir->nregions),
-                                  "__memlens_rflags", 1);
+        g_rflags =
+            private_global(ir, LLVMConstArray(ir->t_i32, fl, ir->nregions), "__memlens_rflags", 1);
     }
 
     modname = LLVMGetSourceFileName(ir->m, &len);

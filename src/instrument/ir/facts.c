@@ -10,10 +10,24 @@ static int name_is(LLVMValueRef fn, const char *want);
  * too (a fresh object that nothing else points to: the allocator's).
  */
 static const char *const allocators[] = {
-    "malloc", "calloc", "realloc", "reallocarray", "aligned_alloc", "memalign", "valloc",
-    "pvalloc", "strdup", "strndup", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
-    "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t",
-    "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+    "malloc",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "strdup",
+    "strndup",
+    "_Znwm",
+    "_Znam",
+    "_ZnwmRKSt9nothrow_t",
+    "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t",
+    "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_ZnamSt11align_val_tRKSt9nothrow_t",
 };
 
 static int allocates(LLVMValueRef call)
@@ -66,8 +80,7 @@ static enum ml_memclass origin_depth(const struct ml_ir *ir, LLVMValueRef p, LLV
             p = LLVMAliasGetAliasee(p);
             continue;
         }
-        if (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) ||
-            LLVMIsAAddrSpaceCastInst(p)) {
+        if (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) || LLVMIsAAddrSpaceCastInst(p)) {
             p = LLVMGetOperand(p, 0);
             continue;
         }
@@ -97,7 +110,8 @@ static enum ml_memclass origin_depth(const struct ml_ir *ir, LLVMValueRef p, LLV
             int seen = 0;
             for (i = 0; i < n; i++) {
                 LLVMValueRef in = LLVMIsAPHINode(p) ? LLVMGetIncomingValue(p, i)
-                                                     : LLVMGetOperand(p, i + 1), b;
+                                                    : LLVMGetOperand(p, i + 1),
+                             b;
                 enum ml_memclass ci;
                 if (in == p)
                     continue;
@@ -164,8 +178,8 @@ int ml_mem_call_kind(LLVMValueRef call)
     if (!fn)
         return 0;
     if (name_starts(fn, "llvm.memcpy.") || name_starts(fn, "llvm.memmove.") ||
-        name_starts(fn, "llvm.memcpy.inline.") || name_is(fn, "memcpy") ||
-        name_is(fn, "memmove") || name_is(fn, "__memcpy_chk") || name_is(fn, "__memmove_chk"))
+        name_starts(fn, "llvm.memcpy.inline.") || name_is(fn, "memcpy") || name_is(fn, "memmove") ||
+        name_is(fn, "__memcpy_chk") || name_is(fn, "__memmove_chk"))
         return 1;
     if (name_starts(fn, "llvm.memset.") || name_is(fn, "memset") || name_is(fn, "__memset_chk"))
         return 2;

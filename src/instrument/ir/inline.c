@@ -53,9 +53,9 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
     if (kind == K_EXIT) {
         ok = LLVMBuildICmp(ir->b, LLVMIntSLT, w, LLVMConstInt(ir->t_i32, 0, 0), "");
     } else {
-        gate = LLVMBuildLoad2(
-            ir->b, ir->t_i32,
-            slot_ptr(ir, 2 * (uint64_t)ir->nregions + (kind == K_ALWAYS ? 1 : 0)), "");
+        gate = LLVMBuildLoad2(ir->b, ir->t_i32,
+                              slot_ptr(ir, 2 * (uint64_t)ir->nregions + (kind == K_ALWAYS ? 1 : 0)),
+                              "");
         w1 = LLVMBuildAdd(ir->b, w, LLVMConstInt(ir->t_i32, UINT32_MAX, 0), "");
         ok = LLVMBuildICmp(ir->b, LLVMIntULT, LLVMBuildOr(ir->b, w1, gate, ""),
                            LLVMConstInt(ir->t_i32, ML_RT_SLOT_LIMIT, 0), "");
@@ -65,12 +65,11 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
 
     LLVMPositionBuilderAtEnd(ir->b, fast);
     if (kind == K_EXIT) {
-        LLVMBuildStore(ir->b,
-                       LLVMBuildAnd(ir->b, w, LLVMConstInt(ir->t_i32, ~ML_RT_SLOT_OPEN, 0), ""),
-                       wp);
-    } else {
         LLVMBuildStore(
-            ir->b, LLVMBuildOr(ir->b, w1, LLVMConstInt(ir->t_i32, ML_RT_SLOT_OPEN, 0), ""), wp);
+            ir->b, LLVMBuildAnd(ir->b, w, LLVMConstInt(ir->t_i32, ~ML_RT_SLOT_OPEN, 0), ""), wp);
+    } else {
+        LLVMBuildStore(ir->b,
+                       LLVMBuildOr(ir->b, w1, LLVMConstInt(ir->t_i32, ML_RT_SLOT_OPEN, 0), ""), wp);
         answer = LLVMBuildAnd(ir->b, gate, LLVMConstInt(ir->t_i32, 1, 0), "");
     }
     LLVMBuildBr(ir->b, cont);

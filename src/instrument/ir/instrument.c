@@ -549,8 +549,9 @@ static LLVMValueRef mult_by(struct ml_ir *ir, LLVMValueRef by)
     if (!ir->cur_mult)
         return by;
     m = LLVMBuildLoad2(ir->b, ir->t_i64, ir->mult_ph, "");
-    return LLVMIsAConstantInt(by) && LLVMConstIntGetZExtValue(by) == 1 ? m
-                                                                        : LLVMBuildMul(ir->b, by, m, "");
+    return LLVMIsAConstantInt(by) && LLVMConstIntGetZExtValue(by) == 1
+               ? m
+               : LLVMBuildMul(ir->b, by, m, "");
 }
 
 static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char *name, size_t len)
@@ -742,17 +743,34 @@ static const struct {
     const char *name;
     int size, times;
 } alloc_sizes[] = {
-    {"malloc", 0, -1},          {"valloc", 0, -1},         {"pvalloc", 0, -1},
-    {"calloc", 0, 1},           {"realloc", 1, -1},        {"reallocarray", 1, 2},
-    {"aligned_alloc", 1, -1},   {"memalign", 1, -1},       {"posix_memalign", 2, -1},
-    {"_Znwm", 0, -1},           {"_Znam", 0, -1},          {"_ZnwmRKSt9nothrow_t", 0, -1},
-    {"_ZnamRKSt9nothrow_t", 0, -1}, {"_ZnwmSt11align_val_t", 0, -1},
+    {"malloc", 0, -1},
+    {"valloc", 0, -1},
+    {"pvalloc", 0, -1},
+    {"calloc", 0, 1},
+    {"realloc", 1, -1},
+    {"reallocarray", 1, 2},
+    {"aligned_alloc", 1, -1},
+    {"memalign", 1, -1},
+    {"posix_memalign", 2, -1},
+    {"_Znwm", 0, -1},
+    {"_Znam", 0, -1},
+    {"_ZnwmRKSt9nothrow_t", 0, -1},
+    {"_ZnamRKSt9nothrow_t", 0, -1},
+    {"_ZnwmSt11align_val_t", 0, -1},
     {"_ZnamSt11align_val_t", 0, -1},
 };
 
 static const char *const deallocators[] = {
-    "free", "cfree", "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align_val_t",
-    "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+    "free",
+    "cfree",
+    "_ZdlPv",
+    "_ZdaPv",
+    "_ZdlPvm",
+    "_ZdaPvm",
+    "_ZdlPvSt11align_val_t",
+    "_ZdaPvSt11align_val_t",
+    "_ZdlPvmSt11align_val_t",
+    "_ZdaPvmSt11align_val_t",
 };
 
 /*
@@ -777,14 +795,14 @@ static int library_call(struct ml_ir *ir, LLVMValueRef call, LLVMValueRef fn, ui
             (unsigned)alloc_sizes[i].size >= nargs || alloc_sizes[i].times >= (int)nargs)
             continue;
         LLVMPositionBuilderBefore(ir->b, call);
-        n = LLVMBuildZExtOrBitCast(
-            ir->b, LLVMGetOperand(call, (unsigned)alloc_sizes[i].size), ir->t_i64, "");
+        n = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, (unsigned)alloc_sizes[i].size),
+                                   ir->t_i64, "");
         if (alloc_sizes[i].times >= 0)
-            n = LLVMBuildMul(ir->b, n,
-                             LLVMBuildZExtOrBitCast(ir->b,
-                                                    LLVMGetOperand(call, (unsigned)alloc_sizes[i].times),
-                                                    ir->t_i64, ""),
-                             "");
+            n = LLVMBuildMul(
+                ir->b, n,
+                LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, (unsigned)alloc_sizes[i].times),
+                                       ir->t_i64, ""),
+                "");
         rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &u);
         if (!rc)
             rc = add_uinfo(ir, u, ML_UI_ALLOC_BYTES, name, len);
@@ -811,7 +829,8 @@ static int library_call(struct ml_ir *ir, LLVMValueRef call, LLVMValueRef fn, ui
     if ((IS("strlen") || IS("strnlen")) && nargs >= 1) {
         n = LLVMBuildAdd(ir->b, LLVMBuildZExtOrBitCast(ir->b, call, ir->t_i64, ""), one, "");
         if (IS("strnlen") && nargs >= 2) {
-            LLVMValueRef max = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 1), ir->t_i64, "");
+            LLVMValueRef max =
+                LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 1), ir->t_i64, "");
             n = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, n, max, ""), n, max, "");
         }
         return count_bytes(ir, LLVMGetOperand(call, 0), n, 1, regset, func, call, next);
@@ -826,11 +845,11 @@ static int library_call(struct ml_ir *ir, LLVMValueRef call, LLVMValueRef fn, ui
         return count_bytes(ir, LLVMGetOperand(call, 0), n, 1, regset, func, call, next);
     }
     if (IS("stpcpy") && nargs >= 2) {
-        n = LLVMBuildAdd(ir->b,
-                         LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, call, ir->t_i64, ""),
-                                      LLVMBuildPtrToInt(ir->b, LLVMGetOperand(call, 0), ir->t_i64, ""),
-                                      ""),
-                         one, "");
+        n = LLVMBuildAdd(
+            ir->b,
+            LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, call, ir->t_i64, ""),
+                         LLVMBuildPtrToInt(ir->b, LLVMGetOperand(call, 0), ir->t_i64, ""), ""),
+            one, "");
         rc = count_bytes(ir, LLVMGetOperand(call, 1), n, 1, regset, func, call, next);
         return rc ? rc : count_bytes(ir, LLVMGetOperand(call, 0), n, 0, regset, func, call, next);
     }
@@ -890,13 +909,13 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
          * Missed by the static sets: instrumented code it reaches counts for them at run time
          * (the dynamic context); not seen, a known callee's time in timed executions is kept.
          */
-        int missed = !fn || (!LLVMGetIntrinsicID(fn) &&
-                             (LLVMIsDeclaration(fn) || !ml_can_clone(fn)) && !is_fork_call(fn) &&
-                             !is_runtime_fn(fn));
-        uint32_t ctxset = ir->dynset != ML_NOSET && regset != ir->dynset && regset != ML_NOSET &&
-                                  missed
-                              ? regset
-                              : ML_NOSET;
+        int missed =
+            !fn || (!LLVMGetIntrinsicID(fn) && (LLVMIsDeclaration(fn) || !ml_can_clone(fn)) &&
+                    !is_fork_call(fn) && !is_runtime_fn(fn));
+        uint32_t ctxset =
+            ir->dynset != ML_NOSET && regset != ir->dynset && regset != ML_NOSET && missed
+                ? regset
+                : ML_NOSET;
         uint32_t ticks = UINT32_MAX;
         int rc;
         if (fn && missed && !ir->cur_base && regset != ML_NOSET && LLVMIsACallInst(call)) {
@@ -1474,8 +1493,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
-                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
-                                   set, job->src_name, &holder, whole ? lf.factor[c] : 1,
+                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
+                                   job->src_name, &holder, whole ? lf.factor[c] : 1,
                                    host == c && !hoist, in ? 0 : lf.adds[b], hoist, &defs, &ndefs,
                                    &capdefs);
                 if (rc)
@@ -1571,14 +1590,15 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
      * execution: measured in the instrumented copy, not in the plain one.
      */
     for (size_t i = 0; i < w.nmarkers; i++)
-        w.markers[i].nested = w.markers[i].begin && job->versioned && marker_nested(&w, &w.markers[i]);
+        w.markers[i].nested =
+            w.markers[i].begin && job->versioned && marker_nested(&w, &w.markers[i]);
     for (size_t i = 0; i < w.nmarkers; i++) {
         int nested = w.markers[i].nested;
-        LLVMValueRef fn = !w.markers[i].begin              ? ir->f_exit
-                          : job->mult                      ? ir->f_enter
-                          : nested && job->plain           ? ir->f_enter_never
-                          : job->versioned && !nested      ? ir->f_enter
-                                                           : ir->f_enter_always;
+        LLVMValueRef fn = !w.markers[i].begin         ? ir->f_exit
+                          : job->mult                 ? ir->f_enter
+                          : nested && job->plain      ? ir->f_enter_never
+                          : job->versioned && !nested ? ir->f_enter
+                                                      : ir->f_enter_always;
         LLVMValueRef call;
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
         call = emit_marker_call(ir, fn, w.markers[i].region);

@@ -15,8 +15,8 @@
 struct ml_unit {
     uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
-    uint32_t regset; /* word offset into ml_ir.words */
-    uint32_t flags;  /* ML_RT_UNIT_* */
+    uint32_t regset;  /* word offset into ml_ir.words */
+    uint32_t flags;   /* ML_RT_UNIT_* */
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
@@ -122,30 +122,30 @@ struct ml_ir {
     size_t nclones, capclones;
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
-    uint32_t noregion; /* all-blocks mode: the empty region set; else ML_NOSET */
-    uint32_t argsig;   /* the function being instrumented: struct ml_work.argsig */
+    uint32_t noregion;          /* all-blocks mode: the empty region set; else ML_NOSET */
+    uint32_t argsig;            /* the function being instrumented: struct ml_work.argsig */
     struct ml_dynbytes *dyn; /* collector of ml_facts_add, or NULL (dynamic bytes count as heap) */
     size_t ndyn;
-    LLVMValueRef stk_ph;     /* placeholder for the thread's stack bounds (2 x i64, thread-local) */
+    LLVMValueRef stk_ph; /* placeholder for the thread's stack bounds (2 x i64, thread-local) */
     struct ml_ptrmap argbits; /* argument -> its stack bit, computed in the entry block */
     /* Dynamic attribution (dyn.c). */
-    uint32_t dynset;           /* ctx of copies counted under the dynamic context, or ML_NOSET */
-    LLVMValueRef g_dctx;       /* the runtime's thread-local context word (a global set id) */
-    LLVMValueRef setids_ph;    /* placeholder: module region set -> global set id, per word */
-    LLVMValueRef f_dynblock;   /* __memlens_dyn_block */
+    uint32_t dynset;         /* ctx of copies counted under the dynamic context, or ML_NOSET */
+    LLVMValueRef g_dctx;     /* the runtime's thread-local context word (a global set id) */
+    LLVMValueRef setids_ph;  /* placeholder: module region set -> global set id, per word */
+    LLVMValueRef f_dynblock; /* __memlens_dyn_block */
     LLVMTypeRef ty_dynblock;
-    LLVMValueRef cur_base;     /* counter block of the function being instrumented, or NULL */
-    struct ml_version *dyns;   /* (original, dynamic copy) pairs that get an entry check */
+    LLVMValueRef cur_base;   /* counter block of the function being instrumented, or NULL */
+    struct ml_version *dyns; /* (original, dynamic copy) pairs that get an entry check */
     size_t ndyns, capdyns;
-    struct ml_uinfo *uinfo;    /* units counting allocations, frees, ticks of not-seen calls */
+    struct ml_uinfo *uinfo; /* units counting allocations, frees, ticks of not-seen calls */
     size_t nuinfo, capuinfo;
-    struct ml_late *late;      /* calls to wrap once the code is final */
+    struct ml_late *late; /* calls to wrap once the code is final */
     size_t nlate, caplate;
-    LLVMValueRef g_timed;      /* the runtime's thread-local count of open timed executions */
-    uint32_t *rflags;          /* per region: ML_RFLAG_* ([nrflags], grown as regions appear) */
+    LLVMValueRef g_timed; /* the runtime's thread-local count of open timed executions */
+    uint32_t *rflags;     /* per region: ML_RFLAG_* ([nrflags], grown as regions appear) */
     uint32_t nrflags;
-    int cur_mult;              /* the function being instrumented counts times the mult word */
-    LLVMValueRef mult_ph;      /* placeholder: the module block's measured flag of this thread */
+    int cur_mult;         /* the function being instrumented counts times the mult word */
+    LLVMValueRef mult_ph; /* placeholder: the module block's measured flag of this thread */
     struct ml_version *versions;
     size_t nversions, capversions;
 };

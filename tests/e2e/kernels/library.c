@@ -22,11 +22,11 @@ int main(int argc, char **argv)
     sink = dst;
     MEMLENS_ROI_BEGIN("strings");
     for (long i = 0; i < n; i++) {
-        tot += (long)strlen(buf + i);          /* reads 1000 - i bytes */
-        tot += (long)strnlen(buf, 100 + i);    /* reads 100 + i bytes */
+        tot += (long)strlen(buf + i);              /* reads 1000 - i bytes */
+        tot += (long)strnlen(buf, 100 + i);        /* reads 100 + i bytes */
         tot += (char *)memchr(buf, 0, 1000) - buf; /* reads 1000 bytes */
-        tot += stpcpy(dst, buf + 900) - dst;   /* reads and writes 100 bytes */
-        strncpy(dst, buf, 64);                 /* writes 64 bytes */
+        tot += stpcpy(dst, buf + 900) - dst;       /* reads and writes 100 bytes */
+        strncpy(dst, buf, 64);                     /* writes 64 bytes */
         sink = dst;
     }
     MEMLENS_ROI_END("strings");

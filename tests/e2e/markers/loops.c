@@ -26,7 +26,8 @@ struct node {
 };
 
 /* A loop-invariant pointer (scale) and an indirect read: the marked loop must not reload it. */
-__attribute__((noinline)) double gather(const double *a, const int *idx, long n, const double *scale)
+__attribute__((noinline)) double gather(const double *a, const int *idx, long n,
+                                        const double *scale)
 {
     double s = 0;
     for (long i = 0; i < n; i++) {
@@ -61,7 +62,8 @@ __attribute__((noinline)) long chase(const struct node *p, long *hops)
     return s;
 }
 
-/* Breadth-first frontier expansion: one region per frontier vertex, output count behind a pointer. */
+/* Breadth-first frontier expansion: one region per frontier vertex, output count behind a pointer.
+ */
 __attribute__((noinline)) void expand(const long *row, const int *col, const int *front, long nf,
                                       int *dist, int *next, long *nnext, int d)
 {
