@@ -46,13 +46,28 @@ extern "C" {
 /* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
 void __memlens_roi_begin(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
 void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
+/* The same checks for annotation markers (below): named only in sizeof, it generates no code. */
+int __memlens_name_check(const char *name) MEMLENS_NAME_CHECK_;
 #undef MEMLENS_NAME_CHECK_
 #pragma clang diagnostic pop
 #ifdef __cplusplus
 }
 #endif
+#if defined(__MEMLENS_CC__) && defined(__clang__)
+/*
+ * memlens cc instruments the optimised code: until then the markers are
+ * annotations, which the optimiser knows touch none of the program's memory,
+ * so marked code is optimised like unmarked code (docs/regions.md, "The
+ * optimiser and the markers"). The instrumenter turns them into runtime calls.
+ */
+#define MEMLENS_ROI_BEGIN(name)                                                                    \
+    ((void)sizeof(__memlens_name_check(name)), (void)__builtin_annotation(0x4d4c5242, name))
+#define MEMLENS_ROI_END(name)                                                                      \
+    ((void)sizeof(__memlens_name_check(name)), (void)__builtin_annotation(0x4d4c5245, name))
+#else
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
+#endif
 #else
 #define MEMLENS_ROI_BEGIN(name) ((void)0)
 #define MEMLENS_ROI_END(name)   ((void)0)

@@ -17,13 +17,14 @@
  * checks that an executable exports every global symbol of the runtime.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register",     "__memlens_unregister", "__memlens_enter",
-    "__memlens_enter_always", "__memlens_exit",       "__memlens_access",
-    "__memlens_roi_begin",    "__memlens_roi_end",    "pthread_create",
-    "__memlens_q_next",       "__memlens_q_blob",     "__memlens_q_sync",
+    "__memlens_register",    "__memlens_unregister", "__memlens_enter",  "__memlens_enter_always",
+    "__memlens_enter_never", "__memlens_exit",       "__memlens_access", "__memlens_roi_begin",
+    "__memlens_roi_end",     "__memlens_dyn_block",  "pthread_create",   "__memlens_q_next",
+    "__memlens_q_blob",      "__memlens_q_sync",
 };
-/* Thread-local: exported only by dynamic links (a -static-pie program crashes at start with it). */
-static const char rt_tls_export[] = "__memlens_q_cur";
+/* Thread-local: exported by dynamic links only (a -static-pie program crashes at start). */
+static const char *const rt_tls_exports[] = {"__memlens_q_cur", "__memlens_dctx",
+                                             "__memlens_timed"};
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)
@@ -62,7 +63,8 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     if (static_link(c))
         ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
     else
-        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_tls_export));
+        for (size_t i = 0; i < sizeof(rt_tls_exports) / sizeof(rt_tls_exports[0]); i++)
+            ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_tls_exports[i]));
     return archive;
 }
 

@@ -227,6 +227,7 @@ static const char *temp_for(const char *s, const char *ext)
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
+    ml_strv_push(v, "-D__MEMLENS_CC__");
     ml_strv_push(v, "-I");
     ml_strv_push(v, g.incdir);
 }
@@ -406,10 +407,14 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     return run_out(&v, out, NULL, in);
 }
 
+/* A message that names its source location ("file:line:col: warning: ...") prints as clang's do. */
 static void print_warning(void *ctx, const char *msg)
 {
     (void)ctx;
-    warning("%s", msg);
+    if (strstr(msg, ": warning: "))
+        fprintf(stderr, "%s\n", msg);
+    else
+        warning("%s", msg);
 }
 
 static struct ml_ir_opts ir_opts(void)
@@ -839,7 +844,7 @@ int cmd_cc(int argc, char **argv)
      */
     if (g.cmd.mode == ML_MODE_PASS ||
         ((g.cmd.mode == ML_MODE_ASM || g.cmd.mode == ML_MODE_OBJ) && g.cmd.flto)) {
-        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
+        const char *extra[] = {"-D__MEMLENS__", "-D__MEMLENS_CC__", "-I", g.incdir, NULL};
 
         push_raw(&v, g.cmd.cfamily ? extra : NULL);
         ml_cc_exec(v.v);

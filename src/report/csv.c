@@ -48,7 +48,8 @@ static void csv_tail(FILE *f, const struct ml_report *r, int mpi_rank)
     fprintf(f, ",%" PRIu64, p->merged ? p->merged : 1);
 }
 
-/* The columns after time_borrowed: sampling, corrections, events, rank, profiles, exact, note. */
+/* The columns after time_borrowed: sampling, corrections, events, rank, profiles, exact, note,
+   library work, computed goto. */
 static void csv_more(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
     char note[256];
@@ -86,7 +87,10 @@ static void csv_more(FILE *f, const struct ml_report *r, uint64_t reg, const str
         csv_count(f, r->prof->exact, s->x[x]);
     fputc(',', f);
     ml_csv_str(f, ml_report_note(r, reg, s, note, sizeof(note)) ? note : "");
-    fputc('\n', f);
+    /* Library work and the computed-goto flag, appended so older readers keep their columns. */
+    csv_double(f, ml_rstats_notseen_share(s), "%.6f");
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%d\n", s->alloc_bytes, s->frees,
+            (s->rflags & ML_RFLAG_NO_PLAIN) != 0);
 }
 
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
@@ -119,7 +123,8 @@ static void csv_begin(FILE *f, const struct ml_report_opts *o)
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
           "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles,exact_rd_heap,"
-          "exact_rd_global,exact_rd_stack,exact_wr_heap,exact_wr_global,exact_wr_stack,note\n",
+          "exact_rd_global,exact_rd_stack,exact_wr_heap,exact_wr_global,exact_wr_stack,note,"
+          "notseen_share,alloc_bytes,frees,computed_goto\n",
           f);
 }
 

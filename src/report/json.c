@@ -70,6 +70,10 @@ static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const st
     json_num(f, ml_report_gbs(ml_rstats_read(s), cal));
     fputs(", \"write_gbs_calibrated\": ", f);
     json_num(f, ml_report_gbs(ml_rstats_written(s), cal));
+    fputs(", \"notseen_share\": ", f);
+    json_num(f, ml_rstats_notseen_share(s));
+    fprintf(f, ", \"alloc_bytes\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"computed_goto\": %s",
+            s->alloc_bytes, s->frees, (s->rflags & ML_RFLAG_NO_PLAIN) ? "true" : "false");
     fputs("}, \"events\": {", f);
     for (uint32_t e = 0; e < r->prof->nevents; e++) {
         fputs(e ? ", " : "", f);

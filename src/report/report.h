@@ -53,7 +53,21 @@ struct ml_rstats {
     /* Exact mode (prof->exact): bytes classified by address at run time, Σ over the region's
        units of the EXACT records (enum ml_class). */
     uint64_t x[ML_NCLASS];
+    /*
+     * Library work (docs/report.md): clock ticks in not-seen calls and the raw
+     * ticks of the timed executions they were measured in (the time share is
+     * their ratio; TIMED section, else ticks), bytes asked of allocators and
+     * deallocator calls, and ML_RFLAG_* of the region.
+     */
+    uint64_t notseen_ticks;
+    uint64_t timed_ticks;
+    uint64_t alloc_bytes;
+    uint64_t frees;
+    uint32_t rflags;
 };
+
+/* Share of the timed executions' time spent in not-seen calls, or -1 when unknown. */
+double ml_rstats_notseen_share(const struct ml_rstats *s);
 
 /* Calls from a region into one function memlens did not see, by thread. */
 struct ml_report_callee {

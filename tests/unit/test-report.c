@@ -264,13 +264,14 @@ static void test_csv(void **state)
                                "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,"
                                "cal_seconds,read_gbs_cf,write_gbs_cf,read_gbs_cal,write_gbs_cal,"
                                "events,rank,profiles,exact_rd_heap,exact_rd_global,exact_rd_stack,"
-                               "exact_wr_heap,exact_wr_global,exact_wr_stack,note\n"));
+                               "exact_wr_heap,exact_wr_global,exact_wr_stack,note,notseen_share,"
+                               "alloc_bytes,frees,computed_goto\n"));
     /* outer: units u0, u1 and u2 (3 counters); u0 increments once per execution. Not sampled:
        scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
                               "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,3,10,1,1.000000,"
                               "2.000000000,90,25,10,1200,1080,1.571429,1.272727273,,"
-                              "0.000001,0.000001,,,,,1,,,,,,,\n"));
+                              "0.000001,0.000001,,,,,1,,,,,,,,0.000000,0,0,0\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
                               "120,0,0,0,120,0,0.000000,0.000000,1,1,0,0,1.000000,"));
@@ -290,7 +291,8 @@ static void test_csv(void **state)
             strchr(s, '\n') + 1,
             "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
             "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
-            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1,,,,,,,\n");
+            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1,,,,,,,,0.000000,0,"
+            "0,0\n");
         free(s);
     }
 }
@@ -395,7 +397,8 @@ static void test_rank(void **state)
     free(s);
     s = render(&ml_render_csv, fx->r, &o);
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,"));
-    assert_non_null(strstr(s, ",,,3,1,,,,,,,\nt/app.mlp,4242,"));
+    assert_non_null(strstr(s, ",,,3,1,,,,,,,,"));
+    assert_non_null(strstr(s, ",0,0,0\nt/app.mlp,4242,"));
     free(s);
     s = render(&ml_render_blocks, fx->r, &o);
     assert_non_null(strstr(s, "14,224,112,3,1\n"));
@@ -494,7 +497,7 @@ static void test_sampled(void **state)
     assert_non_null(strstr(s, "\ns,4242,k,0,9,10,0.400000000,0,0,0,0,0,0,0,200,40,0,320,0,0,0,0,0,"
                               "0.000001,0.000000,0,1,40,4,2.500000,1.000000000,500,100,0,800,0,"
                               "3.000000,0.133333333,0.280000000,0.000002,0.000000,0.000001,"
-                              "0.000000,,,1,,,,,,,\n"));
+                              "0.000000,,,1,,,,,,,,0.000000,0,0,0\n"));
     free(s);
     s = render(&ml_render_table, r, &o);
     assert_non_null(strstr(s, "note: sampled, 1 in 3 region executions measured"));
@@ -520,7 +523,7 @@ static void test_sampled(void **state)
     assert_true(ml_rstats_seconds(c, 1000) < 0);
     s = render(&ml_render_csv, r, &o);
     assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,,1,,,,,,,"
-                              "0 of 10 measured: rerun with MEMLENS_SAMPLE=1\n"));
+                              "0 of 10 measured: rerun with MEMLENS_SAMPLE=1,,0,0,0\n"));
     free(s);
     /* The empty row says why, in every format. */
     s = render(&ml_render_table, r, &o);

@@ -87,8 +87,7 @@ void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef 
     }
 }
 
-/* Moves everything after `at` into a new block placed after at's block; returns it. */
-static LLVMBasicBlockRef split_after(struct ml_ir *ir, LLVMValueRef at)
+LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at)
 {
     LLVMBasicBlockRef head = LLVMGetInstructionParent(at), next = LLVMGetNextBasicBlock(head), cont;
     LLVMValueRef in = LLVMGetNextInstruction(at), term;
@@ -509,7 +508,7 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
             }
     /* Each BEGIN site ends its block, in both copies; splitting rebuilds phis, so map again. */
     for (size_t i = 0; i < nenters; i++)
-        conts[i] = split_after(ir, enters[i]);
+        conts[i] = ml_split_after(ir, enters[i]);
     ml_ptrmap_free(&imap);
     ml_ptrmap_free(&pmap);
     ml_ptrmap_init(&imap);
