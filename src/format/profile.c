@@ -350,8 +350,8 @@ static int add_exact(struct ml_profile *p, const unsigned char *q, uint64_t len,
         return fail(err, errlen,
                     "exact record at offset %llu has %llu units in %llu bytes, expected %llu "
                     "units",
-                    (unsigned long long)off, (unsigned long long)t.nunits,
-                    (unsigned long long)len, (unsigned long long)p->nunits);
+                    (unsigned long long)off, (unsigned long long)t.nunits, (unsigned long long)len,
+                    (unsigned long long)p->nunits);
     if (!last || last->index != t.index || last->exact)
         return fail(err, errlen,
                     "exact record at offset %llu names thread index %u, not the thread record "

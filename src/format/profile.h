@@ -311,7 +311,7 @@ struct ml_profile_thread {
     const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
     const uint64_t *timed;              /* [nregions] timed executions, or NULL (TIMED) */
     const uint64_t *timed_ticks;        /* [nregions] their raw ticks, or NULL */
-    uint64_t exited; /* 0, or the record sums that many exited threads (EXITED section) */
+    uint64_t exited;       /* 0, or the record sums that many exited threads (EXITED section) */
     const uint64_t *exact; /* [nunits][ML_NCLASS] exact-mode bytes by address class, or NULL */
 };
 
@@ -352,7 +352,7 @@ struct ml_profile {
     const struct ml_prof_exited *exited;  /* NULL without an EXITED section */
     const struct ml_prof_unitinfo *uinfo; /* UNITINFO records (may be empty) */
     uint64_t nuinfo;
-    const uint32_t *rflags;                  /* [nregions] ML_RFLAG_*, or NULL */
+    const uint32_t *rflags; /* [nregions] ML_RFLAG_*, or NULL */
     int exact; /* some thread has an EXACT record (exact mode); the others made no access */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
