@@ -1163,10 +1163,10 @@ static void process_buffer(struct tbuf *b)
         const uint64_t *stop = end;
 
         while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
-            if (b->samp_tick[si] <= b->t_end && !room(t, 1)) {
-                put_pending(t);
+            /* A collapsed run keeps the time of its first access: a time point taken
+               while it is pending would cut it at a moment that depends on the writer. */
+            if (b->samp_tick[si] <= b->t_end && !t->pend.weight && !room(t, 1))
                 ml_tenc_time(&t->enc, b->samp_tick[si]);
-            }
             si++;
         }
         if (w >= fw) {
