@@ -22,6 +22,15 @@
  * (a void expression) and this header needs nothing else: projects may copy it
  * so that annotated sources also build without memlens.
  */
+/*
+ * Memory traces (memlens cc --trace): MEMLENS_MARK("name") puts a marker in
+ * the trace that starts phase "name" of the calling thread (until its next
+ * mark); MEMLENS_TRACE_OFF() and MEMLENS_TRACE_ON() stop and resume
+ * recording accesses (process-wide; markers are always recorded);
+ * MEMLENS_PAGES(p, n) records the physical frames of the pages of [p, p+n)
+ * when the kernel shows them. Region markers also appear in traces. Without
+ * a trace build they do nothing. See docs/trace.md.
+ */
 #if defined(__MEMLENS__)
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +57,10 @@ void __memlens_roi_begin(const char *name) __attribute__((nothrow)) MEMLENS_NAME
 void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
 /* The same checks for annotation markers (below): named only in sizeof, it generates no code. */
 int __memlens_name_check(const char *name) MEMLENS_NAME_CHECK_;
+void __memlens_mark(const char *name) __attribute__((nothrow));
+void __memlens_trace_on(void) __attribute__((nothrow));
+void __memlens_trace_off(void) __attribute__((nothrow));
+void __memlens_pages(const void *p, unsigned long n) __attribute__((nothrow));
 #undef MEMLENS_NAME_CHECK_
 #pragma clang diagnostic pop
 #ifdef __cplusplus
@@ -68,9 +81,17 @@ int __memlens_name_check(const char *name) MEMLENS_NAME_CHECK_;
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
 #endif
+#define MEMLENS_MARK(name)      __memlens_mark(name)
+#define MEMLENS_TRACE_ON()      __memlens_trace_on()
+#define MEMLENS_TRACE_OFF()     __memlens_trace_off()
+#define MEMLENS_PAGES(p, n)     __memlens_pages((p), (n))
 #else
 #define MEMLENS_ROI_BEGIN(name) ((void)0)
 #define MEMLENS_ROI_END(name)   ((void)0)
+#define MEMLENS_MARK(name)      ((void)0)
+#define MEMLENS_TRACE_ON()      ((void)0)
+#define MEMLENS_TRACE_OFF()     ((void)0)
+#define MEMLENS_PAGES(p, n)     ((void)0)
 #endif
 
 #endif

@@ -49,6 +49,10 @@ static const char cc_usage[] =
     "                      (slow; a check of the byte counts, see docs/regions.md)\n"
     "    --all             count every function, not only regions (find the code\n"
     "                      worth a region with 'memlens report --top N')\n"
+    "    --trace           build for memory traces instead: record every load and\n"
+    "                      store with markers (see 'memlens trace --help')\n"
+    "    --trace-functions with --trace, also record function entries and exits\n"
+    "    --trace-loops     with --trace, also record loop entries and exits\n"
     "    --verbose         print every command memlens runs\n"
     "    --keep-temps      keep the temporary directory and print its name\n"
     "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
@@ -72,7 +76,7 @@ static const char cc_usage[] =
     "See docs/cc.md.\n";
 
 static struct {
-    bool cxx, whole_program, compiled, exact, all;
+    bool cxx, whole_program, compiled, exact, all, trace, trace_functions, trace_loops;
     bool direct; /* clang writes its outputs itself (-save-temps, side files named after -o) */
     const char *clang;
     struct ml_strv raw; /* clang arguments as given, memlens options removed */
@@ -100,6 +104,12 @@ static bool set_option(const char *name)
         g.exact = true;
     else if (!strcmp(name, "all"))
         g.all = true;
+    else if (!strcmp(name, "trace") || !strcmp(name, "trace=ir"))
+        g.trace = true;
+    else if (!strcmp(name, "trace-functions"))
+        g.trace_functions = true;
+    else if (!strcmp(name, "trace-loops"))
+        g.trace_loops = true;
     else if (!strcmp(name, "verbose"))
         ml_cc_verbose = true;
     else if (!strcmp(name, "keep-temps"))
@@ -419,7 +429,12 @@ static void print_warning(void *ctx, const char *msg)
 
 static struct ml_ir_opts ir_opts(void)
 {
-    return (struct ml_ir_opts){.warn = print_warning, .exact = g.exact, .all = g.all};
+    return (struct ml_ir_opts){.warn = print_warning,
+                               .exact = g.exact,
+                               .all = g.all,
+                               .trace = g.trace || g.trace_functions || g.trace_loops,
+                               .trace_functions = g.trace_functions,
+                               .trace_loops = g.trace_loops};
 }
 
 /* Length of the "<file>:<line>[:<column>]" that starts msg, or 0. */

@@ -4,15 +4,9 @@
 #include "runtime/abi.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Interns string constants so that repeated function and file names share one global. */
-struct strtab {
-    char **keys;
-    LLVMValueRef *vals;
-    size_t cap, len;
-};
 
 static uint64_t fnv(const char *s)
 {
@@ -23,7 +17,7 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-static LLVMValueRef cstr(struct ml_ir *ir, struct strtab *t, const char *s)
+LLVMValueRef ml_emit_cstr(struct ml_ir *ir, struct ml_strtab *t, const char *s)
 {
     size_t j;
     LLVMValueRef g, zero[2];
@@ -69,7 +63,7 @@ static LLVMValueRef cstr(struct ml_ir *ir, struct strtab *t, const char *s)
     return t->vals[j];
 }
 
-static void strtab_free(struct strtab *t)
+void ml_emit_strtab_free(struct ml_strtab *t)
 {
     for (size_t i = 0; i < t->cap; i++)
         free(t->keys[i]);
@@ -77,7 +71,7 @@ static void strtab_free(struct strtab *t)
     free(t->vals);
 }
 
-static LLVMValueRef private_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro)
+LLVMValueRef ml_emit_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro)
 {
     LLVMValueRef g = LLVMAddGlobal(ir->m, LLVMTypeOf(init), name);
 
@@ -87,8 +81,7 @@ static LLVMValueRef private_global(struct ml_ir *ir, LLVMValueRef init, const ch
     return g;
 }
 
-/* Pointer to element 0 of an array global, or null for an empty table. */
-static LLVMValueRef array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem)
+LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem)
 {
     LLVMValueRef zero[2] = {LLVMConstInt(ir->t_i32, 0, 0), LLVMConstInt(ir->t_i32, 0, 0)};
 
@@ -102,11 +95,7 @@ static LLVMValueRef i32c(struct ml_ir *ir, uint64_t v)
     return LLVMConstInt(ir->t_i32, v, 0);
 }
 
-/*
- * Appends fn to list, llvm.global_ctors or llvm.global_dtors, rebuilding the
- * appending array (LLVM-C cannot extend it).
- */
-static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list)
+void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority)
 {
     LLVMValueRef old = LLVMGetNamedGlobal(ir->m, list), init = NULL, g;
     LLVMTypeRef fnp = LLVMPointerType(LLVMGlobalGetValueType(fn), 0);
@@ -123,7 +112,8 @@ static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list)
     LLVMValueRef elems[n + 1];
     for (unsigned i = 0; i < n; i++)
         elems[i] = LLVMGetOperand(init, i);
-    LLVMValueRef vals[3] = {i32c(ir, 65535), LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
+    LLVMValueRef vals[3] = {i32c(ir, priority),
+                            LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
                             LLVMConstNull(LLVMStructGetTypeAtIndex(ety, 2))};
     elems[n] = LLVMConstNamedStruct(ety, vals, 3);
     if (old)
@@ -134,9 +124,30 @@ static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list)
     LLVMSetLinkage(g, LLVMAppendingLinkage);
 }
 
+void ml_emit_register(struct ml_ir *ir, LLVMValueRef desc, const char *reg, const char *unreg,
+                      const char *prefix, unsigned priority)
+{
+    for (int k = 0; k < 2; k++) {
+        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
+        const char *callee = k ? unreg : reg;
+        LLVMValueRef f = LLVMGetNamedFunction(ir->m, callee), fn;
+        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
+        char name[64];
+        if (!f)
+            f = LLVMAddFunction(ir->m, callee, reg_t);
+        snprintf(name, sizeof(name), "%s_%s", prefix, k ? "dtor" : "ctor");
+        fn = LLVMAddFunction(ir->m, name, LLVMFunctionType(ir->t_void, NULL, 0, 0));
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, ""));
+        LLVMBuildCall2(ir->b, reg_t, f, &arg, 1, "");
+        LLVMBuildRetVoid(ir->b);
+        ml_emit_xtor(ir, fn, k ? "llvm.global_dtors" : "llvm.global_ctors", priority);
+    }
+}
+
 int ml_emit_module(struct ml_ir *ir)
 {
-    struct strtab st = {0};
+    struct ml_strtab st = {0};
     LLVMTypeRef facts_t = LLVMArrayType(ir->t_i64, ML_NFACTS);
     LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32,
                              ir->t_i8p, ir->t_i8p, facts_t};
@@ -149,7 +160,7 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMValueRef *calls = calloc(ir->ncalls + 1, sizeof(*calls));
     LLVMValueRef *names = calloc(ir->nregions + 1, sizeof(*names));
     LLVMValueRef *words = calloc(ir->nwords + 1, sizeof(*words));
-    LLVMValueRef ctr, tls_fn, desc, ctor, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
+    LLVMValueRef ctr, tls_fn, desc, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
     LLVMValueRef g_setids, g_uinfo = NULL, g_rflags;
     LLVMTypeRef ui_f[3] = {ir->t_i32, ir->t_i32, ir->t_i8p};
     LLVMTypeRef ui_t = LLVMStructTypeInContext(ir->ctx, ui_f, 3, 0);
@@ -202,8 +213,8 @@ int ml_emit_module(struct ml_ir *ir)
         f[1] = i32c(ir, u->line);
         f[2] = i32c(ir, u->regset);
         f[3] = i32c(ir, u->flags);
-        f[4] = cstr(ir, &st, u->func ? u->func : "");
-        f[5] = cstr(ir, &st, u->file);
+        f[4] = ml_emit_cstr(ir, &st, u->func ? u->func : "");
+        f[5] = ml_emit_cstr(ir, &st, u->file);
         if (!f[4] || !f[5])
             goto out;
         f[6] = LLVMConstArray(ir->t_i64, fv, ML_NFACTS);
@@ -211,48 +222,48 @@ int ml_emit_module(struct ml_ir *ir)
     }
     for (size_t i = 0; i < ir->ncalls; i++) {
         LLVMValueRef f[4] = {i32c(ir, ir->calls[i].unit), i32c(ir, 0),
-                             cstr(ir, &st, ir->calls[i].callee),
+                             ml_emit_cstr(ir, &st, ir->calls[i].callee),
                              LLVMConstInt(ir->t_i64, ir->calls[i].per_exec, 0)};
         if (!f[2])
             goto out;
         calls[i] = LLVMConstNamedStruct(call_t, f, 4);
     }
     for (uint32_t i = 0; i < ir->nregions; i++)
-        if (!(names[i] = cstr(ir, &st, ir->regions[i])))
+        if (!(names[i] = ml_emit_cstr(ir, &st, ir->regions[i])))
             goto out;
     for (size_t i = 0; i < ir->nwords; i++)
         words[i] = i32c(ir, ir->words[i]);
 
-    g_units = ir->nunits ? private_global(ir, LLVMConstArray(unit_t, units, (unsigned)ir->nunits),
+    g_units = ir->nunits ? ml_emit_global(ir, LLVMConstArray(unit_t, units, (unsigned)ir->nunits),
                                           "__memlens_units", 1)
                          : NULL;
     if (ir->ncalls)
-        g_calls = private_global(ir, LLVMConstArray(call_t, calls, (unsigned)ir->ncalls),
+        g_calls = ml_emit_global(ir, LLVMConstArray(call_t, calls, (unsigned)ir->ncalls),
                                  "__memlens_calls", 1);
-    g_names = private_global(ir, LLVMConstArray(ir->t_i8p, names, ir->nregions),
+    g_names = ml_emit_global(ir, LLVMConstArray(ir->t_i8p, names, ir->nregions),
                              "__memlens_region_names", 1);
     if (ir->nwords)
-        g_words = private_global(ir, LLVMConstArray(ir->t_i32, words, (unsigned)ir->nwords),
+        g_words = ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, (unsigned)ir->nwords),
                                  "__memlens_regsets", 1);
-    g_ids = private_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
+    g_ids = ml_emit_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
                            "__memlens_region_ids", 0);
     /* Global set ids of the module's region sets, per word (the runtime fills them). */
-    g_setids = private_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, (unsigned)ir->nwords)),
+    g_setids = ml_emit_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, (unsigned)ir->nwords)),
                               "__memlens_setids", 0);
     if (ir->setids_ph) {
-        LLVMReplaceAllUsesWith(ir->setids_ph, array_ptr(ir, g_setids, ir->t_i32));
+        LLVMReplaceAllUsesWith(ir->setids_ph, ml_emit_array_ptr(ir, g_setids, ir->t_i32));
         LLVMDeleteGlobal(ir->setids_ph);
     }
     if (ir->nuinfo) {
         LLVMValueRef ui[ir->nuinfo];
         for (size_t i = 0; i < ir->nuinfo; i++) {
             LLVMValueRef f[3] = {i32c(ir, ir->uinfo[i].unit), i32c(ir, ir->uinfo[i].kind),
-                                 cstr(ir, &st, ir->uinfo[i].name)};
+                                 ml_emit_cstr(ir, &st, ir->uinfo[i].name)};
             if (!f[2])
                 goto out;
             ui[i] = LLVMConstNamedStruct(ui_t, f, 3);
         }
-        g_uinfo = private_global(ir, LLVMConstArray(ui_t, ui, (unsigned)ir->nuinfo),
+        g_uinfo = ml_emit_global(ir, LLVMConstArray(ui_t, ui, (unsigned)ir->nuinfo),
                                  "__memlens_uinfo", 1);
     }
     {
@@ -260,7 +271,7 @@ int ml_emit_module(struct ml_ir *ir)
         for (uint32_t i = 0; i < ir->nregions; i++)
             fl[i] = i32c(ir, i < ir->nrflags ? ir->rflags[i] : 0);
         g_rflags =
-            private_global(ir, LLVMConstArray(ir->t_i32, fl, ir->nregions), "__memlens_rflags", 1);
+            ml_emit_global(ir, LLVMConstArray(ir->t_i32, fl, ir->nregions), "__memlens_rflags", 1);
     }
 
     modname = LLVMGetSourceFileName(ir->m, &len);
@@ -268,7 +279,7 @@ int ml_emit_module(struct ml_ir *ir)
         char name[len + 1];
         memcpy(name, modname, len);
         name[len] = 0;
-        LLVMValueRef mname = cstr(ir, &st, name);
+        LLVMValueRef mname = ml_emit_cstr(ir, &st, name);
         if (!mname)
             goto out;
         /* Field order and types mirror struct ml_rt_module in runtime/abi.h. */
@@ -280,48 +291,33 @@ int ml_emit_module(struct ml_ir *ir)
             i32c(ir, ir->ncalls),
             i32c(ir, 0),
             mname,
-            array_ptr(ir, g_names, ir->t_i8p),
-            array_ptr(ir, g_words, ir->t_i32),
-            array_ptr(ir, g_units, unit_t),
-            array_ptr(ir, g_calls, call_t),
+            ml_emit_array_ptr(ir, g_names, ir->t_i8p),
+            ml_emit_array_ptr(ir, g_words, ir->t_i32),
+            ml_emit_array_ptr(ir, g_units, unit_t),
+            ml_emit_array_ptr(ir, g_calls, call_t),
             tls_fn,
-            array_ptr(ir, g_ids, ir->t_i32),
-            array_ptr(ir, g_setids, ir->t_i32),
+            ml_emit_array_ptr(ir, g_ids, ir->t_i32),
+            ml_emit_array_ptr(ir, g_setids, ir->t_i32),
             i32c(ir, ir->nuinfo),
             i32c(ir, 0),
-            array_ptr(ir, g_uinfo, ui_t),
-            array_ptr(ir, g_rflags, ir->t_i32),
+            ml_emit_array_ptr(ir, g_uinfo, ui_t),
+            ml_emit_array_ptr(ir, g_rflags, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
         desc =
-            private_global(ir, LLVMConstStructInContext(ir->ctx, d, 19, 0), "__memlens_module", 0);
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 19, 0), "__memlens_module", 0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);
 
     /* The constructor registers the module; the destructor unregisters it before dlclose
        unmaps it (the runtime then keeps its own copy of what the profile needs). */
-    for (int k = 0; k < 2; k++) {
-        LLVMTypeRef reg_params[1] = {ir->t_i8p};
-        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, reg_params, 1, 0);
-        const char *callee = k ? "__memlens_unregister" : "__memlens_register";
-        LLVMValueRef reg = LLVMGetNamedFunction(ir->m, callee);
-        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
-        if (!reg)
-            reg = LLVMAddFunction(ir->m, callee, reg_t);
-        ctor = LLVMAddFunction(ir->m, k ? "__memlens_dtor" : "__memlens_ctor",
-                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
-        LLVMSetLinkage(ctor, LLVMInternalLinkage);
-        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
-        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
-        LLVMBuildRetVoid(ir->b);
-        add_xtor(ir, ctor, k ? "llvm.global_dtors" : "llvm.global_ctors");
-    }
+    ml_emit_register(ir, desc, "__memlens_register", "__memlens_unregister", "__memlens", 65535);
     rc = 0;
 out:
     if (rc)
         ml_ir_fail(ir, rc, "out of memory while emitting the module descriptor");
-    strtab_free(&st);
+    ml_emit_strtab_free(&st);
     free(units);
     free(calls);
     free(names);

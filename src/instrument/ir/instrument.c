@@ -1,6 +1,7 @@
 /* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
 #include "instrument/ir/ir.h"
 #include "instrument/ir/cfg.h"
+#include "instrument/ir/events.h"
 #include "instrument/ir/loops.h"
 #include "runtime/abi.h"
 
@@ -122,7 +123,25 @@ static LLVMValueRef global_base(LLVMValueRef v)
     return v && LLVMIsAGlobalVariable(v) ? v : NULL;
 }
 
-static void describe_loc(LLVMValueRef inst, char *buf, size_t len)
+int ml_string_literal(LLVMValueRef v, const char **s, size_t *len)
+{
+    LLVMValueRef g = global_base(v), init = g ? LLVMGetInitializer(g) : NULL;
+
+    /* "" is a zeroinitializer, not a ConstantDataSequential: LLVMIsConstantString would crash. */
+    if (init && LLVMIsAConstantAggregateZero(init)) {
+        *s = "";
+        *len = 0;
+        return 1;
+    }
+    if (!init || !LLVMIsAConstantDataSequential(init) || !LLVMIsConstantString(init))
+        return 0;
+    *s = LLVMGetAsString(init, len);
+    if (*len && (*s)[*len - 1] == 0)
+        (*len)--;
+    return 1;
+}
+
+void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len)
 {
     unsigned flen = 0;
     const char *file = LLVMGetDebugLocFilename(inst, &flen);
@@ -206,6 +225,39 @@ static void erase_marker(LLVMValueRef call)
     LLVMInstructionEraseFromParent(call);
 }
 
+/*
+ * Event sinks see region markers as calls of __memlens_roi_* (what memlens.h
+ * gives without memlens cc): annotations become such calls, in place.
+ */
+static void markers_to_calls(struct ml_ir *ir)
+{
+    static const char *const names[2] = {"__memlens_roi_begin", "__memlens_roi_end"};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(ir->ctx), &ir->t_i8p, 1, 0);
+    LLVMValueRef f[2] = {ir->f_begin, ir->f_end};
+
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn && ir->annot_id;
+         fn = LLVMGetNextFunction(fn)) {
+        if (LLVMGetIntrinsicID(fn) != ir->annot_id)
+            continue;
+        for (LLVMUseRef u = LLVMGetFirstUse(fn), next; u; u = next) {
+            LLVMValueRef call = LLVMGetUser(u), name, c;
+            int k = LLVMIsAInstruction(call) ? marker_kind(ir, call) : 0;
+            next = LLVMGetNextUse(u);
+            if (!k)
+                continue;
+            if (!f[k - 1])
+                f[k - 1] = LLVMAddFunction(ir->m, names[k - 1], ty);
+            name = marker_name(ir, call);
+            LLVMPositionBuilderBefore(ir->b, call);
+            c = LLVMBuildCall2(ir->b, ty, f[k - 1], &name, 1, "");
+            LLVMInstructionSetDebugLoc(c, LLVMInstructionGetDebugLoc(call));
+            erase_marker(call);
+        }
+    }
+    ir->f_begin = f[0];
+    ir->f_end = f[1];
+}
+
 static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_t *id)
 {
     size_t cap = ir->nregions;
@@ -226,31 +278,21 @@ static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_
 
 static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
 {
-    LLVMValueRef g = global_base(marker_name(ir, call)), init;
     const char *s;
     size_t len;
     char where[256];
 
-    init = g ? LLVMGetInitializer(g) : NULL;
-    /* "" is a zeroinitializer, not a ConstantDataSequential: LLVMIsConstantString would crash. */
-    if (init && LLVMIsAConstantAggregateZero(init)) {
-        describe_loc(call, where, sizeof(where));
-        return ml_ir_fail(ir, -EINVAL, "%s: region name is empty", where);
-    }
-    if (!init || !LLVMIsAConstantDataSequential(init) || !LLVMIsConstantString(init)) {
-        describe_loc(call, where, sizeof(where));
+    if (!ml_string_literal(marker_name(ir, call), &s, &len)) {
+        ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
     }
     if (LLVMIsAInvokeInst(call)) {
-        describe_loc(call, where, sizeof(where));
+        ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
                           where);
     }
-    s = LLVMGetAsString(init, &len);
-    if (len && s[len - 1] == 0)
-        len--;
     if (!len || memchr(s, 0, len)) {
-        describe_loc(call, where, sizeof(where));
+        ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name %s", where,
                           len ? "holds a NUL byte" : "is empty");
     }
@@ -318,7 +360,7 @@ static int check_ends(struct ml_ir *ir, const struct fwork *w)
             k++;
         if (w->markers[i].begin || k < w->nmarkers)
             continue;
-        describe_loc(w->markers[i].call, where, sizeof(where));
+        ml_describe_loc(w->markers[i].call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL,
                           "%s: MEMLENS_ROI_END(\"%s\") without a MEMLENS_ROI_BEGIN(\"%s\") in "
                           "the same function",
@@ -978,64 +1020,28 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Exact mode: tell the runtime about each access of the segment's instructions, with its address.
- */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its
+ * address. */
 static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
 {
     for (size_t i = 0; i < n; i++) {
-        LLVMValueRef in = insts[i], ptr[2] = {NULL, NULL}, len = NULL;
-        unsigned flags[2] = {0, 0};
-        uint64_t size = 0;
-        int mk = 0;
-
-        switch (LLVMGetInstructionOpcode(in)) {
-        case LLVMLoad:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
-            flags[0] = 1;
-            break;
-        case LLVMStore:
-            ptr[0] = LLVMGetOperand(in, 1);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 0)));
-            flags[0] = 2;
-            break;
-        case LLVMAtomicRMW:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
-            flags[0] = 3;
-            break;
-        case LLVMAtomicCmpXchg:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 1)));
-            flags[0] = 3;
-            break;
-        case LLVMCall:
-        case LLVMInvoke:
-            mk = ml_mem_call_kind(in);
-            if (mk) {
-                ptr[0] = LLVMGetOperand(in, 0);
-                flags[0] = 2;
-                if (mk == 1) {
-                    ptr[1] = LLVMGetOperand(in, 1);
-                    flags[1] = 1;
-                }
-                len = LLVMGetOperand(in, 2);
-            }
-            break;
-        default:
-            break;
-        }
-        for (int k = 0; k < 2; k++) {
-            LLVMValueRef args[5];
-            if (!ptr[k])
-                continue;
-            LLVMPositionBuilderBefore(ir->b, in);
+        struct ml_ev_point a[2];
+        int na = ml_ev_accesses(ir->td, insts[i], a);
+        for (int k = 0; k < na; k++) {
+            LLVMValueRef args[5], len = ml_ev_operand(&a[k], a[k].len_op);
+            LLVMPositionBuilderBefore(ir->b, insts[i]);
             args[0] = ir->desc_ph;
             args[1] = LLVMConstInt(ir->t_i32, unit, 0);
-            args[2] = LLVMBuildPointerCast(ir->b, ptr[k], ir->t_i8p, "");
+            args[2] =
+                LLVMBuildPointerCast(ir->b, ml_ev_operand(&a[k], a[k].addr_op), ir->t_i8p, "");
             args[3] = len ? LLVMBuildZExtOrBitCast(ir->b, len, ir->t_i64, "")
-                          : LLVMConstInt(ir->t_i64, size, 0);
-            args[4] = LLVMConstInt(ir->t_i32, flags[k], 0);
+                          : LLVMConstInt(ir->t_i64, a[k].size, 0);
+            /* flags: bit 0 read, bit 1 write */
+            args[4] = LLVMConstInt(ir->t_i32,
+                                   a[k].kind == ML_EV_LOAD    ? 1
+                                   : a[k].kind == ML_EV_STORE ? 2
+                                                              : 3,
+                                   0);
             LLVMBuildCall2(ir->b, ir->ty_access, ir->f_access, args, 5, "");
         }
     }
@@ -1157,51 +1163,14 @@ static LLVMValueRef emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t
 static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned s,
                         const uint32_t *regions, uint32_t n)
 {
-    LLVMBasicBlockRef pb = w->blocks[p], sb = w->blocks[s], nb;
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(pb), first = LLVMGetFirstInstruction(sb);
-    LLVMOpcode op = LLVMGetInstructionOpcode(term);
+    LLVMBasicBlockRef nb = ml_split_edge(ir, w->blocks[p], w->blocks[s], "memlens.exit");
 
     /* Unwind and indirect edges cannot be split; the runtime closes such regions later. */
-    if (op == LLVMIndirectBr || op == LLVMCallBr || (first && LLVMIsALandingPadInst(first)))
+    if (!nb)
         return 0;
-    nb = LLVMAppendBasicBlockInContext(ir->ctx, w->fn, "memlens.exit");
-    LLVMPositionBuilderAtEnd(ir->b, nb);
+    LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(nb));
     for (uint32_t i = 0; i < n; i++)
         emit_marker_call(ir, ir->f_exit, regions[i]);
-    LLVMBuildBr(ir->b, sb);
-    for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
-        if (LLVMGetSuccessor(term, k) == sb)
-            LLVMSetSuccessor(term, k, nb);
-    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
-        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
-        unsigned cnt = LLVMCountIncoming(phi);
-        int done = 0;
-        LLVMPositionBuilderBefore(ir->b, phi);
-        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
-        for (unsigned i = 0; i < cnt; i++) {
-            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
-            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
-            if (b == pb) {
-                if (done)
-                    continue;
-                b = nb;
-                done = 1;
-            }
-            LLVMAddIncoming(np, &v, &b, 1);
-        }
-        LLVMSetMetadata(np, ir->md_id, LLVMGetMetadata(phi, ir->md_id));
-        LLVMReplaceAllUsesWith(phi, np);
-        {
-            size_t len;
-            const char *nm = LLVMGetValueName2(phi, &len);
-            char buf[len + 1];
-            memcpy(buf, nm, len);
-            buf[len] = 0;
-            LLVMInstructionEraseFromParent(phi);
-            LLVMSetValueName2(np, buf, len);
-        }
-        phi = next;
-    }
     return 0;
 }
 
@@ -1866,7 +1835,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
     ir.annot_id = LLVMLookupIntrinsicID("llvm.annotation", 15);
-    if (!module_has_markers(&ir) && !(o && o->all))
+    if (!module_has_markers(&ir) && !(o && (o->all || o->trace)))
         return 1; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
@@ -1874,6 +1843,11 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
+    if (o && o->trace) {
+        markers_to_calls(&ir);
+        rc = ml_sink_trace(&ir);
+        goto out;
+    }
     ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
     ir.f_enter_always = runtime_fn(&ir, "__memlens_enter_always", ir.ty_enter);
     ir.f_enter_never = runtime_fn(&ir, "__memlens_enter_never", ir.ty_enter);
