@@ -241,7 +241,8 @@ struct ml_top_fn {
      * the tightest such range wins), or ML_TOP_NO_PARENT.
      */
     uint32_t parent;
-    uint32_t body_line; /* lowest line of its units other than the entry, in file */
+    uint32_t entry_line; /* line of its entry block (an OpenMP body's is its parent's at -O0) */
+    uint32_t body_line;  /* lowest line of its units other than the entry's line, in file */
 };
 #define ML_TOP_NO_PARENT UINT32_MAX
 

@@ -254,11 +254,8 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
         if (ml_top_is_entry(p, ui)) {
             f->known = 1;
             f->executions += c;
+            f->entry_line = u->line;
         }
-        /* An OpenMP body's entry block carries its parent's line at -O0: place it by the rest. */
-        if (u->line && !ml_top_is_entry(p, ui) && (!f->body_line || u->line < f->body_line) &&
-            !strcmp(ml_profile_str(p, u->file), ml_profile_str(p, f->file)))
-            f->body_line = u->line;
         /* The writer stores each unit's strings apart: compare file names, not offsets. */
         if (u->line &&
             (!f->line || (!strcmp(ml_profile_str(p, u->file), ml_profile_str(p, f->file)) &&
@@ -266,6 +263,17 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
             f->file = u->file;
             f->line = u->line;
         }
+    }
+    /*
+     * An OpenMP body's entry block carries its parent's line at -O0, and so do the blocks
+     * memlens splits from it: place the body by its other lines.
+     */
+    for (size_t k = 0; k < t->nunits; k++) {
+        const struct ml_prof_unit *u = &p->units[t->units[k]];
+        struct ml_top_fn *f = (struct ml_top_fn *)ml_top_fn_of(t, r, t->units[k]);
+        if (f && u->line && u->line != f->entry_line && (!f->body_line || u->line < f->body_line) &&
+            !strcmp(ml_profile_str(p, u->file), ml_profile_str(p, f->file)))
+            f->body_line = u->line;
     }
     for (size_t i = 0; i < t->nfns; i++)
         if (ml_top_is_omp(ml_profile_str(p, t->fns[i].func)) && t->fns[i].body_line)
