@@ -62,9 +62,9 @@ struct summary {
     int have_time;
 };
 
-static void *start(const struct ml_an_opts *o)
+static void *start(const struct ml_an_run *run)
 {
-    (void)o;
+    (void)run;
     return calloc(1, sizeof(struct summary));
 }
 
