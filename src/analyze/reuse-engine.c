@@ -18,6 +18,7 @@ int ml_reuse_init(struct ml_reuse *r)
         ml_reuse_free(r);
         return -ENOMEM;
     }
+    memset(r->keyat, 0xff, (r->cap + 1) * sizeof(*r->keyat));
     return 0;
 }
 
@@ -45,15 +46,16 @@ static inline uint64_t bit_prefix(const uint32_t *bit, uint64_t i)
 }
 
 /*
- * Renumbers the live marks 1..live in time order (the order of distances is
- * all that matters) and rebuilds the tree, at a capacity of at least twice
- * the live keys so that renumbering costs O(1) per access amortized.
+ * Renumbers the tree's marks 1..n in time order (the order of distances is
+ * all that matters), then the front's times above them, and rebuilds the
+ * tree, at a capacity of at least four times the keys so that renumbering
+ * costs O(1) per access amortized.
  */
 static int compact(struct ml_reuse *r)
 {
     uint64_t cap = r->cap, n = 0;
 
-    while (cap < 4 * (r->live + 1))
+    while (cap < 4 * (r->live + ML_REUSE_FRONT + 1))
         cap *= 2;
     if (cap != r->cap) {
         uint64_t *k = malloc((cap + 1) * sizeof(*k));
@@ -88,6 +90,8 @@ static int compact(struct ml_reuse *r)
     }
     for (uint64_t t = n + 1; t <= r->cap; t++)
         r->keyat[t] = UINT64_MAX;
+    for (uint32_t i = r->nfront; i-- > 0;)
+        r->ftime[i] = ++n;
     r->now = n + 1;
     return 0;
 }
@@ -95,24 +99,47 @@ static int compact(struct ml_reuse *r)
 uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key)
 {
     uint64_t *slot, d = ML_REUSE_COLD;
+    uint32_t i;
 
+    for (i = 0; i < r->nfront; i++)
+        if (r->front[i] == key)
+            break;
+    if (i < r->nfront) {
+        /* In the front: its position is its distance; no tree work. */
+        if (r->now > r->cap && compact(r))
+            return UINT64_MAX - 1;
+        memmove(r->front + 1, r->front, i * sizeof(*r->front));
+        memmove(r->ftime + 1, r->ftime, i * sizeof(*r->ftime));
+        r->front[0] = key;
+        r->ftime[0] = r->now++;
+        return i;
+    }
     if (r->now > r->cap && compact(r))
         return UINT64_MAX - 1;
     if (!(slot = ml_map_slot(&r->last, key)))
         return UINT64_MAX - 1;
     if (*slot) {
         uint64_t t = *slot;
-        d = r->live - bit_prefix(r->bit, t);
+        d = r->nfront + r->live - bit_prefix(r->bit, t);
         bit_add(r->bit, r->cap, t, -1);
         r->keyat[t] = UINT64_MAX;
         r->live--;
     }
-    *slot = r->now;
-    r->keyat[r->now] = key;
-    bit_add(r->bit, r->cap, r->now, 1);
-    r->now++;
-    r->live++;
-    r->prev = key;
-    r->have_prev = 1;
+    if (r->nfront == ML_REUSE_FRONT) {
+        /* The least recent front key goes to the tree, at its own time. */
+        uint64_t old = r->front[ML_REUSE_FRONT - 1], t = r->ftime[ML_REUSE_FRONT - 1], *s;
+        if (!(s = ml_map_slot(&r->last, old)))
+            return UINT64_MAX - 1;
+        *s = t;
+        r->keyat[t] = old;
+        bit_add(r->bit, r->cap, t, 1);
+        r->live++;
+        r->nfront--;
+    }
+    memmove(r->front + 1, r->front, r->nfront * sizeof(*r->front));
+    memmove(r->ftime + 1, r->ftime, r->nfront * sizeof(*r->ftime));
+    r->nfront++;
+    r->front[0] = key;
+    r->ftime[0] = r->now++;
     return d;
 }

@@ -12,17 +12,23 @@
  * The reuse distance of an access is the number of distinct other keys
  * accessed since the previous access to its key (ML_REUSE_COLD for a first
  * access): an access hits in a fully associative LRU cache of C entries iff
- * its distance < C. Each key's last access time is a mark in a Fenwick tree
- * over times; the distance is the number of marks after it. Times are
- * renumbered when the tree fills, so memory is O(M) for M distinct keys.
+ * its distance < C. The ML_REUSE_FRONT most recent keys are kept in
+ * move-to-front order (a key there is at distance = its position, at the
+ * cost of a short scan: loops over a few arrays or pages stay here). The
+ * others have their last access time marked in a Fenwick tree over times:
+ * every front key was accessed after any of them, so a key's distance is
+ * the front's size plus the marks after its time. Times are renumbered when
+ * the tree fills, so memory is O(M) for M distinct keys.
  */
+#define ML_REUSE_FRONT 16
+
 struct ml_reuse {
-    struct ml_map last; /* key -> time of its last access (1-based) */
+    struct ml_map last; /* key -> time of its last access (keys in the tree) */
     uint32_t *bit;      /* Fenwick tree over times 1..cap */
     uint64_t *keyat;    /* [cap + 1]: key marked at each time, or UINT64_MAX */
     uint64_t cap, now, live;
-    uint64_t prev; /* the last key: a repeat is distance 0 without any work */
-    int have_prev;
+    uint64_t front[ML_REUSE_FRONT], ftime[ML_REUSE_FRONT]; /* most recent first */
+    uint32_t nfront;
 };
 
 int ml_reuse_init(struct ml_reuse *r);
@@ -32,7 +38,7 @@ uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key);
 
 static inline uint64_t ml_reuse_access(struct ml_reuse *r, uint64_t key)
 {
-    if (r->have_prev && key == r->prev)
+    if (r->nfront && key == r->front[0])
         return 0;
     return ml_reuse_slow(r, key);
 }
