@@ -18,11 +18,20 @@
 #define ROW_SHIFT_PAGE 36 /* (row << 36 | page): 48-bit virtual pages of 4 KiB and up */
 #define ROW_SHIFT_LINE 42
 
+/*
+ * The hot-page LRU: its most recent pages in a short move-to-front array
+ * (most accesses hit there, without hashing), the rest in a list with a
+ * hash: together one LRU of cap pages.
+ */
+#define HK 8
+
 struct lru {
-    struct ml_map pos; /* page -> node + 1 */
+    uint64_t front[HK];
+    uint32_t nfront, kfront; /* front size limit: min(HK, cap) */
+    struct ml_map pos;       /* page -> node + 1, for the rest */
     uint64_t *page;
     uint32_t *prev, *next;
-    uint32_t n, cap, head, tail;
+    uint32_t n, cap, head, tail, free_; /* the rest: nodes in use, room, list, a free node */
 };
 
 struct tbin {
@@ -40,19 +49,37 @@ struct ttr { /* one trace */
     uint32_t heat_div; /* bins merged per heat column */
 };
 
-struct hthr { /* pending run of one thread (flushed when its page or line changes) */
-    uint64_t page, line;
-    uint64_t npage, nline;
+/*
+ * Counts while reading: one record per (row, page) with a counter per line
+ * of the page, found through a map; each thread keeps its recent pages in a
+ * short move-to-front array, so most accesses add to a counter directly.
+ * The page and line maps of the report are built when the trace ends.
+ */
+struct pstat {
+    uint64_t page;
+    uint32_t row, pad;
+    uint64_t lines[]; /* lines per page */
+};
+
+#define PS_BLOCK 1024 /* records per block: addresses stay valid */
+
+struct hthr {
+    uint64_t page[HK];
+    struct pstat *ps[HK];
+    uint32_t n;
     uint32_t row;
 };
 
 struct hotpages {
     const struct ml_an_run *run;
     struct ml_rows rows; /* one counter per row: its accesses */
-    struct ml_map pages, lines;
+    struct ml_map pages, lines; /* (row, page) and (row, line) -> accesses, for the report */
+    struct ml_map pmap;         /* (row, page) -> pstat index + 1, while reading */
+    uint8_t **blocks;
+    size_t nps, nblocks;
+    uint32_t lpp, ps_size; /* lines per page, bytes per pstat */
     struct lru lru;
-    uint64_t lru_last;
-    int lru_have;
+    uint32_t lru_n;
     uint32_t page_shift, line_shift;
     struct hthr *thr;
     uint32_t nthr, base;
@@ -68,12 +95,13 @@ struct hotpages {
 static int lru_init(struct lru *l, uint32_t cap)
 {
     memset(l, 0, sizeof(*l));
-    l->cap = cap;
-    l->page = calloc(cap, sizeof(*l->page));
-    l->prev = calloc(cap, sizeof(*l->prev));
-    l->next = calloc(cap, sizeof(*l->next));
-    l->head = l->tail = UINT32_MAX;
-    if (!l->page || !l->prev || !l->next || ml_map_init(&l->pos, 2 * (uint64_t)cap))
+    l->kfront = cap < HK ? cap : HK;
+    l->cap = cap - l->kfront;
+    l->page = calloc(l->cap + 1, sizeof(*l->page));
+    l->prev = calloc(l->cap + 1, sizeof(*l->prev));
+    l->next = calloc(l->cap + 1, sizeof(*l->next));
+    l->head = l->tail = l->free_ = UINT32_MAX;
+    if (!l->page || !l->prev || !l->next || ml_map_init(&l->pos, 2 * (uint64_t)l->cap + 2))
         return -ENOMEM;
     return 0;
 }
@@ -99,7 +127,7 @@ static void unlink_node(struct lru *l, uint32_t i)
         l->tail = l->prev[i];
 }
 
-static void push_front(struct lru *l, uint32_t i)
+static void push_head(struct lru *l, uint32_t i)
 {
     l->prev[i] = UINT32_MAX;
     l->next[i] = l->head;
@@ -110,21 +138,18 @@ static void push_front(struct lru *l, uint32_t i)
         l->tail = i;
 }
 
-/* 1 on a hit; -ENOMEM. */
-static int lru_access(struct lru *l, uint64_t page)
+/* Puts a page demoted from the front at the head of the rest (evicting its tail when full). */
+static int rest_push(struct lru *l, uint64_t page)
 {
-    uint64_t *slot = ml_map_find(&l->pos, page);
     uint32_t i;
+    uint64_t *slot;
 
-    if (slot) {
-        i = (uint32_t)(*slot - 1);
-        if (l->head != i) {
-            unlink_node(l, i);
-            push_front(l, i);
-        }
-        return 1;
-    }
-    if (l->n < l->cap) {
+    if (!l->cap)
+        return 0;
+    if (l->free_ != UINT32_MAX) {
+        i = l->free_;
+        l->free_ = UINT32_MAX;
+    } else if (l->n < l->cap) {
         i = l->n++;
     } else {
         i = l->tail;
@@ -132,11 +157,47 @@ static int lru_access(struct lru *l, uint64_t page)
         ml_map_del(&l->pos, l->page[i]);
     }
     l->page[i] = page;
-    push_front(l, i);
+    push_head(l, i);
     if (!(slot = ml_map_slot(&l->pos, page)))
         return -ENOMEM;
     *slot = i + 1;
     return 0;
+}
+
+/* 1 on a hit, 0 on a miss; -ENOMEM. */
+static int lru_access(struct lru *l, uint64_t page)
+{
+    uint32_t i;
+    int hit = 0;
+
+    for (i = 0; i < l->nfront; i++)
+        if (l->front[i] == page)
+            break;
+    if (i < l->nfront) {
+        memmove(l->front + 1, l->front, i * sizeof(*l->front));
+        l->front[0] = page;
+        return 1;
+    }
+    {
+        uint64_t *slot = l->cap ? ml_map_find(&l->pos, page) : NULL;
+        if (slot) {
+            /* Out of the rest, into the front; its node is free until the next demotion. */
+            i = (uint32_t)(*slot - 1);
+            unlink_node(l, i);
+            ml_map_del(&l->pos, page);
+            l->free_ = i;
+            hit = 1;
+        }
+    }
+    if (l->nfront == l->kfront) {
+        int rc = rest_push(l, l->front[--l->nfront]);
+        if (rc)
+            return rc;
+    }
+    memmove(l->front + 1, l->front, l->nfront * sizeof(*l->front));
+    l->front[0] = page;
+    l->nfront++;
+    return hit;
 }
 
 static void *start(const struct ml_an_run *run)
@@ -152,7 +213,8 @@ static void *start(const struct ml_an_run *run)
     while ((1u << h->line_shift) < o->line)
         h->line_shift++;
     if (ml_map_init(&h->pages, 4096) || ml_map_init(&h->lines, 4096) ||
-        lru_init(&h->lru, o->lru_pages ? o->lru_pages : 128)) {
+        ml_map_init(&h->pmap, 4096) ||
+        lru_init(&h->lru, h->lru_n = o->lru_pages ? o->lru_pages : 128)) {
         ml_map_free(&h->pages);
         ml_map_free(&h->lines);
         lru_free(&h->lru);
@@ -181,6 +243,10 @@ static int begin(void *st, const struct ml_an_input *in)
     h->page_shift = 0;
     while ((1u << h->page_shift) < page)
         h->page_shift++;
+    if (h->page_shift < h->line_shift)
+        h->page_shift = h->line_shift;
+    h->lpp = 1u << (h->page_shift - h->line_shift);
+    h->ps_size = (uint32_t)(sizeof(struct pstat) + h->lpp * sizeof(uint64_t));
     /* Bins over the trace's span. */
     t->t0_ns = ml_trace_ns(in->trace, in->t_first);
     span = ml_trace_ns(in->trace, in->t_last) - t->t0_ns;
@@ -202,12 +268,10 @@ static int begin(void *st, const struct ml_an_input *in)
     h->bin = 0;
     h->bin_end = h->tick0 + (uint64_t)h->ticks_per_bin;
     h->base = in->thread_base;
-    h->lru_have = 0;
     /* A new process: a new LRU, and nothing pending. */
     {
-        uint32_t cap = h->lru.cap;
         lru_free(&h->lru);
-        if (lru_init(&h->lru, cap))
+        if (lru_init(&h->lru, h->lru_n))
             return -ENOMEM;
     }
     free(h->thr);
@@ -253,16 +317,86 @@ static int heat_add(struct ttr *t, uint64_t page, uint32_t bin, uint64_t n)
     return add_count(&t->heat, page << 16 | (col & 0xffff), n);
 }
 
-static int flush(struct hotpages *h, struct hthr *p)
+static struct pstat *ps_at(struct hotpages *h, size_t i)
 {
-    int rc = 0;
+    return (struct pstat *)(h->blocks[i / PS_BLOCK] + (i % PS_BLOCK) * (size_t)h->ps_size);
+}
 
-    if (p->npage)
-        rc = add_count(&h->pages, (uint64_t)p->row << ROW_SHIFT_PAGE | p->page, p->npage);
-    if (!rc && p->nline)
-        rc = add_count(&h->lines, (uint64_t)p->row << ROW_SHIFT_LINE | p->line, p->nline);
-    p->npage = p->nline = 0;
-    return rc;
+/* The counters of (row, page), created on first use. */
+static struct pstat *ps_get(struct hotpages *h, uint32_t row, uint64_t page)
+{
+    uint64_t *slot = ml_map_slot(&h->pmap, (uint64_t)row << ROW_SHIFT_PAGE | page);
+    struct pstat *ps;
+
+    if (!slot)
+        return NULL;
+    if (*slot)
+        return ps_at(h, *slot - 1);
+    if (h->nps == h->nblocks * PS_BLOCK) {
+        uint8_t **b = realloc(h->blocks, (h->nblocks + 1) * sizeof(*b));
+        if (!b)
+            return NULL;
+        h->blocks = b;
+        if (!(b[h->nblocks] = calloc(PS_BLOCK, h->ps_size)))
+            return NULL;
+        h->nblocks++;
+    }
+    ps = ps_at(h, h->nps);
+    ps->page = page;
+    ps->row = row;
+    *slot = ++h->nps;
+    return ps;
+}
+
+/* The counters of page for thread p's row, through its recent pages. */
+static inline struct pstat *ps_of(struct hotpages *h, struct hthr *p, uint64_t page)
+{
+    uint32_t i;
+    struct pstat *ps;
+
+    for (i = 0; i < p->n; i++)
+        if (p->page[i] == page)
+            break;
+    if (i < p->n) {
+        ps = p->ps[i];
+    } else {
+        if (!(ps = ps_get(h, p->row, page)))
+            return NULL;
+        i = p->n < HK ? p->n++ : HK - 1;
+    }
+    memmove(p->page + 1, p->page, i * sizeof(*p->page));
+    memmove(p->ps + 1, p->ps, i * sizeof(*p->ps));
+    p->page[0] = page;
+    p->ps[0] = ps;
+    return ps;
+}
+
+/* Moves the trace's counters into the report's maps. */
+static int collect(struct hotpages *h)
+{
+    for (size_t i = 0; i < h->nps; i++) {
+        struct pstat *ps = ps_at(h, i);
+        uint64_t sum = 0;
+        for (uint32_t l = 0; l < h->lpp; l++) {
+            if (!ps->lines[l])
+                continue;
+            sum += ps->lines[l];
+            if (add_count(&h->lines,
+                          (uint64_t)ps->row << ROW_SHIFT_LINE |
+                              (ps->page << (h->page_shift - h->line_shift) | l),
+                          ps->lines[l]))
+                return -ENOMEM;
+        }
+        if (add_count(&h->pages, (uint64_t)ps->row << ROW_SHIFT_PAGE | ps->page, sum))
+            return -ENOMEM;
+    }
+    for (size_t b = 0; b < h->nblocks; b++)
+        free(h->blocks[b]);
+    free(h->blocks);
+    h->blocks = NULL;
+    h->nblocks = h->nps = 0;
+    ml_map_free(&h->pmap);
+    return ml_map_init(&h->pmap, 4096);
 }
 
 static struct hthr *thread_of(struct hotpages *h, uint32_t i)
@@ -293,29 +427,20 @@ static inline void to_bin(struct hotpages *h, struct ttr *t, uint64_t time)
     }
 }
 
-static int one_page(struct hotpages *h, struct ttr *t, struct hthr *p, uint64_t page, uint64_t w)
+static int one_page(struct hotpages *h, struct ttr *t, struct hthr *p, uint64_t page, uint64_t line,
+                    uint64_t w)
 {
+    struct pstat *ps = ps_of(h, p, page);
     int rc;
 
-    if (page != p->page || !p->npage) {
-        if (p->npage && (rc = add_count(&h->pages, (uint64_t)p->row << ROW_SHIFT_PAGE | p->page,
-                                        p->npage)))
-            return rc;
-        p->page = page;
-        p->npage = 0;
-    }
-    p->npage += w;
+    if (!ps)
+        return -ENOMEM;
+    ps->lines[line & (h->lpp - 1)] += w;
     t->bins[h->bin].acc += w;
-    if (h->lru_have && page == h->lru_last) {
-        t->bins[h->bin].hit += w;
-    } else {
-        rc = lru_access(&h->lru, page);
-        if (rc < 0)
-            return rc;
-        t->bins[h->bin].hit += (uint64_t)rc + w - 1;
-        h->lru_last = page;
-        h->lru_have = 1;
-    }
+    rc = lru_access(&h->lru, page);
+    if (rc < 0)
+        return rc;
+    t->bins[h->bin].hit += (uint64_t)rc + w - 1;
     return h->html ? heat_add(t, page, h->bin, w) : 0;
 }
 
@@ -323,12 +448,13 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
 {
     struct hotpages *h = st;
     struct ttr *t = &h->tr[h->ntr - 1];
+    uint32_t lshift = h->page_shift - h->line_shift;
     int rc;
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
         struct hthr *p;
-        uint64_t end, line, page, w = x->weight;
+        uint64_t end, line, w = x->weight;
         uint32_t row;
         if (!ml_ev_is_access(x->kind))
             continue;
@@ -339,41 +465,27 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
             if ((row = ml_rows_id(&h->rows, in->thread_base + x->thread, ml_an_key(in, x))) ==
                 UINT32_MAX)
                 return -ENOMEM;
-            if ((rc = flush(h, p)))
-                return rc;
             p->row = row;
+            p->n = 0;
         }
         ml_rows_row(&h->rows, p->row)[0] += w;
-        to_bin(h, t, x->time);
+        if (x->time >= h->bin_end)
+            to_bin(h, t, x->time);
         line = x->addr >> h->line_shift;
-        page = x->addr >> h->page_shift;
-        end = x->addr + (x->size ? x->size - 1 : 0);
-        /* The common case: one line, the same as the thread's last. */
-        if (line == p->line && p->nline && (end >> h->line_shift) == line && page == p->page &&
-            h->lru_have && page == h->lru_last && !h->html) {
-            p->nline += w;
-            p->npage += w;
+        end = (x->addr + (x->size ? x->size - 1 : 0)) >> h->line_shift;
+        /* The common case: one line of the thread's last page, the LRU's first. */
+        if (line == end && p->n && (line >> lshift) == p->page[0] && h->lru.nfront &&
+            p->page[0] == h->lru.front[0] && !h->html) {
+            p->ps[0]->lines[line & (h->lpp - 1)] += w;
             t->bins[h->bin].acc += w;
             t->bins[h->bin].hit += w;
             continue;
         }
-        for (uint64_t l = line; l <= end >> h->line_shift; l++) {
-            if (l != p->line || !p->nline) {
-                if (p->nline && (rc = add_count(&h->lines,
-                                                (uint64_t)p->row << ROW_SHIFT_LINE | p->line,
-                                                p->nline)))
-                    return rc;
-                p->line = l;
-                p->nline = 0;
-            }
-            p->nline += w;
-            if (l == UINT64_MAX)
-                break;
-        }
-        for (uint64_t pg = page; pg <= end >> h->page_shift; pg++) {
-            if ((rc = one_page(h, t, p, pg, w)))
+        /* A range counts once for each line, and for each page once per line in it. */
+        for (uint64_t l = line; l <= end; l++) {
+            if ((rc = one_page(h, t, p, l >> lshift, l, w)))
                 return rc;
-            if (pg == UINT64_MAX)
+            if (l == UINT64_MAX)
                 break;
         }
     }
@@ -383,12 +495,8 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
 static int end(void *st, const struct ml_an_input *in)
 {
     struct hotpages *h = st;
-    int rc = 0;
-
     (void)in;
-    for (uint32_t i = 0; i < h->nthr && !rc; i++)
-        rc = flush(h, &h->thr[i]);
-    return rc;
+    return collect(h);
 }
 
 /* ---- report ---- */
@@ -496,8 +604,8 @@ static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct
             uint64_t *c;
             if (!ids[j])
                 continue;
-            /* 24 bits of aggregate id above 40 bits of address: enough for pages and lines. */
-            if (!(c = ml_map_slot(&sum, (ids[j] - 1) << 40 | (addr & ((1ull << 40) - 1))))) {
+            /* 20 bits of aggregate id above 44 bits of address: enough for pages and lines. */
+            if (!(c = ml_map_slot(&sum, (ids[j] - 1) << 44 | (addr & ((1ull << 44) - 1))))) {
                 ml_map_free(&sum);
                 return NULL;
             }
@@ -509,7 +617,7 @@ static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct
         ml_map_each(&sum, i)
         {
             uint64_t key = ml_map_key(&sum, i);
-            v[k++] = (struct ent){(uint32_t)(key >> 40), key & ((1ull << 40) - 1), sum.vals[i]};
+            v[k++] = (struct ent){(uint32_t)(key >> 44), key & ((1ull << 44) - 1), sum.vals[i]};
         }
         qsort(v, k, sizeof(*v), by_agg_count);
     }
@@ -720,7 +828,7 @@ static int html(void *st, FILE *out)
                 y[b] = t->bins[b].acc ? (double)t->bins[b].hit / (double)t->bins[b].acc : NAN;
             }
             snprintf(title, sizeof(title), "Hit rate of a %u-page LRU of hot pages, pid %u",
-                     h->lru.cap, t->pid);
+                     h->lru_n, t->pid);
             if (!rc)
                 rc = ml_svg_series(out, title, "time (ms)", "hit rate", x, ys, names, 1,
                                    t->nbins, NULL, 0);
@@ -743,6 +851,10 @@ static void hp_free(void *st)
         return;
     ml_map_free(&h->pages);
     ml_map_free(&h->lines);
+    ml_map_free(&h->pmap);
+    for (size_t b = 0; b < h->nblocks; b++)
+        free(h->blocks[b]);
+    free(h->blocks);
     lru_free(&h->lru);
     for (int i = 0; i < h->ntr; i++) {
         free(h->tr[i].bins);

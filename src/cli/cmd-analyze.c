@@ -209,8 +209,8 @@ int cmd_analyze(int argc, char **argv)
             if (k == 6)
                 die("invalid --by '%s' (region, mark, function, loop, io or thread)", v);
             o.by = (enum ml_an_by)k;
-        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs")) {
-            const char *v = arg_of(argc, argv, &i);
+        } else if (!strcmp(a, "-j") || !strcmp(a, "--jobs") || !strncmp(a, "-j", 2)) {
+            const char *v = a[2] && a[1] == 'j' ? a + 2 : arg_of(argc, argv, &i);
             char *end;
             long n = strtol(v, &end, 10);
             if (*end || n < 1 || n > 256)
