@@ -128,7 +128,7 @@ static int begin(void *st, const struct ml_an_input *in)
     e->t = in->trace;
     e->mono0 = in->info->hdr.mono0;
     e->pid = in->info->hdr.pid;
-    for (size_t i = 0; i + 1 < 2 * in->info->nmeta; i += 2)
+    for (size_t i = 0; i + 1 < in->info->nmeta; i += 2) /* nmeta: strings */
         if (!strcmp(in->info->meta[i], "program"))
             prog = in->info->meta[i + 1];
     if (e->p) {

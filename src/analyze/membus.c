@@ -58,7 +58,7 @@ static int open_filter(struct membus *m, const struct ml_an_input *in)
     uint32_t ns = ml_trace_nsites(in->trace), nm = ml_trace_nmarkers(in->trace);
     struct ml_ev_site *sites = calloc((size_t)ns + 2, sizeof(*sites));
     struct ml_ev_marker *marks = calloc((size_t)nm + 1, sizeof(*marks));
-    const char **meta = calloc(2 * in->info->nmeta + 2, sizeof(*meta));
+    const char **meta = calloc(in->info->nmeta + 2, sizeof(*meta)); /* nmeta: strings */
     struct ml_trace_header h = in->info->hdr;
     char geo[256], *name = NULL;
     int rc = -ENOMEM;
@@ -79,10 +79,12 @@ static int open_filter(struct membus *m, const struct ml_an_input *in)
         const struct ml_trace_marker *k = ml_trace_marker(in->trace, i);
         marks[i] = (struct ml_ev_marker){k->kind, k->line, k->name, k->file, k->func};
     }
-    for (size_t i = 0; i < 2 * in->info->nmeta; i++)
+    for (size_t i = 0; i + 1 < in->info->nmeta; i += 2) {
         meta[i] = in->info->meta[i];
-    meta[2 * in->info->nmeta] = "filter";
-    meta[2 * in->info->nmeta + 1] = ml_csim_describe(&m->sim, geo, sizeof(geo));
+        meta[i + 1] = in->info->meta[i + 1];
+    }
+    meta[in->info->nmeta & ~(size_t)1] = "filter";
+    meta[(in->info->nmeta & ~(size_t)1) + 1] = ml_csim_describe(&m->sim, geo, sizeof(geo));
     h.flags &= ~ML_TF_COLLAPSE;
     name = filter_name(o->filter, in, m->ntr > 1);
     if (!name)
@@ -90,7 +92,7 @@ static int open_filter(struct membus *m, const struct ml_an_input *in)
     if ((rc = ml_outfile_open(&m->of, name, o->force, m->err, sizeof(m->err))))
         goto out;
     rc = ml_tw_open(&m->w, m->of.fd, &h, sites, ns + 2, marks, nm,
-                    (const char *const *)meta, in->info->nmeta + 1, 1);
+                    (const char *const *)meta, in->info->nmeta / 2 + 1, 1);
     if (rc)
         snprintf(m->err, sizeof(m->err), "cannot write '%s': %s", name, strerror(-rc));
 out:
