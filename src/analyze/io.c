@@ -135,14 +135,14 @@ static int build(struct io *s, struct ml_tab **tabs)
     struct rep p = {s, NULL};
     int rc;
 
-    tabs[0] = ml_tab_new("kinds",
+    tabs[1] = ml_tab_new("kinds",
                          "I/O calls per fd kind: in = reads (the kernel writes memory), out = "
                          "writes (it reads memory); request sizes as the calls asked",
                          "pid:u fd_kind direction calls:u bytes_requested:u bytes_transferred:u "
                          "avg_request:f avg_transferred:f failed:u");
-    tabs[1] = ml_tab_new("sizes", "request-size distribution per fd kind and direction",
+    tabs[2] = ml_tab_new("sizes", "request-size distribution per fd kind and direction",
                          "pid:u fd_kind direction size_lo:u size_hi:u count:u cdf:p");
-    tabs[2] = p.t = ml_tab_new("traffic",
+    tabs[0] = p.t = ml_tab_new("traffic",
                                "memory traffic of the CPU (access records) and of I/O calls, per "
                                "thread and marker",
                                "pid:u thread tid:u marker cpu_bytes_read:u cpu_bytes_written:u "
@@ -157,26 +157,26 @@ static int build(struct io *s, struct ml_tab **tabs)
                 uint64_t cum = 0;
                 if (!k->calls)
                     continue;
-                rc |= ml_tab_u64(tabs[0], s->tr[i].pid);
-                rc |= ml_tab_str(tabs[0], ml_fd_kind_name(kind));
-                rc |= ml_tab_str(tabs[0], dir ? "out" : "in");
-                rc |= ml_tab_u64(tabs[0], k->calls);
-                rc |= ml_tab_u64(tabs[0], k->requested);
-                rc |= ml_tab_u64(tabs[0], k->transferred);
-                rc |= ml_tab_f64(tabs[0], (double)k->requested / (double)k->calls);
-                rc |= ml_tab_f64(tabs[0], (double)k->transferred / (double)k->calls);
-                rc |= ml_tab_u64(tabs[0], k->errors);
+                rc |= ml_tab_u64(tabs[1], s->tr[i].pid);
+                rc |= ml_tab_str(tabs[1], ml_fd_kind_name(kind));
+                rc |= ml_tab_str(tabs[1], dir ? "out" : "in");
+                rc |= ml_tab_u64(tabs[1], k->calls);
+                rc |= ml_tab_u64(tabs[1], k->requested);
+                rc |= ml_tab_u64(tabs[1], k->transferred);
+                rc |= ml_tab_f64(tabs[1], (double)k->requested / (double)k->calls);
+                rc |= ml_tab_f64(tabs[1], (double)k->transferred / (double)k->calls);
+                rc |= ml_tab_u64(tabs[1], k->errors);
                 for (unsigned b = 0; b < NSBINS; b++) {
                     if (!k->bins[b])
                         continue;
                     cum += k->bins[b];
-                    rc |= ml_tab_u64(tabs[1], s->tr[i].pid);
-                    rc |= ml_tab_str(tabs[1], ml_fd_kind_name(kind));
-                    rc |= ml_tab_str(tabs[1], dir ? "out" : "in");
-                    rc |= ml_tab_u64(tabs[1], b ? 1ull << (b - 1) : 0);
-                    rc |= ml_tab_u64(tabs[1], b ? (1ull << b) - 1 : 0);
-                    rc |= ml_tab_u64(tabs[1], k->bins[b]);
-                    rc |= ml_tab_f64(tabs[1], (double)cum / (double)k->calls);
+                    rc |= ml_tab_u64(tabs[2], s->tr[i].pid);
+                    rc |= ml_tab_str(tabs[2], ml_fd_kind_name(kind));
+                    rc |= ml_tab_str(tabs[2], dir ? "out" : "in");
+                    rc |= ml_tab_u64(tabs[2], b ? 1ull << (b - 1) : 0);
+                    rc |= ml_tab_u64(tabs[2], b ? (1ull << b) - 1 : 0);
+                    rc |= ml_tab_u64(tabs[2], k->bins[b]);
+                    rc |= ml_tab_f64(tabs[2], (double)cum / (double)k->calls);
                 }
             }
     if (rc)
