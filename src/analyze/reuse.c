@@ -13,14 +13,18 @@
  * once per line (page) its range touches: the first access with its
  * distance, weight - 1 more at distance 0.
  *
- * Row layout per granularity g (lines, pages): BINS counters of measured
- * non-repeat accesses by bin of (scaled) distance, then REP (repeats of the
- * previous key: distance 0, exact), NR (non-repeat accesses, exact) and NRS
- * (non-repeat accesses measured). Exact mode measures every access (NRS =
- * NR). Sampled mode measures the keys whose hash falls under rate x 2^32 and
- * scales: a bin's estimate is its count x NR / NRS.
+ * Row layout per granularity g (lines, pages): EX + b counts accesses of
+ * bin b measured exactly; SM + b sampled accesses by bin of their estimated
+ * distance, NR the accesses whose distance was to be estimated (exact
+ * count) and NRS those of them measured. Exact mode measures everything
+ * exactly. Sampled mode (SHARDS) measures exactly the accesses to the 16
+ * most recent keys of all (a short move-to-front list: distances below 16
+ * are exact), and estimates the others from the keys whose hash falls under
+ * rate x 2^32, scaled to their exact count: a bin's estimate is SM + b x NR
+ * / NRS.
  */
-enum { BINS = ML_REUSE_BINS, REP = BINS, NR, NRS, GW };
+#define FRONT 16
+enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
 #define WIDTH (2 * GW)
 
 struct gran {
@@ -28,10 +32,12 @@ struct gran {
     uint32_t shift;
     uint64_t prev;
     int have_prev;
-    /* sampled mode: per key count of non-repeat accesses, for the error bound */
+    uint64_t front[FRONT]; /* sampled mode: the most recent keys of all, most recent first */
+    uint32_t nfront;
+    /* sampled mode: per key count of estimated accesses, for the error bound */
     struct ml_map cnt;
     double sumsq; /* sum over sampled keys of count^2, this trace */
-    uint64_t nr;  /* non-repeat accesses, this trace */
+    uint64_t nr;  /* estimated accesses, this trace */
 };
 
 struct tbound { /* error bound per trace and granularity */
@@ -93,35 +99,58 @@ static int begin(void *st, const struct ml_an_input *in)
 static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t w, uint64_t *c)
 {
     uint64_t d;
+    uint32_t i;
+    int sampled, estimated;
 
     if (g->have_prev && key == g->prev) {
-        c[REP] += w;
+        c[EX] += w;
         return 0;
     }
     g->prev = key;
     g->have_prev = 1;
-    c[NR]++;
-    c[REP] += w - 1;
-    g->nr++;
-    if (s->sampled) {
-        uint64_t *n;
-        if ((uint32_t)(ml_hash64(key) >> 32) >= s->threshold)
-            return 0;
-        if (!(n = ml_map_slot(&g->cnt, key)))
+    c[EX] += w - 1;
+    if (!s->sampled) {
+        d = ml_reuse_slow(&g->eng, key);
+        if (d == UINT64_MAX - 1)
             return -ENOMEM;
-        g->sumsq += 2.0 * (double)*n + 1;
-        ++*n;
+        c[EX + ml_reuse_bin(d)]++;
+        return 0;
     }
+    sampled = (uint32_t)(ml_hash64(key) >> 32) < s->threshold;
+    for (i = 0; i < g->nfront && g->front[i] != key; i++)
+        ;
+    estimated = i == g->nfront;
+    if (!estimated) {
+        c[EX + ml_reuse_bin(i)]++; /* exact: i distinct keys since */
+    } else {
+        if (g->nfront < FRONT)
+            g->nfront++;
+        i = g->nfront - 1;
+        c[NR]++;
+        g->nr++;
+    }
+    memmove(g->front + 1, g->front, i * sizeof(*g->front));
+    g->front[0] = key;
+    if (!sampled)
+        return 0;
+    /* Sampled keys always go through their own stack, to keep their times right. */
     d = ml_reuse_slow(&g->eng, key);
     if (d == UINT64_MAX - 1)
         return -ENOMEM;
-    if (s->sampled && d != ML_REUSE_COLD) {
-        /* d sampled keys stand for about d / rate keys; a non-repeat is at least 1 away. */
-        double e = (double)d / s->rate;
-        d = e < 1 ? 1 : (uint64_t)(e + 0.5);
+    if (estimated) {
+        /* Estimated: d sampled keys stand for about d / rate keys, and it is at least FRONT. */
+        uint64_t *n = ml_map_slot(&g->cnt, key);
+        if (!n)
+            return -ENOMEM;
+        g->sumsq += 2.0 * (double)*n + 1;
+        ++*n;
+        if (d != ML_REUSE_COLD) {
+            double e = (double)d / s->rate;
+            d = e < FRONT ? FRONT : (uint64_t)(e + 0.5);
+        }
+        c[NRS]++;
+        c[SM + ml_reuse_bin(d)]++;
     }
-    c[NRS]++;
-    c[ml_reuse_bin(d)]++;
     return 0;
 }
 
@@ -148,7 +177,7 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
             uint64_t first = x->addr >> g->shift, last = end >> g->shift;
             uint64_t *cg = c + k * GW;
             if (first == last && g->have_prev && first == g->prev) {
-                cg[REP] += x->weight;
+                cg[EX] += x->weight;
                 continue;
             }
             for (uint64_t key = first; key <= last; key++)
@@ -187,9 +216,28 @@ static const char *gname(int k)
 /* Estimated count of bin b of granularity part c. */
 static double est(const uint64_t *c, unsigned b)
 {
-    double v = c[NRS] ? (double)c[b] * (double)c[NR] / (double)c[NRS] : 0;
+    return (double)c[EX + b] +
+           (c[NRS] ? (double)c[SM + b] * (double)c[NR] / (double)c[NRS] : 0);
+}
 
-    return b == 0 ? v + (double)c[REP] : v;
+static double total_of(const uint64_t *c)
+{
+    double t = (double)c[NR];
+
+    for (unsigned b = 0; b < BINS; b++)
+        t += (double)c[EX + b];
+    return t;
+}
+
+/* The highest distance bin with a count. */
+static unsigned top_of(const uint64_t *c)
+{
+    unsigned top = 0;
+
+    for (unsigned b = 0; b < BINS - 1; b++)
+        if (c[EX + b] || c[SM + b])
+            top = b;
+    return top;
 }
 
 struct rep {
@@ -205,11 +253,8 @@ static int visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
 
     for (int gi = 0; gi < 2 && !rc; gi++) {
         const uint64_t *cg = c + gi * GW;
-        double total = (double)(cg[REP] + cg[NR]), above;
-        unsigned top = 0;
-        for (unsigned b = 0; b < BINS - 1; b++)
-            if (cg[b])
-                top = b;
+        double total = total_of(cg), above;
+        unsigned top = top_of(cg);
         above = total - est(cg, 0);
         for (unsigned b = 0; b < BINS && !rc; b++) {
             double v;
@@ -318,12 +363,9 @@ static int chart(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         const uint64_t *cg = c + gi * GW;
         char lab[BINS + 1][48], title[160];
         const char *lp[BINS + 1];
-        double v[BINS + 1], mr[BINS + 1], total = (double)(cg[REP] + cg[NR]), misses;
-        unsigned top = 0, n = 0;
+        double v[BINS + 1], mr[BINS + 1], total = total_of(cg), misses;
+        unsigned top = top_of(cg), n = 0;
         uint32_t unit = 1u << ch->s->g[gi].shift;
-        for (unsigned b = 0; b < BINS - 1; b++)
-            if (cg[b])
-                top = b;
         for (unsigned b = 0; b <= top; b++) {
             if (b < 2)
                 snprintf(lab[n], sizeof(lab[n]), "%u", b);
