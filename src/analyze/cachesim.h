@@ -95,10 +95,22 @@ static inline int ml_csim_access(struct ml_csim *s, uint32_t thread, unsigned ki
     c[ML_CS_ACCESSES] += weight;
     c[ML_CS_LOADS] += kind != ML_EV_STORE ? weight : 0;
     c[ML_CS_STORES] += write ? weight : 0;
-    if (first == last && thread < s->nthr && (t = s->thr[thread]) && t->last_tag &&
-        t->last == first) {
-        *t->last_tag |= (uint64_t)write;
-        return 0;
+    if (first == last && thread < s->nthr && (t = s->thr[thread]) && t->last_tag) {
+        /* The thread's last line, or a line at the front of its l1 set: a hit, no reordering. */
+        uint64_t *set;
+        if (t->last == first) {
+            *t->last_tag |= (uint64_t)write;
+            return 0;
+        }
+        set = t->priv[0].tags + (t->priv[0].pow2 ? first & t->priv[0].mask
+                                                 : first % t->priv[0].sets) *
+                                    t->priv[0].ways;
+        if ((set[0] >> 1) == first) {
+            set[0] |= (uint64_t)write;
+            t->last = first;
+            t->last_tag = set;
+            return 0;
+        }
     }
     for (uint64_t l = first; l <= last; l++) {
         int rc = ml_csim_line(s, thread, l, write, c);

@@ -571,10 +571,44 @@ static int agg_visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *
     return 0;
 }
 
-/* Counts of m summed into every aggregate each row belongs to; sorted by aggregate and count. */
+/* "Less hot" for the min-heap: fewer accesses, or the higher address among equals. */
+static int colder(const struct ent *x, const struct ent *y)
+{
+    return x->count != y->count ? x->count < y->count : x->addr > y->addr;
+}
+
+/* Keeps the top n entries in heap h of *len (min-heap on colder). */
+static void heap_push(struct ent *h, uint32_t *len, uint32_t n, const struct ent *e)
+{
+    uint32_t i;
+
+    if (*len < n) {
+        for (i = (*len)++; i && colder(e, &h[(i - 1) / 2]); i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = *e;
+        return;
+    }
+    if (!colder(&h[0], e))
+        return;
+    for (i = 0;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && colder(&h[c + 1], &h[c]))
+            c++;
+        if (!colder(&h[c], e))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = *e;
+}
+
+/* The top entries of m summed into every aggregate each row belongs to; sorted by aggregate and count. */
 static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct ml_map *m,
                           int shift, size_t *n)
 {
+    uint32_t top = ml_an_options(h->run)->top ? ml_an_options(h->run)->top : 10;
     struct ml_map sum;
     struct ent *v;
     size_t k = 0;
@@ -612,13 +646,27 @@ static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct
             *c += m->vals[i];
         }
     }
-    v = malloc((sum.n + 1) * sizeof(*v));
+    /* Only the top N of each aggregate: a min-heap of N per aggregate, then sorted. */
+    v = malloc(((size_t)a->n * top + 1) * sizeof(*v));
     if (v) {
+        uint32_t *len = calloc(a->n + 1, sizeof(*len));
+        if (!len) {
+            free(v);
+            ml_map_free(&sum);
+            return NULL;
+        }
         ml_map_each(&sum, i)
         {
             uint64_t key = ml_map_key(&sum, i);
-            v[k++] = (struct ent){(uint32_t)(key >> 44), key & ((1ull << 44) - 1), sum.vals[i]};
+            struct ent e = {(uint32_t)(key >> 44), key & ((1ull << 44) - 1), sum.vals[i]};
+            struct ent *hp = v + (size_t)e.agg * top;
+            heap_push(hp, &len[e.agg], top, &e);
         }
+        for (uint32_t g = 0; g < a->n; g++) {
+            memmove(v + k, v + (size_t)g * top, len[g] * sizeof(*v));
+            k += len[g];
+        }
+        free(len);
         qsort(v, k, sizeof(*v), by_agg_count);
     }
     *n = k;
