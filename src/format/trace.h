@@ -96,7 +96,9 @@ struct ml_trace_end {
     uint64_t dropped; /* records dropped (--drop) */
     uint64_t waits;   /* times a producer waited for a free buffer */
     uint64_t wait_ticks;
-    uint64_t lost; /* raw records found damaged */
+    uint64_t lost;      /* raw records found damaged */
+    uint64_t writer_ns; /* CPU time the writer thread spent (encoding, compressing, writing) */
+    uint64_t raw_words; /* words of records the threads appended */
 };
 
 enum ml_end_reason { ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_EXEC = 3 };

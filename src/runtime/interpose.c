@@ -257,7 +257,7 @@ ML_EXPORT void *__memlens_tr_sbrk(intptr_t inc, struct ml_ev_module *m, uint32_t
 {
     void *r = sbrk(inc);
 
-    if (r != (void *)-1)
+    if (r != (void *)-1 && inc) /* sbrk(0) only asks where the break is */
         KEEP_ERRNO(ml_tr_event(ML_EV_BRK, (uint64_t)(uintptr_t)r + (uint64_t)inc,
                                (uint64_t)(uintptr_t)r, 0, 0, ml_tr_gsite(m, site)));
     return r;

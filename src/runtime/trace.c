@@ -2,6 +2,8 @@
 #include "format/trace-abi.h"
 #include "format/trace.h"
 #include "runtime/clock.h"
+#include "runtime/rt.h"
+#include "runtime/safefile.h"
 #include "runtime/trace-rt.h"
 
 #include <dlfcn.h>
@@ -42,7 +44,7 @@ ML_EXPORT __thread uint64_t *__memlens_tb_end __attribute__((tls_model("initial-
 /* Bit 0: off (MEMLENS_TRACE_ON/OFF, start=off); bit 1: no region open (regions-only). */
 ML_EXPORT volatile uint32_t __memlens_trace_gate;
 
-enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC };
+enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC, JOB_UNMODULE };
 
 struct tjob {
     struct tjob *next;
@@ -94,11 +96,16 @@ struct tthread {
     uint64_t open_ns;
     struct pending pend;
     int retired; /* final buffer processed, memory released */
+    /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
+    uint64_t fast_h;
+    const uint32_t *fast_d;
+    uint32_t fast_n;
 };
 
 struct tmodule {
     struct tjob job;
     struct ml_ev_module *m;
+    volatile uint32_t done; /* JOB_UNMODULE: the writer has forgotten the module */
 };
 
 struct sync {
@@ -135,7 +142,7 @@ static struct {
     int writer_started;
     pid_t writer_tid;
     /* totals (writer) */
-    uint64_t records, dropped, waits, wait_ticks, lost;
+    uint64_t records, dropped, waits, wait_ticks, lost, raw_words;
     volatile uint64_t p_dropped, p_waits, p_wait_ticks; /* producers */
     /* writer state */
     int fd;
@@ -481,7 +488,19 @@ static struct tthread *thread_setup(void)
     pthread_setspecific(exit_key, t);
     __memlens_tb_ptr = t->cur->words;
     __memlens_tb_end = t->cur->words + BUF_WORDS;
-    ml_tr_event(ML_EV_THREAD_START, 0, t->tid, 0, 0, ML_EV_NOID);
+    {
+        /* The stack, so that analyses can tell stack from heap by address. */
+        pthread_attr_t attr;
+        void *lo = NULL;
+        size_t size = 0;
+        if (!pthread_getattr_np(pthread_self(), &attr)) {
+            if (pthread_attr_getstack(&attr, &lo, &size))
+                lo = NULL, size = 0;
+            pthread_attr_destroy(&attr);
+        }
+        ml_tr_event(ML_EV_THREAD_START, (uint64_t)(uintptr_t)lo, t->tid,
+                    size / 1024 > UINT32_MAX ? UINT32_MAX : size / 1024, 0, ML_EV_NOID);
+    }
     return t;
 }
 
@@ -565,16 +584,6 @@ static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n
     }
 }
 
-static const char *prog_name(char *buf, size_t n)
-{
-    ssize_t r = readlink("/proc/self/exe", buf, n - 1);
-    const char *base;
-
-    buf[r > 0 ? r : 0] = 0;
-    base = strrchr(buf, '/');
-    return base ? base + 1 : buf[0] ? buf : "program";
-}
-
 static char *append(char *p, char *end, const char *s)
 {
     while (*s && p < end - 1)
@@ -583,82 +592,34 @@ static char *append(char *p, char *end, const char *s)
     return p;
 }
 
-static char *append_u(char *p, char *end, uint64_t v, int base)
-{
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = "0123456789abcdef"[v % (uint64_t)base];
-        v /= (uint64_t)base;
-    } while (v);
-    while (n && p < end - 1)
-        *p++ = tmp[--n];
-    *p = 0;
-    return p;
-}
-
-/* Creates every missing directory of path (mode 0700 for the ones memlens makes). */
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(path, 0700) && errno != EEXIST) {
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
-}
-
 /*
- * Creates <dir>/<prog>.<pid>.<token>.mlt: never following a link, never
- * replacing a file (O_EXCL; another token on a clash), mode 0600.
+ * Creates <dir>/<prog>.<pid>.<token>.mlt the way every runtime file is made
+ * (docs/files.md): in the output directory resolved at start, no link
+ * followed, O_EXCL, mode 0600, another token when the name is taken. Chunks
+ * are appended to it as they are made, so that a killed process leaves them.
  */
 static int create_file(void)
 {
-    const char *env = getenv("MEMLENS_OUT");
-    char dir[3072], exe[4096], *p, *end = tr.path + sizeof(tr.path);
-    const char *base = prog_name(exe, sizeof(exe));
-    int dfd;
+    char name[512] = "";
+    uint64_t token = ml_rt_id.token;
+    int dfd = ml_rt_out_dir("trace"), fd = -EEXIST;
+    char *p, *end = tr.path + sizeof(tr.path);
 
-    append(dir, dir + sizeof(dir), env && *env ? env : "memlens-out");
-    if (mkdirs(dir)) {
-        say("cannot create trace directory '", dir, "' (set MEMLENS_OUT)");
+    if (dfd < 0)
+        return -1;
+    for (int i = 0; i < 8 && fd == -EEXIST; i++, token = ml_rt_random()) {
+        fd = ml_rt_file_name(name, sizeof(name), token, ".mlt");
+        if (!fd)
+            fd = ml_sf_create(dfd, name);
+    }
+    if (fd < 0) {
+        ml_rt_say_file("trace", name, fd);
         return -1;
     }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        say("cannot open trace directory '", dir, "'");
-        return -1;
-    }
-    for (int tries = 0; tries < 16; tries++) {
-        char name[512];
-        uint32_t token = 0;
-        if (getrandom(&token, sizeof(token), GRND_NONBLOCK) != sizeof(token))
-            token = (uint32_t)(ml_rt_ticks() * 2654435761u);
-        p = append(name, name + sizeof(name), base);
-        p = append(p, name + sizeof(name), ".");
-        p = append_u(p, name + sizeof(name), tr.pid, 10);
-        p = append(p, name + sizeof(name), ".");
-        p = append_u(p, name + sizeof(name), token, 16);
-        append(p, name + sizeof(name), ".mlt");
-        tr.fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (tr.fd >= 0 || errno != EEXIST) {
-            p = append(tr.path, end, dir);
-            p = append(p, end, "/");
-            append(p, end, name);
-            break;
-        }
-    }
-    close(dfd);
-    if (tr.fd < 0) {
-        say("cannot create trace in '", dir, "'");
-        return -1;
-    }
+    tr.fd = fd;
+    p = append(tr.path, end, ml_rt_out_path());
+    p = append(p, end, "/");
+    append(p, end, name);
     return 0;
 }
 
@@ -666,7 +627,7 @@ static void write_meta(void)
 {
     struct ml_tbuf b = {0};
     struct ml_chunk_header h = {.type = ML_CK_META};
-    char exe[4096], opts[256], *p = opts, *end = opts + sizeof(opts);
+    char opts[256], *p = opts, *end = opts + sizeof(opts);
     struct utsname un;
     static const struct {
         uint32_t flag;
@@ -682,17 +643,18 @@ static void write_meta(void)
                 p = append(p, end, ",");
             p = append(p, end, names[i].name);
         }
-    prog_name(exe, sizeof(exe));
     if (uname(&un))
         un.nodename[0] = 0;
-    if (ml_tbuf_meta(&b, "program", exe) || ml_tbuf_meta(&b, "hostname", un.nodename) ||
+    if (ml_tbuf_meta(&b, "program", ml_rt_id.exe) ||
+        ml_tbuf_meta(&b, "cmdline", ml_rt_id.cmdline) ||
+        ml_tbuf_meta(&b, "hostname", un.nodename) ||
         ml_tbuf_meta(&b, "memlens", ML_VERSION) || ml_tbuf_meta(&b, "options", opts) ||
         ml_tbuf_meta(&b, "faults", tr.faults_why) || ml_tbuf_meta(&b, "pfn", tr.pfn_why) ||
         ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
         free(b.p);
         return;
     }
-    h.count = 7;
+    h.count = 8;
     write_chunk(&h, b.p, b.len);
     free(b.p);
 }
@@ -837,6 +799,7 @@ static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
 
 static void chunk_begin(struct tthread *t, uint64_t t_first)
 {
+    t->fast_h = 0; /* the prediction state starts again */
     t->enc.sites = tr.sites;
     t->enc.nsites = tr.wsites;
     ml_tenc_begin(&t->enc, t_first);
@@ -989,6 +952,55 @@ static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
                                  (double)(b->t_end - b->t_start));
 }
 
+/*
+ * Fast path: segments equal to the one just encoded (h) whose every site has
+ * one address word that follows its site's stride, as a loop walking arrays
+ * produces. Such a segment's records are all predicted (site successors
+ * included: prev is the segment's last site, whose successor must be its
+ * first), so they only lengthen the pending run. Returns where it stopped.
+ */
+static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint64_t *stop)
+{
+    const uint32_t *d = t->fast_d;
+    uint32_t n = t->fast_n, budget, k;
+    struct ml_tenc *e = &t->enc;
+    struct ml_tstate *st = e->st;
+    const uint64_t h = t->fast_h, *w0 = w;
+    uint64_t pred[ML_TB_MAX_SEG], stride[ML_TB_MAX_SEG];
+
+    if (st[d[n] & 0x3fffffffu].succ != (d[1] & 0x3fffffffu) || e->count >= CHUNK_RECORDS)
+        return w;
+    /* The sites' next predicted addresses, side by side: the loop below only compares. */
+    for (k = 0; k < n; k++) {
+        const struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        stride[k] = (uint64_t)x->stride;
+        pred[k] = x->last + stride[k];
+    }
+    budget = (CHUNK_RECORDS - e->count) / n;
+    while (budget && w + 1 + n <= stop && w[0] == h) {
+        uint64_t diff = 0;
+        for (k = 0; k < n; k++)
+            diff |= w[1 + k] ^ pred[k];
+        if (diff)
+            break;
+        for (k = 0; k < n; k++)
+            pred[k] += stride[k];
+        w += 1 + n;
+        budget--;
+    }
+    if (w == w0)
+        return w;
+    for (k = 0; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        x->last = pred[k] - stride[k];
+        x->cand = x->stride;
+    }
+    e->run += (uint64_t)n * (uint64_t)((w - w0) / (1 + n));
+    e->count += (uint32_t)((uint64_t)n * (uint64_t)((w - w0) / (1 + n)));
+    e->prev_addr = pred[n - 1] - stride[n - 1];
+    return w;
+}
+
 /* Encodes one buffer of raw words into t's open chunk. */
 static void process_buffer(struct tbuf *b)
 {
@@ -997,12 +1009,14 @@ static void process_buffer(struct tbuf *b)
     const struct segmap *hint = NULL;
     const uint64_t *fw = fault_word(b, ml_tr_pf_peek(t->pf));
     uint32_t si = 0;
+    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY));
 
     if (!t->open)
         chunk_begin(t, b->t_start);
     while (w < end) {
-        uint64_t h = *w;
-        unsigned tag = (unsigned)(h & ML_TB_TAG_MASK);
+        uint64_t h;
+        unsigned tag;
+        const uint64_t *stop = end;
 
         while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
             if (b->samp_tick[si] <= b->t_end && !room(t, 1)) {
@@ -1011,7 +1025,6 @@ static void process_buffer(struct tbuf *b)
             }
             si++;
         }
-
         if (w >= fw) {
             put_pending(t);
             faults_upto(t, time_at(b, (uint64_t)(w - b->words)));
@@ -1025,11 +1038,27 @@ static void process_buffer(struct tbuf *b)
             chunk_end(t, cut);
             chunk_begin(t, cut);
         }
+        if (t->fast_h && *w == t->fast_h) {
+            if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
+                stop = b->words + b->samp_pos[si];
+            if (fw < stop)
+                stop = fw;
+            if (stop > w) {
+                const uint64_t *nw = fast_run(t, w, stop);
+                if (nw != w) {
+                    w = nw;
+                    continue;
+                }
+            }
+        }
+        h = *w;
+        tag = (unsigned)(h & ML_TB_TAG_MASK);
+        t->fast_h = 0;
         if (!h)
             break; /* reserved but never written (a fatal signal): the rest is lost */
         if (tag == 0) {
             const struct segmap *sm = find_map((uintptr_t)h, hint);
-            uint32_t off, n, words;
+            uint32_t off, n, words, simple = fast_ok;
             const uint32_t *d;
             if (!sm || (h - sm->lo) & 7)
                 break;
@@ -1047,15 +1076,23 @@ static void process_buffer(struct tbuf *b)
             w++;
             for (uint32_t k = 1; k <= n; k++) {
                 uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
-                if (nw == 1)
+                if (nw == 1) {
+                    simple &= w[0] != 0;
                     put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
-                else if (nw == 2)
+                } else if (nw == 2) {
+                    simple = 0;
                     put_access(t, gs, w[0], w[1], tr.sites[gs].weight);
-                else {
+                } else {
+                    simple = 0;
                     put_pending(t);
                     ml_tenc_put(&t->enc, gs, 0, 0, 1, 0, 0);
                 }
                 w += nw;
+            }
+            if (simple) {
+                t->fast_h = h;
+                t->fast_d = d;
+                t->fast_n = n;
             }
             continue;
         }
@@ -1133,6 +1170,12 @@ static void do_sync(struct sync *s)
     e.waits = tr.p_waits;
     e.wait_ticks = tr.p_wait_ticks;
     e.lost = tr.lost;
+    e.raw_words = tr.raw_words;
+    {
+        struct timespec ts;
+        if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+            e.writer_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
     write_chunk(&h, &e, sizeof(e));
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 }
@@ -1142,6 +1185,7 @@ static void run_job(struct tjob *j)
     if (j->type == JOB_BUF) {
         struct tbuf *b = (struct tbuf *)j;
         struct tthread *t = b->t;
+        tr.raw_words += b->used;
         if (!tr.disabled)
             process_buffer(b);
         memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
@@ -1153,6 +1197,18 @@ static void run_job(struct tjob *j)
     } else if (j->type == JOB_MODULE) {
         add_module(((struct tmodule *)j)->m);
         free(j);
+    } else if (j->type == JOB_UNMODULE) {
+        struct tmodule *u = (struct tmodule *)j;
+        uintptr_t lo = (uintptr_t)u->m->segs;
+        for (uint32_t i = 0; i < tr.nmaps; i++)
+            if (tr.maps[i].lo == lo) {
+                free(tr.maps[i].prep);
+                free(tr.maps[i].starts);
+                memmove(&tr.maps[i], &tr.maps[i + 1], (tr.nmaps - i - 1) * sizeof(*tr.maps));
+                tr.nmaps--;
+                break;
+            }
+        __atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
     } else if (j->type == JOB_SYNC) {
         do_sync((struct sync *)j);
     }
@@ -1385,6 +1441,7 @@ static void after_fork_child(void)
     tr.tick0 = ml_rt_ticks();
     tr.mono0 = ml_rt_mono_ns();
     tr.real0 = real_ns();
+    ml_rt_files_fork();
     ml_tr_pf_clock(tr.tick0, tr.mono0);
     tr.queue = NULL;
     tr.writer_started = 0;
@@ -1454,6 +1511,7 @@ void ml_tr_init(void)
         tr.mono0 = ml_rt_mono_ns();
         tr.real0 = real_ns();
         tr.pid = (uint32_t)getpid();
+        ml_rt_files_start();
         ml_tr_pf_clock(tr.tick0, tr.mono0);
         parse_options();
         update_gate((tr.options & ML_TF_START_OFF) != 0);
@@ -1505,4 +1563,39 @@ ML_EXPORT void __memlens_trace_register(struct ml_ev_module *m)
     j->m = m;
     writer_ensure();
     push_job(&j->job);
+}
+
+/*
+ * From the module's destructor, before dlclose unmaps it: the calling
+ * thread's records go to the writer, which reads every job queued so far
+ * (the module's tables among them), then forgets where the module's segment
+ * descriptors were, so that a library loaded there later is not mistaken for
+ * it. Records of the module still in other threads' buffers are lost.
+ */
+ML_EXPORT void __memlens_trace_unregister(struct ml_ev_module *m)
+{
+    struct tmodule u = {.job = {.type = JOB_UNMODULE}, .m = m};
+    struct ml_ev_module **pp;
+    uint64_t t0;
+
+    if (m->abi != ML_EV_ABI || !tr.init)
+        return;
+    pthread_mutex_lock(&tr.lock);
+    for (pp = &modules; *pp && *pp != m; pp = &(*pp)->next)
+        ;
+    if (*pp) {
+        *pp = m->next;
+        if (modules_tail == &m->next)
+            modules_tail = pp;
+    }
+    pthread_mutex_unlock(&tr.lock);
+    if (tr.disabled || tr.finishing || !tr.writer_started)
+        return;
+    if (self && self->cur)
+        hand_over(self, __memlens_tb_ptr, HAND_NEXT);
+    push_job(&u.job);
+    t0 = ml_rt_mono_ns();
+    while (!__atomic_load_n(&u.done, __ATOMIC_ACQUIRE) && !tr.disabled &&
+           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS)
+        pause_ns(100000);
 }

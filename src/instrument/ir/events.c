@@ -60,6 +60,11 @@ static const struct ml_ev_wrap wraps[] = {
     {"strdup", 1, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
 };
 
+const char *ml_ev_wrapped(size_t i)
+{
+    return i < sizeof(wraps) / sizeof(wraps[0]) ? wraps[i].name : NULL;
+}
+
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
     uint32_t c = *cap ? *cap : 64;
@@ -316,7 +321,12 @@ unsigned ml_ev_point_words(const struct ml_ev_point *p)
 {
     if (!ml_ev_is_access(p->kind))
         return 0;
-    return p->len ? 2 : 1;
+    return p->len_op >= 0 ? 2 : 1;
+}
+
+LLVMValueRef ml_ev_operand(const struct ml_ev_point *p, int op)
+{
+    return op == -2 ? p->at : op < 0 ? NULL : LLVMGetOperand(p->at, (unsigned)op);
 }
 
 struct plist {
@@ -325,20 +335,20 @@ struct plist {
 };
 
 static int push_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, uint32_t kind,
-                      LLVMValueRef at, LLVMValueRef addr, LLVMValueRef len, uint64_t size,
-                      LLVMValueRef value, uint32_t marker)
+                      LLVMValueRef at, int addr_op, int len_op, uint64_t size, int value_op,
+                      uint32_t marker)
 {
     int64_t site;
 
-    if (ml_ev_is_access(kind) && !len && !size)
+    if (ml_ev_is_access(kind) && len_op < 0 && !size)
         return 0; /* zero bytes: nothing happens */
     if (!(ev->o.kinds & ML_EV_BIT(kind)))
         return 0;
-    site = add_site(ev, kind, len ? 0 : size, marker, fn, at, NULL);
+    site = add_site(ev, kind, len_op >= 0 ? 0 : size, marker, fn, at, NULL);
     if (site < 0 || grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
         return -ENOMEM;
-    l->v[l->n++] = (struct ml_ev_point){kind,  (uint32_t)site, at, addr, len, size,
-                                        ev->o.fields & ML_EVF_VALUE ? value : NULL};
+    l->v[l->n++] = (struct ml_ev_point){kind,   (uint32_t)site, at, addr_op, len_op,
+                                        ev->o.fields & ML_EVF_VALUE ? value_op : -1, size};
     return 0;
 }
 
@@ -359,19 +369,18 @@ static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLV
 
     switch (LLVMGetInstructionOpcode(in)) {
     case LLVMLoad:
-        return push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), in, ML_EV_NOID);
-    case LLVMStore: {
-        LLVMValueRef v = LLVMGetOperand(in, 0);
-        return push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 1), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(v)), v, ML_EV_NOID);
-    }
+        return push_point(ev, l, fn, ML_EV_LOAD, in, 0, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in)),
+                          -2, ML_EV_NOID);
+    case LLVMStore:
+        return push_point(ev, l, fn, ML_EV_STORE, in, 1, -1,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), 0,
+                          ML_EV_NOID);
     case LLVMAtomicRMW:
-        return push_point(ev, l, fn, ML_EV_RMW, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), NULL, ML_EV_NOID);
+        return push_point(ev, l, fn, ML_EV_RMW, in, 0, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in)),
+                          -1, ML_EV_NOID);
     case LLVMAtomicCmpXchg:
-        return push_point(ev, l, fn, ML_EV_RMW, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1))), NULL,
+        return push_point(ev, l, fn, ML_EV_RMW, in, 0, -1,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1))), -1,
                           ML_EV_NOID);
     case LLVMCall:
     case LLVMInvoke:
@@ -382,31 +391,29 @@ static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLV
     f = ml_called_function(in);
     mk = ml_mem_call_kind(in);
     if (mk) {
-        LLVMValueRef n = LLVMGetOperand(in, 2), len = NULL;
+        LLVMValueRef n = LLVMGetOperand(in, 2);
+        int len_op = -1, rc = 0;
         uint64_t size = 0;
-        int rc = 0;
         if (LLVMIsAConstantInt(n) && LLVMConstIntGetZExtValue(n) <= UINT32_MAX)
             size = LLVMConstIntGetZExtValue(n);
         else
-            len = n;
+            len_op = 2;
         /* The copy reads, then writes. */
         if (mk == 1)
-            rc = push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 1), len, size, NULL,
-                            ML_EV_NOID);
+            rc = push_point(ev, l, fn, ML_EV_LOAD, in, 1, len_op, size, -1, ML_EV_NOID);
         if (!rc)
-            rc = push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 0), len, size, NULL,
-                            ML_EV_NOID);
+            rc = push_point(ev, l, fn, ML_EV_STORE, in, 0, len_op, size, -1, ML_EV_NOID);
         return rc;
     }
     if (!f || !LLVMGetIntrinsicID(f))
         return 0;
     /* Masked vector accesses: the full width, as region counts do (an upper bound). */
     if (name_starts(f, "llvm.masked.load."))
-        return push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), NULL, ML_EV_NOID);
+        return push_point(ev, l, fn, ML_EV_LOAD, in, 0, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in)),
+                          -1, ML_EV_NOID);
     if (name_starts(f, "llvm.masked.store."))
-        return push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 1), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), NULL,
+        return push_point(ev, l, fn, ML_EV_STORE, in, 1, -1,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), -1,
                           ML_EV_NOID);
     return 0;
 }
@@ -573,18 +580,16 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
             LLVMValueRef at = in;
             while (at && LLVMIsAAllocaInst(at))
                 at = LLVMGetNextInstruction(at);
-            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, NULL, NULL, 0, NULL,
-                            (uint32_t)fmark);
+            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
         }
         for (uint32_t i = 0; i < em.n && !rc; i++)
             if (em.v[i].bb == bb)
-                rc = push_point(ev, &l, fn, em.v[i].kind, LLVMGetBasicBlockTerminator(bb), NULL,
-                                NULL, 0, NULL, em.v[i].marker);
+                rc = push_point(ev, &l, fn, em.v[i].kind, LLVMGetBasicBlockTerminator(bb), -1, -1,
+                                0, -1, em.v[i].marker);
         for (; in && !rc; in = LLVMGetNextInstruction(in)) {
             LLVMOpcode op = LLVMGetInstructionOpcode(in);
             if (fmark >= 0 && (op == LLVMRet || op == LLVMResume))
-                rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, NULL, NULL, 0, NULL,
-                                (uint32_t)fmark);
+                rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, -1, -1, 0, -1, (uint32_t)fmark);
             else
                 rc = access_points(ev, &l, fn, in);
         }

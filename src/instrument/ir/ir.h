@@ -178,7 +178,10 @@ void ml_emit_strtab_free(struct ml_strtab *t);
 LLVMValueRef ml_emit_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro);
 /* Pointer to element 0 of an array global, or null for an empty table (g NULL). */
 LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem);
-/* Appends fn to llvm.global_ctors (LLVM-C cannot extend the appending array in place). */
-void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority);
+/*
+ * Appends fn to list, llvm.global_ctors or llvm.global_dtors, with a priority,
+ * rebuilding the appending array (LLVM-C cannot extend it in place).
+ */
+void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority);
 
 #endif

@@ -314,9 +314,12 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
         unsigned w = ml_ev_point_words(&p[k]);
         if (!w)
             continue;
-        LLVMBuildStore(b, LLVMBuildPtrToInt(b, p[k].addr, ir->t_i64, ""), word_ptr(s, ph, slot));
+        LLVMBuildStore(b, LLVMBuildPtrToInt(b, ml_ev_operand(&p[k], p[k].addr_op), ir->t_i64, ""),
+                       word_ptr(s, ph, slot));
         if (w == 2)
-            LLVMBuildStore(b, LLVMBuildZExtOrBitCast(b, p[k].len, ir->t_i64, ""),
+            LLVMBuildStore(b,
+                           LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64,
+                                                  ""),
                            word_ptr(s, ph, slot + 1));
         slot += w;
     }
@@ -604,18 +607,20 @@ static int emit_module(struct tsink *s)
     }
     LLVMReplaceAllUsesWith(s->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(s->desc_ph);
-    {
+    /* Registered before the program's own constructors, which may run traced code;
+       unregistered before dlclose unmaps the tables. */
+    for (int k = 0; k < 2; k++) {
         LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
-        LLVMValueRef reg = runtime_fn(s, ML_TB_SYM_REGISTER, reg_t);
+        LLVMValueRef reg = runtime_fn(s, k ? "__memlens_trace_unregister" : ML_TB_SYM_REGISTER,
+                                      reg_t);
         LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
-        ctor = LLVMAddFunction(ir->m, "__memlens_trace_ctor",
+        ctor = LLVMAddFunction(ir->m, k ? "__memlens_trace_dtor" : "__memlens_trace_ctor",
                                LLVMFunctionType(ir->t_void, NULL, 0, 0));
         LLVMSetLinkage(ctor, LLVMInternalLinkage);
         LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
         LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
         LLVMBuildRetVoid(ir->b);
-        /* Before the program's own constructors, which may already run traced code. */
-        ml_emit_ctor(ir, ctor, 101);
+        ml_emit_xtor(ir, ctor, k ? "llvm.global_dtors" : "llvm.global_ctors", 101);
     }
     rc = 0;
 out:
