@@ -1,5 +1,6 @@
 /* Helpers shared by the analyses: rows of counters, output tables, maps, output files, time bins. */
 #include "analyze/util.h"
+#include "format/csv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -324,21 +325,6 @@ void ml_json_str(FILE *out, const char *s)
             fprintf(out, "\\u%04x", *s);
         else
             fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
-void ml_csv_str(FILE *out, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, out);
-        return;
-    }
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', out);
-        fputc(*s, out);
     }
     fputc('"', out);
 }

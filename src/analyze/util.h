@@ -94,7 +94,6 @@ int ml_tab_print(FILE *out, enum ml_an_format fmt, struct ml_tab **tabs, int nta
                  const char *extra);
 
 void ml_json_str(FILE *out, const char *s);
-void ml_csv_str(FILE *out, const char *s);
 /* Human-readable byte count ("1.5 MiB"). */
 const char *ml_fmt_bytes(char *buf, size_t n, double bytes);
 
