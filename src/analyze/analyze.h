@@ -1,4 +1,5 @@
-/* Trace analyses: a driver that streams traces chunk by chunk, and analyses as structs of callbacks. */
+/* Trace analyses: a driver that streams traces chunk by chunk, and analyses as structs of
+ * callbacks. */
 #ifndef ML_ANALYZE_H
 #define ML_ANALYZE_H
 
@@ -32,19 +33,20 @@ struct ml_an_opts {
     FILE *warn;
     enum ml_an_by by;
     int jobs; /* decoding threads in all (1: everything on the calling thread) */
-    /* Cache hierarchy (membus, bandwidth --memory, export): private l1, l2 per thread, shared llc. */
+    /* Cache hierarchy (membus, bandwidth --memory, export): private l1, l2 per thread, shared llc.
+     */
     struct ml_an_level l1, l2, llc;
-    uint32_t line;           /* bytes, a power of two */
-    const char *filter;      /* membus: write what memory sees to this trace file */
-    int force;               /* output files may replace existing ones */
-    uint64_t interval_ns;    /* bandwidth, hotpages, export: 0 = automatic */
-    int memory;              /* bandwidth: what memory sees too (through the cache filter) */
-    uint32_t top;            /* hotpages: top N pages and lines */
-    uint32_t lru_pages;      /* hotpages: entries of the hot-page LRU */
-    double sample;           /* reuse: sampling rate of SHARDS (0: exact) */
-    const char *perfetto;    /* export: Chrome JSON trace file */
-    const char *din;         /* export: Dinero IV input file */
-    const char *html;        /* the --html page (hotpages keeps its heat map for it) */
+    uint32_t line;        /* bytes, a power of two */
+    const char *filter;   /* membus: write what memory sees to this trace file */
+    int force;            /* output files may replace existing ones */
+    uint64_t interval_ns; /* bandwidth, hotpages, export: 0 = automatic */
+    int memory;           /* bandwidth: what memory sees too (through the cache filter) */
+    uint32_t top;         /* hotpages: top N pages and lines */
+    uint32_t lru_pages;   /* hotpages: entries of the hot-page LRU */
+    double sample;        /* reuse: sampling rate of SHARDS (0: exact) */
+    const char *perfetto; /* export: Chrome JSON trace file */
+    const char *din;      /* export: Dinero IV input file */
+    const char *html;     /* the --html page (hotpages keeps its heat map for it) */
 };
 
 /* Defaults of every option (geometry read from sysfs where possible). */
@@ -68,11 +70,11 @@ struct ml_an_run;
 struct ml_an_input {
     const struct ml_trace *trace;
     const struct ml_trace_info *info;
-    int index;            /* of this trace among the inputs */
-    uint32_t thread_base; /* gthread of its thread 0 */
+    int index;                /* of this trace among the inputs */
+    uint32_t thread_base;     /* gthread of its thread 0 */
     uint64_t t_first, t_last; /* ticks of its first and last data (0, 0: no data) */
-    const uint32_t *key;  /* the current key of each of its threads (valid during a callback) */
-    int ninputs;          /* traces in the run */
+    const uint32_t *key;      /* the current key of each of its threads (valid during a callback) */
+    int ninputs;              /* traces in the run */
     const struct ml_an_run *run;
 };
 

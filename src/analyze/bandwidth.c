@@ -1,4 +1,5 @@
-/* Analysis 'bandwidth': bytes per time interval per thread and marker, raw and (--memory) behind the caches. */
+/* Analysis 'bandwidth': bytes per time interval per thread and marker, raw and (--memory) behind
+ * the caches. */
 #include "analyze/cachesim.h"
 #include "analyze/util.h"
 
@@ -96,8 +97,9 @@ static int begin(void *st, const struct ml_an_input *in)
     t->interval_ns = o->interval_ns ? o->interval_ns : ml_auto_interval(span, 100);
     if (span / (double)t->interval_ns > (double)MAX_CELLS) {
         char iv[32];
-        fprintf(stderr, "memlens: bandwidth: intervals of %s over %.3f s are too many; use a "
-                        "longer --interval\n",
+        fprintf(stderr,
+                "memlens: bandwidth: intervals of %s over %.3f s are too many; use a "
+                "longer --interval\n",
                 ml_fmt_interval(iv, sizeof(iv), t->interval_ns), span / 1e9);
         return -EINVAL;
     }
@@ -123,7 +125,7 @@ static inline void to_bin(struct bw *b, const struct ttr *t, uint64_t time)
     x = (double)(time - t->tick0) / t->ticks_per_bin;
     b->bin = x >= t->nbins - 1 ? t->nbins - 1 : (uint32_t)x;
     b->bin_end = b->bin + 1 >= t->nbins ? UINT64_MAX
-                                         : t->tick0 + (uint64_t)((b->bin + 1) * t->ticks_per_bin);
+                                        : t->tick0 + (uint64_t)((b->bin + 1) * t->ticks_per_bin);
 }
 
 /* The counters of bin `bin` of series s (grown to reach it). */
@@ -335,7 +337,8 @@ static int emit(struct out *o, int tr, uint32_t g, uint32_t k, const uint64_t *v
 
     for (uint32_t i = 0; i < t->nbins; i++) {
         const uint64_t *c = v + (size_t)i * NV;
-        double gbs = (double)(c[RD] + c[WR]) / sec / 1e9, mgbs = (double)(c[MRD] + c[MWR]) / sec / 1e9;
+        double gbs = (double)(c[RD] + c[WR]) / sec / 1e9,
+               mgbs = (double)(c[MRD] + c[MWR]) / sec / 1e9;
         if (!c[RD] && !c[WR] && !c[MRD] && !c[MWR])
             continue;
         first = first == UINT32_MAX ? i : first;
@@ -454,13 +457,15 @@ static int build(struct bw *b, struct ml_tab **tabs)
                     "gb_per_s:f memory_bytes_read:u memory_bytes_written:u memory_gb_per_s:f"
                   : "pid:u thread tid:u marker start_ns:u bytes_read:u bytes_written:u gb_per_s:f");
     tabs[1] = o.sum = ml_tab_new(
-        "summary", "bandwidth: bytes, active seconds (first to last busy interval), mean and "
-                   "peak GB/s of one interval",
-        b->memory ? "pid:u thread tid:u marker bytes_read:u bytes_written:u seconds:f mean_gb_per_s:f "
-                    "peak_gb_per_s:f memory_bytes_read:u memory_bytes_written:u "
-                    "memory_mean_gb_per_s:f memory_peak_gb_per_s:f"
-                  : "pid:u thread tid:u marker bytes_read:u bytes_written:u seconds:f "
-                    "mean_gb_per_s:f peak_gb_per_s:f");
+        "summary",
+        "bandwidth: bytes, active seconds (first to last busy interval), mean and "
+        "peak GB/s of one interval",
+        b->memory
+            ? "pid:u thread tid:u marker bytes_read:u bytes_written:u seconds:f mean_gb_per_s:f "
+              "peak_gb_per_s:f memory_bytes_read:u memory_bytes_written:u "
+              "memory_mean_gb_per_s:f memory_peak_gb_per_s:f"
+            : "pid:u thread tid:u marker bytes_read:u bytes_written:u seconds:f "
+              "mean_gb_per_s:f peak_gb_per_s:f");
     if (!o.iv || !o.sum)
         return -ENOMEM;
     for (int tr = 0; tr < b->ntr && !rc; tr++)
@@ -533,13 +538,14 @@ static int chart_fn(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *v
     }
     for (uint32_t i = 0; !rc && i < t->nbands; i++) {
         const struct band *bd = &t->bands[i];
-        bands[nb++] = (struct ml_band){
-            ((double)(bd->t0 - t->tick0)) * t->ns_per_tick / 1e6,
-            ((double)(bd->t1 > bd->t0 ? bd->t1 - t->tick0 : 0)) * t->ns_per_tick / 1e6,
-            bd->name ? bd->name : "?", bd->thread};
+        bands[nb++] = (struct ml_band){((double)(bd->t0 - t->tick0)) * t->ns_per_tick / 1e6,
+                                       ((double)(bd->t1 > bd->t0 ? bd->t1 - t->tick0 : 0)) *
+                                           t->ns_per_tick / 1e6,
+                                       bd->name ? bd->name : "?", bd->thread};
     }
-    snprintf(title, sizeof(title), "Bandwidth of pid %u (GB/s per %s interval; bands: regions and "
-                                   "mark phases per thread)",
+    snprintf(title, sizeof(title),
+             "Bandwidth of pid %u (GB/s per %s interval; bands: regions and "
+             "mark phases per thread)",
              t->pid, ml_fmt_interval(iv, sizeof(iv), t->interval_ns));
     if (!rc)
         rc = ml_svg_series(c->out, title, "time (ms)", "GB/s", x, (const double *const *)y, names,

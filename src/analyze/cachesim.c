@@ -1,4 +1,5 @@
-/* Cache hierarchy simulator (membus, bandwidth --memory, export): sets in MRU order, LRU, write-back. */
+/* Cache hierarchy simulator (membus, bandwidth --memory, export): sets in MRU order, LRU,
+ * write-back. */
 #include "analyze/cachesim.h"
 #include "analyze/util.h"
 
@@ -152,9 +153,9 @@ int ml_csim_init(struct ml_csim *s, const struct ml_an_opts *o, int record_mem)
     while ((1u << s->line_shift) < o->line)
         s->line_shift++;
     for (int i = 0; i < 3; i++)
-        if (s->geom[i].size && (s->geom[i].size % o->line ||
-                                s->geom[i].size / o->line < s->geom[i].ways ||
-                                (s->geom[i].size / o->line) % s->geom[i].ways))
+        if (s->geom[i].size &&
+            (s->geom[i].size % o->line || s->geom[i].size / o->line < s->geom[i].ways ||
+             (s->geom[i].size / o->line) % s->geom[i].ways))
             return -EINVAL;
     if ((rc = cache_init(&s->llc, &o->llc, o->line)))
         return rc;
@@ -206,8 +207,8 @@ const char *ml_csim_describe(const struct ml_csim *s, char *buf, size_t n)
         char b[32];
         if (!s->geom[i].size)
             continue;
-        len += (size_t)snprintf(buf + len, n - len, "%s%s %s %u-way%s", len ? ", " : "",
-                                names[i], ml_fmt_bytes(b, sizeof(b), (double)s->geom[i].size),
+        len += (size_t)snprintf(buf + len, n - len, "%s%s %s %u-way%s", len ? ", " : "", names[i],
+                                ml_fmt_bytes(b, sizeof(b), (double)s->geom[i].size),
                                 s->geom[i].ways, i < 2 ? " per thread" : " shared");
     }
     if (len < n)
@@ -330,8 +331,8 @@ static int write_back(struct ml_csim *s, struct ml_cache **lv, int n, int from, 
 
 int ml_csim_line(struct ml_csim *s, uint32_t thread, uint64_t line, int write, uint64_t *c)
 {
-    struct ml_csim_thr *t = thread < s->nthr && s->thr[thread] ? s->thr[thread]
-                                                               : thread_of(s, thread);
+    struct ml_csim_thr *t =
+        thread < s->nthr && s->thr[thread] ? s->thr[thread] : thread_of(s, thread);
     struct ml_cache *lv[3];
     uint64_t *hit = NULL, *at = NULL;
     int n, h, rc;
@@ -356,8 +357,7 @@ int ml_csim_line(struct ml_csim *s, uint32_t thread, uint64_t line, int write, u
     /* Install from the level above the hit up to l1; victims go down. */
     for (int i = h - 1; i >= 0; i--) {
         uint64_t victim = install(lv[i], line, i == 0 && write, &at);
-        if (victim != ML_CS_EMPTY && (victim & 1) &&
-            (rc = write_back(s, lv, n, i, victim >> 1, c)))
+        if (victim != ML_CS_EMPTY && (victim & 1) && (rc = write_back(s, lv, n, i, victim >> 1, c)))
             return rc;
     }
     if (h == 0) {

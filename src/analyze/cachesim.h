@@ -20,19 +20,19 @@
 
 /* Counters one access adds to (the layout of a membus row). */
 enum {
-    ML_CS_ACCESSES,   /* weighted accesses */
-    ML_CS_LOADS,      /* weighted */
-    ML_CS_STORES,     /* weighted (an RMW is both) */
-    ML_CS_L1_MISS,    /* lines */
-    ML_CS_L1_WB,      /* dirty lines written back to the next level */
-    ML_CS_L2_ACC,     /* demand lookups */
+    ML_CS_ACCESSES, /* weighted accesses */
+    ML_CS_LOADS,    /* weighted */
+    ML_CS_STORES,   /* weighted (an RMW is both) */
+    ML_CS_L1_MISS,  /* lines */
+    ML_CS_L1_WB,    /* dirty lines written back to the next level */
+    ML_CS_L2_ACC,   /* demand lookups */
     ML_CS_L2_MISS,
     ML_CS_L2_WB,
     ML_CS_LLC_ACC,
     ML_CS_LLC_MISS,
     ML_CS_LLC_WB,
-    ML_CS_MEM_RD,     /* lines read from memory */
-    ML_CS_MEM_WR,     /* lines written to memory */
+    ML_CS_MEM_RD, /* lines read from memory */
+    ML_CS_MEM_WR, /* lines written to memory */
     ML_CS_N
 };
 
@@ -85,8 +85,8 @@ int ml_csim_line(struct ml_csim *s, uint32_t thread, uint64_t line, int write, u
  * within the trace). Kind: ML_EV_LOAD, STORE or RMW. The first access of a
  * record touches every line of its range; the others (weight - 1) hit.
  */
-static inline int ml_csim_access(struct ml_csim *s, uint32_t thread, unsigned kind,
-                                 uint64_t addr, uint32_t size, uint32_t weight, uint64_t *c)
+static inline int ml_csim_access(struct ml_csim *s, uint32_t thread, unsigned kind, uint64_t addr,
+                                 uint32_t size, uint32_t weight, uint64_t *c)
 {
     uint64_t first = addr >> s->line_shift, last = (addr + (size ? size - 1 : 0)) >> s->line_shift;
     int write = kind != ML_EV_LOAD;
@@ -102,9 +102,9 @@ static inline int ml_csim_access(struct ml_csim *s, uint32_t thread, unsigned ki
             *t->last_tag |= (uint64_t)write;
             return 0;
         }
-        set = t->priv[0].tags + (t->priv[0].pow2 ? first & t->priv[0].mask
-                                                 : first % t->priv[0].sets) *
-                                    t->priv[0].ways;
+        set =
+            t->priv[0].tags +
+            (t->priv[0].pow2 ? first & t->priv[0].mask : first % t->priv[0].sets) * t->priv[0].ways;
         if ((set[0] >> 1) == first) {
             set[0] |= (uint64_t)write;
             t->last = first;

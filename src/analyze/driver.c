@@ -1,4 +1,5 @@
-/* Analysis driver: decodes chunks on worker threads, merges each trace's threads by time, tracks --by keys. */
+/* Analysis driver: decodes chunks on worker threads, merges each trace's threads by time, tracks
+ * --by keys. */
 #include "analyze/analyze.h"
 #include "analyze/util.h"
 
@@ -11,8 +12,8 @@
 #include <unistd.h>
 
 const struct ml_analysis *const ml_analyses[] = {
-    &ml_an_summary, &ml_an_membus,    &ml_an_reuse, &ml_an_streams, &ml_an_hotpages,
-    &ml_an_bandwidth, &ml_an_io,      &ml_an_export, &ml_an_dump,   NULL};
+    &ml_an_summary,   &ml_an_membus, &ml_an_reuse,  &ml_an_streams, &ml_an_hotpages,
+    &ml_an_bandwidth, &ml_an_io,     &ml_an_export, &ml_an_dump,    NULL};
 
 const struct ml_analysis *ml_analysis_find(const char *name)
 {
@@ -206,8 +207,7 @@ struct ml_an_run *ml_an_new(const struct ml_an_opts *o, const struct ml_analysis
                               : !an[i]->free   ? "free"
                                                : NULL;
         if (missing) {
-            fail(err, errlen, -EINVAL, "analysis '%s' has no '%s' callback", an[i]->name,
-                 missing);
+            fail(err, errlen, -EINVAL, "analysis '%s' has no '%s' callback", an[i]->name, missing);
             ml_an_free(r);
             return NULL;
         }
@@ -258,7 +258,7 @@ struct slot {
 /* One thread of a trace: its data chunks in sequence, the decoded one and a position in it. */
 struct cursor {
     uint32_t thread;
-    size_t *chunks; /* data chunk indexes in seq order */
+    size_t *chunks;        /* data chunk indexes in seq order */
     size_t nchunks, taken; /* chunks handed to a slot so far */
     struct slot *q[QMAX];  /* submitted ahead, in order */
     unsigned qn;
@@ -318,16 +318,22 @@ static struct slot *free_slot(struct pool *p)
     return NULL;
 }
 
+/* Decodes s on the calling thread, which holds the pool's lock (released meanwhile). */
+static void decode_here(struct pool *p, struct slot *s)
+{
+    s->state = S_BUSY;
+    pthread_mutex_unlock(&p->mu);
+    decode_slot(s);
+    pthread_mutex_lock(&p->mu);
+    s->state = S_READY;
+}
+
 /* Hands chunk c to slot s: queued for a worker, or decoded here when there is none. */
 static void submit(struct pool *p, struct slot *s, size_t c, int here)
 {
     s->chunk = c;
     if (here || !p->nworkers) {
-        s->state = S_BUSY;
-        pthread_mutex_unlock(&p->mu);
-        decode_slot(s);
-        pthread_mutex_lock(&p->mu);
-        s->state = S_READY;
+        decode_here(p, s);
         return;
     }
     s->state = S_QUEUED;
@@ -342,11 +348,7 @@ static void wait_slot(struct pool *p, struct slot *s)
         for (size_t i = p->fh; i != p->ft; i++)
             if (p->fifo[i % p->fcap] == s)
                 p->fifo[i % p->fcap] = NULL;
-        s->state = S_BUSY;
-        pthread_mutex_unlock(&p->mu);
-        decode_slot(s);
-        pthread_mutex_lock(&p->mu);
-        s->state = S_READY;
+        decode_here(p, s);
         return;
     }
     while (s->state != S_READY)
@@ -475,10 +477,10 @@ struct reading {
     struct ml_an_run *run;
     struct ml_an_input in;
     const char *path;
-    uint32_t *key;    /* per thread of the trace */
-    struct kthr *kt;  /* per thread */
+    uint32_t *key;   /* per thread of the trace */
+    struct kthr *kt; /* per thread */
     uint32_t nthr;
-    uint32_t *mkey;   /* marker id -> key id */
+    uint32_t *mkey; /* marker id -> key id */
     uint32_t nmarkers;
     uint8_t split[ML_EV_NKINDS]; /* kinds delivered alone (they change keys or threads) */
     struct ml_trace_rec *merge;  /* merged runs of several threads */
@@ -657,8 +659,7 @@ static void progress(struct ml_an_run *r, int last)
     fprintf(stderr, "\rmemlens: analyze: %.1f%% (%.1fM of %.1fM records, %.1fM records/s)%s",
             r->total ? 100.0 * (double)r->delivered / (double)r->total : 100.0,
             (double)r->delivered / 1e6, (double)r->total / 1e6,
-            t > r->t_start ? (double)r->delivered / 1e6 / (t - r->t_start) : 0.0,
-            last ? "\n" : "");
+            t > r->t_start ? (double)r->delivered / 1e6 / (t - r->t_start) : 0.0, last ? "\n" : "");
 }
 
 static int by_thread_seq(const void *a, const void *b, void *arg)
@@ -676,8 +677,8 @@ static int key_setup(struct reading *rd)
 {
     struct ml_an_run *r = rd->run;
     const struct ml_trace *t = rd->in.trace;
-    static const char *const kind_of[] = {"?", "region", "mark", "function", "loop", "trace",
-                                          "pages"};
+    static const char *const kind_of[] = {"?",    "region", "mark", "function",
+                                          "loop", "trace",  "pages"};
     unsigned want = r->o.by == ML_BY_REGION     ? ML_MK_REGION
                     : r->o.by == ML_BY_MARK     ? ML_MK_MARK
                     : r->o.by == ML_BY_FUNCTION ? ML_MK_FUNCTION
@@ -725,11 +726,6 @@ static int read_trace(struct ml_an_run *r, const char *path, int index, char *er
     rd.in = (struct ml_an_input){t, ml_trace_info(t), index, r->nthr, 0, 0, NULL, r->ninputs, r};
     for (size_t i = 0; r->o.warn && i < rd.in.info->nproblems; i++)
         fprintf(r->o.warn, "memlens: '%s': %s\n", path, rd.in.info->problems[i].what);
-    if (r->o.warn && !rd.in.info->ended)
-        fprintf(r->o.warn,
-                "memlens: '%s' has no end record (the process was killed or is still "
-                "running); read up to its last complete chunk\n",
-                path);
     {
         struct trace_meta *m = realloc(r->traces, (size_t)(r->ntraces + 1) * sizeof(*m));
         if (!m) {
@@ -871,8 +867,7 @@ out:
     return rc;
 }
 
-int ml_an_read(struct ml_an_run *r, const char *const *paths, int npaths, char *err,
-               size_t errlen)
+int ml_an_read(struct ml_an_run *r, const char *const *paths, int npaths, char *err, size_t errlen)
 {
     int rc = 0;
 

@@ -34,7 +34,8 @@ struct ethr {
     uint32_t tid;
 };
 
-struct export {
+struct export
+{
     const struct ml_an_run *run;
     struct ml_outfile pf, din;
     FILE *p, *d;
@@ -107,7 +108,8 @@ static void sep(struct export *e)
 static void meta_name(struct export *e, uint32_t tid, const char *what, const char *name)
 {
     sep(e);
-    fprintf(e->p, "{\"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"name\": \"%s\", \"args\": {\"name\": ",
+    fprintf(e->p,
+            "{\"ph\": \"M\", \"pid\": %u, \"tid\": %u, \"name\": \"%s\", \"args\": {\"name\": ",
             e->pid, tid, what);
     ml_json_str(e->p, name);
     fputs("}}", e->p);
@@ -269,14 +271,13 @@ static void counters(struct export *e, uint64_t tick)
             "\"args\": {\"read\": %.4f, \"written\": %.4f}}",
             e->pid, t, (double)e->rd / sec / 1e9, (double)e->wr / sec / 1e9);
     sep(e);
-    fprintf(e->p,
-            "{\"ph\": \"C\", \"pid\": %u, \"ts\": %.3f, \"name\": \"miss ratio\", \"args\": "
-            "{\"l1\": %.4f, \"llc\": %.4f}}",
-            e->pid, t,
-            e->cs[ML_CS_ACCESSES] ? (double)e->cs[ML_CS_L1_MISS] / (double)e->cs[ML_CS_ACCESSES]
-                                  : 0,
-            e->cs[ML_CS_LLC_ACC] ? (double)e->cs[ML_CS_LLC_MISS] / (double)e->cs[ML_CS_LLC_ACC]
-                                 : 0);
+    fprintf(
+        e->p,
+        "{\"ph\": \"C\", \"pid\": %u, \"ts\": %.3f, \"name\": \"miss ratio\", \"args\": "
+        "{\"l1\": %.4f, \"llc\": %.4f}}",
+        e->pid, t,
+        e->cs[ML_CS_ACCESSES] ? (double)e->cs[ML_CS_L1_MISS] / (double)e->cs[ML_CS_ACCESSES] : 0,
+        e->cs[ML_CS_LLC_ACC] ? (double)e->cs[ML_CS_LLC_MISS] / (double)e->cs[ML_CS_LLC_ACC] : 0);
     memset(e->cs, 0, sizeof(e->cs));
     e->rd = e->wr = 0;
 }

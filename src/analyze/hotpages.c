@@ -1,4 +1,5 @@
-/* Analysis 'hotpages': top-N pages and lines per thread and marker; hit rate of an N-entry hot-page LRU over time. */
+/* Analysis 'hotpages': top-N pages and lines per thread and marker; hit rate of an N-entry hot-page
+ * LRU over time. */
 #include "analyze/util.h"
 
 #include <errno.h>
@@ -72,7 +73,7 @@ struct hthr {
 
 struct hotpages {
     const struct ml_an_run *run;
-    struct ml_rows rows; /* one counter per row: its accesses */
+    struct ml_rows rows;        /* one counter per row: its accesses */
     struct ml_map pages, lines; /* (row, page) and (row, line) -> accesses, for the report */
     struct ml_map pmap;         /* (row, page) -> pstat index + 1, while reading */
     uint8_t **blocks;
@@ -253,7 +254,8 @@ static int begin(void *st, const struct ml_an_input *in)
     t->interval_ns = o->interval_ns ? o->interval_ns : ml_auto_interval(span, 100);
     t->nbins = (uint32_t)(span / (double)t->interval_ns) + 1;
     if (t->nbins > MAX_BINS) {
-        fprintf(stderr, "memlens: hotpages: an interval of %llu ns makes too many bins over %.3f s\n",
+        fprintf(stderr,
+                "memlens: hotpages: an interval of %llu ns makes too many bins over %.3f s\n",
                 (unsigned long long)t->interval_ns, span / 1e9);
         return -EINVAL;
     }
@@ -422,8 +424,9 @@ static inline void to_bin(struct hotpages *h, struct ttr *t, uint64_t time)
     {
         double b = (double)(time - h->tick0) / h->ticks_per_bin;
         h->bin = b >= t->nbins - 1 ? t->nbins - 1 : (uint32_t)b;
-        h->bin_end = h->bin + 1 >= t->nbins ? UINT64_MAX
-                                             : h->tick0 + (uint64_t)((h->bin + 1) * h->ticks_per_bin);
+        h->bin_end = h->bin + 1 >= t->nbins
+                         ? UINT64_MAX
+                         : h->tick0 + (uint64_t)((h->bin + 1) * h->ticks_per_bin);
     }
 }
 
@@ -522,9 +525,9 @@ static int by_agg_count(const void *a, const void *b)
  * key), (all, all); numbered in the order ml_rows_visit reports them.
  */
 struct aggs {
-    struct ml_map id;   /* (g + 1) << 32 | (k + 1), trace in high bits for ALL -> id + 1 */
+    struct ml_map id; /* (g + 1) << 32 | (k + 1), trace in high bits for ALL -> id + 1 */
     uint32_t n;
-    uint64_t *total;    /* accesses per aggregate */
+    uint64_t *total; /* accesses per aggregate */
     uint32_t *g, *k;
     int *tr;
 };
@@ -604,7 +607,8 @@ static void heap_push(struct ent *h, uint32_t *len, uint32_t n, const struct ent
     h[i] = *e;
 }
 
-/* The top entries of m summed into every aggregate each row belongs to; sorted by aggregate and count. */
+/* The top entries of m summed into every aggregate each row belongs to; sorted by aggregate and
+ * count. */
 static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct ml_map *m,
                           int shift, size_t *n)
 {
@@ -691,8 +695,8 @@ static int top_rows(struct hotpages *h, const struct aggs *a, struct ml_tab *t, 
         rc |= ml_tab_u64(t, rank);
         rc |= ml_tab_str(t, addr);
         rc |= ml_tab_u64(t, v[i].count);
-        rc |= ml_tab_f64(t, a->total[v[i].agg] ? (double)v[i].count / (double)a->total[v[i].agg]
-                                                : 0);
+        rc |=
+            ml_tab_f64(t, a->total[v[i].agg] ? (double)v[i].count / (double)a->total[v[i].agg] : 0);
     }
     return rc ? -ENOMEM : 0;
 }
@@ -805,7 +809,7 @@ static int heat_html(struct hotpages *h, FILE *out, const struct ttr *t)
     size_t n = 0, rows;
     uint32_t cols = (t->nbins + t->heat_div - 1) / t->heat_div;
     double *cells = NULL;
-    char (*labels)[24] = NULL, title[160], xl[64], iv[32];
+    char(*labels)[24] = NULL, title[160], xl[64], iv[32];
     const char **lp = NULL;
     int rc = -ENOMEM;
 
@@ -878,8 +882,8 @@ static int html(void *st, FILE *out)
             snprintf(title, sizeof(title), "Hit rate of a %u-page LRU of hot pages, pid %u",
                      h->lru_n, t->pid);
             if (!rc)
-                rc = ml_svg_series(out, title, "time (ms)", "hit rate", x, ys, names, 1,
-                                   t->nbins, NULL, 0);
+                rc = ml_svg_series(out, title, "time (ms)", "hit rate", x, ys, names, 1, t->nbins,
+                                   NULL, 0);
             free(x);
             free(y);
         }

@@ -6,22 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void esc(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '<')
-            fputs("&lt;", out);
-        else if (*s == '>')
-            fputs("&gt;", out);
-        else if (*s == '&')
-            fputs("&amp;", out);
-        else if (*s == '"')
-            fputs("&quot;", out);
-        else
-            fputc(*s, out);
-    }
-}
-
 static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                       "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 
@@ -49,18 +33,19 @@ static void fmt_num(char *buf, size_t n, double v)
 #define ML 70 /* margins */
 #define MR 20
 #define MT 30
-#define MB 50
+#define MB 80
 
-static void frame(FILE *out, const char *title, const char *xlabel, const char *ylabel,
-                  double ymax, int height)
+static void frame(FILE *out, const char *title, const char *xlabel, const char *ylabel, double ymax,
+                  int height)
 {
     char b[32];
 
-    fprintf(out, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                 "font-family=\"sans-serif\" font-size=\"11\">\n",
+    fprintf(out,
+            "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"11\">\n",
             W, height);
     fprintf(out, "<text x=\"%d\" y=\"18\" font-size=\"14\" font-weight=\"bold\">", ML);
-    esc(out, title);
+    ml_html_esc(out, title);
     fputs("</text>\n", out);
     for (int i = 0; i <= 4; i++) {
         double y = MT + (height - MT - MB) * (1 - i / 4.0);
@@ -71,11 +56,12 @@ static void frame(FILE *out, const char *title, const char *xlabel, const char *
                 ML, W - MR, y, y, ML - 4, y + 4, b);
     }
     fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (ML + W - MR) / 2, height - 8);
-    esc(out, xlabel);
-    fprintf(out, "</text><text x=\"14\" y=\"%d\" text-anchor=\"middle\" "
-                 "transform=\"rotate(-90 14 %d)\">",
+    ml_html_esc(out, xlabel);
+    fprintf(out,
+            "</text><text x=\"14\" y=\"%d\" text-anchor=\"middle\" "
+            "transform=\"rotate(-90 14 %d)\">",
             height / 2, height / 2);
-    esc(out, ylabel);
+    ml_html_esc(out, ylabel);
     fputs("</text>\n", out);
 }
 
@@ -99,14 +85,14 @@ int ml_svg_bars(FILE *out, const char *title, const char *xlabel, const char *yl
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
                 "<title>",
                 x + 1, H - MB - h, bw > 3 ? bw - 2 : bw, h, palette[0]);
-        esc(out, labels[i]);
+        ml_html_esc(out, labels[i]);
         fprintf(out, ": %s</title></rect>\n", b);
         if (i % every == 0) {
             fprintf(out,
                     "<text x=\"%.1f\" y=\"%d\" text-anchor=\"end\" transform=\"rotate(-35 %.1f "
                     "%d)\">",
                     x + bw / 2, H - MB + 12, x + bw / 2, H - MB + 12);
-            esc(out, labels[i]);
+            ml_html_esc(out, labels[i]);
             fputs("</text>\n", out);
         }
     }
@@ -157,14 +143,14 @@ int ml_svg_series(FILE *out, const char *title, const char *xlabel, const char *
                     "opacity=\"0.10\"/>"
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" "
                     "opacity=\"0.6\"><title>thread %u: ",
-                    bx0, MT, bx1 - bx0, plot_h, palette[(c + 3) % 8], bx0,
-                    MT + strip * b->thread, bx1 - bx0, strip - 2, palette[(c + 3) % 8], b->thread);
-            esc(out, b->label);
+                    bx0, MT, bx1 - bx0, plot_h, palette[(c + 3) % 8], bx0, MT + strip * b->thread,
+                    bx1 - bx0, strip - 2, palette[(c + 3) % 8], b->thread);
+            ml_html_esc(out, b->label);
             fputs("</title></rect>\n", out);
             if (bx1 - bx0 > 60) {
                 fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">", bx0 + 2,
                         MT + strip * b->thread + 9);
-                esc(out, b->label);
+                ml_html_esc(out, b->label);
                 fputs("</text>\n", out);
             }
         }
@@ -183,9 +169,9 @@ int ml_svg_series(FILE *out, const char *title, const char *xlabel, const char *
             fprintf(out, "%c%.1f %.1f ", pen ? 'L' : 'M', px, py);
             pen = 1;
         }
-        fprintf(out, "\"/>\n<text x=\"%d\" y=\"%d\" fill=\"%s\">", W - MR - 140,
-                MT + 14 + 14 * s, palette[s % 8]);
-        esc(out, names[s]);
+        fprintf(out, "\"/>\n<text x=\"%d\" y=\"%d\" fill=\"%s\">", W - MR - 140, MT + 14 + 14 * s,
+                palette[s % 8]);
+        ml_html_esc(out, names[s]);
         fputs("</text>\n", out);
     }
     for (int i = 0; i <= 4; i++) {
@@ -207,17 +193,18 @@ int ml_svg_heat(FILE *out, const char *title, const char *const *rowlabels, size
 
     for (size_t i = 0; i < rows * cols; i++)
         max = cells[i] > max ? cells[i] : max;
-    fprintf(out, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                 "font-family=\"sans-serif\" font-size=\"10\">\n<text x=\"%d\" y=\"18\" "
-                 "font-size=\"14\" font-weight=\"bold\">",
+    fprintf(out,
+            "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"10\">\n<text x=\"%d\" y=\"18\" "
+            "font-size=\"14\" font-weight=\"bold\">",
             W, height, ML);
-    esc(out, title);
+    ml_html_esc(out, title);
     fputs("</text>\n", out);
     cw = cols ? (W - lx - MR) / (double)cols : 1;
     for (size_t r = 0; r < rows; r++) {
         fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">", lx - 4,
                 MT + ch * (double)r + 9);
-        esc(out, rowlabels[r]);
+        ml_html_esc(out, rowlabels[r]);
         fputs("</text>\n", out);
         for (size_t c = 0; c < cols; c++) {
             double v = cells[r * cols + c];
@@ -228,13 +215,13 @@ int ml_svg_heat(FILE *out, const char *title, const char *const *rowlabels, size
             fprintf(out,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                     "fill=\"rgb(%d,%d,%d)\"><title>%.0f accesses</title></rect>\n",
-                    lx + cw * (double)c, MT + ch * (double)r, cw + 0.3, ch - 1,
-                    (int)(255 * f), (int)(60 + 120 * (1 - f)), (int)(255 * (1 - f)), v);
+                    lx + cw * (double)c, MT + ch * (double)r, cw + 0.3, ch - 1, (int)(255 * f),
+                    (int)(60 + 120 * (1 - f)), (int)(255 * (1 - f)), v);
         }
     }
     fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", (lx + W - MR) / 2,
             height - 8);
-    esc(out, xlabel);
+    ml_html_esc(out, xlabel);
     fputs("</text>\n", out);
     for (int i = 0; i <= 4; i++) {
         char b[32];
@@ -263,7 +250,7 @@ int ml_an_html(struct ml_an_run *run, FILE *out)
     fputs("</head><body>\n<h1>memlens analyze</h1>\n<ul>\n", out);
     for (int i = 0; i < ml_an_ntraces(run); i++) {
         fputs("<li>", out);
-        esc(out, ml_an_trace_path(run, i));
+        ml_html_esc(out, ml_an_trace_path(run, i));
         fprintf(out, " (pid %u)</li>\n", ml_an_trace_pid(run, i));
     }
     fputs("</ul>\n", out);

@@ -1,4 +1,5 @@
-/* Analysis 'io': memory traffic of I/O calls versus the CPU's, per fd kind, with request-size distributions. */
+/* Analysis 'io': memory traffic of I/O calls versus the CPU's, per fd kind, with request-size
+ * distributions. */
 #include "analyze/util.h"
 
 #include <errno.h>
@@ -60,8 +61,8 @@ static int begin(void *st, const struct ml_an_input *in)
 
 static int is_in(unsigned call)
 {
-    return call == ML_IO_READ || call == ML_IO_PREAD || call == ML_IO_READV ||
-           call == ML_IO_RECV || call == ML_IO_RECVFROM || call == ML_IO_RECVMSG;
+    return call == ML_IO_READ || call == ML_IO_PREAD || call == ML_IO_READV || call == ML_IO_RECV ||
+           call == ML_IO_RECVFROM || call == ML_IO_RECVMSG;
 }
 
 static unsigned sbin(uint64_t n)

@@ -1,4 +1,5 @@
-/* Analysis 'membus': what memory sees behind the caches (fills and write-backs), per level, thread and marker. */
+/* Analysis 'membus': what memory sees behind the caches (fills and write-backs), per level, thread
+ * and marker. */
 #include "analyze/cachesim.h"
 #include "analyze/util.h"
 
@@ -51,7 +52,8 @@ static char *filter_name(const char *base, const struct ml_an_input *in, int sev
     return p;
 }
 
-/* Opens the filtered trace: the input's sites and markers (same ids), then a fill and a write-back site. */
+/* Opens the filtered trace: the input's sites and markers (same ids), then a fill and a write-back
+ * site. */
 static int open_filter(struct membus *m, const struct ml_an_input *in)
 {
     const struct ml_an_opts *o = ml_an_options(m->run);
@@ -91,8 +93,8 @@ static int open_filter(struct membus *m, const struct ml_an_input *in)
         goto out;
     if ((rc = ml_outfile_open(&m->of, name, o->force, m->err, sizeof(m->err))))
         goto out;
-    rc = ml_tw_open(&m->w, m->of.fd, &h, sites, ns + 2, marks, nm,
-                    (const char *const *)meta, in->info->nmeta / 2 + 1, 1);
+    rc = ml_tw_open(&m->w, m->of.fd, &h, sites, ns + 2, marks, nm, (const char *const *)meta,
+                    in->info->nmeta / 2 + 1, 1);
     if (rc)
         snprintf(m->err, sizeof(m->err), "cannot write '%s': %s", name, strerror(-rc));
 out:
@@ -136,8 +138,8 @@ static int pass_on(struct membus *m, const struct ml_an_input *in, const struct 
 
 static int drain(struct membus *m, const struct ml_an_input *in, const struct ml_trace_rec *x)
 {
-    uint32_t tid = ml_an_thread_tid(m->run, in->thread_base + x->thread), line = 1u
-                                                                                   << m->sim.line_shift;
+    uint32_t tid = ml_an_thread_tid(m->run, in->thread_base + x->thread),
+             line = 1u << m->sim.line_shift;
     int rc = 0;
 
     ml_tw_clock(m->w, x->time, in->info->hdr.mono0 + (uint64_t)ml_trace_ns(in->trace, x->time));
@@ -209,8 +211,8 @@ struct rep {
     uint32_t line;
 };
 
-static int level_row(struct rep *p, int tr, uint32_t g, uint32_t k, const char *level,
-                     uint64_t acc, const uint64_t *miss, uint64_t in_lines, uint64_t out_lines)
+static int level_row(struct rep *p, int tr, uint32_t g, uint32_t k, const char *level, uint64_t acc,
+                     const uint64_t *miss, uint64_t in_lines, uint64_t out_lines)
 {
     int rc = ml_tab_str(p->t, level);
 
@@ -239,8 +241,8 @@ static int visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         rc = level_row(p, tr, g, k, "l2", c[ML_CS_L2_ACC], &c[ML_CS_L2_MISS], c[ML_CS_L2_MISS],
                        c[ML_CS_L2_WB]);
     if (!rc && s->geom[2].size)
-        rc = level_row(p, tr, g, k, "llc", c[ML_CS_LLC_ACC], &c[ML_CS_LLC_MISS],
-                       c[ML_CS_LLC_MISS], c[ML_CS_LLC_WB]);
+        rc = level_row(p, tr, g, k, "llc", c[ML_CS_LLC_ACC], &c[ML_CS_LLC_MISS], c[ML_CS_LLC_MISS],
+                       c[ML_CS_LLC_WB]);
     if (!rc)
         rc = level_row(p, tr, g, k, "memory", c[ML_CS_MEM_RD] + c[ML_CS_MEM_WR], NULL,
                        c[ML_CS_MEM_RD], c[ML_CS_MEM_WR]);

@@ -1,4 +1,5 @@
-/* Analysis 'reuse': reuse-distance histograms (lines, pages), exact or sampled (SHARDS), and miss-ratio curves. */
+/* Analysis 'reuse': reuse-distance histograms (lines, pages), exact or sampled (SHARDS), and
+ * miss-ratio curves. */
 #include "analyze/reuse.h"
 
 #include <errno.h>
@@ -73,8 +74,8 @@ static void *start(const struct ml_an_run *run)
 static int begin(void *st, const struct ml_an_input *in)
 {
     struct reuse *s = st;
-    uint32_t page = in->info->hdr.page_size ? in->info->hdr.page_size : 4096, line =
-                                                                                ml_an_options(s->run)->line;
+    uint32_t page = in->info->hdr.page_size ? in->info->hdr.page_size : 4096,
+             line = ml_an_options(s->run)->line;
     struct tbound *b = realloc(s->bound, (size_t)(s->nbound + 1) * sizeof(*b));
 
     if (!b)
@@ -216,8 +217,7 @@ static const char *gname(int k)
 /* Estimated count of bin b of granularity part c. */
 static double est(const uint64_t *c, unsigned b)
 {
-    return (double)c[EX + b] +
-           (c[NRS] ? (double)c[SM + b] * (double)c[NR] / (double)c[NRS] : 0);
+    return (double)c[EX + b] + (c[NRS] ? (double)c[SM + b] * (double)c[NR] / (double)c[NRS] : 0);
 }
 
 static double total_of(const uint64_t *c)
@@ -336,8 +336,8 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         ml_tab_free(p.mrc);
         return rc;
     }
-    snprintf(extra, sizeof(extra), "\"mode\": \"%s\", \"rate\": %g", s->sampled ? "sampled" : "exact",
-             s->sampled ? s->rate : 1.0);
+    snprintf(extra, sizeof(extra), "\"mode\": \"%s\", \"rate\": %g",
+             s->sampled ? "sampled" : "exact", s->sampled ? s->rate : 1.0);
     if (fmt == ML_AN_TABLE && s->sampled)
         fprintf(out,
                 "reuse: SHARDS sampling of keys at rate %g; each miss ratio is within "
@@ -385,12 +385,14 @@ static int chart(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         for (unsigned j = 0; j <= top && total > 0; j++) {
             char b[32];
             misses -= est(cg, j);
-            snprintf(lab[n], sizeof(lab[n]), "%s", ml_fmt_bytes(b, sizeof(b), (double)(1ull << j) * unit));
+            snprintf(lab[n], sizeof(lab[n]), "%s",
+                     ml_fmt_bytes(b, sizeof(b), (double)(1ull << j) * unit));
             lp[n] = lab[n];
             mr[n++] = misses / total;
         }
-        snprintf(title, sizeof(title), "Miss ratio of a fully associative LRU cache by size (%ss), pid %u",
-                 gname(gi), ml_an_trace_pid(ch->s->run, tr));
+        snprintf(title, sizeof(title),
+                 "Miss ratio of a fully associative LRU cache by size (%ss), pid %u", gname(gi),
+                 ml_an_trace_pid(ch->s->run, tr));
         if (!rc && n)
             rc = ml_svg_bars(ch->out, title, "cache size", "miss ratio", lp, mr, n);
     }

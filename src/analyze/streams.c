@@ -1,4 +1,5 @@
-/* Analysis 'streams': stream coverage in windows of 8..64 accesses (virtual, physical), per thread and merged; strides. */
+/* Analysis 'streams': stream coverage in windows of 8..64 accesses (virtual, physical), per thread
+ * and merged; strides. */
 #include "analyze/util.h"
 
 #include <errno.h>
@@ -61,12 +62,13 @@ static inline unsigned classify(struct win *w, uint64_t L)
     return mask;
 }
 
-/* Row: for each of 4 views (virtual thread, virtual merged, physical thread, physical merged) accesses and covered per W. */
+/* Row: for each of 4 views (virtual thread, virtual merged, physical thread, physical merged)
+ * accesses and covered per W. */
 enum { VW = 1 + NW, WIDTH = 4 * VW };
 
 struct sthr {
-    struct win win[2];  /* virtual, physical */
-    uint64_t *last;     /* per site: last address (0: none) */
+    struct win win[2]; /* virtual, physical */
+    uint64_t *last;    /* per site: last address (0: none) */
 };
 
 #define MAX_STRIDES 65536

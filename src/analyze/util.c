@@ -1,4 +1,5 @@
-/* Helpers shared by the analyses: rows of counters, output tables, maps, output files, time bins. */
+/* Helpers shared by the analyses: rows of counters, output tables, maps, output files, time bins.
+ */
 #include "analyze/util.h"
 #include "format/csv.h"
 
@@ -469,7 +470,7 @@ int ml_tab_print(FILE *out, enum ml_an_format fmt, struct ml_tab **tabs, int nta
     return ferror(out) ? -EIO : 0;
 }
 
-static void html_esc(FILE *out, const char *s)
+void ml_html_esc(FILE *out, const char *s)
 {
     for (; *s; s++)
         if (*s == '<')
@@ -478,6 +479,8 @@ static void html_esc(FILE *out, const char *s)
             fputs("&gt;", out);
         else if (*s == '&')
             fputs("&amp;", out);
+        else if (*s == '"')
+            fputs("&quot;", out);
         else
             fputc(*s, out);
 }
@@ -490,13 +493,13 @@ int ml_tab_html_rows(FILE *out, const struct ml_tab *t, size_t max)
     fputs("<table>", out);
     if (*t->title) {
         fputs("<caption>", out);
-        html_esc(out, t->title);
+        ml_html_esc(out, t->title);
         fputs("</caption>", out);
     }
     fputs("\n<tr>", out);
     for (int c = 0; c < t->ncols; c++) {
         fputs("<th>", out);
-        html_esc(out, t->cols[c]);
+        ml_html_esc(out, t->cols[c]);
         fputs("</th>", out);
     }
     fputs("</tr>\n", out);
@@ -505,13 +508,14 @@ int ml_tab_html_rows(FILE *out, const struct ml_tab *t, size_t max)
         for (int c = 0; c < t->ncols; c++) {
             fmt_cell(buf, sizeof(buf), t->types[c], &t->cells[r * (size_t)t->ncols + (size_t)c]);
             fputs(t->types[c] == 's' ? "<td>" : "<td class=\"n\">", out);
-            html_esc(out, buf);
+            ml_html_esc(out, buf);
             fputs("</td>", out);
         }
         fputs("</tr>\n", out);
     }
     if (rows > max)
-        fprintf(out, "<tr><td colspan=\"%d\">%zu more rows (--csv or --json lists them)</td></tr>\n",
+        fprintf(out,
+                "<tr><td colspan=\"%d\">%zu more rows (--csv or --json lists them)</td></tr>\n",
                 t->ncols, rows - max);
     fputs("</table>\n", out);
     return ferror(out) ? -EIO : 0;
@@ -629,8 +633,8 @@ int ml_outfile_open(struct ml_outfile *o, const char *path, int force, char *err
     memset(o, 0, sizeof(*o));
     o->fd = -1;
     if (!force && access(path, F_OK) == 0)
-        return ofail(err, errlen, -EEXIST, "'%s' exists; remove it, choose another name or pass --force",
-                     path);
+        return ofail(err, errlen, -EEXIST,
+                     "'%s' exists; remove it, choose another name or pass --force", path);
     o->path = strdup(path);
     if (!o->path || asprintf(&o->tmp, "%s.XXXXXX.tmp", path) < 0) {
         o->tmp = NULL;
@@ -673,7 +677,8 @@ int ml_outfile_commit(struct ml_outfile *o, int force, char *err, size_t errlen)
             unlink(o->tmp);
         else if (e == EEXIST)
             rc = ofail(err, errlen, -e, "'%s' appeared while it was written; the output is in '%s'",
-                       o->path, o->tmp), keep = 1;
+                       o->path, o->tmp),
+            keep = 1;
         else
             rc = ofail(err, errlen, -e, "cannot write '%s': %s", o->path, strerror(e));
     }

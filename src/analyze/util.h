@@ -58,8 +58,7 @@ static inline uint32_t ml_rows_id(struct ml_rows *r, uint32_t gthread, uint32_t 
  * Totals and sums are computed by adding counters. trace is the trace index.
  * Stops at the first non-zero return of fn and returns it.
  */
-typedef int (*ml_rows_fn)(void *arg, int trace, uint32_t gthread, uint32_t key,
-                          const uint64_t *c);
+typedef int (*ml_rows_fn)(void *arg, int trace, uint32_t gthread, uint32_t key, const uint64_t *c);
 int ml_rows_visit(const struct ml_rows *r, const struct ml_an_run *run, ml_rows_fn fn, void *arg);
 
 /* ---- Output tables: printed as an aligned table, CSV or a JSON array of objects ---- */
@@ -158,8 +157,10 @@ static inline uint64_t *ml_map_find(const struct ml_map *m, uint64_t key)
     return NULL;
 }
 
-#define ml_map_each(m, i) for (uint64_t i = 0; i <= (m)->mask; i++) if ((m)->keys[i])
-#define ml_map_key(m, i)  ((m)->keys[i] - 1)
+#define ml_map_each(m, i)                                                                          \
+    for (uint64_t i = 0; i <= (m)->mask; i++)                                                      \
+        if ((m)->keys[i])
+#define ml_map_key(m, i) ((m)->keys[i] - 1)
 
 /* Removes key if present (backward-shift deletion). */
 void ml_map_del(struct ml_map *m, uint64_t key);
@@ -180,6 +181,8 @@ void ml_outfile_abort(struct ml_outfile *o);
 
 /* ---- HTML page pieces (html.c): tables and SVG charts, self-contained ---- */
 
+/* Writes s with <, >, & and " escaped. */
+void ml_html_esc(FILE *out, const char *s);
 int ml_tab_html(FILE *out, const struct ml_tab *t);
 /* The same with at most max rows (a last row says how many were left out). */
 int ml_tab_html_rows(FILE *out, const struct ml_tab *t, size_t max);

@@ -201,8 +201,8 @@ int cmd_analyze(int argc, char **argv)
             o.html = arg_of(argc, argv, &i);
         } else if (!strcmp(a, "--by")) {
             const char *v = arg_of(argc, argv, &i);
-            static const char *const names[] = {"thread", "region", "mark", "function", "loop",
-                                                "io"};
+            static const char *const names[] = {"thread",   "region", "mark",
+                                                "function", "loop",   "io"};
             int k = 0;
             while (k < 6 && strcmp(v, names[k]))
                 k++;
@@ -267,8 +267,8 @@ int cmd_analyze(int argc, char **argv)
         return 129;
     }
     if (!nan && o.html) {
-        static const char *const dflt[] = {"membus", "reuse", "streams", "hotpages", "bandwidth",
-                                           "io"};
+        static const char *const dflt[] = {"membus",   "reuse",     "streams",
+                                           "hotpages", "bandwidth", "io"};
         for (size_t k = 0; k < sizeof(dflt) / sizeof(dflt[0]); k++)
             an[nan++] = ml_analysis_find(dflt[k]);
     }

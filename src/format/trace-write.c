@@ -1,4 +1,5 @@
-/* Trace file writer for tools: filtered traces (membus), tests and benchmarks; same format as the runtime's. */
+/* Trace file writer for tools: filtered traces (membus), tests and benchmarks; same format as the
+ * runtime's. */
 #include "format/trace.h"
 
 #include <errno.h>
@@ -256,8 +257,8 @@ int ml_tw_time(struct ml_trace_writer *w, uint32_t thread, uint64_t t)
     return 0;
 }
 
-int ml_tw_event(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, unsigned kind,
-                uint64_t t, const uint64_t *fields, unsigned nfields)
+int ml_tw_event(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, unsigned kind, uint64_t t,
+                const uint64_t *fields, unsigned nfields)
 {
     struct tw_thread *th;
 

@@ -387,8 +387,8 @@ void ml_tw_clock(struct ml_trace_writer *w, uint64_t tick, uint64_t ns);
 int ml_tw_put(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, uint32_t site,
               uint64_t addr, uint32_t size, uint32_t weight, uint64_t t, int exact);
 int ml_tw_time(struct ml_trace_writer *w, uint32_t thread, uint64_t t);
-int ml_tw_event(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, unsigned kind,
-                uint64_t t, const uint64_t *fields, unsigned nfields);
+int ml_tw_event(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, unsigned kind, uint64_t t,
+                const uint64_t *fields, unsigned nfields);
 int ml_tw_finish(struct ml_trace_writer *w, const struct ml_trace_end *end);
 void ml_tw_free(struct ml_trace_writer *w);
 

@@ -1,4 +1,5 @@
-/* Unit tests of trace analyses: reuse distances and the cache filter against brute force, the driver end to end. */
+/* Unit tests of trace analyses: reuse distances and the cache filter against brute force, the
+ * driver end to end. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,10 +59,10 @@ static void test_reuse_brute(void **state)
         /* Mixed locality: repeats, small loops, strides and random keys. */
         for (size_t i = 0; i < n; i++) {
             uint64_t k = rnd() % 4;
-            seq[i] = k == 0 && i ? seq[i - 1]
+            seq[i] = k == 0 && i       ? seq[i - 1]
                      : k == 1 && i > 3 ? seq[i - 1 - rnd() % 3]
-                     : k == 2           ? (i / 3) % nkeys
-                                        : rnd() % nkeys;
+                     : k == 2          ? (i / 3) % nkeys
+                                       : rnd() % nkeys;
         }
         assert_int_equal(ml_reuse_init(&r), 0);
         for (size_t i = 0; i < n; i++) {
@@ -137,12 +138,10 @@ struct ref {
     uint64_t c[ML_CS_N];
 };
 
-static void ref_wb(struct ref *r, int t, int from, uint64_t line)
+/* Thread t's levels in order, with which of l1, l2, llc each is. */
+static int ref_levels(struct ref *r, int t, struct rcache **lv, int *which)
 {
-    struct rcache *lv[3];
     int n = 0;
-    static const int wb[] = {ML_CS_L1_WB, ML_CS_L2_WB, ML_CS_LLC_WB};
-    int which[3];
 
     lv[n] = &r->l1[t];
     which[n++] = 0;
@@ -154,6 +153,15 @@ static void ref_wb(struct ref *r, int t, int from, uint64_t line)
         lv[n] = &r->llc;
         which[n++] = 2;
     }
+    return n;
+}
+
+static void ref_wb(struct ref *r, int t, int from, uint64_t line)
+{
+    struct rcache *lv[3];
+    static const int wb[] = {ML_CS_L1_WB, ML_CS_L2_WB, ML_CS_LLC_WB};
+    int which[3], n = ref_levels(r, t, lv, which);
+
     r->c[wb[which[from]]]++;
     for (int j = from + 1; j < n; j++) {
         struct way *w = rc_find(lv[j], line);
@@ -168,20 +176,10 @@ static void ref_wb(struct ref *r, int t, int from, uint64_t line)
 static void ref_line(struct ref *r, int t, uint64_t line, int write)
 {
     struct rcache *lv[3];
-    int n = 0, h, which[3];
+    int h, which[3], n = ref_levels(r, t, lv, which);
     static const int acc[] = {-1, ML_CS_L2_ACC, ML_CS_LLC_ACC},
                      miss[] = {ML_CS_L1_MISS, ML_CS_L2_MISS, ML_CS_LLC_MISS};
 
-    lv[n] = &r->l1[t];
-    which[n++] = 0;
-    if (r->have_l2) {
-        lv[n] = &r->l2[t];
-        which[n++] = 1;
-    }
-    if (r->have_llc) {
-        lv[n] = &r->llc;
-        which[n++] = 2;
-    }
     for (h = 0; h < n; h++) {
         struct way *w;
         if (h)
@@ -294,11 +292,11 @@ static uint64_t write_trace(const char *path, uint64_t *loads)
     ml_tw_clock(w, 1000, 1000);
     *loads = 0;
     for (uint32_t th = 0; th < 2; th++)
-        assert_int_equal(ml_tw_event(w, th, 100 + th, ML_EV_THREAD_START, t++,
-                                     (uint64_t[]){0, 100 + th}, 2),
-                         0);
+        assert_int_equal(
+            ml_tw_event(w, th, 100 + th, ML_EV_THREAD_START, t++, (uint64_t[]){0, 100 + th}, 2), 0);
     for (int i = 0; i < 20000; i++) {
-        uint32_t th = (uint32_t)(rnd() % 2), wt = 1 + (uint32_t)(rnd() % 3), s = (uint32_t)(rnd() % 2);
+        uint32_t th = (uint32_t)(rnd() % 2), wt = 1 + (uint32_t)(rnd() % 3),
+                 s = (uint32_t)(rnd() % 2);
         uint64_t addr = 0x200000 + (rnd() % 5 ? (uint64_t)i * 8 : rnd() % 100000);
         if (i % 1000 == 100)
             assert_int_equal(ml_tw_put(w, th, 0, 2, 0, 0, 1, t++, 1), 0);
