@@ -37,6 +37,8 @@ struct gran {
     uint32_t nfront;
     /* sampled mode: per key count of estimated accesses, for the error bound */
     struct ml_map cnt;
+    double rate;        /* sampling rate of this granularity */
+    uint64_t threshold; /* a key is sampled when (hash >> 32) < threshold (2^32: all) */
     double sumsq; /* sum over sampled keys of count^2, this trace */
     uint64_t nr;  /* estimated accesses, this trace */
 };
@@ -50,7 +52,6 @@ struct reuse {
     struct ml_rows rows;
     struct gran g[2];
     double rate;
-    uint32_t threshold; /* sampled when (hash >> 32) < threshold */
     int sampled;
     struct tbound *bound;
     int nbound;
@@ -66,7 +67,6 @@ static void *start(const struct ml_an_run *run)
     s->run = run;
     s->rate = o->sample;
     s->sampled = o->sample > 0 && o->sample < 1;
-    s->threshold = s->sampled ? (uint32_t)(o->sample * 4294967296.0) : 0;
     ml_rows_init(&s->rows, WIDTH);
     return s;
 }
@@ -92,6 +92,15 @@ static int begin(void *st, const struct ml_an_input *in)
         g->shift = 0;
         while ((1u << g->shift) < (i ? page : line))
             g->shift++;
+        /*
+         * Pages are sampled at the same share of bytes as lines (rate x page /
+         * line), all of them from 1/4 on: there are far fewer of them, and too
+         * few sampled keys make a poor estimate.
+         */
+        g->rate = s->rate * (i ? (double)page / line : 1);
+        if (g->rate >= 0.25) /* about as costly as measuring all: measure all */
+            g->rate = 1;
+        g->threshold = (uint64_t)(g->rate * 4294967296.0);
     }
     return 0;
 }
@@ -117,7 +126,7 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
         c[EX + ml_reuse_bin(d)]++;
         return 0;
     }
-    sampled = (uint32_t)(ml_hash64(key) >> 32) < s->threshold;
+    sampled = (ml_hash64(key) >> 32) < g->threshold;
     for (i = 0; i < g->nfront && g->front[i] != key; i++)
         ;
     estimated = i == g->nfront;
@@ -146,7 +155,7 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
         g->sumsq += 2.0 * (double)*n + 1;
         ++*n;
         if (d != ML_REUSE_COLD) {
-            double e = (double)d / s->rate;
+            double e = (double)d / g->rate;
             d = e < FRONT ? FRONT : (uint64_t)(e + 0.5);
         }
         c[NRS]++;
@@ -204,7 +213,7 @@ static int end(void *st, const struct ml_an_input *in)
          * misses); sum_a c_a^2 is estimated from the sample by sumsq / R.
          */
         if (g->nr)
-            b->sigma[k] = sqrt((1 - s->rate) / s->rate * g->sumsq / s->rate) / (double)g->nr;
+            b->sigma[k] = sqrt((1 - g->rate) / g->rate * g->sumsq / g->rate) / (double)g->nr;
     }
     return 0;
 }
@@ -336,13 +345,15 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         ml_tab_free(p.mrc);
         return rc;
     }
-    snprintf(extra, sizeof(extra), "\"mode\": \"%s\", \"rate\": %g",
-             s->sampled ? "sampled" : "exact", s->sampled ? s->rate : 1.0);
+    snprintf(extra, sizeof(extra), "\"mode\": \"%s\", \"rate\": %g, \"page_rate\": %g",
+             s->sampled ? "sampled" : "exact", s->sampled ? s->g[0].rate : 1.0,
+             s->sampled ? s->g[1].rate : 1.0);
     if (fmt == ML_AN_TABLE && s->sampled)
         fprintf(out,
-                "reuse: SHARDS sampling of keys at rate %g; each miss ratio is within "
-                "error_bound (3 sigma) of the exact one, for caches of at least %.0f entries\n",
-                s->rate, 100 / s->rate);
+                "reuse: lines sampled at rate %g (pages at %g), SHARDS beyond the 16 most "
+                "recent keys; each miss ratio is within error_bound (3 sigma) of the exact one, "
+                "for caches of at least 100 / rate entries\n",
+                s->g[0].rate, s->g[1].rate);
     return ml_tab_print(out, fmt, tabs, 2, extra);
 }
 
