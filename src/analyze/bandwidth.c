@@ -94,6 +94,8 @@ static int begin(void *st, const struct ml_an_input *in)
     t->pid = in->info->hdr.pid;
     t0 = ml_trace_ns(in->trace, in->t_first);
     span = ml_trace_ns(in->trace, in->t_last) - t0;
+    if (!(span >= 0 && span < 1e18)) /* damaged clock pairs */
+        span = 0;
     t->interval_ns = o->interval_ns ? o->interval_ns : ml_auto_interval(span, 100);
     if (span / (double)t->interval_ns > (double)MAX_CELLS) {
         char iv[32];

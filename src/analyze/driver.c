@@ -251,6 +251,7 @@ struct slot {
     char err[300];
     const struct ml_trace_rec *recs;
     size_t n;
+    uint64_t qseq; /* order of submission, while queued */
 };
 
 #define QMAX 4 /* chunks a thread's cursor may have decoded ahead */
@@ -272,8 +273,8 @@ struct pool {
     pthread_cond_t work, done;
     struct slot *slots;
     size_t nslots;
-    struct slot **fifo; /* queued slots, in submission order */
-    size_t fh, ft, fcap;
+    uint64_t qseq;  /* submissions so far */
+    size_t nqueued; /* slots in state S_QUEUED */
     pthread_t *workers;
     int nworkers, stop;
     size_t queued; /* slots queued or decoded ahead, not yet current */
@@ -285,21 +286,31 @@ static void decode_slot(struct slot *s)
     s->rc = ml_trace_decode(s->dec, s->chunk, &s->recs, &s->n, s->err, sizeof(s->err));
 }
 
+/* The queued slot submitted first, or NULL. */
+static struct slot *first_queued(struct pool *p)
+{
+    struct slot *best = NULL;
+
+    for (size_t i = 0; i < p->nslots; i++)
+        if (p->slots[i].state == S_QUEUED && (!best || p->slots[i].qseq < best->qseq))
+            best = &p->slots[i];
+    return best;
+}
+
 static void *worker(void *arg)
 {
     struct pool *p = arg;
 
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        struct slot *s = NULL;
-        while (!p->stop && p->fh == p->ft)
+        struct slot *s;
+        while (!p->stop && !p->nqueued)
             pthread_cond_wait(&p->work, &p->mu);
         if (p->stop)
             break;
-        s = p->fifo[p->fh++ % p->fcap];
-        if (!s) /* the merge took it meanwhile */
-            continue;
+        s = first_queued(p);
         s->state = S_BUSY;
+        p->nqueued--;
         pthread_mutex_unlock(&p->mu);
         decode_slot(s);
         pthread_mutex_lock(&p->mu);
@@ -337,7 +348,8 @@ static void submit(struct pool *p, struct slot *s, size_t c, int here)
         return;
     }
     s->state = S_QUEUED;
-    p->fifo[p->ft++ % p->fcap] = s;
+    s->qseq = p->qseq++;
+    p->nqueued++;
     pthread_cond_signal(&p->work);
 }
 
@@ -345,9 +357,7 @@ static void submit(struct pool *p, struct slot *s, size_t c, int here)
 static void wait_slot(struct pool *p, struct slot *s)
 {
     if (s->state == S_QUEUED) {
-        for (size_t i = p->fh; i != p->ft; i++)
-            if (p->fifo[i % p->fcap] == s)
-                p->fifo[i % p->fcap] = NULL;
+        p->nqueued--;
         decode_here(p, s);
         return;
     }
@@ -426,14 +436,12 @@ static int pool_start(struct pool *p, struct ml_trace *t, size_t ncur, int jobs)
     p->nworkers = jobs > 1 ? jobs - 1 : 0;
     p->ahead = p->nworkers ? 2 * (size_t)jobs : 0;
     p->nslots = ncur + p->ahead;
-    p->fcap = p->nslots + 1;
     p->slots = calloc(p->nslots, sizeof(*p->slots));
-    p->fifo = calloc(p->fcap, sizeof(*p->fifo));
     p->workers = calloc((size_t)p->nworkers + 1, sizeof(*p->workers));
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
-    if (!p->slots || !p->fifo || !p->workers)
+    if (!p->slots || !p->workers)
         return -ENOMEM;
     for (size_t i = 0; i < p->nslots; i++)
         if (!(p->slots[i].dec = ml_trace_dec_new(t)))
@@ -459,7 +467,6 @@ static void pool_stop(struct pool *p)
     for (size_t i = 0; p->slots && i < p->nslots; i++)
         ml_trace_dec_free(p->slots[i].dec);
     free(p->slots);
-    free(p->fifo);
     free(p->workers);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->work);
@@ -762,6 +769,8 @@ static int read_trace(struct ml_an_run *r, const char *path, int index, char *er
         if (!i || c->t_last > rd.in.t_last)
             rd.in.t_last = c->t_last;
     }
+    if (rd.in.t_last < rd.in.t_first) /* a damaged header: never a negative span */
+        rd.in.t_last = rd.in.t_first;
     qsort_r(order, nc, sizeof(*order), by_thread_seq, t);
     for (size_t i = 0; i < nc;) {
         size_t j = i;

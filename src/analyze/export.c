@@ -144,6 +144,8 @@ static int begin(void *st, const struct ml_an_input *in)
     e->ns_per_tick = ml_trace_ns(in->trace, in->t_first + 1000000) / 1e6 -
                      ml_trace_ns(in->trace, in->t_first) / 1e6;
     span = ml_trace_ns(in->trace, in->t_last) - ml_trace_ns(in->trace, in->t_first);
+    if (!(span >= 0 && span < 1e18)) /* damaged clock pairs */
+        span = 0;
     {
         uint64_t iv = o->interval_ns ? o->interval_ns : ml_auto_interval(span, 1000);
         e->interval_ticks = e->ns_per_tick > 0 ? (uint64_t)((double)iv / e->ns_per_tick) : 1;

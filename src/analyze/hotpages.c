@@ -251,6 +251,8 @@ static int begin(void *st, const struct ml_an_input *in)
     /* Bins over the trace's span. */
     t->t0_ns = ml_trace_ns(in->trace, in->t_first);
     span = ml_trace_ns(in->trace, in->t_last) - t->t0_ns;
+    if (!(span >= 0 && span < 1e18)) /* damaged clock pairs */
+        span = 0;
     t->interval_ns = o->interval_ns ? o->interval_ns : ml_auto_interval(span, 100);
     t->nbins = (uint32_t)(span / (double)t->interval_ns) + 1;
     if (t->nbins > MAX_BINS) {

@@ -18,14 +18,24 @@
  * checks that an executable exports every global symbol of the runtime.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register",       "__memlens_unregister",    "__memlens_enter",
-    "__memlens_enter_always",   "__memlens_exit",          "__memlens_access",
-    "__memlens_roi_begin",      "__memlens_roi_end",       "pthread_create",
-    "__memlens_tb_ptr",         "__memlens_tb_end",        "__memlens_trace_gate",
-    "__memlens_trace_flush",    "__memlens_trace_marker",  "__memlens_trace_register",
-    "__memlens_trace_unregister", "__memlens_trace_pages", "__memlens_trace_on",
-    "__memlens_trace_off",      "__memlens_mark",          "__memlens_pages",
+    "__memlens_register",       "__memlens_unregister",
+    "__memlens_enter",          "__memlens_enter_always",
+    "__memlens_exit",           "__memlens_access",
+    "__memlens_roi_begin",      "__memlens_roi_end",
+    "pthread_create",           "__memlens_trace_gate",
+    "__memlens_trace_flush",    "__memlens_trace_marker",
+    "__memlens_trace_register", "__memlens_trace_unregister",
+    "__memlens_trace_pages",    "__memlens_trace_on",
+    "__memlens_trace_off",      "__memlens_mark",
+    "__memlens_pages",
 };
+
+/*
+ * The trace buffers' thread-local pointers: exported from dynamic executables only. In a
+ * static-pie program an exported TLS symbol leaves a TPOFF relocation that the C library
+ * cannot apply before TLS exists.
+ */
+static const char *const rt_tls_exports[] = {"__memlens_tb_ptr", "__memlens_tb_end"};
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)
@@ -61,9 +71,13 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     ml_strv_push(v, "-ldl");
     for (size_t i = 0; i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
         ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_exports[i]));
+    for (size_t i = 0; !static_link(c) && i < sizeof(rt_tls_exports) / sizeof(rt_tls_exports[0]);
+         i++)
+        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_tls_exports[i]));
     /* The trace sink's libc wrappers (src/runtime/interpose.c). */
     for (size_t i = 0; ml_ev_wrapped(i); i++)
-        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=__memlens_tr_%s", ml_ev_wrapped(i)));
+        ml_strv_push(v,
+                     ml_cc_strfmt("-Wl,--export-dynamic-symbol=__memlens_tr_%s", ml_ev_wrapped(i)));
     if (static_link(c))
         ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
     return archive;

@@ -1,4 +1,5 @@
-/* memlens instrument: bitcode in, instrumented bitcode out (used by 'memlens cc', handy for debugging). */
+/* memlens instrument: bitcode in, instrumented bitcode out (used by 'memlens cc', handy for
+ * debugging). */
 #include "cli/cli.h"
 #include "instrument/ir/instrument.h"
 

@@ -456,6 +456,8 @@ uint32_t ml_trace_nsites(const struct ml_trace *t);
 const struct ml_trace_site *ml_trace_site(const struct ml_trace *t, uint32_t id);
 uint32_t ml_trace_nmarkers(const struct ml_trace *t);
 const struct ml_trace_marker *ml_trace_marker(const struct ml_trace *t, uint32_t id);
+/* The OS id of trace thread `thread` (from its data chunks), 0 when unknown. */
+uint32_t ml_trace_thread_tid(const struct ml_trace *t, uint32_t thread);
 /* Nanoseconds since the trace began (fit from the chunks' clock pairs). */
 double ml_trace_ns(const struct ml_trace *t, uint64_t tick);
 

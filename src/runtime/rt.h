@@ -4,6 +4,8 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -97,6 +99,12 @@ struct ml_rt {
 };
 
 extern struct ml_rt ml_rt;
+
+/* The calling thread's OS id. */
+static inline uint32_t ml_rt_gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
 
 /*
  * Who this process is, taken when the runtime starts (files.c), so that

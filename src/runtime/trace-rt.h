@@ -1,4 +1,5 @@
-/* Trace sink internals shared by the sink (trace.c), its page-fault reader and the libc wrappers. */
+/* Trace sink internals shared by the sink (trace.c), its page-fault reader and the libc wrappers.
+ */
 #ifndef ML_RUNTIME_TRACE_RT_H
 #define ML_RUNTIME_TRACE_RT_H
 
@@ -59,8 +60,7 @@ void ml_tr_pf_close(struct ml_tr_pf *pf);
  * next call). Lost samples are added to *lost.
  */
 void ml_tr_pf_read(struct ml_tr_pf *pf, uint64_t upto,
-                   void (*fn)(void *ctx, uint64_t tick, uint64_t addr), void *ctx,
-                   uint64_t *lost);
+                   void (*fn)(void *ctx, uint64_t tick, uint64_t addr), void *ctx, uint64_t *lost);
 /* The tick of the next unread fault, UINT64_MAX when there is none yet. */
 uint64_t ml_tr_pf_peek(struct ml_tr_pf *pf);
 /* The frame number of the page holding addr (0: not present or unreadable), and flags. */

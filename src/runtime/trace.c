@@ -1,4 +1,5 @@
-/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks. */
+/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks.
+ */
 #include "format/trace-abi.h"
 #include "format/trace.h"
 #include "runtime/clock.h"
@@ -28,12 +29,16 @@
 #define ML_VERSION "0.1.0"
 #endif
 
+/* Segments a thread's writer state remembers as checked for seg_fast. */
+#define NHCACHE 1024
+/* Prepared descriptor flag: all sites are one-word accesses. */
+#define SEG_SIMPLE 0x8000u
 /* A buffer holds BUF_WORDS words of records (plus the ABI's slack); NBUFS per thread. */
-#define BUF_WORDS 8192
-#define NBUFS 8
+#define BUF_WORDS 32768
+#define NBUFS     8
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
-#define CHUNK_NS 1000000000ull
+#define CHUNK_NS      1000000000ull
 /* How often the writer notes where each thread is in its buffer (time points, see sample()). */
 #define SAMPLE_NS 200000
 /* How long exit and fatal signals wait for the writer to put everything on disk. */
@@ -80,7 +85,7 @@ struct tthread {
     struct tthread *next; /* every thread ever set up */
     uint32_t index, tid;
     struct tbuf *volatile cur;
-    struct tbuf *free; /* pushed by the writer, popped by the thread */
+    struct tbuf *free;       /* pushed by the writer, popped by the thread */
     volatile uint32_t freed; /* futex word: buffers the writer gave back */
     volatile int waiting;    /* the thread sleeps on freed */
     struct tbuf bufs[NBUFS];
@@ -96,6 +101,15 @@ struct tthread {
     uint64_t open_ns;
     struct pending pend;
     int retired; /* final buffer processed, memory released */
+    /*
+     * Segment headers seen in the current chunk (gen) whose descriptor is valid, simple and
+     * whose sites are all seen and chained: seg_fast may encode them without looking again.
+     */
+    struct hcache {
+        uint64_t h;
+        const uint32_t *d;
+        uint32_t gen, n;
+    } * hc; /* [NHCACHE], allocated with the thread */
     /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
     uint64_t fast_h;
     const uint32_t *fast_d;
@@ -116,9 +130,9 @@ struct sync {
 
 /* Writer-side view of a module's segment descriptors: global ids and word counts. */
 struct segmap {
-    uintptr_t lo, hi;   /* address range of the module's segs */
-    uint32_t *prep;     /* per descriptor: n | words << 16, then gid | words << 30 per site */
-    uint8_t *starts;    /* bit per 8-byte slot: a descriptor starts here */
+    uintptr_t lo, hi; /* address range of the module's segs */
+    uint32_t *prep;   /* per descriptor: n | words << 16, then gid | words << 30 per site */
+    uint8_t *starts;  /* bit per 8-byte slot: a descriptor starts here */
 };
 
 static struct {
@@ -164,7 +178,7 @@ static struct {
 static __thread struct tthread *self __attribute__((tls_model("initial-exec")));
 /* Set once a thread's record is gone (it exited): later records go to scratch. */
 static __thread int self_gone __attribute__((tls_model("initial-exec")));
-static uint64_t scratch[BUF_WORDS + ML_TB_SLACK];
+static uint64_t scratch[BUF_WORDS];
 static pthread_key_t exit_key;
 
 static void say(const char *a, const char *b, const char *c)
@@ -178,19 +192,6 @@ static void say(const char *a, const char *b, const char *c)
             msg[n++] = *s;
     if (write(2, msg, n) < 0)
         return;
-}
-
-static uint32_t gettid_u32(void)
-{
-    return (uint32_t)syscall(SYS_gettid);
-}
-
-static uint64_t real_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void futex_wake(volatile uint32_t *w)
@@ -213,8 +214,8 @@ static void push_job(struct tjob *j)
 
     do
         j->next = head;
-    while (!__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    while (
+        !__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     __atomic_add_fetch(&tr.wake, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&tr.writer_sleeping, __ATOMIC_ACQUIRE))
         futex_wake(&tr.wake);
@@ -226,8 +227,7 @@ static void push_free(struct tthread *t, struct tbuf *b)
 
     do
         b->free_next = head;
-    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     __atomic_add_fetch(&t->freed, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
         futex_wake(&t->freed);
@@ -248,9 +248,10 @@ static void writer_ensure(void);
 
 /* ---- producer side ---- */
 
-static void use_scratch(uint64_t words)
+/* Records appended now go where nobody reads them. */
+static void use_scratch(void)
 {
-    __memlens_tb_ptr = scratch + words;
+    __memlens_tb_ptr = scratch;
     __memlens_tb_end = scratch + BUF_WORDS;
 }
 
@@ -273,7 +274,7 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
 
     if (b) {
         b->used = used_end > b->words ? (uint32_t)(used_end - b->words) : 0;
-        if (b->used > BUF_WORDS + ML_TB_SLACK - ML_TB_MAX_SEG)
+        if (b->used > BUF_WORDS)
             b->used = 0; /* a torn pointer; nothing trustworthy here */
         b->t_start = t->t_last;
         b->t_end = now;
@@ -323,42 +324,50 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
     __memlens_tb_end = nb->words + BUF_WORDS;
 }
 
+/*
+ * The slow path of an append (format/trace-abi.h): the current buffer, up to
+ * the committed __memlens_tb_ptr, goes to the writer; returns a buffer with
+ * room for `words` words, __memlens_tb_ptr pointing at it, for the caller to
+ * fill and then commit.
+ */
 ML_EXPORT uint64_t *__memlens_trace_flush(uint64_t words)
 {
     struct tthread *t = self;
-    uint64_t *p;
 
-    if (words > ML_TB_MAX_SEG)
-        words = ML_TB_MAX_SEG;
+    (void)words; /* every buffer has room for the largest segment */
     if (!t) {
         if (self_gone || tr.disabled || tr.finishing || !(t = thread_setup())) {
-            use_scratch(words);
+            use_scratch();
             return scratch;
         }
     } else if (tr.disabled || tr.finishing) {
-        use_scratch(words);
+        use_scratch();
         return scratch;
     } else {
-        hand_over(t, __memlens_tb_ptr - words, HAND_NEXT);
+        hand_over(t, __memlens_tb_ptr, HAND_NEXT);
     }
-    if (!t->cur) {
-        use_scratch(words);
-        return scratch;
-    }
-    p = __memlens_tb_ptr;
-    __memlens_tb_ptr = p + words;
+    if (!t->cur)
+        use_scratch();
+    return __memlens_tb_ptr;
+}
+
+/*
+ * Room for words in the calling thread's buffer, as generated code appends:
+ * fill it, then commit (the records count from then on, so a snapshot of the
+ * buffer never holds a half-written entry).
+ */
+static uint64_t *reserve(unsigned words)
+{
+    uint64_t *p = __memlens_tb_ptr;
+
+    if (!p || p + words > __memlens_tb_end)
+        p = __memlens_trace_flush(words);
     return p;
 }
 
-/* Reserves words in the calling thread's buffer, as generated code does. */
-static uint64_t *reserve(unsigned words)
+static void commit(uint64_t *end)
 {
-    uint64_t *p = __memlens_tb_ptr, *np = p + words;
-
-    __memlens_tb_ptr = np;
-    if (np > __memlens_tb_end || !p)
-        p = __memlens_trace_flush(words);
-    return p;
+    __atomic_store_n(&__memlens_tb_ptr, end, __ATOMIC_RELEASE);
 }
 
 void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint64_t aux2,
@@ -375,6 +384,7 @@ void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint
     p[4] = size;
     p[5] = aux2;
     p[0] = ml_tb_event_word(kind, 5, gsite == ML_EV_NOID ? 0 : (uint64_t)gsite + 1);
+    commit(p + 6);
 }
 
 void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
@@ -387,6 +397,7 @@ void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
     p[1] = addr;
     p[2] = len;
     p[0] = ml_tb_access_word(gsite, 2);
+    commit(p + 3);
 }
 
 int ml_tr_recording(void)
@@ -398,7 +409,8 @@ static void update_gate(uint32_t off)
 {
     uint32_t g = off ? 1 : 0;
 
-    if ((tr.options & ML_TF_REGIONS_ONLY) && __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
+    if ((tr.options & ML_TF_REGIONS_ONLY) &&
+        __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
         g |= 2;
     __atomic_store_n(&__memlens_trace_gate, g, __ATOMIC_RELEASE);
 }
@@ -437,6 +449,7 @@ ML_EXPORT uint32_t __memlens_trace_marker(struct ml_ev_module *m, uint32_t site)
         p = reserve(2);
         p[1] = ml_rt_ticks();
         p[0] = ml_tb_event_word(0, 1, gsite);
+        commit(p + 2);
     }
     return __memlens_trace_gate == 0;
 }
@@ -448,7 +461,7 @@ static void thread_exit(void *arg);
 static struct tthread *thread_setup(void)
 {
     struct tthread *t;
-    size_t words = (size_t)NBUFS * (BUF_WORDS + ML_TB_SLACK), len = words * 8;
+    size_t words = (size_t)NBUFS * BUF_WORDS, len = words * 8;
     uint64_t *mem;
 
     if (!tr.init)
@@ -458,9 +471,15 @@ static struct tthread *thread_setup(void)
     t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-               0);
+    t->hc = calloc(NHCACHE, sizeof(*t->hc));
+    if (!t->hc) {
+        free(t);
+        return NULL;
+    }
+    mem =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
+        free(t->hc);
         free(t);
         return NULL;
     }
@@ -469,12 +488,12 @@ static struct tthread *thread_setup(void)
     for (int i = 0; i < NBUFS; i++) {
         t->bufs[i].job.type = JOB_BUF;
         t->bufs[i].t = t;
-        t->bufs[i].words = mem + (size_t)i * (BUF_WORDS + ML_TB_SLACK);
+        t->bufs[i].words = mem + (size_t)i * BUF_WORDS;
         if (i)
             push_free(t, &t->bufs[i]);
     }
     t->cur = &t->bufs[0];
-    t->tid = gettid_u32();
+    t->tid = ml_rt_gettid();
     t->ptr_slot = &__memlens_tb_ptr;
     t->t_last = ml_rt_ticks();
     t->pf = ml_tr_pf_open();
@@ -515,7 +534,7 @@ static void thread_exit(void *arg)
     hand_over(t, __memlens_tb_ptr, HAND_EXIT);
     self = NULL;
     self_gone = 1;
-    use_scratch(0);
+    use_scratch();
 }
 
 /* ---- the writer ---- */
@@ -527,19 +546,29 @@ static size_t zstd_compress(void *ctx, void *dst, size_t cap, const void *src, s
     return tr.z_iserror(r) ? 0 : r;
 }
 
-/* libzstd is loaded at run time, so traced programs do not link it; without it chunks are raw. */
+/*
+ * libzstd is loaded at run time, so traced programs do not link it; without it chunks are
+ * raw. dlopen is referenced weakly: a static program does not get the C library's static
+ * dlopen (and the linker's warning about it) for this.
+ */
+#pragma weak dlopen
+
 static void load_zstd(void)
 {
-    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen ? dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
     void *(*create)(void);
 
+    if (!dlopen) {
+        strcpy(tr.zstd_why, "none: a static program loads no libzstd (chunks stored uncompressed)");
+        return;
+    }
     if (!h) {
         strcpy(tr.zstd_why, "none: libzstd.so.1 not found (chunks stored uncompressed)");
         return;
     }
     create = (void *(*)(void))dlsym(h, "ZSTD_createCCtx");
-    tr.z_compress = (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(
-        h, "ZSTD_compressCCtx");
+    tr.z_compress =
+        (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(h, "ZSTD_compressCCtx");
     tr.z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
     tr.z_iserror = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
     if (create && tr.z_compress && tr.z_bound && tr.z_iserror)
@@ -566,6 +595,24 @@ static int write_all(const void *p, size_t n)
     return 0;
 }
 
+/*
+ * Data chunks are compressed while the writer keeps up; when a program had
+ * to wait for it since the last data chunk, the next ones are stored raw
+ * (zstd costs the writer more per record than encoding on irregular streams)
+ * until the waits stop. Tables are always compressed.
+ */
+static int compress_now(const struct ml_chunk_header *h)
+{
+    static uint64_t waits_seen;
+    uint64_t w = __atomic_load_n(&tr.p_waits, __ATOMIC_RELAXED);
+    int behind = w != waits_seen;
+
+    if (h->type != ML_CK_DATA)
+        return 1;
+    waits_seen = w;
+    return !behind;
+}
+
 static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n)
 {
     struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
@@ -575,7 +622,7 @@ static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n
     h->clk_tick = ml_rt_ticks();
     h->clk_ns = ml_rt_mono_ns();
     tr.out.len = 0;
-    if (ml_chunk_build(&tr.out, tr.zctx ? &z : NULL, h, payload, n) ||
+    if (ml_chunk_build(&tr.out, tr.zctx && compress_now(h) ? &z : NULL, h, payload, n) ||
         write_all(tr.out.p, tr.out.len)) {
         say("cannot write trace '", tr.path, "': tracing stops here");
         close(tr.fd);
@@ -632,8 +679,10 @@ static void write_meta(void)
     static const struct {
         uint32_t flag;
         const char *name;
-    } names[] = {{ML_TF_START_OFF, "start=off"},   {ML_TF_REGIONS_ONLY, "regions-only"},
-                 {ML_TF_MARKERS_ONLY, "markers-only"}, {ML_TF_COLLAPSE, "collapse"},
+    } names[] = {{ML_TF_START_OFF, "start=off"},
+                 {ML_TF_REGIONS_ONLY, "regions-only"},
+                 {ML_TF_MARKERS_ONLY, "markers-only"},
+                 {ML_TF_COLLAPSE, "collapse"},
                  {ML_TF_DROP, "drop"}};
 
     opts[0] = 0;
@@ -647,10 +696,9 @@ static void write_meta(void)
         un.nodename[0] = 0;
     if (ml_tbuf_meta(&b, "program", ml_rt_id.exe) ||
         ml_tbuf_meta(&b, "cmdline", ml_rt_id.cmdline) ||
-        ml_tbuf_meta(&b, "hostname", un.nodename) ||
-        ml_tbuf_meta(&b, "memlens", ML_VERSION) || ml_tbuf_meta(&b, "options", opts) ||
-        ml_tbuf_meta(&b, "faults", tr.faults_why) || ml_tbuf_meta(&b, "pfn", tr.pfn_why) ||
-        ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
+        ml_tbuf_meta(&b, "hostname", un.nodename) || ml_tbuf_meta(&b, "memlens", ML_VERSION) ||
+        ml_tbuf_meta(&b, "options", opts) || ml_tbuf_meta(&b, "faults", tr.faults_why) ||
+        ml_tbuf_meta(&b, "pfn", tr.pfn_why) || ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
         free(b.p);
         return;
     }
@@ -729,8 +777,8 @@ static void add_module(struct ml_ev_module *m)
     for (uint32_t i = 0; i < m->nmarkers; i++)
         if (ml_tbuf_marker(&b, &m->markers[i]))
             goto out;
-    h = (struct ml_chunk_header){.type = ML_CK_MARKERS, .seq = m->marker_base,
-                                 .count = m->nmarkers};
+    h = (struct ml_chunk_header){
+        .type = ML_CK_MARKERS, .seq = m->marker_base, .count = m->nmarkers};
     if (m->nmarkers)
         write_chunk(&h, b.p, b.len);
     if (!m->nsegwords || !m->segs)
@@ -764,7 +812,8 @@ static void add_module(struct ml_ev_module *m)
         }
         if (!ok || words + 1 > ML_TB_MAX_SEG)
             break;
-        sm->prep[at] = n | (words << 16);
+        /* Bit 15: every site is a fixed-size access (one word each), for seg_fast. */
+        sm->prep[at] = n | (words << 16) | (words == n ? SEG_SIMPLE : 0);
         sm->starts[at / 16] |= (uint8_t)(1u << ((at / 2) % 8));
         at += (1 + n + 1) & ~1u;
     }
@@ -779,7 +828,7 @@ out:
     free(b.p);
 }
 
-static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
+static inline const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
 {
     uint32_t lo = 0, hi = tr.nmaps;
 
@@ -820,9 +869,13 @@ static void chunk_end(struct tthread *t, uint64_t t_last)
         return;
     if (t_last < t->enc.t_cur)
         t_last = t->enc.t_cur;
-    h = (struct ml_chunk_header){.type = ML_CK_DATA, .thread = t->index, .seq = t->seq++,
-                                 .count = t->enc.count, .t_first = t->enc.t_first,
-                                 .t_last = t_last, .tid = t->tid};
+    h = (struct ml_chunk_header){.type = ML_CK_DATA,
+                                 .thread = t->index,
+                                 .seq = t->seq++,
+                                 .count = t->enc.count,
+                                 .t_first = t->enc.t_first,
+                                 .t_last = t_last,
+                                 .tid = t->tid};
     tr.records += t->enc.count;
     write_chunk(&h, t->enc.out, t->enc.len);
 }
@@ -850,8 +903,7 @@ static void put_access(struct tthread *t, uint32_t s, uint64_t addr, uint64_t le
 {
     const struct ml_tsite *si = &tr.sites[s];
 
-    /* Address 0 is a slot a fatal signal left unwritten (no access to it can succeed). */
-    if ((tr.options & ML_TF_MARKERS_ONLY) || __builtin_expect(!addr, 0))
+    if (tr.options & ML_TF_MARKERS_ONLY)
         return;
     while (len > 0x80000000ull) { /* sizes are 32-bit: split huge ranges */
         ml_tenc_put(&t->enc, s, addr, 0x80000000u, w, 0, 0);
@@ -948,8 +1000,8 @@ static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
         return b->words;
     if (f >= b->t_end)
         return b->words + b->used + 1;
-    return b->words + (uint64_t)((double)b->used * (double)(f - b->t_start) /
-                                 (double)(b->t_end - b->t_start));
+    return b->words +
+           (uint64_t)((double)b->used * (double)(f - b->t_start) / (double)(b->t_end - b->t_start));
 }
 
 /*
@@ -1001,6 +1053,95 @@ static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint
     return w;
 }
 
+/*
+ * Whether segment d (n simple sites) may take seg_fast in this chunk: every
+ * site seen, each followed by the next. Remembered in the thread's cache.
+ */
+static int seg_check(struct tthread *t, uint64_t h, const uint32_t *d, uint32_t n)
+{
+    struct ml_tenc *e = &t->enc;
+    struct hcache *c = &t->hc[(h >> 3) % NHCACHE];
+
+    for (uint32_t k = 0; k < n; k++) {
+        const struct ml_tstate *x = &e->st[d[k + 1] & 0x3fffffffu];
+        if (x->gen != e->gen || !x->seen || (k + 1 < n && x->succ != (d[k + 2] & 0x3fffffffu)))
+            return 0;
+    }
+    *c = (struct hcache){h, d, e->gen, n};
+    return 1;
+}
+
+/*
+ * A checked segment (seg_check): every site after the first follows its
+ * predecessor and every size is as before, so each record is part of the
+ * run or a REC token with its address (and, for the first site, its site
+ * when the previous record's successor was another). The arithmetic of
+ * ml_tenc_put without its general cases.
+ */
+/* Writes a pending run of n records (n > 0): what ml_tenc_flush_run does, from locals. */
+static inline uint8_t *put_run(uint8_t *p, uint64_t n)
+{
+    if (n < 128) {
+        *p++ = (uint8_t)n;
+        return p;
+    }
+    *p++ = 0;
+    return ml_put_varint(p, n);
+}
+
+static inline int seg_fast(struct tthread *t, const uint64_t *a, const uint32_t *d, uint32_t n)
+{
+    struct ml_tenc *e = &t->enc;
+    struct ml_tstate *st = e->st;
+    uint32_t g0 = d[1] & 0x3fffffffu, prev = e->prev;
+    uint8_t *p = e->out + e->len, *p0 = p;
+    uint64_t run = e->run; /* locals: the stores into st may not alias them */
+    uint32_t k = 0;
+
+    if (prev == ML_EV_NOID || st[prev].succ != g0) {
+        /* The first record names its site (and its address when that is not predicted). */
+        struct ml_tstate *x = &st[g0];
+        uint64_t last = x->last, pred = last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(a[0] - last);
+        if (run)
+            p = put_run(p, run);
+        run = 0;
+        *p = a[0] != pred ? 0xb0 : 0xa0;
+        p = ml_put_varint(p + 1, ml_zigzag((int64_t)g0 - (int64_t)(uint32_t)(prev + 1)));
+        if (a[0] != pred)
+            p = ml_put_varint(p, ml_zigzag((int64_t)(a[0] - pred)));
+        x->stride = dd == x->cand ? dd : x->stride;
+        x->cand = dd;
+        x->last = a[0];
+        if (prev != ML_EV_NOID)
+            st[prev].succ = g0;
+        k = 1;
+    }
+    for (; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        uint64_t ak = a[k], last = x->last, pred = last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(ak - last);
+        if (ak == pred) {
+            run++;
+        } else {
+            if (run)
+                p = put_run(p, run);
+            run = 0;
+            *p = 0x90;
+            p = ml_put_varint(p + 1, ml_zigzag((int64_t)(ak - pred)));
+        }
+        x->stride = dd == x->cand ? dd : x->stride;
+        x->cand = dd;
+        x->last = ak;
+    }
+    e->run = run;
+    e->len = (size_t)(p - e->out);
+    e->count += n;
+    e->prev = d[n] & 0x3fffffffu;
+    e->prev_addr = a[n - 1];
+    return p == p0; /* all predicted: the next one may well be too (fast_run) */
+}
+
 /* Encodes one buffer of raw words into t's open chunk. */
 static void process_buffer(struct tbuf *b)
 {
@@ -1038,24 +1179,48 @@ static void process_buffer(struct tbuf *b)
             chunk_end(t, cut);
             chunk_begin(t, cut);
         }
-        if (t->fast_h && *w == t->fast_h) {
-            if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
-                stop = b->words + b->samp_pos[si];
-            if (fw < stop)
-                stop = fw;
-            if (stop > w) {
-                const uint64_t *nw = fast_run(t, w, stop);
-                if (nw != w) {
-                    w = nw;
-                    continue;
+        /* Segments the fast paths take, up to the next time point or fault. */
+        if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
+            stop = b->words + b->samp_pos[si];
+        if (fw < stop)
+            stop = fw;
+        if (fast_ok && !room(t, 4096)) {
+            /* Within the room just made and the chunk's record bound, no check per segment. */
+            size_t budget = (t->enc.cap - t->enc.len) / ML_TENC_MAX_REC;
+            if (budget > CHUNK_RECORDS - t->enc.count)
+                budget = CHUNK_RECORDS - t->enc.count;
+            while (w < stop) {
+                const struct hcache *c;
+                h = *w;
+                if (h == t->fast_h) {
+                    const uint64_t *nw = fast_run(t, w, stop);
+                    if (nw != w) {
+                        budget = t->enc.count >= CHUNK_RECORDS ? 0 : budget;
+                        if (budget > CHUNK_RECORDS - t->enc.count)
+                            budget = CHUNK_RECORDS - t->enc.count;
+                        w = nw;
+                        continue;
+                    }
                 }
+                c = &t->hc[(h >> 3) % NHCACHE];
+                if (c->h != h || c->gen != t->enc.gen || c->n > budget || w + 1 + c->n > end)
+                    break;
+                budget -= c->n;
+                t->fast_h = seg_fast(t, w + 1, c->d, c->n) ? h : 0;
+                t->fast_d = c->d;
+                t->fast_n = c->n;
+                w += 1 + c->n;
             }
         }
+        if (w >= end)
+            break;
+        if (w >= stop || t->enc.count >= CHUNK_RECORDS)
+            continue; /* a time point, a fault or a chunk boundary first */
         h = *w;
         tag = (unsigned)(h & ML_TB_TAG_MASK);
         t->fast_h = 0;
         if (!h)
-            break; /* reserved but never written (a fatal signal): the rest is lost */
+            break; /* no entry starts with 0: the rest is damaged */
         if (tag == 0) {
             const struct segmap *sm = find_map((uintptr_t)h, hint);
             uint32_t off, n, words, simple = fast_ok;
@@ -1067,7 +1232,7 @@ static void process_buffer(struct tbuf *b)
                 break;
             hint = sm;
             d = sm->prep + off;
-            n = d[0] & 0xffff;
+            n = d[0] & 0x7fff;
             words = d[0] >> 16;
             if (w + 1 + words > end)
                 break;
@@ -1077,7 +1242,6 @@ static void process_buffer(struct tbuf *b)
             for (uint32_t k = 1; k <= n; k++) {
                 uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
                 if (nw == 1) {
-                    simple &= w[0] != 0;
                     put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
                 } else if (nw == 2) {
                     simple = 0;
@@ -1089,7 +1253,7 @@ static void process_buffer(struct tbuf *b)
                 }
                 w += nw;
             }
-            if (simple) {
+            if (simple && (d[0] & SEG_SIMPLE) && seg_check(t, h, d, n)) {
                 t->fast_h = h;
                 t->fast_d = d;
                 t->fast_n = n;
@@ -1147,6 +1311,8 @@ static void retire(struct tthread *t)
     ml_tr_pf_close(t->pf);
     t->pf = NULL;
     ml_tenc_free(&t->enc);
+    free(t->hc);
+    t->hc = NULL;
     munmap(t->mem, t->memlen);
 }
 
@@ -1188,7 +1354,6 @@ static void run_job(struct tjob *j)
         tr.raw_words += b->used;
         if (!tr.disabled)
             process_buffer(b);
-        memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
         b->nsamp = b->samp_skip = 0;
         if (b->final)
             retire(t);
@@ -1208,6 +1373,12 @@ static void run_job(struct tjob *j)
                 tr.nmaps--;
                 break;
             }
+        /* The threads' caches may point into the descriptors just freed. */
+        for (struct tthread *t = tr.threads; t; t = t->next) {
+            if (t->hc)
+                memset(t->hc, 0, NHCACHE * sizeof(*t->hc));
+            t->fast_h = 0;
+        }
         __atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
     } else if (j->type == JOB_SYNC) {
         do_sync((struct sync *)j);
@@ -1233,7 +1404,7 @@ static int sample(void)
             continue;
         p = __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
         tick = ml_rt_ticks();
-        if (p < b->words || p > b->words + BUF_WORDS + ML_TB_SLACK)
+        if (p < b->words || p > b->words + BUF_WORDS)
             continue; /* the thread is changing buffers */
         pos = (uint64_t)(p - b->words);
         if (b->nsamp && b->samp_pos[b->nsamp - 1] >= pos)
@@ -1265,7 +1436,7 @@ static void *writer_main(void *arg)
     /* Signals are the program's business, never the writer's. */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    tr.writer_tid = (pid_t)gettid_u32();
+    tr.writer_tid = (pid_t)ml_rt_gettid();
     load_zstd();
     open_file();
     for (;;) {
@@ -1304,7 +1475,7 @@ static void *writer_main(void *arg)
 /* Starts the writer thread once per process (again in a fork child). */
 static void writer_ensure(void)
 {
-    static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    ml_pthread_create_fn create;
     pthread_attr_t attr;
 
     if (__atomic_load_n(&tr.writer_started, __ATOMIC_ACQUIRE))
@@ -1312,12 +1483,10 @@ static void writer_ensure(void)
     pthread_mutex_lock(&tr.lock);
     if (!tr.writer_started) {
         /* The C library's, not memlens' own wrapper: the writer is not a traced thread. */
-        if (!real_create)
-            real_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                                   void *))dlsym(RTLD_NEXT, "pthread_create");
+        create = ml_rt_real_pthread_create();
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (!real_create || real_create(&tr.writer, &attr, writer_main, NULL)) {
+        if (!create || create(&tr.writer, &attr, writer_main, NULL)) {
             say("cannot start the trace writer thread", "", ": tracing is off");
             tr.disabled = 1;
         }
@@ -1349,7 +1518,7 @@ static void finish(uint32_t reason, uint32_t sig)
     if (!tr.init || tr.disabled || !tr.writer_started ||
         __atomic_exchange_n(&tr.finishing, 1, __ATOMIC_ACQ_REL))
         return;
-    if ((pid_t)gettid_u32() == tr.writer_tid)
+    if ((pid_t)ml_rt_gettid() == tr.writer_tid)
         return; /* the writer itself is dying: nothing can be saved */
     for (struct tthread *t = tr.threads; t; t = t->next) {
         uint64_t *used;
@@ -1358,7 +1527,7 @@ static void finish(uint32_t reason, uint32_t sig)
         used = t == self ? __memlens_tb_ptr : __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
         hand_over(t, used, HAND_DETACH);
     }
-    use_scratch(0);
+    use_scratch();
     s.reason = reason;
     s.signal = sig;
     push_job(&s.job);
@@ -1401,8 +1570,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     if (self && !tr.finishing && !tr.disabled)
-        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0,
-                    (uint64_t)sig, ML_EV_NOID);
+        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0, (uint64_t)sig,
+                    ML_EV_NOID);
     finish(ML_END_SIGNAL, (uint32_t)sig);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -1440,7 +1609,7 @@ static void after_fork_child(void)
     tr.pid = (uint32_t)getpid();
     tr.tick0 = ml_rt_ticks();
     tr.mono0 = ml_rt_mono_ns();
-    tr.real0 = real_ns();
+    tr.real0 = ml_rt_real_ns();
     ml_rt_files_fork();
     ml_tr_pf_clock(tr.tick0, tr.mono0);
     tr.queue = NULL;
@@ -1457,7 +1626,7 @@ static void after_fork_child(void)
     free(tr.maps);
     tr.maps = NULL;
     self = NULL;
-    use_scratch(0);
+    use_scratch();
     __memlens_tb_ptr = __memlens_tb_end = NULL;
     /* Every registered module again, so that the child's file names its sites. */
     if (!tr.disabled)
@@ -1509,7 +1678,7 @@ void ml_tr_init(void)
     if (!tr.init) {
         tr.tick0 = ml_rt_ticks();
         tr.mono0 = ml_rt_mono_ns();
-        tr.real0 = real_ns();
+        tr.real0 = ml_rt_real_ns();
         tr.pid = (uint32_t)getpid();
         ml_rt_files_start();
         ml_tr_pf_clock(tr.tick0, tr.mono0);

@@ -2,7 +2,7 @@
 # I/O, mapping and string calls in traces (tests/e2e/kernels/trace-io.c): every read, write,
 # pread, pwrite and writev element of a file, a pipe and a socket pair is one io record with
 # the call, the fd kind, the buffer, the bytes asked for and transferred; mmap, mremap (old
-# and new range), munmap and sbrk are records with their addresses and lengths; strcpy,
+# and new range), munmap and sbrk (up and back) are records with their addresses and lengths; strcpy,
 # strlen and strcmp record the ranges they read and write. At -O0 and -O2.
 . "$(dirname "$0")/../lib/common.sh"
 ml_require_cc
@@ -42,9 +42,9 @@ if io != want:
     bad += 1
 maps = [(r.kind, r.addr, int(r.what.split()[0][4:]), int(r.what.split()[1][5:]))
         for r in R if r.kind in ('mmap', 'mremap', 'munmap', 'brk')]
-want = [('mmap', B['m'], 1 << 20, 3), ('mremap', B['m'], 1 << 20, 0),
-        ('mremap', B['m2'], 2 << 20, 1), ('munmap', B['m2'], 2 << 20, 0),
-        ('brk', B['brk'] + 8192, B['brk'], 0)]
+want = [('brk', B['brk'] + 8192, B['brk'], 0), ('brk', B['brk'], B['brk'] + 8192, 0),
+        ('mmap', B['m'], 1 << 20, 3), ('mremap', B['m'], 1 << 20, 0),
+        ('mremap', B['m2'], 2 << 20, 1), ('munmap', B['m2'], 2 << 20, 0)]
 if maps != want:
     print('map records', maps, 'want', want)
     bad += 1

@@ -65,7 +65,7 @@ const char *ml_ev_wrapped(size_t i)
     return i < sizeof(wraps) / sizeof(wraps[0]) ? wraps[i].name : NULL;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
     uint32_t c = *cap ? *cap : 64;
     void *q;
@@ -151,7 +151,7 @@ static int64_t add_site(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t
     unsigned flen, line, col;
     size_t nlen;
 
-    if (grow((void **)&ev->sites, &ev->capsites, ev->nsites + 1, sizeof(*ev->sites)))
+    if (ml_ev_grow((void **)&ev->sites, &ev->capsites, ev->nsites + 1, sizeof(*ev->sites)))
         return -ENOMEM;
     loc_of(inst, &file, &flen, &line, &col);
     name = fn_name(fn, &nlen);
@@ -184,7 +184,7 @@ static int64_t add_marker(struct ml_ev *ev, uint32_t kind, const char *name, siz
             if (ev->markers[i].kind == kind && strlen(ev->markers[i].name) == len &&
                 !memcmp(ev->markers[i].name, name, len))
                 return i;
-    if (grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
+    if (ml_ev_grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
         return -ENOMEM;
     loc_of(inst, &file, &flen, &line, &col);
     fname = fn_name(fn, &nlen);
@@ -214,7 +214,8 @@ static const struct ml_ev_wrap *wrap_of(LLVMValueRef fn)
             unsigned np = LLVMCountParams(fn);
             int va = LLVMIsFunctionVarArg(LLVMGlobalGetValueType(fn));
             /* Only the libc function itself: same parameters (or fewer before ...). */
-            if (wraps[i].variadic ? (va && np <= wraps[i].nparams) : (!va && np == wraps[i].nparams))
+            if (wraps[i].variadic ? (va && np <= wraps[i].nparams)
+                                  : (!va && np == wraps[i].nparams))
                 return &wraps[i];
             return NULL;
         }
@@ -267,7 +268,7 @@ int ml_ev_calls(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_call **out, size
             f = ml_called_function(in);
             if (!f)
                 continue;
-            if (grow((void **)&v, &cap, count + 1, sizeof(*v))) {
+            if (ml_ev_grow((void **)&v, &cap, count + 1, sizeof(*v))) {
                 rc = -ENOMEM;
                 break;
             }
@@ -345,10 +346,11 @@ static int push_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, uint32
     if (!(ev->o.kinds & ML_EV_BIT(kind)))
         return 0;
     site = add_site(ev, kind, len_op >= 0 ? 0 : size, marker, fn, at, NULL);
-    if (site < 0 || grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+    if (site < 0 || ml_ev_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
         return -ENOMEM;
-    l->v[l->n++] = (struct ml_ev_point){kind,   (uint32_t)site, at, addr_op, len_op,
-                                        ev->o.fields & ML_EVF_VALUE ? value_op : -1, size};
+    l->v[l->n++] = (struct ml_ev_point){
+        kind, (uint32_t)site, at, addr_op, len_op, ev->o.fields & ML_EVF_VALUE ? value_op : -1,
+        size};
     return 0;
 }
 
@@ -431,7 +433,7 @@ struct emlist {
 
 static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, uint32_t marker)
 {
-    if (grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v)))
+    if (ml_ev_grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v)))
         return -ENOMEM;
     e->v[e->n++] = (struct edge_mark){bb, kind, marker};
     return 0;
@@ -503,7 +505,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             unsigned s = cfg.succ[k];
             if (cfg.loop_of[p] == cfg.loop_of[s])
                 continue;
-            if (grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
+            if (ml_ev_grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
                 rc = -ENOMEM;
                 goto out;
             }

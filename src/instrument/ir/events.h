@@ -53,7 +53,7 @@ struct ml_ev_call {
 };
 
 struct ml_ev_opts {
-    uint64_t kinds; /* bit k: the sinks want events of kind k */
+    uint64_t kinds;  /* bit k: the sinks want events of kind k */
     unsigned fields; /* ML_EVF_* */
     int functions;   /* function entry and exit markers */
     int loops;       /* loop entry and exit markers */
@@ -91,6 +91,9 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
 
 /* Whether inst may run other code (a call that is not an intrinsic): sinks batch between these. */
 int ml_ev_is_barrier(LLVMValueRef inst);
+
+/* Grows *p (elements of elem bytes) to hold need; 0 or -ENOMEM. */
+int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
 
 /* Payload words of a point in the trace buffer (format/trace-abi.h). */
 unsigned ml_ev_point_words(const struct ml_ev_point *p);

@@ -138,7 +138,8 @@ void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len)
     unsigned flen = 0;
     const char *file = LLVMGetDebugLocFilename(inst, &flen);
     size_t nlen;
-    const char *fn = LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
+    const char *fn =
+        LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
 
     if (file && flen)
         snprintf(buf, len, "%.*s:%u", (int)flen, file, LLVMGetDebugLocLine(inst));
@@ -193,8 +194,8 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
     }
     if (LLVMIsAInvokeInst(call)) {
         ml_describe_loc(call, where, sizeof(where));
-        return ml_ir_fail(ir, -EINVAL,
-                          "%s: region marker may throw; declare it through memlens.h", where);
+        return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
+                          where);
     }
     return region_intern(ir, s, len, id);
 }
@@ -539,7 +540,8 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Exact mode: tell the runtime about each access of the segment's instructions, with its address. */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its address.
+ */
 static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
 {
     for (size_t i = 0; i < n; i++) {
@@ -548,7 +550,7 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
         uint64_t size = 0;
         int mk = 0;
 
-    switch (LLVMGetInstructionOpcode(in)) {
+        switch (LLVMGetInstructionOpcode(in)) {
         case LLVMLoad:
             ptr[0] = LLVMGetOperand(in, 0);
             size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
@@ -947,8 +949,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
-                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
-                                   set, job->src_name, &holder, whole ? lf.factor[c] : 1,
+                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
+                                   job->src_name, &holder, whole ? lf.factor[c] : 1,
                                    host == c && !hoist, in ? 0 : lf.adds[b]);
                 if (rc)
                     goto out;

@@ -1,4 +1,5 @@
-/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning. */
+/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning.
+ */
 #include "format/trace-abi.h"
 #include "instrument/ir/events.h"
 
@@ -32,23 +33,6 @@ struct tsink {
     LLVMValueRef prof_unlikely;
 };
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    uint32_t c = *cap ? *cap : 256;
-    void *q;
-
-    if (need <= *cap)
-        return 0;
-    while (c < need)
-        c *= 2;
-    q = realloc(*p, (size_t)c * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static LLVMValueRef extern_global(struct tsink *s, LLVMTypeRef t, const char *name, int tls)
 {
     LLVMValueRef g = LLVMGetNamedGlobal(s->ir->m, name);
@@ -69,10 +53,9 @@ static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty
 
     if (!f) {
         f = LLVMAddFunction(s->ir->m, name, ty);
-        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(s->ir->ctx,
-                                                        LLVMGetEnumAttributeKindForName("nounwind", 8),
-                                                        0));
+        LLVMAddAttributeAtIndex(
+            f, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(s->ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
     }
     return f;
 }
@@ -80,7 +63,8 @@ static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty
 static void setup(struct tsink *s)
 {
     struct ml_ir *ir = s->ir;
-    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32}, p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
+    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32},
+                p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
     LLVMTypeRef i64t = ir->t_i64;
     LLVMMetadataRef w[3];
 
@@ -114,8 +98,8 @@ static LLVMValueRef rebuild_call(struct tsink *s, LLVMValueRef old, LLVMTypeRef 
     LLVMPositionBuilderBefore(b, old);
     LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(old));
     if (LLVMIsAInvokeInst(old))
-        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old),
-                             LLVMGetUnwindDest(old), "");
+        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old), LLVMGetUnwindDest(old),
+                             "");
     else
         c = LLVMBuildCall2(b, fty, f, args, nargs, "");
     LLVMSetCurrentDebugLocation2(b, NULL);
@@ -219,7 +203,7 @@ static int add_descriptor(struct tsink *s, const struct ml_ev_point *p, uint32_t
 {
     uint32_t words = (1 + n + 1) & ~1u;
 
-    if (grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
+    if (ml_ev_grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
         return -ENOMEM;
     *off = s->nsegs;
     s->segs[s->nsegs] = n;
@@ -278,7 +262,6 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
     }
     p0 = LLVMBuildLoad2(b, s->t_wordp, s->g_ptr, "");
     np = word_ptr(s, p0, W);
-    LLVMBuildStore(b, np, s->g_ptr);
     lim = LLVMBuildLoad2(b, s->t_wordp, s->g_end, "");
     full = LLVMBuildICmp(b, LLVMIntUGT, np, lim, "");
     if (guarded) {
@@ -317,12 +300,13 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
         LLVMBuildStore(b, LLVMBuildPtrToInt(b, ml_ev_operand(&p[k], p[k].addr_op), ir->t_i64, ""),
                        word_ptr(s, ph, slot));
         if (w == 2)
-            LLVMBuildStore(b,
-                           LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64,
-                                                  ""),
-                           word_ptr(s, ph, slot + 1));
+            LLVMBuildStore(
+                b, LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64, ""),
+                word_ptr(s, ph, slot + 1));
         slot += w;
     }
+    /* Committed last: a snapshot of the buffer (at exit, from a signal) holds whole segments. */
+    LLVMBuildStore(b, word_ptr(s, ph, W), s->g_ptr);
     if (guarded)
         LLVMBuildBr(b, cont);
     LLVMSetCurrentDebugLocation2(b, NULL);
@@ -371,21 +355,14 @@ static int static_alloca(LLVMValueRef in)
     return LLVMIsAAllocaInst(in) && LLVMIsAConstant(LLVMGetOperand(in, 0));
 }
 
-static void hoist_allocas(LLVMBasicBlockRef from, LLVMBasicBlockRef to, LLVMBuilderRef b)
+static void hoist_allocas(struct ml_ir *ir, LLVMBasicBlockRef from, LLVMBasicBlockRef to)
 {
     for (LLVMValueRef in = LLVMGetFirstInstruction(from), next; in; in = next) {
         next = LLVMGetNextInstruction(in);
         if (!static_alloca(in))
             continue;
-        size_t len;
-        const char *nm = LLVMGetValueName2(in, &len);
-        char buf[len + 1];
-        memcpy(buf, nm, len);
-        buf[len] = 0;
-        LLVMInstructionRemoveFromParent(in);
-        LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(to));
-        LLVMInsertIntoBuilder(b, in);
-        LLVMSetValueName2(in, buf, len);
+        LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(to));
+        ml_move_to_builder(ir, in);
     }
 }
 
@@ -411,8 +388,8 @@ static void merge(struct tsink *s, LLVMValueRef fn, LLVMValueRef plain)
     on = LLVMBuildICmp(ir->b, LLVMIntEQ, g, LLVMConstInt(ir->t_i32, 0, 0), "");
     br = LLVMBuildCondBr(ir->b, on, tentry, pentry);
     (void)br;
-    hoist_allocas(tentry, gate, ir->b);
-    hoist_allocas(pentry, gate, ir->b);
+    hoist_allocas(ir, tentry, gate);
+    hoist_allocas(ir, pentry, gate);
     LLVMDeleteFunction(plain);
 }
 
@@ -533,7 +510,7 @@ static int emit_module(struct tsink *s)
     LLVMValueRef *sites = calloc(ev->nsites + 1, sizeof(*sites));
     LLVMValueRef *marks = calloc(ev->nmarkers + 1, sizeof(*marks));
     LLVMValueRef *words = calloc(s->nsegs + 1, sizeof(*words));
-    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, ctor, segs_ptr;
+    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, segs_ptr;
     const char *modname;
     size_t len;
     int rc = -ENOMEM;
@@ -564,14 +541,14 @@ static int emit_module(struct tsink *s)
     for (uint32_t i = 0; i < s->nsegs; i++)
         words[i] = LLVMConstInt(ir->t_i32, s->segs[i], 0);
     if (ev->nsites)
-        g_sites = ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites),
-                                 "__memlens_tsites", 1);
+        g_sites =
+            ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites), "__memlens_tsites", 1);
     if (ev->nmarkers)
         g_marks = ml_emit_global(ir, LLVMConstArray(mark_t, marks, ev->nmarkers),
                                  "__memlens_tmarkers", 1);
     if (s->nsegs) {
-        g_segs = ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs",
-                                1);
+        g_segs =
+            ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs", 1);
         LLVMSetAlignment(g_segs, 8);
     }
     segs_ptr = ml_emit_array_ptr(ir, g_segs, ir->t_i32);
@@ -602,26 +579,15 @@ static int emit_module(struct tsink *s)
             LLVMConstInt(ir->t_i32, 0, 0),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule",
-                              0);
+        desc =
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule", 0);
     }
     LLVMReplaceAllUsesWith(s->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(s->desc_ph);
     /* Registered before the program's own constructors, which may run traced code;
        unregistered before dlclose unmaps the tables. */
-    for (int k = 0; k < 2; k++) {
-        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
-        LLVMValueRef reg = runtime_fn(s, k ? "__memlens_trace_unregister" : ML_TB_SYM_REGISTER,
-                                      reg_t);
-        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
-        ctor = LLVMAddFunction(ir->m, k ? "__memlens_trace_dtor" : "__memlens_trace_ctor",
-                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
-        LLVMSetLinkage(ctor, LLVMInternalLinkage);
-        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
-        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
-        LLVMBuildRetVoid(ir->b);
-        ml_emit_xtor(ir, ctor, k ? "llvm.global_dtors" : "llvm.global_ctors", 101);
-    }
+    ml_emit_register(ir, desc, ML_TB_SYM_REGISTER, "__memlens_trace_unregister", "__memlens_trace",
+                     101);
     rc = 0;
 out:
     if (rc)

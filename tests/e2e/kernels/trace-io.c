@@ -2,7 +2,7 @@
  * Trace test kernel: I/O and memory-mapping calls whose records the test checks: write and
  * read of a file, pwrite/pread, writev/readv, a pipe, a socket pair with send/recv, mmap,
  * mremap, munmap and sbrk; str* calls. Prints the buffers' addresses to stderr
- * ("buf <name> <hex>") and the results to stdout. Usage: trace-io <dir> <n>
+ * ("buf <name> <hex>") and the results to stdout. Usage: trace-io <dir> <n>, n >= 1000.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -25,14 +25,21 @@ static void show(const char *name, const void *p)
 int main(int argc, char **argv)
 {
     char path[4096], *w, *r, *m, *m2, line[64];
+    void *brk0;
     long n = argc > 2 ? atol(argv[2]) : 4096;
     int fd, p[2], sv[2];
     struct iovec iov[2];
     ssize_t got = 0;
     size_t len;
 
-    if (argc < 2)
+    if (argc < 2 || n < 1000)
         return 1;
+    /* Moving the break under malloc breaks it: before the first allocation, up and back. */
+    MEMLENS_MARK("brk");
+    brk0 = sbrk(0);
+    if (sbrk(8192) == (void *)-1)
+        return 7;
+    sbrk(-8192);
     w = malloc(n);
     r = malloc(n);
     if (!w || !r)
@@ -79,9 +86,7 @@ int main(int argc, char **argv)
         return 6;
     show("m2", m2);
     munmap(m2, 2 << 20);
-    show("brk", sbrk(0));
-    if (sbrk(8192) == (void *)-1)
-        return 7;
+    show("brk", brk0);
     MEMLENS_MARK("strings");
     strcpy(line, "hello, world");
     len = strlen(line);
