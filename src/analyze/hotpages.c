@@ -175,8 +175,7 @@ static int lru_access(struct lru *l, uint64_t page)
         if (l->front[i] == page)
             break;
     if (i < l->nfront) {
-        memmove(l->front + 1, l->front, i * sizeof(*l->front));
-        l->front[0] = page;
+        ml_to_front(l->front, i, page);
         return 1;
     }
     {
@@ -195,9 +194,7 @@ static int lru_access(struct lru *l, uint64_t page)
         if (rc)
             return rc;
     }
-    memmove(l->front + 1, l->front, l->nfront * sizeof(*l->front));
-    l->front[0] = page;
-    l->nfront++;
+    ml_to_front(l->front, l->nfront++, page);
     return hit;
 }
 
@@ -368,9 +365,9 @@ static inline struct pstat *ps_of(struct hotpages *h, struct hthr *p, uint64_t p
             return NULL;
         i = p->n < HK ? p->n++ : HK - 1;
     }
-    memmove(p->page + 1, p->page, i * sizeof(*p->page));
-    memmove(p->ps + 1, p->ps, i * sizeof(*p->ps));
-    p->page[0] = page;
+    for (uint32_t k = i; k; k--)
+        p->ps[k] = p->ps[k - 1];
+    ml_to_front(p->page, i, page);
     p->ps[0] = ps;
     return ps;
 }

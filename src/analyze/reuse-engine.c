@@ -55,7 +55,7 @@ static int compact(struct ml_reuse *r)
 {
     uint64_t cap = r->cap, n = 0;
 
-    while (cap < 4 * (r->live + ML_REUSE_FRONT + 1))
+    while (cap < 4 * (r->live + 1))
         cap *= 2;
     if (cap != r->cap) {
         uint64_t *k = malloc((cap + 1) * sizeof(*k));
@@ -90,8 +90,6 @@ static int compact(struct ml_reuse *r)
     }
     for (uint64_t t = n + 1; t <= r->cap; t++)
         r->keyat[t] = UINT64_MAX;
-    for (uint32_t i = r->nfront; i-- > 0;)
-        r->ftime[i] = ++n;
     r->now = n + 1;
     return 0;
 }
@@ -106,16 +104,9 @@ uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key)
             break;
     if (i < r->nfront) {
         /* In the front: its position is its distance; no tree work. */
-        if (r->now > r->cap && compact(r))
-            return UINT64_MAX - 1;
-        memmove(r->front + 1, r->front, i * sizeof(*r->front));
-        memmove(r->ftime + 1, r->ftime, i * sizeof(*r->ftime));
-        r->front[0] = key;
-        r->ftime[0] = r->now++;
+        ml_to_front(r->front, i, key);
         return i;
     }
-    if (r->now > r->cap && compact(r))
-        return UINT64_MAX - 1;
     if (!(slot = ml_map_slot(&r->last, key)))
         return UINT64_MAX - 1;
     if (*slot) {
@@ -124,22 +115,25 @@ uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key)
         bit_add(r->bit, r->cap, t, -1);
         r->keyat[t] = UINT64_MAX;
         r->live--;
+        *slot = 0;
     }
     if (r->nfront == ML_REUSE_FRONT) {
-        /* The least recent front key goes to the tree, at its own time. */
-        uint64_t old = r->front[ML_REUSE_FRONT - 1], t = r->ftime[ML_REUSE_FRONT - 1], *s;
+        /*
+         * The least recent front key goes to the tree. Its time is taken now:
+         * later than every mark (those keys were demoted before it), earlier
+         * than the other front keys' (demoted after it): the order of recency.
+         */
+        uint64_t old = r->front[ML_REUSE_FRONT - 1], *s;
+        if (r->now > r->cap && compact(r))
+            return UINT64_MAX - 1;
         if (!(s = ml_map_slot(&r->last, old)))
             return UINT64_MAX - 1;
-        *s = t;
-        r->keyat[t] = old;
-        bit_add(r->bit, r->cap, t, 1);
+        *s = r->now;
+        r->keyat[r->now] = old;
+        bit_add(r->bit, r->cap, r->now++, 1);
         r->live++;
         r->nfront--;
     }
-    memmove(r->front + 1, r->front, r->nfront * sizeof(*r->front));
-    memmove(r->ftime + 1, r->ftime, r->nfront * sizeof(*r->ftime));
-    r->nfront++;
-    r->front[0] = key;
-    r->ftime[0] = r->now++;
+    ml_to_front(r->front, r->nfront++, key);
     return d;
 }

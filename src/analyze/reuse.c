@@ -39,8 +39,8 @@ struct gran {
     struct ml_map cnt;
     double rate;        /* sampling rate of this granularity */
     uint64_t threshold; /* a key is sampled when (hash >> 32) < threshold (2^32: all) */
-    double sumsq; /* sum over sampled keys of count^2, this trace */
-    uint64_t nr;  /* estimated accesses, this trace */
+    double sumsq;       /* sum over sampled keys of count^2, this trace */
+    uint64_t nr;        /* estimated accesses, this trace */
 };
 
 struct tbound { /* error bound per trace and granularity */
@@ -139,8 +139,7 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
         c[NR]++;
         g->nr++;
     }
-    memmove(g->front + 1, g->front, i * sizeof(*g->front));
-    g->front[0] = key;
+    ml_to_front(g->front, i, key);
     if (!sampled)
         return 0;
     /* Sampled keys always go through their own stack, to keep their times right. */

@@ -17,8 +17,9 @@
  * cost of a short scan: loops over a few arrays or pages stay here). The
  * others have their last access time marked in a Fenwick tree over times:
  * every front key was accessed after any of them, so a key's distance is
- * the front's size plus the marks after its time. Times are renumbered when
- * the tree fills, so memory is O(M) for M distinct keys.
+ * the front's size plus the marks after its time. A key takes its time when
+ * it leaves the front (so front hits cost no time), and times are renumbered
+ * when the tree fills, so memory is O(M) for M distinct keys.
  */
 #define ML_REUSE_FRONT 16
 
@@ -27,7 +28,7 @@ struct ml_reuse {
     uint32_t *bit;      /* Fenwick tree over times 1..cap */
     uint64_t *keyat;    /* [cap + 1]: key marked at each time, or UINT64_MAX */
     uint64_t cap, now, live;
-    uint64_t front[ML_REUSE_FRONT], ftime[ML_REUSE_FRONT]; /* most recent first */
+    uint64_t front[ML_REUSE_FRONT]; /* most recent first; they have no time yet */
     uint32_t nfront;
 };
 

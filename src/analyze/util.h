@@ -98,6 +98,17 @@ const char *ml_fmt_bytes(char *buf, size_t n, double bytes);
 
 /* ---- Hashing ---- */
 
+/*
+ * Move-to-front in a short array: v[0..i - 1] one place back, x at v[0]. A
+ * plain loop: these arrays hold a few entries and memmove is a call.
+ */
+static inline void ml_to_front(uint64_t *v, uint32_t i, uint64_t x)
+{
+    for (; i; i--)
+        v[i] = v[i - 1];
+    v[0] = x;
+}
+
 static inline uint64_t ml_hash64(uint64_t x)
 {
     x ^= x >> 33;

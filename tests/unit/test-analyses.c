@@ -50,7 +50,9 @@ static void test_reuse_brute(void **state)
 {
     (void)state;
     for (int c = 0; c < 3000; c++) {
-        size_t n = 1 + rnd() % (c < 100 ? 20000 : 1500), nkeys = 1 + rnd() % (c % 7 ? 60 : 800);
+        size_t n = 1 + rnd() % (c < 100 ? 20000 : 1500), nkeys = 1 + rnd() % (c % 7   ? 60
+                                                                              : c % 2 ? 800
+                                                                                      : 3000);
         uint64_t *seq = malloc(n * sizeof(*seq));
         uint8_t *seen = malloc(nkeys);
         struct ml_reuse r;
