@@ -27,15 +27,17 @@ static const char *const rt_exports[] = {
     "__memlens_trace_register", "__memlens_trace_unregister",
     "__memlens_trace_pages",    "__memlens_trace_on",
     "__memlens_trace_off",      "__memlens_mark",
-    "__memlens_pages",
+    "__memlens_pages",          "__memlens_q_next",
+    "__memlens_q_blob",         "__memlens_q_sync",
 };
 
 /*
- * The trace buffers' thread-local pointers: exported from dynamic executables only. In a
+ * Thread-local pointers (trace buffers, event queue): exported from dynamic executables only. In a
  * static-pie program an exported TLS symbol leaves a TPOFF relocation that the C library
  * cannot apply before TLS exists.
  */
-static const char *const rt_tls_exports[] = {"__memlens_tb_ptr", "__memlens_tb_end"};
+static const char *const rt_tls_exports[] = {"__memlens_tb_ptr", "__memlens_tb_end",
+                                             "__memlens_q_cur"};
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)

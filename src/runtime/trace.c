@@ -4,7 +4,7 @@
 #include "format/trace.h"
 #include "runtime/clock.h"
 #include "runtime/rt.h"
-#include "runtime/safefile.h"
+#include "format/safefile.h"
 #include "runtime/trace-rt.h"
 
 #include <dlfcn.h>
@@ -269,7 +269,7 @@ enum { HAND_NEXT, HAND_EXIT, HAND_DETACH };
  */
 static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
 {
-    struct tbuf *b = __atomic_exchange_n(&t->cur, NULL, __ATOMIC_ACQ_REL), *nb;
+    struct tbuf *b = __atomic_exchange_n(&t->cur, NULL, __ATOMIC_ACQ_REL), *nb = NULL;
     uint64_t now = ml_rt_ticks();
 
     if (b) {
@@ -280,23 +280,26 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         b->t_end = now;
         b->final = mode == HAND_EXIT;
         t->t_last = now;
+        if (mode == HAND_NEXT && (tr.options & ML_TF_DROP) && !(nb = pop_free(t))) {
+            /*
+             * --drop and no free buffer: b's records are lost and b stays
+             * current. It is never queued: the writer would read it while
+             * it is refilled, and queueing it again would corrupt the queue.
+             */
+            uint64_t lost = b->used;
+            __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
+            t->cur = b;
+            __memlens_tb_ptr = b->words;
+            __memlens_tb_end = b->words + BUF_WORDS;
+            ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
+            return;
+        }
         push_job(&b->job);
     }
     if (mode != HAND_NEXT)
         return;
-    nb = pop_free(t);
-    if (!nb && (tr.options & ML_TF_DROP) && b) {
-        /* --drop: take back the buffer just queued unread, and count its records as lost. */
-        uint64_t lost = b->used;
-        nb = b;
-        b->used = 0;
-        __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
-        t->cur = nb;
-        __memlens_tb_ptr = nb->words;
-        __memlens_tb_end = nb->words + BUF_WORDS;
-        ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
-        return;
-    }
+    if (!nb)
+        nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
         for (;;) {

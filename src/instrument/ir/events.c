@@ -362,28 +362,38 @@ static int name_starts(LLVMValueRef fn, const char *prefix)
     return len >= strlen(prefix) && !memcmp(name, prefix, strlen(prefix));
 }
 
-/* The accesses of one instruction. */
-static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in)
+int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out[2])
 {
-    LLVMTargetDataRef td = ev->ir->td;
     LLVMValueRef f;
     int mk;
 
     switch (LLVMGetInstructionOpcode(in)) {
     case LLVMLoad:
-        return push_point(ev, l, fn, ML_EV_LOAD, in, 0, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in)),
-                          -2, ML_EV_NOID);
+        out[0] = (struct ml_ev_point){
+            ML_EV_LOAD, 0, in, 0, -1, -2, LLVMStoreSizeOfType(td, LLVMTypeOf(in))};
+        return 1;
     case LLVMStore:
-        return push_point(ev, l, fn, ML_EV_STORE, in, 1, -1,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), 0,
-                          ML_EV_NOID);
+        out[0] = (struct ml_ev_point){ML_EV_STORE,
+                                      0,
+                                      in,
+                                      1,
+                                      -1,
+                                      0,
+                                      LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0)))};
+        return 1;
     case LLVMAtomicRMW:
-        return push_point(ev, l, fn, ML_EV_RMW, in, 0, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in)),
-                          -1, ML_EV_NOID);
+        out[0] = (struct ml_ev_point){
+            ML_EV_RMW, 0, in, 0, -1, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in))};
+        return 1;
     case LLVMAtomicCmpXchg:
-        return push_point(ev, l, fn, ML_EV_RMW, in, 0, -1,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1))), -1,
-                          ML_EV_NOID);
+        out[0] = (struct ml_ev_point){ML_EV_RMW,
+                                      0,
+                                      in,
+                                      0,
+                                      -1,
+                                      -1,
+                                      LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1)))};
+        return 1;
     case LLVMCall:
     case LLVMInvoke:
         break;
@@ -394,30 +404,49 @@ static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLV
     mk = ml_mem_call_kind(in);
     if (mk) {
         LLVMValueRef n = LLVMGetOperand(in, 2);
-        int len_op = -1, rc = 0;
+        int len_op = -1, k = 0;
         uint64_t size = 0;
         if (LLVMIsAConstantInt(n) && LLVMConstIntGetZExtValue(n) <= UINT32_MAX)
             size = LLVMConstIntGetZExtValue(n);
         else
             len_op = 2;
-        /* The copy reads, then writes. */
+        /* A copy reads, then writes. */
         if (mk == 1)
-            rc = push_point(ev, l, fn, ML_EV_LOAD, in, 1, len_op, size, -1, ML_EV_NOID);
-        if (!rc)
-            rc = push_point(ev, l, fn, ML_EV_STORE, in, 0, len_op, size, -1, ML_EV_NOID);
-        return rc;
+            out[k++] = (struct ml_ev_point){ML_EV_LOAD, 0, in, 1, len_op, -1, size};
+        out[k++] = (struct ml_ev_point){ML_EV_STORE, 0, in, 0, len_op, -1, size};
+        return k;
     }
     if (!f || !LLVMGetIntrinsicID(f))
         return 0;
     /* Masked vector accesses: the full width, as region counts do (an upper bound). */
-    if (name_starts(f, "llvm.masked.load."))
-        return push_point(ev, l, fn, ML_EV_LOAD, in, 0, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in)),
-                          -1, ML_EV_NOID);
-    if (name_starts(f, "llvm.masked.store."))
-        return push_point(ev, l, fn, ML_EV_STORE, in, 1, -1,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), -1,
-                          ML_EV_NOID);
+    if (name_starts(f, "llvm.masked.load.")) {
+        out[0] = (struct ml_ev_point){
+            ML_EV_LOAD, 0, in, 0, -1, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in))};
+        return 1;
+    }
+    if (name_starts(f, "llvm.masked.store.")) {
+        out[0] = (struct ml_ev_point){ML_EV_STORE,
+                                      0,
+                                      in,
+                                      1,
+                                      -1,
+                                      -1,
+                                      LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0)))};
+        return 1;
+    }
     return 0;
+}
+
+/* The accesses of one instruction, as points with sites. */
+static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in)
+{
+    struct ml_ev_point a[2];
+    int n = ml_ev_accesses(ev->ir->td, in, a), rc = 0;
+
+    for (int k = 0; k < n && !rc; k++)
+        rc = push_point(ev, l, fn, a[k].kind, in, a[k].addr_op, a[k].len_op, a[k].size,
+                        a[k].value_op, ML_EV_NOID);
+    return rc;
 }
 
 /* Marker points waiting for the block made for them (split loop edges). */

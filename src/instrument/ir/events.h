@@ -89,6 +89,13 @@ int ml_ev_calls(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_call **out, size
  */
 int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, size_t *n);
 
+/*
+ * The accesses instruction `in` makes, at most two (a copy reads, then
+ * writes): kind, operands and size, site 0. The one classification every
+ * per-access emitter uses (exact mode, the trace sink). Returns how many.
+ */
+int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out[2]);
+
 /* Whether inst may run other code (a call that is not an intrinsic): sinks batch between these. */
 int ml_ev_is_barrier(LLVMValueRef inst);
 

@@ -1,6 +1,7 @@
 /* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
 #include "instrument/ir/ir.h"
 #include "instrument/ir/cfg.h"
+#include "instrument/ir/events.h"
 #include "instrument/ir/loops.h"
 
 #include <errno.h>
@@ -125,7 +126,13 @@ int ml_string_literal(LLVMValueRef v, const char **s, size_t *len)
 {
     LLVMValueRef g = global_base(v), init = g ? LLVMGetInitializer(g) : NULL;
 
-    if (!init || !LLVMIsConstantString(init))
+    /* "" is a zeroinitializer, not a ConstantDataSequential: LLVMIsConstantString would crash. */
+    if (init && LLVMIsAConstantAggregateZero(init)) {
+        *s = "";
+        *len = 0;
+        return 1;
+    }
+    if (!init || !LLVMIsAConstantDataSequential(init) || !LLVMIsConstantString(init))
         return 0;
     *s = LLVMGetAsString(init, len);
     if (*len && (*s)[*len - 1] == 0)
@@ -141,7 +148,11 @@ void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len)
     const char *fn =
         LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
 
-    if (file && flen)
+    unsigned col = file && flen ? LLVMGetDebugLocColumn(inst) : 0;
+
+    if (file && flen && col)
+        snprintf(buf, len, "%.*s:%u:%u", (int)flen, file, LLVMGetDebugLocLine(inst), col);
+    else if (file && flen)
         snprintf(buf, len, "%.*s:%u", (int)flen, file, LLVMGetDebugLocLine(inst));
     else
         snprintf(buf, len, "function '%.*s'", (int)nlen, fn);
@@ -197,6 +208,11 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
         return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
                           where);
     }
+    if (!len || memchr(s, 0, len)) {
+        ml_describe_loc(call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL, "%s: region name %s", where,
+                          len ? "holds a NUL byte" : "is empty");
+    }
     return region_intern(ir, s, len, id);
 }
 
@@ -242,6 +258,32 @@ static void fwork_free(struct fwork *w)
     free(w->out);
     free(w->scoping);
     ml_ptrmap_free(&w->index);
+}
+
+/*
+ * An END ends a region only in the function that began it (a region also ends
+ * when that function returns), so an END whose region no BEGIN of the same
+ * function names ends nothing: a misspelt or mismatched name, reported.
+ */
+static int check_ends(struct ml_ir *ir, const struct fwork *w)
+{
+    for (size_t i = 0; i < w->nmarkers; i++) {
+        size_t k = 0;
+        char where[256];
+
+        while (k < w->nmarkers &&
+               (!w->markers[k].begin || w->markers[k].region != w->markers[i].region))
+            k++;
+        if (w->markers[i].begin || k < w->nmarkers)
+            continue;
+        ml_describe_loc(w->markers[i].call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL,
+                          "%s: MEMLENS_ROI_END(\"%s\") without a MEMLENS_ROI_BEGIN(\"%s\") in "
+                          "the same function",
+                          where, ir->regions[w->markers[i].region],
+                          ir->regions[w->markers[i].region]);
+    }
+    return 0;
 }
 
 static int fwork_build(struct ml_ir *ir, struct fwork *w)
@@ -290,7 +332,7 @@ static int fwork_build(struct ml_ir *ir, struct fwork *w)
             w->markers[w->nmarkers++] = (struct marker){in, r, k == 1};
         }
     }
-    return 0;
+    return check_ends(ir, w);
 }
 
 static const struct marker *find_marker(const struct fwork *w, LLVMValueRef inst)
@@ -540,64 +582,28 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Exact mode: tell the runtime about each access of the segment's instructions, with its address.
- */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its
+ * address. */
 static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
 {
     for (size_t i = 0; i < n; i++) {
-        LLVMValueRef in = insts[i], ptr[2] = {NULL, NULL}, len = NULL;
-        unsigned flags[2] = {0, 0};
-        uint64_t size = 0;
-        int mk = 0;
-
-        switch (LLVMGetInstructionOpcode(in)) {
-        case LLVMLoad:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
-            flags[0] = 1;
-            break;
-        case LLVMStore:
-            ptr[0] = LLVMGetOperand(in, 1);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 0)));
-            flags[0] = 2;
-            break;
-        case LLVMAtomicRMW:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
-            flags[0] = 3;
-            break;
-        case LLVMAtomicCmpXchg:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 1)));
-            flags[0] = 3;
-            break;
-        case LLVMCall:
-        case LLVMInvoke:
-            mk = ml_mem_call_kind(in);
-            if (mk) {
-                ptr[0] = LLVMGetOperand(in, 0);
-                flags[0] = 2;
-                if (mk == 1) {
-                    ptr[1] = LLVMGetOperand(in, 1);
-                    flags[1] = 1;
-                }
-                len = LLVMGetOperand(in, 2);
-            }
-            break;
-        default:
-            break;
-        }
-        for (int k = 0; k < 2; k++) {
-            LLVMValueRef args[5];
-            if (!ptr[k])
-                continue;
-            LLVMPositionBuilderBefore(ir->b, in);
+        struct ml_ev_point a[2];
+        int na = ml_ev_accesses(ir->td, insts[i], a);
+        for (int k = 0; k < na; k++) {
+            LLVMValueRef args[5], len = ml_ev_operand(&a[k], a[k].len_op);
+            LLVMPositionBuilderBefore(ir->b, insts[i]);
             args[0] = ir->desc_ph;
             args[1] = LLVMConstInt(ir->t_i32, unit, 0);
-            args[2] = LLVMBuildPointerCast(ir->b, ptr[k], ir->t_i8p, "");
+            args[2] =
+                LLVMBuildPointerCast(ir->b, ml_ev_operand(&a[k], a[k].addr_op), ir->t_i8p, "");
             args[3] = len ? LLVMBuildZExtOrBitCast(ir->b, len, ir->t_i64, "")
-                          : LLVMConstInt(ir->t_i64, size, 0);
-            args[4] = LLVMConstInt(ir->t_i32, flags[k], 0);
+                          : LLVMConstInt(ir->t_i64, a[k].size, 0);
+            /* flags: bit 0 read, bit 1 write */
+            args[4] = LLVMConstInt(ir->t_i32,
+                                   a[k].kind == ML_EV_LOAD    ? 1
+                                   : a[k].kind == ML_EV_STORE ? 2
+                                                              : 3,
+                                   0);
             LLVMBuildCall2(ir->b, ir->ty_access, ir->f_access, args, 5, "");
         }
     }
@@ -1197,7 +1203,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
     if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
         (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && (o->all || o->trace)))
-        return 0; /* no regions: leave the module untouched */
+        return 1; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
@@ -1301,21 +1307,23 @@ out:
     return rc;
 }
 
-/* ---- file entry point ---- */
+/* ---- bitcode entry point ---- */
 
-static int read_module(LLVMContextRef ctx, const char *path, LLVMModuleRef *m, char *err,
-                       size_t errlen)
+static int read_module(LLVMContextRef ctx, const struct ml_ir_input *in, LLVMModuleRef *m,
+                       char *err, size_t errlen)
 {
     LLVMMemoryBufferRef buf;
     char *msg = NULL;
 
-    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-        snprintf(err, errlen, "cannot read bitcode '%s': %s", path, msg ? msg : "?");
+    if (in->data) {
+        buf = LLVMCreateMemoryBufferWithMemoryRange(in->data, in->len, in->path, 0);
+    } else if (LLVMCreateMemoryBufferWithContentsOfFile(in->path, &buf, &msg)) {
+        snprintf(err, errlen, "cannot read bitcode '%s': %s", in->path, msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return -EIO;
     }
     if (LLVMParseBitcodeInContext2(ctx, buf, m)) {
-        snprintf(err, errlen, "'%s' is not LLVM 14 bitcode", path);
+        snprintf(err, errlen, "'%s' is not LLVM 14 bitcode", in->path);
         LLVMDisposeMemoryBuffer(buf);
         return -EINVAL;
     }
@@ -1331,46 +1339,43 @@ static void first_line(char *s)
         *nl = 0;
 }
 
-int ml_ir_instrument_files(const char *const *in, int n, const char *out,
-                           const struct ml_ir_opts *o, char *err, size_t errlen)
+int ml_ir_instrument_bitcode(const struct ml_ir_input *in, int n, const struct ml_ir_opts *o,
+                             LLVMMemoryBufferRef *out, char *err, size_t errlen)
 {
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef m = NULL;
-    char tmp[4096], *msg = NULL;
+    char *msg = NULL;
     int rc;
 
     err[0] = 0;
-    rc = read_module(ctx, in[0], &m, err, errlen);
+    *out = NULL;
+    rc = read_module(ctx, &in[0], &m, err, errlen);
     for (int i = 1; i < n && !rc; i++) {
         LLVMModuleRef other;
-        rc = read_module(ctx, in[i], &other, err, errlen);
+        rc = read_module(ctx, &in[i], &other, err, errlen);
         if (!rc && LLVMLinkModules2(m, other)) {
-            snprintf(err, errlen, "cannot link bitcode '%s' into '%s'", in[i], in[0]);
+            snprintf(err, errlen, "cannot link bitcode '%s' into '%s'", in[i].path, in[0].path);
             rc = -EINVAL;
         }
     }
     if (rc)
         goto out;
     rc = ml_ir_instrument(m, o, err, errlen);
-    if (rc)
+    if (rc < 0 || (rc == 1 && n == 1)) {
+        rc = rc < 0 ? rc : 0; /* untouched: the input is the result, use-list order and all */
         goto out;
+    }
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         first_line(msg);
-        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s", in[0], msg);
+        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s", in[0].path,
+                 msg);
         rc = -EINVAL;
         goto out;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp%d", out, (int)getpid());
-    if (LLVMWriteBitcodeToFile(m, tmp)) {
-        snprintf(err, errlen, "cannot write bitcode '%s'", tmp);
-        rc = -EIO;
-        goto out;
-    }
-    if (rename(tmp, out)) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot write bitcode '%s': %s", out, strerror(errno));
-        unlink(tmp);
-    }
+    *out = LLVMWriteBitcodeToMemoryBuffer(m);
+    rc = *out ? 0 : -ENOMEM;
+    if (rc)
+        snprintf(err, errlen, "out of memory");
 out:
     LLVMDisposeMessage(msg);
     if (m)
