@@ -316,20 +316,6 @@ int ml_tab_who(struct ml_tab *t, const struct ml_an_run *run, int trace, uint32_
     return rc ? -ENOMEM : 0;
 }
 
-void ml_json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(out, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(out, "\\u%04x", *s);
-        else
-            fputc(*s, out);
-    }
-    fputc('"', out);
-}
-
 static int fmt_cell(char *buf, size_t n, char type, const struct cell *c)
 {
     if (c->null)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "analyze/analyze.h"
+#include "format/json.h" /* ml_json_str */
 
 /* ---- Rows: a vector of `width` counters per (gthread, key), created on first use ---- */
 
@@ -92,7 +93,6 @@ int ml_tab_who(struct ml_tab *t, const struct ml_an_run *run, int trace, uint32_
 int ml_tab_print(FILE *out, enum ml_an_format fmt, struct ml_tab **tabs, int ntabs,
                  const char *extra);
 
-void ml_json_str(FILE *out, const char *s);
 /* Human-readable byte count ("1.5 MiB"). */
 const char *ml_fmt_bytes(char *buf, size_t n, double bytes);
 
