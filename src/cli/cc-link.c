@@ -18,26 +18,23 @@
  * checks that an executable exports every global symbol of the runtime.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register",       "__memlens_unregister",
-    "__memlens_enter",          "__memlens_enter_always",
-    "__memlens_exit",           "__memlens_access",
-    "__memlens_roi_begin",      "__memlens_roi_end",
-    "pthread_create",           "__memlens_trace_gate",
-    "__memlens_trace_flush",    "__memlens_trace_marker",
-    "__memlens_trace_register", "__memlens_trace_unregister",
-    "__memlens_trace_pages",    "__memlens_trace_on",
-    "__memlens_trace_off",      "__memlens_mark",
-    "__memlens_pages",          "__memlens_q_next",
-    "__memlens_q_blob",         "__memlens_q_sync",
+    "__memlens_register",         "__memlens_unregister",   "__memlens_enter",
+    "__memlens_enter_always",     "__memlens_enter_never",  "__memlens_exit",
+    "__memlens_access",           "__memlens_roi_begin",    "__memlens_roi_end",
+    "__memlens_dyn_block",        "pthread_create",         "__memlens_trace_gate",
+    "__memlens_trace_flush",      "__memlens_trace_marker", "__memlens_trace_register",
+    "__memlens_trace_unregister", "__memlens_trace_pages",  "__memlens_trace_on",
+    "__memlens_trace_off",        "__memlens_mark",         "__memlens_pages",
+    "__memlens_q_next",           "__memlens_q_blob",       "__memlens_q_sync",
 };
 
 /*
- * Thread-local pointers (trace buffers, event queue): exported from dynamic executables only. In a
- * static-pie program an exported TLS symbol leaves a TPOFF relocation that the C library
- * cannot apply before TLS exists.
+ * Thread-local words (trace buffers, event queue, dynamic context, open timed executions):
+ * exported from dynamic executables only. In a static-pie program an exported TLS symbol
+ * leaves a TPOFF relocation that the C library cannot apply before TLS exists.
  */
-static const char *const rt_tls_exports[] = {"__memlens_tb_ptr", "__memlens_tb_end",
-                                             "__memlens_q_cur"};
+static const char *const rt_tls_exports[] = {
+    "__memlens_tb_ptr", "__memlens_tb_end", "__memlens_q_cur", "__memlens_dctx", "__memlens_timed"};
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)

@@ -237,6 +237,7 @@ static const char *temp_for(const char *s, const char *ext)
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
+    ml_strv_push(v, "-D__MEMLENS_CC__");
     ml_strv_push(v, "-I");
     ml_strv_push(v, g.incdir);
 }
@@ -381,12 +382,20 @@ static int run_frontend(const struct ml_cc_input *in, const char *bc, struct ml_
  * generation flags. The optimisation pipeline already ran on the bitcode and
  * must not run again, so that instrumented code matches uninstrumented code.
  */
-static int run_codegen(const char *bc, const char *out, bool assembly)
+/*
+ * Code generation of instrumented bitcode. whole: the whole program at the
+ * link, whose command often has no -O (many Makefiles link without it): code
+ * is then generated at -O2, the level the link's optimisation pipeline uses,
+ * not at -O0 (docs/cc.md, whole-program mode).
+ */
+static int run_codegen(const char *bc, const char *out, bool assembly, bool whole)
 {
     struct ml_strv v = {0};
 
     ml_strv_push(&v, g.clang);
     push_args(&v, KEEP(ML_ARG_PLAIN));
+    if (whole && !g.cmd.olevel)
+        ml_strv_push(&v, "-O2");
     ml_strv_push(&v, "-Qunused-arguments");
     ml_strv_push(&v, "-Xclang");
     ml_strv_push(&v, "-disable-llvm-passes");
@@ -408,10 +417,14 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     return run_out(&v, out, NULL, in);
 }
 
+/* A message that names its source location ("file:line:col: warning: ...") prints as clang's do. */
 static void print_warning(void *ctx, const char *msg)
 {
     (void)ctx;
-    warning("%s", msg);
+    if (strstr(msg, ": warning: "))
+        fprintf(stderr, "%s\n", msg);
+    else
+        warning("%s", msg);
 }
 
 static struct ml_ir_opts ir_opts(void)
@@ -542,7 +555,7 @@ static int compile_source(const struct ml_cc_input *in, const char *out, bool as
     free(bc.data);
     if (st)
         return st;
-    return run_codegen(ml, out, assembly);
+    return run_codegen(ml, out, assembly, false);
 }
 
 /* -c and -S: one output per input, named like clang names them. Failures do not stop the rest. */
@@ -702,7 +715,7 @@ static const char *whole_program(int *first)
     }
     obj = ml_cc_tmp_path("whole-program.o");
     ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
-    int st = run_codegen(ml, obj, false);
+    int st = run_codegen(ml, obj, false, true);
 
     if (st)
         exit(st);
@@ -846,7 +859,7 @@ int cmd_cc(int argc, char **argv)
      */
     if (g.cmd.mode == ML_MODE_PASS ||
         ((g.cmd.mode == ML_MODE_ASM || g.cmd.mode == ML_MODE_OBJ) && g.cmd.flto)) {
-        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
+        const char *extra[] = {"-D__MEMLENS__", "-D__MEMLENS_CC__", "-I", g.incdir, NULL};
 
         push_raw(&v, g.cmd.cfamily ? extra : NULL);
         ml_cc_exec(v.v);
