@@ -14,7 +14,7 @@ WARN := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=c11 -g $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -isystem $(LLVM_INCDIR) \
 	-DML_CLANG='"clang-14"'
 CFLAGS ?= $(OPT)
-TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
+TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -lZydis -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Every room below src/ except cli/ and runtime/ forms the tool library.
