@@ -77,11 +77,15 @@ enum ml_asm_flow {
 /*
  * A register set by this instruction to another register plus a constant, as
  * far as the analysis folds them: mov, lea base+disp, add/sub/inc/dec of an
- * immediate (64-bit forms only), and %rsp by push/pop/call/ret/leave.
+ * immediate (64-bit forms only), and %rsp by push/pop/call/ret/leave. With src
+ * ML_ASM_RIP the register is set to the address of sym plus add (lea sym(%rip),
+ * mov $sym).
  */
 struct ml_asm_linear {
-    uint8_t dst, src; /* general register numbers */
+    uint8_t dst, src; /* general register numbers, or src ML_ASM_RIP */
+    uint16_t symlen;
     int64_t add;
+    const char *sym; /* with src ML_ASM_RIP (points into the operand text) */
 };
 
 struct ml_asm_insn {

@@ -209,12 +209,35 @@ static int is_string_op(const ZydisDecodedInstruction *in)
 static void add_linear(struct ml_asm_insn *o, int dst, int src, int64_t add)
 {
     if (o->nlinear < ML_ASM_MAXLIN)
-        o->lin[o->nlinear++] = (struct ml_asm_linear){(uint8_t)dst, (uint8_t)src, add};
+        o->lin[o->nlinear++] = (struct ml_asm_linear){(uint8_t)dst, (uint8_t)src, 0, add, NULL};
+}
+
+/* dst = &sym + disp, from the text of the first operand: "sym+8(%rip)" or "$sym+8". */
+static void add_symbol_address(struct ml_asm_insn *o, int dst, const char *operands, int imm)
+{
+    const char *t = operands, *comma;
+    const char *sym;
+    size_t symlen;
+    int64_t disp;
+
+    if (!operands)
+        return;
+    while (isspace((unsigned char)*t))
+        t++;
+    if (imm != (*t == '$'))
+        return;
+    t += imm;
+    comma = strrchr(t, ',');
+    if (!comma || ml_asm_parse_disp(t, comma - t, &sym, &symlen, &disp) || !sym ||
+        symlen >= 0xffff || o->nlinear >= ML_ASM_MAXLIN)
+        return;
+    o->lin[o->nlinear++] =
+        (struct ml_asm_linear){(uint8_t)dst, ML_ASM_RIP, (uint16_t)symlen, disp, sym};
 }
 
 /* Registers set to another register plus a constant, which the analysis folds. */
 static void linear_forms(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
-                         const ZydisDecodedOperand *op, int stack_size)
+                         const ZydisDecodedOperand *op, int stack_size, const char *operands)
 {
     const ZydisDecodedOperand *d = &op[0], *s = &op[1];
     int two = in->operand_count_visible >= 2;
@@ -248,20 +271,31 @@ static void linear_forms(struct ml_asm_insn *o, const ZydisDecodedInstruction *i
     default:
         break;
     }
-    if (d->type != ZYDIS_OPERAND_TYPE_REGISTER || !is_gpr64(d->reg.value))
+    if (d->type != ZYDIS_OPERAND_TYPE_REGISTER || gpr(d->reg.value) < 0)
         return;
     int dst = gpr(d->reg.value);
 
+    /* movl $sym, %ecx zero-extends a small-code-model address: as exact as the 64-bit form. */
+    if (in->mnemonic == ZYDIS_MNEMONIC_MOV && two && s->type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+        (is_gpr64(d->reg.value) || ZydisRegisterGetClass(d->reg.value) == ZYDIS_REGCLASS_GPR32)) {
+        add_symbol_address(o, dst, operands, 1);
+        return;
+    }
+    if (!is_gpr64(d->reg.value))
+        return;
     switch (in->mnemonic) {
     case ZYDIS_MNEMONIC_MOV:
         if (two && s->type == ZYDIS_OPERAND_TYPE_REGISTER && is_gpr64(s->reg.value))
             add_linear(o, dst, gpr(s->reg.value), 0);
         return;
     case ZYDIS_MNEMONIC_LEA:
-        if (two && s->type == ZYDIS_OPERAND_TYPE_MEMORY && is_gpr64(s->mem.base) &&
-            s->mem.index == ZYDIS_REGISTER_NONE && s->mem.segment != ZYDIS_REGISTER_FS &&
-            s->mem.segment != ZYDIS_REGISTER_GS)
+        if (!two || s->type != ZYDIS_OPERAND_TYPE_MEMORY || s->mem.index != ZYDIS_REGISTER_NONE ||
+            s->mem.segment == ZYDIS_REGISTER_FS || s->mem.segment == ZYDIS_REGISTER_GS)
+            return;
+        if (is_gpr64(s->mem.base))
             add_linear(o, dst, gpr(s->mem.base), s->mem.disp.value);
+        else if (s->mem.base == ZYDIS_REGISTER_RIP)
+            add_symbol_address(o, dst, operands, 0);
         return;
     case ZYDIS_MNEMONIC_ADD:
     case ZYDIS_MNEMONIC_SUB:
@@ -422,7 +456,7 @@ int ml_asm_decode(const uint8_t *code, size_t n, const char *operands, struct ml
         o->reg_written |= CALLER_SAVED;
     if (in.mnemonic == ZYDIS_MNEMONIC_SYSCALL)
         o->reg_written |= 1u << 0; /* the result, in %rax */
-    linear_forms(o, &in, op, stack_size);
+    linear_forms(o, &in, op, stack_size, operands);
     return 0;
 opaque:
     memset(o, 0, sizeof(*o));

@@ -414,7 +414,8 @@ int ml_asm_parse(const char *text, size_t size, struct ml_asm_file *f, char *err
     }
     if (curfunc >= 0)
         f->func[curfunc].end = f->nline;
-    qsort(refs.v, refs.n, sizeof(*refs.v), cmp_str);
+    if (refs.n)
+        qsort(refs.v, refs.n, sizeof(*refs.v), cmp_str);
     f->ref = refs.v;
     for (int i = 0; i < refs.n; i++) {
         if (f->nref && !strcmp(f->ref[f->nref - 1], refs.v[i])) {

@@ -55,13 +55,35 @@ int ml_asm_params_check(const struct ml_asm_params *p, char *err, size_t errlen)
     return 0;
 }
 
+/* Value numbers at or above SYMROOT are link-time addresses: symroot[id - SYMROOT]. */
+#define SYMROOT (1 << 24)
+#define NSYMROOT 64
+
 /* Value number and constant offset of each general register, and its incarnation. */
 struct regstate {
     int root[ML_ASM_NGPR];
     int64_t off[ML_ASM_NGPR];
     int inc[ML_ASM_NGPR];
     int next;
+    struct {
+        const char *sym;
+        uint16_t len;
+    } symroot[NSYMROOT];
+    int nsym;
 };
+
+/* The value number of the address of sym (the same for every mention in the block), or -1. */
+static int symbol_root(struct regstate *s, const char *sym, uint16_t len)
+{
+    for (int i = 0; i < s->nsym; i++)
+        if (s->symroot[i].len == len && !memcmp(s->symroot[i].sym, sym, len))
+            return SYMROOT + i;
+    if (s->nsym == NSYMROOT)
+        return -1;
+    s->symroot[s->nsym].sym = sym;
+    s->symroot[s->nsym].len = len;
+    return SYMROOT + s->nsym++;
+}
 
 static void fresh(struct regstate *s, int r)
 {
@@ -85,7 +107,16 @@ static void step(struct regstate *s, const struct ml_asm_insn *in)
     }
     for (int k = 0; k < in->nlinear; k++) {
         const struct ml_asm_linear *l = &in->lin[k];
+        int root;
 
+        if (l->src == ML_ASM_RIP) {
+            root = symbol_root(s, l->sym, l->symlen);
+            if (root >= 0) {
+                s->root[l->dst] = root;
+                s->off[l->dst] = l->add;
+            }
+            continue;
+        }
         s->root[l->dst] = old.root[l->src];
         s->off[l->dst] = old.off[l->src] + l->add;
     }
@@ -104,7 +135,12 @@ static void bid_of(const struct regstate *s, const struct ml_asm_access *a, stru
     b->symlen = a->symlen;
     b->d = a->disp;
     b->unstable = a->opaque || a->count != ML_ASM_ONCE;
-    if (a->base < ML_ASM_NGPR) {
+    if (a->base < ML_ASM_NGPR && s->root[a->base] >= SYMROOT && !a->sym) {
+        /* The base holds a symbol's address: sym(%r) is the same expression as sym(%rip). */
+        b->sym = s->symroot[s->root[a->base] - SYMROOT].sym;
+        b->symlen = s->symroot[s->root[a->base] - SYMROOT].len;
+        b->d += s->off[a->base];
+    } else if (a->base < ML_ASM_NGPR) {
         b->base = a->base;
         b->base_inc = s->inc[a->base];
         b->base_root = s->root[a->base];
