@@ -185,8 +185,10 @@ static void rewrite(const char *s, const char *rw, const char *stem, const char 
     if (!out || ml_asm_annotate(&f, &u, out) || fclose(out))
         die("cannot write '%s': %s", ann, strerror(errno));
     {
+        /* Its warnings are clang's own assembler's about clang's output ("inconsistent use of
+           MD5 checksums" with -g): clang -c is silent about them, so is memlens. */
         char *argv[] = {(char *)tool, "-triple=x86_64-unknown-linux-gnu", "--show-encoding",
-                        (char *)ann, "-o", (char *)mc, NULL};
+                        "--no-warn", (char *)ann, "-o", (char *)mc, NULL};
         int st = ml_cc_run(argv);
 
         if (st)
@@ -217,8 +219,8 @@ static void rewrite(const char *s, const char *rw, const char *stem, const char 
     ml_asm_file_free(&f);
 }
 
-int ml_cc_asm_compile(const char *clang, char *const *plain, const char *bc, const char *stem,
-                      const char *what, const char *out, bool assembly)
+int ml_cc_asm_compile(const char *clang, char *const *plain, const char *olevel, const char *bc,
+                      const char *stem, const char *what, const char *out, bool assembly)
 {
     const char *s = ml_cc_tmp_path(ml_cc_strfmt("%s.s", stem));
     const char *rw = assembly ? out : ml_cc_tmp_path(ml_cc_strfmt("%s.ml.s", stem));
@@ -252,9 +254,14 @@ int ml_cc_asm_compile(const char *clang, char *const *plain, const char *bc, con
         return 0;
     memset(&v, 0, sizeof(v));
     ml_strv_push(&v, clang);
+    /* Before the user's flags, so that a -mno-relax-all there wins, as with clang. */
+    if (!olevel || !strcmp(olevel, "-O0"))
+        ml_strv_push(&v, "-mrelax-all");
     for (char *const *a = plain; *a; a++)
         ml_strv_push(&v, *a);
     ml_strv_push(&v, "-Qunused-arguments");
+    ml_strv_push(&v, "-masm=att"); /* -masm also sets the dialect clang assembles .s files in */
+    ml_strv_push(&v, "-Wa,--no-warn");
     ml_strv_push(&v, "-c");
     ml_strv_push(&v, "-x");
     ml_strv_push(&v, "assembler");

@@ -34,9 +34,11 @@ void ml_cc_asm_check(const char *target);
  * generation flags (plain, NULL-terminated, without the input, -c/-S or -o),
  * memlens rewrites it, and clang assembles it (or out is the rewritten
  * assembly when assembly). what names the source in messages, stem its
- * basename without extension. Returns the exit status to report (0 on success).
+ * basename without extension. olevel is the last -O option or NULL: at -O0
+ * clang relaxes every instruction when it assembles its own output, and so
+ * must the assembler here. Returns the exit status to report (0 on success).
  */
-int ml_cc_asm_compile(const char *clang, char *const *plain, const char *bc, const char *stem,
-                      const char *what, const char *out, bool assembly);
+int ml_cc_asm_compile(const char *clang, char *const *plain, const char *olevel, const char *bc,
+                      const char *stem, const char *what, const char *out, bool assembly);
 
 #endif

@@ -310,7 +310,7 @@ static int compile_asm(const char *bc, const char *s, const char *what, const ch
     push_args(&plain, KEEP(ML_ARG_PLAIN));
     ml_strv_push(&plain, NULL);
     plain.n--;
-    st = ml_cc_asm_compile(g.clang, plain.v, bc, s, what, out, assembly);
+    st = ml_cc_asm_compile(g.clang, plain.v, g.cmd.olevel, bc, s, what, out, assembly);
     free(plain.v);
     return st;
 }

@@ -71,6 +71,9 @@ int ml_asm_annotate(const struct ml_asm_file *f, const struct ml_asm_units *u, F
     for (int i = 0; i < f->nline; i++) {
         if (k < u->n && u->first[k] == i)
             fprintf(out, UNIT_LABEL "%d:\n", k++);
+        /* llvm-mc drops the #APP comments: a label keeps inline assembly out of the unit before. */
+        if (f->line[i].kind == ML_ASM_APP && (!i || f->line[i - 1].kind != ML_ASM_APP))
+            fprintf(out, ".Lmemlens_app%d:\n", i);
         fwrite(f->line[i].start, 1, f->line[i].len, out);
         fputc('\n', out);
     }
