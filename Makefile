@@ -14,14 +14,14 @@ WARN := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=c11 -g $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -isystem $(LLVM_INCDIR) \
 	-DML_CLANG='"clang-14"'
 CFLAGS ?= $(OPT)
-TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -lZydis -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
+TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -lZydis -lzstd -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Every room below src/ except cli/ and runtime/ forms the tool library.
 LIB_SRC := $(sort $(wildcard src/format/*.c src/report/*.c src/instrument/ir/*.c \
 	src/instrument/asm/*.c src/bb/*.c src/analyze/*.c src/backend/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
-RT_SRC := $(sort $(wildcard src/runtime/*.c)) src/format/profile.c
+RT_SRC := $(sort $(wildcard src/runtime/*.c)) src/format/profile.c src/format/trace.c
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 

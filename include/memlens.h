@@ -17,6 +17,15 @@
  * Built with memlens-cc / memlens-c++ (which define __MEMLENS__) the macros
  * call the memlens runtime; with any other compiler they vanish.
  */
+/*
+ * Memory traces (memlens cc --trace): MEMLENS_MARK("name") puts a marker in
+ * the trace that starts phase "name" of the calling thread (until its next
+ * mark); MEMLENS_TRACE_OFF() and MEMLENS_TRACE_ON() stop and resume
+ * recording accesses (process-wide; markers are always recorded);
+ * MEMLENS_PAGES(p, n) records the physical frames of the pages of [p, p+n)
+ * when the kernel shows them. Region markers also appear in traces. Without
+ * a trace build they do nothing. See docs/trace.md.
+ */
 #if defined(__MEMLENS__)
 #ifdef __cplusplus
 extern "C" {
@@ -24,14 +33,26 @@ extern "C" {
 /* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
 void __memlens_roi_begin(const char *name) __attribute__((nothrow));
 void __memlens_roi_end(const char *name) __attribute__((nothrow));
+void __memlens_mark(const char *name) __attribute__((nothrow));
+void __memlens_trace_on(void) __attribute__((nothrow));
+void __memlens_trace_off(void) __attribute__((nothrow));
+void __memlens_pages(const void *p, unsigned long n) __attribute__((nothrow));
 #ifdef __cplusplus
 }
 #endif
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
+#define MEMLENS_MARK(name)      __memlens_mark(name)
+#define MEMLENS_TRACE_ON()      __memlens_trace_on()
+#define MEMLENS_TRACE_OFF()     __memlens_trace_off()
+#define MEMLENS_PAGES(p, n)     __memlens_pages((p), (n))
 #else
 #define MEMLENS_ROI_BEGIN(name) ((void)0)
 #define MEMLENS_ROI_END(name)   ((void)0)
+#define MEMLENS_MARK(name)      ((void)0)
+#define MEMLENS_TRACE_ON()      ((void)0)
+#define MEMLENS_TRACE_OFF()     ((void)0)
+#define MEMLENS_PAGES(p, n)     ((void)0)
 #endif
 
 #endif

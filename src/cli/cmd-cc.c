@@ -47,6 +47,10 @@ static const char cc_usage[] =
     "                      (slow; a check of the byte counts, see docs/regions.md)\n"
     "    --all             count every function, not only regions (find the code\n"
     "                      worth a region with 'memlens report --top N')\n"
+    "    --trace           build for memory traces instead: record every load and\n"
+    "                      store with markers (see 'memlens trace --help')\n"
+    "    --trace-functions with --trace, also record function entries and exits\n"
+    "    --trace-loops     with --trace, also record loop entries and exits\n"
     "    --trace=asm[,omega=W][,chunk=C][,mode=ns|ma|aia][,scores=S1:S2:S3]\n"
     "                      selective machine-code tracing: rewrite the x86-64\n"
     "                      assembly of each unit so that per basic block about W of\n"
@@ -72,7 +76,7 @@ static const char cc_usage[] =
     "See docs/cc.md.\n";
 
 static struct {
-    bool cxx, whole_program, compiled, exact, all;
+    bool cxx, whole_program, compiled, exact, all, trace, trace_functions, trace_loops;
     const char *clang;
     struct ml_strv raw; /* clang arguments as given, memlens options removed */
     struct ml_cc_cmd cmd;
@@ -88,6 +92,12 @@ static bool set_option(const char *name)
         g.exact = true;
     else if (!strcmp(name, "all"))
         g.all = true;
+    else if (!strcmp(name, "trace") || !strcmp(name, "trace=ir"))
+        g.trace = true;
+    else if (!strcmp(name, "trace-functions"))
+        g.trace_functions = true;
+    else if (!strcmp(name, "trace-loops"))
+        g.trace_loops = true;
     else if (!strncmp(name, "trace=asm", 9))
         ml_cc_asm_option(name + 9);
     else if (!strcmp(name, "explain"))
@@ -291,7 +301,12 @@ static void print_warning(void *ctx, const char *msg)
 
 static void instrument(const char *in, const char *out, const char *what)
 {
-    struct ml_ir_opts o = {.warn = print_warning, .exact = g.exact, .all = g.all};
+    struct ml_ir_opts o = {.warn = print_warning,
+                           .exact = g.exact,
+                           .all = g.all,
+                           .trace = g.trace || g.trace_functions || g.trace_loops,
+                           .trace_functions = g.trace_functions,
+                           .trace_loops = g.trace_loops};
     char err[512];
 
     if (ml_cc_verbose)

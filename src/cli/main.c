@@ -19,6 +19,8 @@ static const struct cmd commands[] = {
     {"run", cmd_run, "run a program with the runtime configured (output dir, sampling)"},
     {"report", cmd_report, "per-region, per-thread instruction mix, bytes and bandwidth"},
     {"top", cmd_top, "live per-region, per-thread bandwidth of a running profiled program"},
+    {"trace", cmd_trace, "run a program built with --trace and list its memory traces"},
+    {"analyze", cmd_analyze, "analyses of memory traces: summary per thread and marker, dump"},
     {"bb", cmd_bb, "steady-state throughput of an x86-64 basic block"},
     {"instrument", cmd_instrument, NULL},
 };

@@ -6,13 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Interns string constants so that repeated function and file names share one global. */
-struct strtab {
-    char **keys;
-    LLVMValueRef *vals;
-    size_t cap, len;
-};
-
 static uint64_t fnv(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
@@ -22,7 +15,7 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-static LLVMValueRef cstr(struct ml_ir *ir, struct strtab *t, const char *s)
+LLVMValueRef ml_emit_cstr(struct ml_ir *ir, struct ml_strtab *t, const char *s)
 {
     size_t j;
     LLVMValueRef g, zero[2];
@@ -68,7 +61,7 @@ static LLVMValueRef cstr(struct ml_ir *ir, struct strtab *t, const char *s)
     return t->vals[j];
 }
 
-static void strtab_free(struct strtab *t)
+void ml_emit_strtab_free(struct ml_strtab *t)
 {
     for (size_t i = 0; i < t->cap; i++)
         free(t->keys[i]);
@@ -76,7 +69,7 @@ static void strtab_free(struct strtab *t)
     free(t->vals);
 }
 
-static LLVMValueRef private_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro)
+LLVMValueRef ml_emit_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro)
 {
     LLVMValueRef g = LLVMAddGlobal(ir->m, LLVMTypeOf(init), name);
 
@@ -86,8 +79,7 @@ static LLVMValueRef private_global(struct ml_ir *ir, LLVMValueRef init, const ch
     return g;
 }
 
-/* Pointer to element 0 of an array global, or null for an empty table. */
-static LLVMValueRef array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem)
+LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem)
 {
     LLVMValueRef zero[2] = {LLVMConstInt(ir->t_i32, 0, 0), LLVMConstInt(ir->t_i32, 0, 0)};
 
@@ -101,8 +93,7 @@ static LLVMValueRef i32c(struct ml_ir *ir, uint64_t v)
     return LLVMConstInt(ir->t_i32, v, 0);
 }
 
-/* Appends fn to llvm.global_ctors, rebuilding the appending array (LLVM-C cannot extend it). */
-static void add_ctor(struct ml_ir *ir, LLVMValueRef fn)
+void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority)
 {
     LLVMValueRef old = LLVMGetNamedGlobal(ir->m, "llvm.global_ctors"), init = NULL, g;
     LLVMTypeRef fnp = LLVMPointerType(LLVMGlobalGetValueType(fn), 0);
@@ -119,7 +110,7 @@ static void add_ctor(struct ml_ir *ir, LLVMValueRef fn)
     LLVMValueRef elems[n + 1];
     for (unsigned i = 0; i < n; i++)
         elems[i] = LLVMGetOperand(init, i);
-    LLVMValueRef vals[3] = {i32c(ir, 65535), LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
+    LLVMValueRef vals[3] = {i32c(ir, priority), LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
                             LLVMConstNull(LLVMStructGetTypeAtIndex(ety, 2))};
     elems[n] = LLVMConstNamedStruct(ety, vals, 3);
     if (old)
@@ -132,7 +123,7 @@ static void add_ctor(struct ml_ir *ir, LLVMValueRef fn)
 
 int ml_emit_module(struct ml_ir *ir)
 {
-    struct strtab st = {0};
+    struct ml_strtab st = {0};
     LLVMTypeRef facts_t = LLVMArrayType(ir->t_i64, ML_NFACTS);
     LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, facts_t};
     LLVMTypeRef unit_t = LLVMStructTypeInContext(ir->ctx, unit_f, 7, 0);
@@ -177,8 +168,8 @@ int ml_emit_module(struct ml_ir *ir)
         f[1] = i32c(ir, u->line);
         f[2] = i32c(ir, u->regset);
         f[3] = i32c(ir, u->flags);
-        f[4] = cstr(ir, &st, u->func ? u->func : "");
-        f[5] = cstr(ir, &st, u->file);
+        f[4] = ml_emit_cstr(ir, &st, u->func ? u->func : "");
+        f[5] = ml_emit_cstr(ir, &st, u->file);
         if (!f[4] || !f[5])
             goto out;
         f[6] = LLVMConstArray(ir->t_i64, fv, ML_NFACTS);
@@ -186,30 +177,30 @@ int ml_emit_module(struct ml_ir *ir)
     }
     for (size_t i = 0; i < ir->ncalls; i++) {
         LLVMValueRef f[4] = {i32c(ir, ir->calls[i].unit), i32c(ir, 0),
-                             cstr(ir, &st, ir->calls[i].callee),
+                             ml_emit_cstr(ir, &st, ir->calls[i].callee),
                              LLVMConstInt(ir->t_i64, ir->calls[i].per_exec, 0)};
         if (!f[2])
             goto out;
         calls[i] = LLVMConstNamedStruct(call_t, f, 4);
     }
     for (uint32_t i = 0; i < ir->nregions; i++)
-        if (!(names[i] = cstr(ir, &st, ir->regions[i])))
+        if (!(names[i] = ml_emit_cstr(ir, &st, ir->regions[i])))
             goto out;
     for (size_t i = 0; i < ir->nwords; i++)
         words[i] = i32c(ir, ir->words[i]);
 
-    g_units = ir->nunits ? private_global(ir, LLVMConstArray(unit_t, units, (unsigned)ir->nunits),
+    g_units = ir->nunits ? ml_emit_global(ir, LLVMConstArray(unit_t, units, (unsigned)ir->nunits),
                                           "__memlens_units", 1)
                          : NULL;
     if (ir->ncalls)
-        g_calls = private_global(ir, LLVMConstArray(call_t, calls, (unsigned)ir->ncalls),
+        g_calls = ml_emit_global(ir, LLVMConstArray(call_t, calls, (unsigned)ir->ncalls),
                                  "__memlens_calls", 1);
-    g_names = private_global(ir, LLVMConstArray(ir->t_i8p, names, ir->nregions),
+    g_names = ml_emit_global(ir, LLVMConstArray(ir->t_i8p, names, ir->nregions),
                              "__memlens_region_names", 1);
     if (ir->nwords)
-        g_words = private_global(ir, LLVMConstArray(ir->t_i32, words, (unsigned)ir->nwords),
+        g_words = ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, (unsigned)ir->nwords),
                                  "__memlens_regsets", 1);
-    g_ids = private_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
+    g_ids = ml_emit_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
                            "__memlens_region_ids", 0);
 
     modname = LLVMGetSourceFileName(ir->m, &len);
@@ -217,7 +208,7 @@ int ml_emit_module(struct ml_ir *ir)
         char name[len + 1];
         memcpy(name, modname, len);
         name[len] = 0;
-        LLVMValueRef mname = cstr(ir, &st, name);
+        LLVMValueRef mname = ml_emit_cstr(ir, &st, name);
         if (!mname)
             goto out;
         /* Field order and types mirror struct ml_rt_module in runtime/abi.h. */
@@ -229,15 +220,15 @@ int ml_emit_module(struct ml_ir *ir)
             i32c(ir, ir->ncalls),
             i32c(ir, 0),
             mname,
-            array_ptr(ir, g_names, ir->t_i8p),
-            array_ptr(ir, g_words, ir->t_i32),
-            array_ptr(ir, g_units, unit_t),
-            array_ptr(ir, g_calls, call_t),
+            ml_emit_array_ptr(ir, g_names, ir->t_i8p),
+            ml_emit_array_ptr(ir, g_words, ir->t_i32),
+            ml_emit_array_ptr(ir, g_units, unit_t),
+            ml_emit_array_ptr(ir, g_calls, call_t),
             tls_fn,
-            array_ptr(ir, g_ids, ir->t_i32),
+            ml_emit_array_ptr(ir, g_ids, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = private_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module",
+        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module",
                               0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
@@ -255,13 +246,13 @@ int ml_emit_module(struct ml_ir *ir)
         LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
         LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
         LLVMBuildRetVoid(ir->b);
-        add_ctor(ir, ctor);
+        ml_emit_ctor(ir, ctor, 65535);
     }
     rc = 0;
 out:
     if (rc)
         ml_ir_fail(ir, rc, "out of memory while emitting the module descriptor");
-    strtab_free(&st);
+    ml_emit_strtab_free(&st);
     free(units);
     free(calls);
     free(names);

@@ -121,7 +121,19 @@ static LLVMValueRef global_base(LLVMValueRef v)
     return v && LLVMIsAGlobalVariable(v) ? v : NULL;
 }
 
-static void describe_loc(LLVMValueRef inst, char *buf, size_t len)
+int ml_string_literal(LLVMValueRef v, const char **s, size_t *len)
+{
+    LLVMValueRef g = global_base(v), init = g ? LLVMGetInitializer(g) : NULL;
+
+    if (!init || !LLVMIsConstantString(init))
+        return 0;
+    *s = LLVMGetAsString(init, len);
+    if (*len && (*s)[*len - 1] == 0)
+        (*len)--;
+    return 1;
+}
+
+void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len)
 {
     unsigned flen = 0;
     const char *file = LLVMGetDebugLocFilename(inst, &flen);
@@ -171,24 +183,19 @@ static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_
 
 static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
 {
-    LLVMValueRef g = global_base(LLVMGetOperand(call, 0)), init;
     const char *s;
     size_t len;
     char where[256];
 
-    init = g ? LLVMGetInitializer(g) : NULL;
-    if (!init || !LLVMIsConstantString(init)) {
-        describe_loc(call, where, sizeof(where));
+    if (!ml_string_literal(LLVMGetOperand(call, 0), &s, &len)) {
+        ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
     }
     if (LLVMIsAInvokeInst(call)) {
-        describe_loc(call, where, sizeof(where));
+        ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL,
                           "%s: region marker may throw; declare it through memlens.h", where);
     }
-    s = LLVMGetAsString(init, &len);
-    if (len && s[len - 1] == 0)
-        len--;
     return region_intern(ir, s, len, id);
 }
 
@@ -676,51 +683,14 @@ static LLVMValueRef emit_marker_call(struct ml_ir *ir, LLVMValueRef fn, uint32_t
 static int exit_on_edge(struct ml_ir *ir, struct fwork *w, unsigned p, unsigned s,
                         const uint32_t *regions, uint32_t n)
 {
-    LLVMBasicBlockRef pb = w->blocks[p], sb = w->blocks[s], nb;
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(pb), first = LLVMGetFirstInstruction(sb);
-    LLVMOpcode op = LLVMGetInstructionOpcode(term);
+    LLVMBasicBlockRef nb = ml_split_edge(ir, w->blocks[p], w->blocks[s], "memlens.exit");
 
     /* Unwind and indirect edges cannot be split; the runtime closes such regions later. */
-    if (op == LLVMIndirectBr || op == LLVMCallBr || (first && LLVMIsALandingPadInst(first)))
+    if (!nb)
         return 0;
-    nb = LLVMAppendBasicBlockInContext(ir->ctx, w->fn, "memlens.exit");
-    LLVMPositionBuilderAtEnd(ir->b, nb);
+    LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(nb));
     for (uint32_t i = 0; i < n; i++)
         emit_marker_call(ir, ir->f_exit, regions[i]);
-    LLVMBuildBr(ir->b, sb);
-    for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
-        if (LLVMGetSuccessor(term, k) == sb)
-            LLVMSetSuccessor(term, k, nb);
-    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
-        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
-        unsigned cnt = LLVMCountIncoming(phi);
-        int done = 0;
-        LLVMPositionBuilderBefore(ir->b, phi);
-        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
-        for (unsigned i = 0; i < cnt; i++) {
-            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
-            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
-            if (b == pb) {
-                if (done)
-                    continue;
-                b = nb;
-                done = 1;
-            }
-            LLVMAddIncoming(np, &v, &b, 1);
-        }
-        LLVMSetMetadata(np, ir->md_id, LLVMGetMetadata(phi, ir->md_id));
-        LLVMReplaceAllUsesWith(phi, np);
-        {
-            size_t len;
-            const char *nm = LLVMGetValueName2(phi, &len);
-            char buf[len + 1];
-            memcpy(buf, nm, len);
-            buf[len] = 0;
-            LLVMInstructionEraseFromParent(phi);
-            LLVMSetValueName2(np, buf, len);
-        }
-        phi = next;
-    }
     return 0;
 }
 
@@ -1224,13 +1194,17 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
     if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
-        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && o->all))
+        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && (o->all || o->trace)))
         return 0; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
+    if (o && o->trace) {
+        rc = ml_sink_trace(&ir);
+        goto out;
+    }
     ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
     ir.f_enter_always = runtime_fn(&ir, "__memlens_enter_always", ir.ty_enter);
     ir.f_exit = runtime_fn(&ir, "__memlens_exit", ir.ty_exit);

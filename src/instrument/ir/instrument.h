@@ -21,6 +21,16 @@ struct ml_ir_opts {
      * their figures are unchanged. A module without regions is instrumented too.
      */
     int all;
+    /*
+     * Trace mode (memlens cc --trace): every access of every function is
+     * recorded into the runtime's trace buffers, with markers (regions,
+     * MEMLENS_MARK, on/off) as runtime calls; no region counters. With
+     * trace_functions / trace_loops, function and loop entries and exits are
+     * recorded too (src/instrument/ir/sink-trace.c, docs/trace.md).
+     */
+    int trace;
+    int trace_functions;
+    int trace_loops;
 };
 
 /*

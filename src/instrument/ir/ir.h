@@ -97,6 +97,11 @@ int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The string a constant pointer (into a global string literal) points at, without its NUL. */
+int ml_string_literal(LLVMValueRef v, const char **s, size_t *len);
+/* "file:line" of inst, or "function 'name'" without debug information. */
+void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len);
+
 /* Region sets. */
 int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t *off);
 int ml_regset_has(const struct ml_ir *ir, uint32_t off, uint32_t id);
@@ -138,11 +143,42 @@ int ml_version_prepare(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *plain);
 int ml_version_merge(struct ml_ir *ir, const struct ml_version *v);
 /* Can fn be versioned (cloneable, not too large for the SSA repair)? */
 int ml_version_supported(LLVMValueRef fn);
+/*
+ * Moves everything after `at` into a new block placed after at's block and
+ * returns it; at's block is left without a terminator. Successors' phis are
+ * retargeted.
+ */
+LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at);
+/*
+ * Routes every edge pb->sb through a new block (ending in a branch to sb,
+ * built with the builder's current location) and fixes sb's phis. NULL when the edge
+ * cannot be split: indirect branches, callbr, edges into landing pads.
+ */
+LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasicBlockRef sb,
+                                const char *name);
 /* Rebuilds the phis of bb with incoming block `from` renamed `to` (NULL: dropped). */
 void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
                       LLVMBasicBlockRef to);
 
+/* sink-trace.c: trace mode (ml_ir_opts.trace) instead of regions. */
+int ml_sink_trace(struct ml_ir *ir);
+
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);
+/* Interns string constants so that repeated function and file names share one global. */
+struct ml_strtab {
+    char **keys;
+    LLVMValueRef *vals;
+    size_t cap, len;
+};
+/* A pointer to a private constant string s (NULL when out of memory). */
+LLVMValueRef ml_emit_cstr(struct ml_ir *ir, struct ml_strtab *t, const char *s);
+void ml_emit_strtab_free(struct ml_strtab *t);
+/* An internal global with initializer init, constant when ro. */
+LLVMValueRef ml_emit_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro);
+/* Pointer to element 0 of an array global, or null for an empty table (g NULL). */
+LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem);
+/* Appends fn to llvm.global_ctors (LLVM-C cannot extend the appending array in place). */
+void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority);
 
 #endif

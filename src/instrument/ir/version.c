@@ -87,8 +87,56 @@ void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef 
     }
 }
 
-/* Moves everything after `at` into a new block placed after at's block; returns it. */
-static LLVMBasicBlockRef split_after(struct ml_ir *ir, LLVMValueRef at)
+LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasicBlockRef sb,
+                                const char *name)
+{
+    LLVMValueRef term = LLVMGetBasicBlockTerminator(pb), first = LLVMGetFirstInstruction(sb);
+    LLVMOpcode op = LLVMGetInstructionOpcode(term);
+    LLVMBasicBlockRef nb;
+
+    if (op == LLVMIndirectBr || op == LLVMCallBr || (first && LLVMIsALandingPadInst(first)))
+        return NULL;
+    nb = LLVMAppendBasicBlockInContext(ir->ctx, LLVMGetBasicBlockParent(pb), name);
+    LLVMPositionBuilderAtEnd(ir->b, nb);
+    LLVMBuildBr(ir->b, sb);
+    for (unsigned k = 0; k < LLVMGetNumSuccessors(term); k++)
+        if (LLVMGetSuccessor(term, k) == sb)
+            LLVMSetSuccessor(term, k, nb);
+    /* Several edges p->s became one nb->s: each phi keeps one entry for it. */
+    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
+        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
+        unsigned cnt = LLVMCountIncoming(phi);
+        int done = 0;
+        LLVMPositionBuilderBefore(ir->b, phi);
+        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
+        for (unsigned i = 0; i < cnt; i++) {
+            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
+            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
+            if (b == pb) {
+                if (done)
+                    continue;
+                b = nb;
+                done = 1;
+            }
+            LLVMAddIncoming(np, &v, &b, 1);
+        }
+        LLVMSetMetadata(np, ir->md_id, LLVMGetMetadata(phi, ir->md_id));
+        LLVMReplaceAllUsesWith(phi, np);
+        {
+            size_t len;
+            const char *nm = LLVMGetValueName2(phi, &len);
+            char buf[len + 1];
+            memcpy(buf, nm, len);
+            buf[len] = 0;
+            LLVMInstructionEraseFromParent(phi);
+            LLVMSetValueName2(np, buf, len);
+        }
+        phi = next;
+    }
+    return nb;
+}
+
+LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at)
 {
     LLVMBasicBlockRef head = LLVMGetInstructionParent(at), next = LLVMGetNextBasicBlock(head), cont;
     LLVMValueRef in = LLVMGetNextInstruction(at), term;
@@ -509,7 +557,7 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
             }
     /* Each BEGIN site ends its block, in both copies; splitting rebuilds phis, so map again. */
     for (size_t i = 0; i < nenters; i++)
-        conts[i] = split_after(ir, enters[i]);
+        conts[i] = ml_split_after(ir, enters[i]);
     ml_ptrmap_free(&imap);
     ml_ptrmap_free(&pmap);
     ml_ptrmap_init(&imap);

@@ -1,0 +1,599 @@
+/* Event layer: finds the IR points where events happen and builds the site and marker tables. */
+#include "instrument/ir/events.h"
+#include "instrument/ir/cfg.h"
+
+#include <errno.h>
+#include <llvm-c/DebugInfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * libc functions whose calls from instrumented code go through the runtime
+ * (src/runtime/interpose.c defines __memlens_tr_<name> with the same
+ * parameters followed by the module and the site). Events: I/O, memory
+ * mappings, fork and exec, recorded in uninstrumented copies too. Ranges: the
+ * bytes str* functions read and write, recorded as accesses of the call's
+ * range sites (only while accesses are recorded).
+ */
+static const struct ml_ev_wrap wraps[] = {
+    {"read", 3, 0, 0, {0, 0}, 1},
+    {"write", 3, 0, 0, {0, 0}, 1},
+    {"pread", 4, 0, 0, {0, 0}, 1},
+    {"pread64", 4, 0, 0, {0, 0}, 1},
+    {"pwrite", 4, 0, 0, {0, 0}, 1},
+    {"pwrite64", 4, 0, 0, {0, 0}, 1},
+    {"readv", 3, 0, 0, {0, 0}, 1},
+    {"writev", 3, 0, 0, {0, 0}, 1},
+    {"recv", 4, 0, 0, {0, 0}, 1},
+    {"recvfrom", 6, 0, 0, {0, 0}, 1},
+    {"recvmsg", 3, 0, 0, {0, 0}, 1},
+    {"send", 4, 0, 0, {0, 0}, 1},
+    {"sendto", 6, 0, 0, {0, 0}, 1},
+    {"sendmsg", 3, 0, 0, {0, 0}, 1},
+    {"mmap", 6, 0, 0, {0, 0}, 1},
+    {"mmap64", 6, 0, 0, {0, 0}, 1},
+    {"munmap", 2, 0, 0, {0, 0}, 1},
+    {"mremap", 5, 1, 0, {0, 0}, 1},
+    {"brk", 1, 0, 0, {0, 0}, 1},
+    {"sbrk", 1, 0, 0, {0, 0}, 1},
+    {"fork", 0, 0, 0, {0, 0}, 1},
+    {"execv", 2, 0, 0, {0, 0}, 1},
+    {"execve", 3, 0, 0, {0, 0}, 1},
+    {"execvp", 2, 0, 0, {0, 0}, 1},
+    {"execvpe", 3, 0, 0, {0, 0}, 1},
+    {"strlen", 1, 0, 1, {ML_EV_LOAD, 0}, 0},
+    {"strnlen", 2, 0, 1, {ML_EV_LOAD, 0}, 0},
+    {"strcpy", 2, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
+    {"stpcpy", 2, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
+    {"strncpy", 3, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
+    {"strcat", 2, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
+    {"strncat", 3, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
+    {"strcmp", 2, 0, 2, {ML_EV_LOAD, ML_EV_LOAD}, 0},
+    {"strncmp", 3, 0, 2, {ML_EV_LOAD, ML_EV_LOAD}, 0},
+    {"memcmp", 3, 0, 2, {ML_EV_LOAD, ML_EV_LOAD}, 0},
+    {"strchr", 2, 0, 1, {ML_EV_LOAD, 0}, 0},
+    {"strrchr", 2, 0, 1, {ML_EV_LOAD, 0}, 0},
+    {"memchr", 3, 0, 1, {ML_EV_LOAD, 0}, 0},
+    {"strdup", 1, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
+};
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    uint32_t c = *cap ? *cap : 64;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    q = realloc(*p, (size_t)c * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+
+    if (d) {
+        memcpy(d, s ? s : "", s ? n : 0);
+        d[s ? n : 0] = 0;
+    }
+    return d;
+}
+
+int ml_ev_init(struct ml_ev *ev, struct ml_ir *ir, const struct ml_ev_opts *o)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->ir = ir;
+    ev->o = *o;
+    ev->f_roi_begin = LLVMGetNamedFunction(ir->m, "__memlens_roi_begin");
+    ev->f_roi_end = LLVMGetNamedFunction(ir->m, "__memlens_roi_end");
+    ev->f_mark = LLVMGetNamedFunction(ir->m, "__memlens_mark");
+    ev->f_on = LLVMGetNamedFunction(ir->m, "__memlens_trace_on");
+    ev->f_off = LLVMGetNamedFunction(ir->m, "__memlens_trace_off");
+    ev->f_pages = LLVMGetNamedFunction(ir->m, "__memlens_pages");
+    return 0;
+}
+
+void ml_ev_free(struct ml_ev *ev)
+{
+    for (uint32_t i = 0; i < ev->nsites; i++) {
+        free((char *)ev->sites[i].func);
+        free((char *)ev->sites[i].file);
+        free((char *)ev->sites[i].text);
+    }
+    for (uint32_t i = 0; i < ev->nmarkers; i++) {
+        free((char *)ev->markers[i].name);
+        free((char *)ev->markers[i].file);
+        free((char *)ev->markers[i].func);
+    }
+    free(ev->sites);
+    free(ev->markers);
+}
+
+static const char *fn_name(LLVMValueRef fn, size_t *len)
+{
+    return LLVMGetValueName2(fn, len);
+}
+
+/* The location of inst (its file and line; 0 and "" without debug information). */
+static void loc_of(LLVMValueRef inst, const char **file, unsigned *flen, unsigned *line,
+                   unsigned *col)
+{
+    *file = NULL;
+    *flen = 0;
+    *line = *col = 0;
+    if (!inst || !LLVMGetDebugLocLine(inst))
+        return;
+    *file = LLVMGetDebugLocFilename(inst, flen);
+    *line = LLVMGetDebugLocLine(inst);
+    *col = LLVMGetDebugLocColumn(inst);
+}
+
+/* A new site of fn at inst; text may be NULL. Returns its id or -ENOMEM. */
+static int64_t add_site(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t marker,
+                        LLVMValueRef fn, LLVMValueRef inst, const char *text)
+{
+    struct ml_ev_site *s;
+    const char *file, *name;
+    unsigned flen, line, col;
+    size_t nlen;
+
+    if (grow((void **)&ev->sites, &ev->capsites, ev->nsites + 1, sizeof(*ev->sites)))
+        return -ENOMEM;
+    loc_of(inst, &file, &flen, &line, &col);
+    name = fn_name(fn, &nlen);
+    s = &ev->sites[ev->nsites];
+    s->kind = kind;
+    s->size = size <= UINT32_MAX ? (uint32_t)size : 0;
+    s->weight = 1;
+    s->marker = marker;
+    s->line = line;
+    s->column = col;
+    s->func = dupn(name, nlen);
+    s->file = dupn(file, flen);
+    s->text = dupn(text, text ? strlen(text) : 0);
+    if (!s->func || !s->file || !s->text)
+        return -ENOMEM;
+    return ev->nsites++;
+}
+
+/* The marker of (kind, name), made once per module; file:line from where it was first seen. */
+static int64_t add_marker(struct ml_ev *ev, uint32_t kind, const char *name, size_t len,
+                          LLVMValueRef fn, LLVMValueRef inst, int shared)
+{
+    struct ml_ev_marker *m;
+    const char *file, *fname;
+    unsigned flen, line, col;
+    size_t nlen;
+
+    if (shared)
+        for (uint32_t i = 0; i < ev->nmarkers; i++)
+            if (ev->markers[i].kind == kind && strlen(ev->markers[i].name) == len &&
+                !memcmp(ev->markers[i].name, name, len))
+                return i;
+    if (grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
+        return -ENOMEM;
+    loc_of(inst, &file, &flen, &line, &col);
+    fname = fn_name(fn, &nlen);
+    m = &ev->markers[ev->nmarkers];
+    m->kind = kind;
+    m->line = line;
+    m->name = dupn(name, len);
+    m->file = dupn(file, flen);
+    m->func = dupn(fname, nlen);
+    if (!m->name || !m->file || !m->func)
+        return -ENOMEM;
+    return ev->nmarkers++;
+}
+
+/* ---- calls ---- */
+
+static const struct ml_ev_wrap *wrap_of(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name;
+
+    if (!fn || !LLVMIsDeclaration(fn) || LLVMGetIntrinsicID(fn))
+        return NULL;
+    name = fn_name(fn, &len);
+    for (size_t i = 0; i < sizeof(wraps) / sizeof(wraps[0]); i++)
+        if (strlen(wraps[i].name) == len && !memcmp(wraps[i].name, name, len)) {
+            unsigned np = LLVMCountParams(fn);
+            int va = LLVMIsFunctionVarArg(LLVMGlobalGetValueType(fn));
+            /* Only the libc function itself: same parameters (or fewer before ...). */
+            if (wraps[i].variadic ? (va && np <= wraps[i].nparams) : (!va && np == wraps[i].nparams))
+                return &wraps[i];
+            return NULL;
+        }
+    return NULL;
+}
+
+static int marker_call(struct ml_ev *ev, LLVMValueRef fn, LLVMValueRef call, uint32_t kind,
+                       uint32_t mkind, struct ml_ev_call *out)
+{
+    const char *s = NULL;
+    size_t len = 0;
+    char where[256];
+    int64_t mk, site;
+
+    if (mkind == ML_MK_REGION || mkind == ML_MK_MARK) {
+        if (!ml_string_literal(LLVMGetOperand(call, 0), &s, &len)) {
+            ml_describe_loc(call, where, sizeof(where));
+            return ml_ir_fail(ev->ir, -EINVAL, "%s: %s name is not a string literal", where,
+                              mkind == ML_MK_REGION ? "region" : "mark");
+        }
+    } else {
+        s = mkind == ML_MK_TRACE ? "trace" : "pages";
+        len = strlen(s);
+    }
+    mk = add_marker(ev, mkind, s, len, fn, call, 1);
+    if (mk < 0)
+        return (int)mk;
+    site = add_site(ev, kind, 0, (uint32_t)mk, fn, call, NULL);
+    if (site < 0)
+        return (int)site;
+    *out = (struct ml_ev_call){call, kind, (uint32_t)site, NULL};
+    return 0;
+}
+
+int ml_ev_calls(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_call **out, size_t *n)
+{
+    uint32_t cap = 0, count = 0;
+    struct ml_ev_call *v = NULL;
+    int rc = 0;
+
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && !rc;
+         bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !rc;
+             in = LLVMGetNextInstruction(in)) {
+            LLVMValueRef f;
+            const struct ml_ev_wrap *w;
+            struct ml_ev_call c;
+            if (!LLVMIsACallInst(in) && !LLVMIsAInvokeInst(in))
+                continue;
+            f = ml_called_function(in);
+            if (!f)
+                continue;
+            if (grow((void **)&v, &cap, count + 1, sizeof(*v))) {
+                rc = -ENOMEM;
+                break;
+            }
+            if (f == ev->f_roi_begin)
+                rc = marker_call(ev, fn, in, ML_EV_REGION_BEGIN, ML_MK_REGION, &c);
+            else if (f == ev->f_roi_end)
+                rc = marker_call(ev, fn, in, ML_EV_REGION_END, ML_MK_REGION, &c);
+            else if (f == ev->f_mark)
+                rc = marker_call(ev, fn, in, ML_EV_MARK, ML_MK_MARK, &c);
+            else if (f == ev->f_on)
+                rc = marker_call(ev, fn, in, ML_EV_TRACE_ON, ML_MK_TRACE, &c);
+            else if (f == ev->f_off)
+                rc = marker_call(ev, fn, in, ML_EV_TRACE_OFF, ML_MK_TRACE, &c);
+            else if (f == ev->f_pages)
+                rc = marker_call(ev, fn, in, ML_EV_PAGES, ML_MK_PAGES, &c);
+            else if ((w = wrap_of(f))) {
+                int64_t site = add_site(ev, ML_EV_CALL, 0, ML_EV_NOID, fn, in, w->name);
+                for (unsigned k = 0; k < w->nranges && site >= 0; k++)
+                    if (add_site(ev, w->range_kind[k], 0, ML_EV_NOID, fn, in, w->name) < 0)
+                        site = -ENOMEM;
+                if (site < 0)
+                    rc = (int)site;
+                c = (struct ml_ev_call){in, ML_EV_CALL, (uint32_t)site, w};
+            } else
+                continue;
+            if (!rc)
+                v[count++] = c;
+        }
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+/* ---- points ---- */
+
+int ml_ev_is_barrier(LLVMValueRef inst)
+{
+    LLVMValueRef f;
+
+    if (!LLVMIsACallInst(inst) && !LLVMIsAInvokeInst(inst) && !LLVMIsACallBrInst(inst))
+        return 0;
+    f = ml_called_function(inst);
+    return !f || !LLVMGetIntrinsicID(f);
+}
+
+unsigned ml_ev_point_words(const struct ml_ev_point *p)
+{
+    if (!ml_ev_is_access(p->kind))
+        return 0;
+    return p->len ? 2 : 1;
+}
+
+struct plist {
+    struct ml_ev_point *v;
+    uint32_t n, cap;
+};
+
+static int push_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, uint32_t kind,
+                      LLVMValueRef at, LLVMValueRef addr, LLVMValueRef len, uint64_t size,
+                      LLVMValueRef value, uint32_t marker)
+{
+    int64_t site;
+
+    if (ml_ev_is_access(kind) && !len && !size)
+        return 0; /* zero bytes: nothing happens */
+    if (!(ev->o.kinds & ML_EV_BIT(kind)))
+        return 0;
+    site = add_site(ev, kind, len ? 0 : size, marker, fn, at, NULL);
+    if (site < 0 || grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+        return -ENOMEM;
+    l->v[l->n++] = (struct ml_ev_point){kind,  (uint32_t)site, at, addr, len, size,
+                                        ev->o.fields & ML_EVF_VALUE ? value : NULL};
+    return 0;
+}
+
+static int name_starts(LLVMValueRef fn, const char *prefix)
+{
+    size_t len;
+    const char *name = fn_name(fn, &len);
+
+    return len >= strlen(prefix) && !memcmp(name, prefix, strlen(prefix));
+}
+
+/* The accesses of one instruction. */
+static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in)
+{
+    LLVMTargetDataRef td = ev->ir->td;
+    LLVMValueRef f;
+    int mk;
+
+    switch (LLVMGetInstructionOpcode(in)) {
+    case LLVMLoad:
+        return push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 0), NULL,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), in, ML_EV_NOID);
+    case LLVMStore: {
+        LLVMValueRef v = LLVMGetOperand(in, 0);
+        return push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 1), NULL,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(v)), v, ML_EV_NOID);
+    }
+    case LLVMAtomicRMW:
+        return push_point(ev, l, fn, ML_EV_RMW, in, LLVMGetOperand(in, 0), NULL,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), NULL, ML_EV_NOID);
+    case LLVMAtomicCmpXchg:
+        return push_point(ev, l, fn, ML_EV_RMW, in, LLVMGetOperand(in, 0), NULL,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1))), NULL,
+                          ML_EV_NOID);
+    case LLVMCall:
+    case LLVMInvoke:
+        break;
+    default:
+        return 0;
+    }
+    f = ml_called_function(in);
+    mk = ml_mem_call_kind(in);
+    if (mk) {
+        LLVMValueRef n = LLVMGetOperand(in, 2), len = NULL;
+        uint64_t size = 0;
+        int rc = 0;
+        if (LLVMIsAConstantInt(n) && LLVMConstIntGetZExtValue(n) <= UINT32_MAX)
+            size = LLVMConstIntGetZExtValue(n);
+        else
+            len = n;
+        /* The copy reads, then writes. */
+        if (mk == 1)
+            rc = push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 1), len, size, NULL,
+                            ML_EV_NOID);
+        if (!rc)
+            rc = push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 0), len, size, NULL,
+                            ML_EV_NOID);
+        return rc;
+    }
+    if (!f || !LLVMGetIntrinsicID(f))
+        return 0;
+    /* Masked vector accesses: the full width, as region counts do (an upper bound). */
+    if (name_starts(f, "llvm.masked.load."))
+        return push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 0), NULL,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), NULL, ML_EV_NOID);
+    if (name_starts(f, "llvm.masked.store."))
+        return push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 1), NULL,
+                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), NULL,
+                          ML_EV_NOID);
+    return 0;
+}
+
+/* Marker points waiting for the block made for them (split loop edges). */
+struct edge_mark {
+    LLVMBasicBlockRef bb;
+    uint32_t kind, marker;
+};
+
+struct emlist {
+    struct edge_mark *v;
+    uint32_t n, cap;
+};
+
+static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, uint32_t marker)
+{
+    if (grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v)))
+        return -ENOMEM;
+    e->v[e->n++] = (struct edge_mark){bb, kind, marker};
+    return 0;
+}
+
+static LLVMValueRef first_real(LLVMBasicBlockRef bb)
+{
+    LLVMValueRef in = LLVMGetFirstInstruction(bb);
+
+    while (in && (LLVMIsAPHINode(in) || LLVMIsALandingPadInst(in)))
+        in = LLVMGetNextInstruction(in);
+    return in;
+}
+
+/*
+ * Loop markers: one per natural loop, named "<function>:loop@<line>" after
+ * the header's first located instruction. Every edge entering a loop (into
+ * its header from outside) and every edge leaving it is routed through a new
+ * block that holds the entry or exit points (outer loops entered first, inner
+ * loops left first). Unwind edges cannot be split and get none.
+ */
+static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
+{
+    struct ml_cfg cfg = {0};
+    int rc = ml_cfg_build(fn, &cfg);
+    uint32_t *marker = NULL;
+    struct {
+        LLVMBasicBlockRef p, s;
+    } *edges = NULL;
+    uint32_t nedges = 0, capedges = 0;
+
+    if (rc)
+        goto out;
+    marker = calloc(cfg.nloops + 1, sizeof(*marker));
+    if (!marker) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (unsigned li = 0; li < cfg.nloops; li++) {
+        LLVMBasicBlockRef hb = cfg.blocks[cfg.loops[li].header];
+        LLVMValueRef loc = NULL;
+        unsigned line = 0;
+        size_t nlen;
+        const char *name = fn_name(fn, &nlen);
+        for (LLVMValueRef in = LLVMGetFirstInstruction(hb); in && !loc;
+             in = LLVMGetNextInstruction(in))
+            if (LLVMGetDebugLocLine(in))
+                loc = in;
+        if (loc)
+            line = LLVMGetDebugLocLine(loc);
+        {
+            char buf[nlen + 48];
+            int64_t mk;
+            snprintf(buf, sizeof(buf), "%.*s:loop@%u", (int)nlen, name, line);
+            mk = add_marker(ev, ML_MK_LOOP, buf, strlen(buf), fn,
+                            loc ? loc : LLVMGetFirstInstruction(hb), 0);
+            if (mk < 0) {
+                rc = (int)mk;
+                goto out;
+            }
+            marker[li] = (uint32_t)mk;
+        }
+    }
+    /* Edges that enter or leave some loop; split after collecting (splitting changes the CFG). */
+    for (unsigned p = 0; p < cfg.n; p++) {
+        if (cfg.rpo_num[p] < 0)
+            continue;
+        for (unsigned k = cfg.succ_off[p]; k < cfg.succ_off[p + 1]; k++) {
+            unsigned s = cfg.succ[k];
+            if (cfg.loop_of[p] == cfg.loop_of[s])
+                continue;
+            if (grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            edges[nedges].p = cfg.blocks[p];
+            edges[nedges].s = cfg.blocks[s];
+            nedges++;
+        }
+    }
+    for (uint32_t e = 0; e < nedges; e++) {
+        int pi = ml_cfg_index(&cfg, edges[e].p), si = ml_cfg_index(&cfg, edges[e].s);
+        int left[64], entered[64], nl = 0, ne = 0;
+        LLVMBasicBlockRef nb;
+        /* Loops around p but not s are left (innermost first); around s but not p entered. */
+        for (int l = cfg.loop_of[pi]; l >= 0 && nl < 64; l = cfg.loops[l].parent) {
+            int in_s = 0;
+            for (int m = cfg.loop_of[si]; m >= 0 && !in_s; m = cfg.loops[m].parent)
+                in_s = m == l;
+            if (!in_s)
+                left[nl++] = l;
+        }
+        for (int l = cfg.loop_of[si]; l >= 0 && ne < 64; l = cfg.loops[l].parent) {
+            int in_p = 0;
+            for (int m = cfg.loop_of[pi]; m >= 0 && !in_p; m = cfg.loops[m].parent)
+                in_p = m == l;
+            /* A back edge re-enters nothing: only edges into a header from outside enter. */
+            if (!in_p)
+                entered[ne++] = l;
+        }
+        if (!nl && !ne)
+            continue;
+        nb = ml_split_edge(ev->ir, edges[e].p, edges[e].s, "memlens.loopedge");
+        if (!nb)
+            continue;
+        for (int i = 0; i < nl && !rc; i++)
+            rc = add_edge_mark(em, nb, ML_EV_LOOP_EXIT, marker[left[i]]);
+        for (int i = ne - 1; i >= 0 && !rc; i--)
+            rc = add_edge_mark(em, nb, ML_EV_LOOP_ENTRY, marker[entered[i]]);
+        if (rc)
+            goto out;
+    }
+out:
+    free(edges);
+    free(marker);
+    ml_cfg_free(&cfg);
+    return rc;
+}
+
+int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, size_t *n)
+{
+    struct plist l = {0};
+    struct emlist em = {0};
+    int64_t fmark = -1;
+    int rc = 0;
+
+    if (ev->o.loops) {
+        rc = loop_marks(ev, fn, &em);
+        if (rc)
+            goto out;
+    }
+    if (ev->o.functions) {
+        size_t nlen;
+        const char *name = fn_name(fn, &nlen);
+        fmark = add_marker(ev, ML_MK_FUNCTION, name, nlen, fn,
+                           first_real(LLVMGetEntryBasicBlock(fn)), 0);
+        if (fmark < 0) {
+            rc = (int)fmark;
+            goto out;
+        }
+    }
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && !rc;
+         bb = LLVMGetNextBasicBlock(bb)) {
+        LLVMValueRef in = LLVMGetFirstInstruction(bb);
+        if (fmark >= 0 && bb == LLVMGetEntryBasicBlock(fn)) {
+            LLVMValueRef at = in;
+            while (at && LLVMIsAAllocaInst(at))
+                at = LLVMGetNextInstruction(at);
+            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, NULL, NULL, 0, NULL,
+                            (uint32_t)fmark);
+        }
+        for (uint32_t i = 0; i < em.n && !rc; i++)
+            if (em.v[i].bb == bb)
+                rc = push_point(ev, &l, fn, em.v[i].kind, LLVMGetBasicBlockTerminator(bb), NULL,
+                                NULL, 0, NULL, em.v[i].marker);
+        for (; in && !rc; in = LLVMGetNextInstruction(in)) {
+            LLVMOpcode op = LLVMGetInstructionOpcode(in);
+            if (fmark >= 0 && (op == LLVMRet || op == LLVMResume))
+                rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, NULL, NULL, 0, NULL,
+                                (uint32_t)fmark);
+            else
+                rc = access_points(ev, &l, fn, in);
+        }
+    }
+out:
+    free(em.v);
+    if (rc) {
+        free(l.v);
+        return rc == -ENOMEM ? ml_ir_fail(ev->ir, rc, "out of memory") : rc;
+    }
+    *out = l.v;
+    *n = l.n;
+    return 0;
+}

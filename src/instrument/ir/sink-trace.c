@@ -1,0 +1,594 @@
+/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning. */
+#include "format/trace-abi.h"
+#include "instrument/ir/events.h"
+
+#include <errno.h>
+#include <llvm-c/DebugInfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Every defined function with events gets two copies in one body: the
+ * traced one (each segment of events appends its records inline, see
+ * format/trace-abi.h) and a plain one, the original code. The entry block
+ * reads __memlens_trace_gate and picks one, so a program built with
+ * --trace but recording nothing pays a load and a branch per call.
+ * Markers and wrapped libc calls go to the runtime in both copies.
+ */
+struct tsink {
+    struct ml_ir *ir;
+    struct ml_ev ev;
+    LLVMTypeRef t_wordp; /* i64* */
+    LLVMValueRef g_ptr, g_end, g_gate;
+    LLVMValueRef f_flush, f_marker, f_pages;
+    LLVMTypeRef ty_flush, ty_marker, ty_pages;
+    LLVMValueRef desc_ph, segs_ph; /* replaced by the real globals at the end */
+    uint32_t *segs;                /* descriptor words */
+    uint32_t nsegs, capsegs;
+    unsigned md_prof;
+    LLVMValueRef prof_unlikely;
+};
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    uint32_t c = *cap ? *cap : 256;
+    void *q;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    q = realloc(*p, (size_t)c * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static LLVMValueRef extern_global(struct tsink *s, LLVMTypeRef t, const char *name, int tls)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(s->ir->m, name);
+
+    if (!g) {
+        g = LLVMAddGlobal(s->ir->m, t, name);
+        if (tls) {
+            LLVMSetThreadLocal(g, 1);
+            LLVMSetThreadLocalMode(g, LLVMInitialExecTLSModel);
+        }
+    }
+    return g;
+}
+
+static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty)
+{
+    LLVMValueRef f = LLVMGetNamedFunction(s->ir->m, name);
+
+    if (!f) {
+        f = LLVMAddFunction(s->ir->m, name, ty);
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(s->ir->ctx,
+                                                        LLVMGetEnumAttributeKindForName("nounwind", 8),
+                                                        0));
+    }
+    return f;
+}
+
+static void setup(struct tsink *s)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32}, p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
+    LLVMTypeRef i64t = ir->t_i64;
+    LLVMMetadataRef w[3];
+
+    s->t_wordp = ir->t_i64p;
+    s->g_ptr = extern_global(s, s->t_wordp, ML_TB_SYM_PTR, 1);
+    s->g_end = extern_global(s, s->t_wordp, ML_TB_SYM_END, 1);
+    s->g_gate = extern_global(s, ir->t_i32, ML_TB_SYM_GATE, 0);
+    s->ty_flush = LLVMFunctionType(s->t_wordp, &i64t, 1, 0);
+    s->f_flush = runtime_fn(s, ML_TB_SYM_FLUSH, s->ty_flush);
+    s->ty_marker = LLVMFunctionType(ir->t_i32, p2, 2, 0);
+    s->f_marker = runtime_fn(s, ML_TB_SYM_MARKER, s->ty_marker);
+    s->ty_pages = LLVMFunctionType(ir->t_void, p4, 4, 0);
+    s->f_pages = runtime_fn(s, "__memlens_trace_pages", s->ty_pages);
+    s->desc_ph = LLVMAddGlobal(ir->m, ir->t_i8, "__memlens_tdesc.placeholder");
+    s->segs_ph = LLVMAddGlobal(ir->m, ir->t_i32, "__memlens_tsegs.placeholder");
+    s->md_prof = LLVMGetMDKindIDInContext(ir->ctx, "prof", 4);
+    w[0] = LLVMMDStringInContext2(ir->ctx, "branch_weights", 14);
+    w[1] = LLVMValueAsMetadata(LLVMConstInt(ir->t_i32, 1, 0));
+    w[2] = LLVMValueAsMetadata(LLVMConstInt(ir->t_i32, 4000, 0));
+    s->prof_unlikely = LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, w, 3));
+}
+
+/* ---- calls ---- */
+
+static LLVMValueRef rebuild_call(struct tsink *s, LLVMValueRef old, LLVMTypeRef fty, LLVMValueRef f,
+                                 LLVMValueRef *args, unsigned nargs)
+{
+    LLVMBuilderRef b = s->ir->b;
+    LLVMValueRef c;
+
+    LLVMPositionBuilderBefore(b, old);
+    LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(old));
+    if (LLVMIsAInvokeInst(old))
+        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old),
+                             LLVMGetUnwindDest(old), "");
+    else
+        c = LLVMBuildCall2(b, fty, f, args, nargs, "");
+    LLVMSetCurrentDebugLocation2(b, NULL);
+    return c;
+}
+
+static LLVMValueRef desc_arg(struct tsink *s)
+{
+    return s->desc_ph;
+}
+
+/* A wrapped libc call becomes a call of __memlens_tr_<name>(args..., module, site). */
+static int replace_wrap(struct tsink *s, const struct ml_ev_call *c)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMValueRef orig = ml_called_function(c->call), f, nc;
+    LLVMTypeRef oty = LLVMGlobalGetValueType(orig);
+    unsigned np = LLVMCountParamTypes(oty), nw = c->wrap->nparams, nargs;
+    LLVMTypeRef ptypes[nw + 2];
+    LLVMValueRef args[nw + 2];
+    char name[96];
+
+    LLVMGetParamTypes(oty, ptypes);
+    for (unsigned i = np; i < nw; i++)
+        ptypes[i] = ir->t_i8p; /* variadic tail (mremap's new address) */
+    ptypes[nw] = ir->t_i8p;
+    ptypes[nw + 1] = ir->t_i32;
+    nargs = LLVMGetNumArgOperands(c->call);
+    for (unsigned i = 0; i < nw; i++) {
+        LLVMValueRef a = i < nargs ? LLVMGetOperand(c->call, i) : LLVMConstNull(ptypes[i]);
+        if (LLVMTypeOf(a) != ptypes[i]) {
+            LLVMPositionBuilderBefore(ir->b, c->call);
+            a = LLVMGetTypeKind(ptypes[i]) == LLVMPointerTypeKind &&
+                        LLVMGetTypeKind(LLVMTypeOf(a)) == LLVMPointerTypeKind
+                    ? LLVMBuildPointerCast(ir->b, a, ptypes[i], "")
+                : LLVMGetTypeKind(ptypes[i]) == LLVMPointerTypeKind
+                    ? LLVMBuildIntToPtr(ir->b, a, ptypes[i], "")
+                    : LLVMBuildZExtOrBitCast(ir->b, a, ptypes[i], "");
+        }
+        args[i] = a;
+    }
+    args[nw] = desc_arg(s);
+    args[nw + 1] = LLVMConstInt(ir->t_i32, c->site, 0);
+    snprintf(name, sizeof(name), "__memlens_tr_%s", c->wrap->name);
+    {
+        LLVMTypeRef fty = LLVMFunctionType(LLVMGetReturnType(oty), ptypes, nw + 2, 0);
+        f = LLVMGetNamedFunction(ir->m, name);
+        if (!f)
+            f = LLVMAddFunction(ir->m, name, fty);
+        nc = rebuild_call(s, c->call, fty, f, args, nw + 2);
+    }
+    if (LLVMGetTypeKind(LLVMTypeOf(c->call)) != LLVMVoidTypeKind)
+        LLVMReplaceAllUsesWith(c->call, nc);
+    LLVMInstructionEraseFromParent(c->call);
+    return 0;
+}
+
+static int replace_marker(struct tsink *s, const struct ml_ev_call *c)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMValueRef nc;
+    char where[256];
+
+    if (LLVMIsAInvokeInst(c->call)) {
+        ml_describe_loc(c->call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL, "%s: memlens marker may throw; declare it through memlens.h",
+                          where);
+    }
+    if (c->kind == ML_EV_PAGES) {
+        LLVMValueRef args[4] = {desc_arg(s), LLVMConstInt(ir->t_i32, c->site, 0),
+                                LLVMGetOperand(c->call, 0), LLVMGetOperand(c->call, 1)};
+        LLVMPositionBuilderBefore(ir->b, c->call);
+        args[2] = LLVMBuildPointerCast(ir->b, args[2], ir->t_i8p, "");
+        args[3] = LLVMBuildZExtOrBitCast(ir->b, args[3], ir->t_i64, "");
+        nc = rebuild_call(s, c->call, s->ty_pages, s->f_pages, args, 4);
+    } else {
+        LLVMValueRef args[2] = {desc_arg(s), LLVMConstInt(ir->t_i32, c->site, 0)};
+        nc = rebuild_call(s, c->call, s->ty_marker, s->f_marker, args, 2);
+    }
+    (void)nc;
+    LLVMInstructionEraseFromParent(c->call);
+    return 0;
+}
+
+static int do_calls(struct tsink *s, LLVMValueRef fn)
+{
+    struct ml_ev_call *calls = NULL;
+    size_t n = 0;
+    int rc = ml_ev_calls(&s->ev, fn, &calls, &n);
+
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = calls[i].wrap ? replace_wrap(s, &calls[i]) : replace_marker(s, &calls[i]);
+    free(calls);
+    return rc;
+}
+
+/* ---- segments ---- */
+
+/* Appends a descriptor for points p[0..n-1]; returns its word offset. */
+static int add_descriptor(struct tsink *s, const struct ml_ev_point *p, uint32_t n, uint32_t *off)
+{
+    uint32_t words = (1 + n + 1) & ~1u;
+
+    if (grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
+        return -ENOMEM;
+    *off = s->nsegs;
+    s->segs[s->nsegs] = n;
+    for (uint32_t k = 0; k < n; k++)
+        s->segs[s->nsegs + 1 + k] = p[k].site;
+    if (words > 1 + n)
+        s->segs[s->nsegs + 1 + n] = 0;
+    s->nsegs += words;
+    return 0;
+}
+
+static LLVMValueRef word_ptr(struct tsink *s, LLVMValueRef p, unsigned slot)
+{
+    LLVMValueRef idx = LLVMConstInt(s->ir->t_i64, slot, 0);
+
+    return LLVMBuildGEP2(s->ir->b, s->ir->t_i64, p, &idx, 1, "");
+}
+
+/* The inline append of one segment (format/trace-abi.h). */
+static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMBuilderRef b = ir->b;
+    uint32_t W = 1, off, slot = 1;
+    LLVMValueRef p0, np, lim, full, q, ph, hdr, idx, incoming[2], br;
+    LLVMBasicBlockRef bb, cont, slow, blocks[2];
+    int rc;
+
+    for (uint32_t k = 0; k < n; k++)
+        W += ml_ev_point_words(&p[k]);
+    rc = add_descriptor(s, p, n, &off);
+    if (rc)
+        return rc;
+    LLVMPositionBuilderBefore(b, p[0].at);
+    LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(p[0].at));
+    p0 = LLVMBuildLoad2(b, s->t_wordp, s->g_ptr, "");
+    np = word_ptr(s, p0, W);
+    LLVMBuildStore(b, np, s->g_ptr);
+    lim = LLVMBuildLoad2(b, s->t_wordp, s->g_end, "");
+    full = LLVMBuildICmp(b, LLVMIntUGT, np, lim, "");
+    bb = LLVMGetInstructionParent(full);
+    cont = ml_split_after(ir, full);
+    slow = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.flush");
+    LLVMPositionBuilderAtEnd(b, bb);
+    br = LLVMBuildCondBr(b, full, slow, cont);
+    LLVMSetMetadata(br, s->md_prof, s->prof_unlikely);
+    LLVMPositionBuilderAtEnd(b, slow);
+    {
+        LLVMValueRef wv = LLVMConstInt(ir->t_i64, W, 0);
+        q = LLVMBuildCall2(b, s->ty_flush, s->f_flush, &wv, 1, "");
+    }
+    LLVMBuildBr(b, cont);
+    LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(cont));
+    ph = LLVMBuildPhi(b, s->t_wordp, "");
+    incoming[0] = p0;
+    incoming[1] = q;
+    blocks[0] = bb;
+    blocks[1] = slow;
+    LLVMAddIncoming(ph, incoming, blocks, 2);
+    LLVMPositionBuilderBefore(b, p[0].at);
+    idx = LLVMConstInt(ir->t_i64, off, 0);
+    hdr = LLVMConstPtrToInt(LLVMConstGEP2(ir->t_i32, s->segs_ph, &idx, 1), ir->t_i64);
+    LLVMBuildStore(b, hdr, ph);
+    for (uint32_t k = 0; k < n; k++) {
+        unsigned w = ml_ev_point_words(&p[k]);
+        if (!w)
+            continue;
+        LLVMPositionBuilderBefore(b, p[k].at);
+        LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(p[k].at));
+        LLVMBuildStore(b, LLVMBuildPtrToInt(b, p[k].addr, ir->t_i64, ""), word_ptr(s, ph, slot));
+        if (w == 2)
+            LLVMBuildStore(b, LLVMBuildZExtOrBitCast(b, p[k].len, ir->t_i64, ""),
+                           word_ptr(s, ph, slot + 1));
+        slot += w;
+    }
+    LLVMSetCurrentDebugLocation2(b, NULL);
+    return 0;
+}
+
+/* Does an instruction in [from, to) of one block run other code? */
+static int barrier_between(LLVMValueRef from, LLVMValueRef to)
+{
+    for (LLVMValueRef in = from; in && in != to; in = LLVMGetNextInstruction(in))
+        if (ml_ev_is_barrier(in))
+            return 1;
+    return 0;
+}
+
+static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n)
+{
+    size_t start = 0;
+    unsigned words = 1;
+
+    for (size_t i = 0; i <= n; i++) {
+        int cut = i == n;
+        if (!cut && i > start) {
+            const struct ml_ev_point *a = &p[i - 1], *c = &p[i];
+            cut = LLVMGetInstructionParent(a->at) != LLVMGetInstructionParent(c->at) ||
+                  barrier_between(a->at, c->at) || i - start >= 255 ||
+                  words + ml_ev_point_words(c) > ML_TB_MAX_SEG;
+        }
+        if (cut && i > start) {
+            int rc = emit_segment(s, p + start, (uint32_t)(i - start));
+            if (rc)
+                return rc;
+            start = i;
+            words = 1;
+        }
+        if (i < n)
+            words += ml_ev_point_words(&p[i]);
+    }
+    return 0;
+}
+
+/* ---- versioning ---- */
+
+static int static_alloca(LLVMValueRef in)
+{
+    return LLVMIsAAllocaInst(in) && LLVMIsAConstant(LLVMGetOperand(in, 0));
+}
+
+static void hoist_allocas(LLVMBasicBlockRef from, LLVMBasicBlockRef to, LLVMBuilderRef b)
+{
+    for (LLVMValueRef in = LLVMGetFirstInstruction(from), next; in; in = next) {
+        next = LLVMGetNextInstruction(in);
+        if (!static_alloca(in))
+            continue;
+        size_t len;
+        const char *nm = LLVMGetValueName2(in, &len);
+        char buf[len + 1];
+        memcpy(buf, nm, len);
+        buf[len] = 0;
+        LLVMInstructionRemoveFromParent(in);
+        LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(to));
+        LLVMInsertIntoBuilder(b, in);
+        LLVMSetValueName2(in, buf, len);
+    }
+}
+
+/* One body: a new entry block reads the gate and enters the traced or the plain copy. */
+static void merge(struct tsink *s, LLVMValueRef fn, LLVMValueRef plain)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMBasicBlockRef tentry = LLVMGetEntryBasicBlock(fn), pentry = LLVMGetEntryBasicBlock(plain);
+    LLVMBasicBlockRef gate = LLVMInsertBasicBlockInContext(ir->ctx, tentry, "memlens.gate"), bb,
+                      next;
+    LLVMValueRef g, on, br;
+
+    for (unsigned i = 0; i < LLVMCountParams(fn); i++)
+        LLVMReplaceAllUsesWith(LLVMGetParam(plain, i), LLVMGetParam(fn, i));
+    for (bb = pentry; bb; bb = next) {
+        next = LLVMGetNextBasicBlock(bb);
+        LLVMRemoveBasicBlockFromParent(bb);
+        LLVMAppendExistingBasicBlock(fn, bb);
+    }
+    LLVMPositionBuilderAtEnd(ir->b, gate);
+    LLVMSetCurrentDebugLocation2(ir->b, NULL);
+    g = LLVMBuildLoad2(ir->b, ir->t_i32, s->g_gate, "");
+    on = LLVMBuildICmp(ir->b, LLVMIntEQ, g, LLVMConstInt(ir->t_i32, 0, 0), "");
+    br = LLVMBuildCondBr(ir->b, on, tentry, pentry);
+    (void)br;
+    hoist_allocas(tentry, gate, ir->b);
+    hoist_allocas(pentry, gate, ir->b);
+    LLVMDeleteFunction(plain);
+}
+
+static int wanted(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+    LLVMLinkage l = LLVMGetLinkage(fn);
+
+    if (LLVMIsDeclaration(fn) || l == LLVMAvailableExternallyLinkage)
+        return 0;
+    if (len >= 9 && !memcmp(name, "__memlens", 9))
+        return 0;
+    return !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                        LLVMGetEnumAttributeKindForName("naked", 5));
+}
+
+static int do_function(struct tsink *s, LLVMValueRef fn)
+{
+    struct ml_ev_point *pts = NULL;
+    LLVMValueRef plain = NULL;
+    size_t n = 0;
+    int rc, cloneable = ml_can_clone(fn);
+
+    if (cloneable) {
+        size_t len;
+        const char *name = LLVMGetValueName2(fn, &len);
+        char pname[len + 16];
+        snprintf(pname, sizeof(pname), "%.*s.memlens.plain", (int)len, name);
+        plain = ml_clone_function(s->ir, fn, pname);
+        if (!plain)
+            return ml_ir_fail(s->ir, -ENOMEM, "out of memory");
+    }
+    rc = ml_ev_points(&s->ev, fn, &pts, &n);
+    if (!rc)
+        rc = emit_points(s, pts, n);
+    free(pts);
+    if (rc) {
+        if (plain)
+            LLVMDeleteFunction(plain);
+        return rc;
+    }
+    if (!plain)
+        return 0;
+    if (!n) {
+        LLVMDeleteFunction(plain);
+        return 0;
+    }
+    merge(s, fn, plain);
+    return 0;
+}
+
+/* ---- the module descriptor ---- */
+
+static int emit_module(struct tsink *s)
+{
+    struct ml_ir *ir = s->ir;
+    struct ml_ev *ev = &s->ev;
+    struct ml_strtab st = {0};
+    LLVMTypeRef site_f[9] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32,
+                             ir->t_i32, ir->t_i8p, ir->t_i8p, ir->t_i8p};
+    LLVMTypeRef site_t = LLVMStructTypeInContext(ir->ctx, site_f, 9, 0);
+    LLVMTypeRef mark_f[5] = {ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, ir->t_i8p};
+    LLVMTypeRef mark_t = LLVMStructTypeInContext(ir->ctx, mark_f, 5, 0);
+    LLVMValueRef *sites = calloc(ev->nsites + 1, sizeof(*sites));
+    LLVMValueRef *marks = calloc(ev->nmarkers + 1, sizeof(*marks));
+    LLVMValueRef *words = calloc(s->nsegs + 1, sizeof(*words));
+    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, ctor, segs_ptr;
+    const char *modname;
+    size_t len;
+    int rc = -ENOMEM;
+
+    if (!sites || !marks || !words)
+        goto out;
+    for (uint32_t i = 0; i < ev->nsites; i++) {
+        const struct ml_ev_site *x = &ev->sites[i];
+        LLVMValueRef f[9] = {
+            LLVMConstInt(ir->t_i32, x->kind, 0),   LLVMConstInt(ir->t_i32, x->size, 0),
+            LLVMConstInt(ir->t_i32, x->weight, 0), LLVMConstInt(ir->t_i32, x->marker, 0),
+            LLVMConstInt(ir->t_i32, x->line, 0),   LLVMConstInt(ir->t_i32, x->column, 0),
+            ml_emit_cstr(ir, &st, x->func),        ml_emit_cstr(ir, &st, x->file),
+            ml_emit_cstr(ir, &st, x->text)};
+        if (!f[6] || !f[7] || !f[8])
+            goto out;
+        sites[i] = LLVMConstNamedStruct(site_t, f, 9);
+    }
+    for (uint32_t i = 0; i < ev->nmarkers; i++) {
+        const struct ml_ev_marker *x = &ev->markers[i];
+        LLVMValueRef f[5] = {LLVMConstInt(ir->t_i32, x->kind, 0),
+                             LLVMConstInt(ir->t_i32, x->line, 0), ml_emit_cstr(ir, &st, x->name),
+                             ml_emit_cstr(ir, &st, x->file), ml_emit_cstr(ir, &st, x->func)};
+        if (!f[2] || !f[3] || !f[4])
+            goto out;
+        marks[i] = LLVMConstNamedStruct(mark_t, f, 5);
+    }
+    for (uint32_t i = 0; i < s->nsegs; i++)
+        words[i] = LLVMConstInt(ir->t_i32, s->segs[i], 0);
+    if (ev->nsites)
+        g_sites = ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites),
+                                 "__memlens_tsites", 1);
+    if (ev->nmarkers)
+        g_marks = ml_emit_global(ir, LLVMConstArray(mark_t, marks, ev->nmarkers),
+                                 "__memlens_tmarkers", 1);
+    if (s->nsegs) {
+        g_segs = ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs",
+                                1);
+        LLVMSetAlignment(g_segs, 8);
+    }
+    segs_ptr = ml_emit_array_ptr(ir, g_segs, ir->t_i32);
+    LLVMReplaceAllUsesWith(s->segs_ph, segs_ptr);
+    LLVMDeleteGlobal(s->segs_ph);
+    modname = LLVMGetSourceFileName(ir->m, &len);
+    {
+        char name[len + 1];
+        LLVMValueRef mname;
+        memcpy(name, modname, len);
+        name[len] = 0;
+        mname = ml_emit_cstr(ir, &st, name);
+        if (!mname)
+            goto out;
+        /* Field order and types mirror struct ml_ev_module in format/events.h. */
+        LLVMValueRef d[13] = {
+            LLVMConstInt(ir->t_i32, ML_EV_ABI, 0),
+            LLVMConstInt(ir->t_i32, ev->nsites, 0),
+            LLVMConstInt(ir->t_i32, ev->nmarkers, 0),
+            LLVMConstInt(ir->t_i32, s->nsegs, 0),
+            LLVMConstInt(ir->t_i32, ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0, 0),
+            LLVMConstInt(ir->t_i32, 0, 0),
+            mname,
+            ml_emit_array_ptr(ir, g_sites, site_t),
+            ml_emit_array_ptr(ir, g_marks, mark_t),
+            segs_ptr,
+            LLVMConstInt(ir->t_i32, 0, 0),
+            LLVMConstInt(ir->t_i32, 0, 0),
+            LLVMConstNull(ir->t_i8p),
+        };
+        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule",
+                              0);
+    }
+    LLVMReplaceAllUsesWith(s->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
+    LLVMDeleteGlobal(s->desc_ph);
+    {
+        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
+        LLVMValueRef reg = runtime_fn(s, ML_TB_SYM_REGISTER, reg_t);
+        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
+        ctor = LLVMAddFunction(ir->m, "__memlens_trace_ctor",
+                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
+        LLVMSetLinkage(ctor, LLVMInternalLinkage);
+        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
+        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
+        LLVMBuildRetVoid(ir->b);
+        /* Before the program's own constructors, which may already run traced code. */
+        ml_emit_ctor(ir, ctor, 101);
+    }
+    rc = 0;
+out:
+    if (rc)
+        ml_ir_fail(ir, rc, "out of memory while emitting the trace tables");
+    ml_emit_strtab_free(&st);
+    free(sites);
+    free(marks);
+    free(words);
+    return rc;
+}
+
+int ml_sink_trace(struct ml_ir *ir)
+{
+    struct tsink s = {.ir = ir};
+    struct ml_ev_opts eo = {0};
+    LLVMValueRef *fns = NULL;
+    size_t nfns = 0, cap = 0;
+    int rc = 0;
+
+    eo.kinds = ML_EV_BIT(ML_EV_LOAD) | ML_EV_BIT(ML_EV_STORE) | ML_EV_BIT(ML_EV_RMW);
+    eo.fields = ML_EVF_ADDR | ML_EVF_SIZE | ML_EVF_SITE;
+    eo.functions = ir->o->trace_functions;
+    eo.loops = ir->o->trace_loops;
+    if (eo.functions)
+        eo.kinds |= ML_EV_BIT(ML_EV_FUNC_ENTRY) | ML_EV_BIT(ML_EV_FUNC_EXIT);
+    if (eo.loops)
+        eo.kinds |= ML_EV_BIT(ML_EV_LOOP_ENTRY) | ML_EV_BIT(ML_EV_LOOP_EXIT);
+    ml_ev_init(&s.ev, ir, &eo);
+    setup(&s);
+    /* The functions as they are now: clones made below are not visited. */
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
+        if (!wanted(fn))
+            continue;
+        if (nfns == cap) {
+            LLVMValueRef *v = realloc(fns, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+            if (!v) {
+                rc = ml_ir_fail(ir, -ENOMEM, "out of memory");
+                goto out;
+            }
+            fns = v;
+        }
+        fns[nfns++] = fn;
+    }
+    for (size_t i = 0; i < nfns && !rc; i++)
+        rc = do_calls(&s, fns[i]);
+    for (size_t i = 0; i < nfns && !rc; i++)
+        rc = do_function(&s, fns[i]);
+    if (!rc)
+        rc = emit_module(&s);
+out:
+    if (rc == -ENOMEM)
+        ml_ir_fail(ir, rc, "out of memory");
+    free(fns);
+    free(s.segs);
+    ml_ev_free(&s.ev);
+    return rc;
+}

@@ -1,0 +1,1426 @@
+/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks. */
+#include "format/trace-abi.h"
+#include "format/trace.h"
+#include "runtime/clock.h"
+#include "runtime/trace-rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ML_EXPORT __attribute__((visibility("default")))
+
+#ifndef ML_VERSION
+#define ML_VERSION "0.1.0"
+#endif
+
+/* A buffer holds BUF_WORDS words of records (plus the ABI's slack); NBUFS per thread. */
+#define BUF_WORDS 8192
+#define NBUFS 8
+/* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
+#define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
+#define CHUNK_NS 1000000000ull
+/* How long exit and fatal signals wait for the writer to put everything on disk. */
+#define FINISH_WAIT_NS 30000000000ull
+
+ML_EXPORT __thread uint64_t *__memlens_tb_ptr __attribute__((tls_model("initial-exec")));
+ML_EXPORT __thread uint64_t *__memlens_tb_end __attribute__((tls_model("initial-exec")));
+/* Bit 0: off (MEMLENS_TRACE_ON/OFF, start=off); bit 1: no region open (regions-only). */
+ML_EXPORT volatile uint32_t __memlens_trace_gate;
+
+enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC };
+
+struct tjob {
+    struct tjob *next;
+    int type;
+};
+
+struct tthread;
+
+struct tbuf {
+    struct tjob job;
+    struct tthread *t;
+    struct tbuf *free_next;
+    uint64_t *words;
+    uint32_t used;  /* words of records */
+    uint32_t final; /* the thread's last buffer */
+    uint64_t t_start, t_end;
+};
+
+struct pending { /* --collapse: the record being merged */
+    uint32_t site, weight;
+    uint64_t lo, hi;
+    int kind;
+};
+
+struct tthread {
+    struct tthread *next; /* every thread ever set up */
+    uint32_t index, tid;
+    struct tbuf *volatile cur;
+    struct tbuf *free; /* pushed by the writer, popped by the thread */
+    struct tbuf bufs[NBUFS];
+    void *mem;
+    size_t memlen;
+    uint64_t **ptr_slot; /* the thread's __memlens_tb_ptr, for exit from another thread */
+    uint64_t t_last;     /* tick of its last hand-over */
+    struct ml_tr_pf *pf;
+    /* Writer side. */
+    struct ml_tenc enc;
+    int open; /* a chunk is being encoded */
+    uint32_t seq;
+    uint64_t open_ns;
+    struct pending pend;
+    int retired; /* final buffer processed, memory released */
+};
+
+struct tmodule {
+    struct tjob job;
+    struct ml_ev_module *m;
+};
+
+struct sync {
+    struct tjob job;
+    uint32_t reason, signal;
+    volatile uint32_t done;
+};
+
+/* Writer-side view of a module's segment descriptors: global ids and word counts. */
+struct segmap {
+    uintptr_t lo, hi;   /* address range of the module's segs */
+    uint32_t *prep;     /* per descriptor: n | words << 16, then gid | words << 30 per site */
+    uint8_t *starts;    /* bit per 8-byte slot: a descriptor starts here */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    int init;
+    volatile int disabled; /* no file or writer: records go to scratch */
+    volatile int finishing;
+    uint32_t options; /* ML_TF_* */
+    uint64_t tick0, mono0, real0;
+    uint32_t pid, ppid;
+    /* registration */
+    uint32_t nsites, nmarkers;
+    /* threads */
+    struct tthread *threads;
+    uint32_t nthreads;
+    /* queue to the writer */
+    struct tjob *volatile queue;
+    volatile uint32_t wake; /* futex word */
+    volatile int writer_sleeping;
+    pthread_t writer;
+    int writer_started;
+    pid_t writer_tid;
+    /* totals (writer) */
+    uint64_t records, dropped, waits, wait_ticks, lost;
+    volatile uint64_t p_dropped, p_waits, p_wait_ticks; /* producers */
+    /* writer state */
+    int fd;
+    char path[4096];
+    struct ml_tsite *sites;
+    uint32_t cap_sites, wsites;
+    uint32_t wmarkers;
+    struct segmap *maps;
+    uint32_t nmaps;
+    struct ml_tbuf out;
+    void *zctx;
+    size_t (*z_compress)(void *, void *, size_t, const void *, size_t, int);
+    size_t (*z_bound)(size_t);
+    unsigned (*z_iserror)(size_t);
+    char faults_why[200], pfn_why[200], zstd_why[200];
+    int open_regions;
+} tr = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+static __thread struct tthread *self __attribute__((tls_model("initial-exec")));
+/* Set once a thread's record is gone (it exited): later records go to scratch. */
+static __thread int self_gone __attribute__((tls_model("initial-exec")));
+static uint64_t scratch[BUF_WORDS + ML_TB_SLACK];
+static pthread_key_t exit_key;
+
+static void say(const char *a, const char *b, const char *c)
+{
+    char msg[600];
+    size_t n = 0;
+    const char *parts[] = {"memlens: ", a, b, c, "\n"};
+
+    for (size_t i = 0; i < 5; i++)
+        for (const char *s = parts[i]; s && *s && n < sizeof(msg) - 1; s++)
+            msg[n++] = *s;
+    if (write(2, msg, n) < 0)
+        return;
+}
+
+static uint32_t gettid_u32(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+static uint64_t real_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wake(volatile uint32_t *w)
+{
+    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void pause_ns(long ns)
+{
+    struct timespec ts = {0, ns};
+
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the queue to the writer (lock-free, async-signal-safe push) ---- */
+
+static void push_job(struct tjob *j)
+{
+    struct tjob *head = tr.queue;
+
+    do
+        j->next = head;
+    while (!__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+    __atomic_add_fetch(&tr.wake, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&tr.writer_sleeping, __ATOMIC_ACQUIRE))
+        futex_wake(&tr.wake);
+}
+
+static void push_free(struct tthread *t, struct tbuf *b)
+{
+    struct tbuf *head = __atomic_load_n(&t->free, __ATOMIC_RELAXED);
+
+    do
+        b->free_next = head;
+    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED));
+}
+
+/* Only the owning thread pops, so the stack cannot see ABA. */
+static struct tbuf *pop_free(struct tthread *t)
+{
+    struct tbuf *head = __atomic_load_n(&t->free, __ATOMIC_ACQUIRE);
+
+    while (head && !__atomic_compare_exchange_n(&t->free, &head, head->free_next, 1,
+                                                __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+        ;
+    return head;
+}
+
+static void writer_ensure(void);
+
+/* ---- producer side ---- */
+
+static void use_scratch(uint64_t words)
+{
+    __memlens_tb_ptr = scratch + words;
+    __memlens_tb_end = scratch + BUF_WORDS;
+}
+
+static struct tthread *thread_setup(void);
+
+enum { HAND_NEXT, HAND_EXIT, HAND_DETACH };
+
+/*
+ * Hands t's current buffer (records up to used_end) to the writer. HAND_NEXT
+ * makes a free buffer current, waiting for the writer (or, with --drop,
+ * discarding the records of one); HAND_EXIT: the thread is exiting, the
+ * writer releases its buffers; HAND_DETACH: the process is ending, the thread
+ * (maybe running elsewhere) keeps writing into memory nobody reads. Whoever
+ * takes t->cur first hands it over, so a buffer is never queued twice.
+ */
+static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
+{
+    struct tbuf *b = __atomic_exchange_n(&t->cur, NULL, __ATOMIC_ACQ_REL), *nb;
+    uint64_t now = ml_rt_ticks();
+
+    if (b) {
+        b->used = used_end > b->words ? (uint32_t)(used_end - b->words) : 0;
+        if (b->used > BUF_WORDS + ML_TB_SLACK - ML_TB_MAX_SEG)
+            b->used = 0; /* a torn pointer; nothing trustworthy here */
+        b->t_start = t->t_last;
+        b->t_end = now;
+        b->final = mode == HAND_EXIT;
+        t->t_last = now;
+        push_job(&b->job);
+    }
+    if (mode != HAND_NEXT)
+        return;
+    nb = pop_free(t);
+    if (!nb && (tr.options & ML_TF_DROP) && b) {
+        /* --drop: take back the buffer just queued unread, and count its records as lost. */
+        uint64_t lost = b->used;
+        nb = b;
+        b->used = 0;
+        __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
+        t->cur = nb;
+        __memlens_tb_ptr = nb->words;
+        __memlens_tb_end = nb->words + BUF_WORDS;
+        ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
+        return;
+    }
+    if (!nb) {
+        uint64_t w0 = ml_rt_ticks();
+        long ns = 2000;
+        while (!(nb = pop_free(t)) && !tr.disabled) {
+            pause_ns(ns);
+            if (ns < 1000000)
+                ns *= 2;
+        }
+        __atomic_add_fetch(&tr.p_waits, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&tr.p_wait_ticks, ml_rt_ticks() - w0, __ATOMIC_RELAXED);
+        if (!nb)
+            return;
+        t->cur = nb;
+        __memlens_tb_ptr = nb->words;
+        __memlens_tb_end = nb->words + BUF_WORDS;
+        ml_tr_event(ML_EV_WAIT, 0, ml_rt_ticks() - w0, 0, 0, ML_EV_NOID);
+        return;
+    }
+    t->cur = nb;
+    __memlens_tb_ptr = nb->words;
+    __memlens_tb_end = nb->words + BUF_WORDS;
+}
+
+ML_EXPORT uint64_t *__memlens_trace_flush(uint64_t words)
+{
+    struct tthread *t = self;
+    uint64_t *p;
+
+    if (words > ML_TB_MAX_SEG)
+        words = ML_TB_MAX_SEG;
+    if (!t) {
+        if (self_gone || tr.disabled || tr.finishing || !(t = thread_setup())) {
+            use_scratch(words);
+            return scratch;
+        }
+    } else if (tr.disabled || tr.finishing) {
+        use_scratch(words);
+        return scratch;
+    } else {
+        hand_over(t, __memlens_tb_ptr - words, HAND_NEXT);
+    }
+    if (!t->cur) {
+        use_scratch(words);
+        return scratch;
+    }
+    p = __memlens_tb_ptr;
+    __memlens_tb_ptr = p + words;
+    return p;
+}
+
+/* Reserves words in the calling thread's buffer, as generated code does. */
+static uint64_t *reserve(unsigned words)
+{
+    uint64_t *p = __memlens_tb_ptr, *np = p + words;
+
+    __memlens_tb_ptr = np;
+    if (np > __memlens_tb_end || !p)
+        p = __memlens_trace_flush(words);
+    return p;
+}
+
+void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint64_t aux2,
+                 uint32_t gsite)
+{
+    uint64_t *p;
+
+    if (tr.disabled)
+        return;
+    p = reserve(6);
+    p[1] = ml_rt_ticks();
+    p[2] = addr;
+    p[3] = aux;
+    p[4] = size;
+    p[5] = aux2;
+    p[0] = ml_tb_event_word(kind, 5, gsite == ML_EV_NOID ? 0 : (uint64_t)gsite + 1);
+}
+
+void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
+{
+    uint64_t *p;
+
+    if (!len || !ml_tr_recording())
+        return;
+    p = reserve(3);
+    p[1] = addr;
+    p[2] = len;
+    p[0] = ml_tb_access_word(gsite, 2);
+}
+
+int ml_tr_recording(void)
+{
+    return !tr.disabled && !__memlens_trace_gate && !(tr.options & ML_TF_MARKERS_ONLY);
+}
+
+static void update_gate(uint32_t off)
+{
+    uint32_t g = off ? 1 : 0;
+
+    if ((tr.options & ML_TF_REGIONS_ONLY) && __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
+        g |= 2;
+    __atomic_store_n(&__memlens_trace_gate, g, __ATOMIC_RELEASE);
+}
+
+ML_EXPORT uint32_t __memlens_trace_marker(struct ml_ev_module *m, uint32_t site)
+{
+    uint32_t gsite, kind;
+    uint64_t *p;
+
+    if (!tr.init)
+        ml_tr_init();
+    if (site >= m->nsites)
+        return __memlens_trace_gate == 0;
+    gsite = ml_tr_gsite(m, site);
+    kind = m->sites[site].kind;
+    switch (kind) {
+    case ML_EV_REGION_BEGIN:
+        __atomic_add_fetch(&tr.open_regions, 1, __ATOMIC_RELAXED);
+        update_gate(__memlens_trace_gate & 1);
+        break;
+    case ML_EV_REGION_END:
+        if (__atomic_sub_fetch(&tr.open_regions, 1, __ATOMIC_RELAXED) < 0)
+            __atomic_store_n(&tr.open_regions, 0, __ATOMIC_RELAXED);
+        update_gate(__memlens_trace_gate & 1);
+        break;
+    case ML_EV_TRACE_ON:
+        update_gate(0);
+        break;
+    case ML_EV_TRACE_OFF:
+        update_gate(1);
+        break;
+    default:
+        break;
+    }
+    if (!tr.disabled) {
+        p = reserve(2);
+        p[1] = ml_rt_ticks();
+        p[0] = ml_tb_event_word(0, 1, gsite);
+    }
+    return __memlens_trace_gate == 0;
+}
+
+/* ---- threads ---- */
+
+static void thread_exit(void *arg);
+
+static struct tthread *thread_setup(void)
+{
+    struct tthread *t;
+    size_t words = (size_t)NBUFS * (BUF_WORDS + ML_TB_SLACK), len = words * 8;
+    uint64_t *mem;
+
+    if (!tr.init)
+        ml_tr_init();
+    if (tr.disabled)
+        return NULL;
+    t = calloc(1, sizeof(*t));
+    if (!t)
+        return NULL;
+    mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+               0);
+    if (mem == MAP_FAILED) {
+        free(t);
+        return NULL;
+    }
+    t->mem = mem;
+    t->memlen = len;
+    for (int i = 0; i < NBUFS; i++) {
+        t->bufs[i].job.type = JOB_BUF;
+        t->bufs[i].t = t;
+        t->bufs[i].words = mem + (size_t)i * (BUF_WORDS + ML_TB_SLACK);
+        if (i)
+            push_free(t, &t->bufs[i]);
+    }
+    t->cur = &t->bufs[0];
+    t->tid = gettid_u32();
+    t->ptr_slot = &__memlens_tb_ptr;
+    t->t_last = ml_rt_ticks();
+    t->pf = ml_tr_pf_open();
+    pthread_mutex_lock(&tr.lock);
+    t->index = tr.nthreads++;
+    t->next = tr.threads;
+    tr.threads = t;
+    pthread_mutex_unlock(&tr.lock);
+    writer_ensure();
+    self = t;
+    pthread_setspecific(exit_key, t);
+    __memlens_tb_ptr = t->cur->words;
+    __memlens_tb_end = t->cur->words + BUF_WORDS;
+    ml_tr_event(ML_EV_THREAD_START, 0, t->tid, 0, 0, ML_EV_NOID);
+    return t;
+}
+
+/* The thread's last records go to the writer; anything it records later is discarded. */
+static void thread_exit(void *arg)
+{
+    struct tthread *t = arg;
+
+    if (self != t || tr.finishing)
+        return;
+    ml_tr_event(ML_EV_THREAD_EXIT, 0, 0, 0, 0, ML_EV_NOID);
+    hand_over(t, __memlens_tb_ptr, HAND_EXIT);
+    self = NULL;
+    self_gone = 1;
+    use_scratch(0);
+}
+
+/* ---- the writer ---- */
+
+static size_t zstd_compress(void *ctx, void *dst, size_t cap, const void *src, size_t n)
+{
+    size_t r = tr.z_compress(ctx, dst, cap, src, n, 1);
+
+    return tr.z_iserror(r) ? 0 : r;
+}
+
+/* libzstd is loaded at run time, so traced programs do not link it; without it chunks are raw. */
+static void load_zstd(void)
+{
+    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *(*create)(void);
+
+    if (!h) {
+        strcpy(tr.zstd_why, "none: libzstd.so.1 not found (chunks stored uncompressed)");
+        return;
+    }
+    create = (void *(*)(void))dlsym(h, "ZSTD_createCCtx");
+    tr.z_compress = (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(
+        h, "ZSTD_compressCCtx");
+    tr.z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
+    tr.z_iserror = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
+    if (create && tr.z_compress && tr.z_bound && tr.z_iserror)
+        tr.zctx = create();
+    if (!tr.zctx)
+        strcpy(tr.zstd_why, "none: libzstd.so.1 unusable (chunks stored uncompressed)");
+    else
+        strcpy(tr.zstd_why, "zstd level 1");
+}
+
+static int write_all(const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n) {
+        ssize_t w = write(tr.fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n)
+{
+    struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
+
+    if (tr.fd < 0)
+        return;
+    h->clk_tick = ml_rt_ticks();
+    h->clk_ns = ml_rt_mono_ns();
+    tr.out.len = 0;
+    if (ml_chunk_build(&tr.out, tr.zctx ? &z : NULL, h, payload, n) ||
+        write_all(tr.out.p, tr.out.len)) {
+        say("cannot write trace '", tr.path, "': tracing stops here");
+        close(tr.fd);
+        tr.fd = -1;
+        tr.disabled = 1;
+    }
+}
+
+static const char *prog_name(char *buf, size_t n)
+{
+    ssize_t r = readlink("/proc/self/exe", buf, n - 1);
+    const char *base;
+
+    buf[r > 0 ? r : 0] = 0;
+    base = strrchr(buf, '/');
+    return base ? base + 1 : buf[0] ? buf : "program";
+}
+
+static char *append(char *p, char *end, const char *s)
+{
+    while (*s && p < end - 1)
+        *p++ = *s++;
+    *p = 0;
+    return p;
+}
+
+static char *append_u(char *p, char *end, uint64_t v, int base)
+{
+    char tmp[24];
+    int n = 0;
+
+    do {
+        tmp[n++] = "0123456789abcdef"[v % (uint64_t)base];
+        v /= (uint64_t)base;
+    } while (v);
+    while (n && p < end - 1)
+        *p++ = tmp[--n];
+    *p = 0;
+    return p;
+}
+
+/* Creates every missing directory of path (mode 0700 for the ones memlens makes). */
+static int mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(path, 0700) && errno != EEXIST) {
+            *p = '/';
+            return -1;
+        }
+        *p = '/';
+    }
+    return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
+}
+
+/*
+ * Creates <dir>/<prog>.<pid>.<token>.mlt: never following a link, never
+ * replacing a file (O_EXCL; another token on a clash), mode 0600.
+ */
+static int create_file(void)
+{
+    const char *env = getenv("MEMLENS_OUT");
+    char dir[3072], exe[4096], *p, *end = tr.path + sizeof(tr.path);
+    const char *base = prog_name(exe, sizeof(exe));
+    int dfd;
+
+    append(dir, dir + sizeof(dir), env && *env ? env : "memlens-out");
+    if (mkdirs(dir)) {
+        say("cannot create trace directory '", dir, "' (set MEMLENS_OUT)");
+        return -1;
+    }
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        say("cannot open trace directory '", dir, "'");
+        return -1;
+    }
+    for (int tries = 0; tries < 16; tries++) {
+        char name[512];
+        uint32_t token = 0;
+        if (getrandom(&token, sizeof(token), GRND_NONBLOCK) != sizeof(token))
+            token = (uint32_t)(ml_rt_ticks() * 2654435761u);
+        p = append(name, name + sizeof(name), base);
+        p = append(p, name + sizeof(name), ".");
+        p = append_u(p, name + sizeof(name), tr.pid, 10);
+        p = append(p, name + sizeof(name), ".");
+        p = append_u(p, name + sizeof(name), token, 16);
+        append(p, name + sizeof(name), ".mlt");
+        tr.fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (tr.fd >= 0 || errno != EEXIST) {
+            p = append(tr.path, end, dir);
+            p = append(p, end, "/");
+            append(p, end, name);
+            break;
+        }
+    }
+    close(dfd);
+    if (tr.fd < 0) {
+        say("cannot create trace in '", dir, "'");
+        return -1;
+    }
+    return 0;
+}
+
+static void write_meta(void)
+{
+    struct ml_tbuf b = {0};
+    struct ml_chunk_header h = {.type = ML_CK_META};
+    char exe[4096], opts[256], *p = opts, *end = opts + sizeof(opts);
+    struct utsname un;
+    static const struct {
+        uint32_t flag;
+        const char *name;
+    } names[] = {{ML_TF_START_OFF, "start=off"},   {ML_TF_REGIONS_ONLY, "regions-only"},
+                 {ML_TF_MARKERS_ONLY, "markers-only"}, {ML_TF_COLLAPSE, "collapse"},
+                 {ML_TF_DROP, "drop"}};
+
+    opts[0] = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (tr.options & names[i].flag) {
+            if (p != opts)
+                p = append(p, end, ",");
+            p = append(p, end, names[i].name);
+        }
+    prog_name(exe, sizeof(exe));
+    if (uname(&un))
+        un.nodename[0] = 0;
+    if (ml_tbuf_meta(&b, "program", exe) || ml_tbuf_meta(&b, "hostname", un.nodename) ||
+        ml_tbuf_meta(&b, "memlens", ML_VERSION) || ml_tbuf_meta(&b, "options", opts) ||
+        ml_tbuf_meta(&b, "faults", tr.faults_why) || ml_tbuf_meta(&b, "pfn", tr.pfn_why) ||
+        ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
+        free(b.p);
+        return;
+    }
+    h.count = 7;
+    write_chunk(&h, b.p, b.len);
+    free(b.p);
+}
+
+static void open_file(void)
+{
+    struct ml_trace_header h;
+
+    if (create_file()) {
+        tr.disabled = 1;
+        return;
+    }
+    memset(&h, 0, sizeof(h));
+    h.flags = tr.options | (ml_tr_pf_faults_on() ? ML_TF_FAULTS : 0) |
+              (ml_tr_pf_pfn_on() ? ML_TF_PFN : 0);
+    h.pid = tr.pid;
+    h.ppid = tr.ppid;
+    h.clock = ML_RT_CLOCK;
+    h.tick0 = tr.tick0;
+    h.mono0 = tr.mono0;
+    h.real0 = tr.real0;
+    h.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+    ml_trace_header_fill(&h);
+    if (write_all(&h, sizeof(h))) {
+        say("cannot write trace '", tr.path, "'");
+        close(tr.fd);
+        tr.fd = -1;
+        tr.disabled = 1;
+        return;
+    }
+    write_meta();
+}
+
+/* Sites and markers of a module: tables to the file, descriptors prepared for parsing. */
+static void add_module(struct ml_ev_module *m)
+{
+    struct ml_tbuf b = {0};
+    struct ml_chunk_header h;
+    uint32_t need = m->site_base + m->nsites;
+    struct segmap *maps, *sm;
+
+    if (need > tr.cap_sites) {
+        uint32_t cap = tr.cap_sites ? tr.cap_sites : 1024;
+        struct ml_tsite *s;
+        while (cap < need)
+            cap *= 2;
+        s = realloc(tr.sites, (size_t)cap * sizeof(*s));
+        if (!s)
+            return;
+        tr.sites = s;
+        tr.cap_sites = cap;
+    }
+    for (uint32_t i = 0; i < m->nsites; i++) {
+        const struct ml_ev_site *es = &m->sites[i];
+        struct ml_tsite *ts = &tr.sites[m->site_base + i];
+        ts->kind = (uint8_t)es->kind;
+        ts->size = ml_ev_is_access(es->kind) ? es->size : 0;
+        ts->weight = es->weight ? es->weight : 1;
+        ts->marker = es->marker == ML_EV_NOID ? ML_EV_NOID : m->marker_base + es->marker;
+        if (ml_tbuf_site(&b, es, m->marker_base))
+            goto out;
+    }
+    if (need > tr.wsites)
+        tr.wsites = need;
+    for (struct tthread *t = tr.threads; t; t = t->next) {
+        t->enc.sites = tr.sites;
+        t->enc.nsites = tr.wsites;
+    }
+    h = (struct ml_chunk_header){.type = ML_CK_SITES, .seq = m->site_base, .count = m->nsites};
+    write_chunk(&h, b.p, b.len);
+    b.len = 0;
+    for (uint32_t i = 0; i < m->nmarkers; i++)
+        if (ml_tbuf_marker(&b, &m->markers[i]))
+            goto out;
+    h = (struct ml_chunk_header){.type = ML_CK_MARKERS, .seq = m->marker_base,
+                                 .count = m->nmarkers};
+    if (m->nmarkers)
+        write_chunk(&h, b.p, b.len);
+    if (!m->nsegwords || !m->segs)
+        goto out;
+    maps = realloc(tr.maps, (tr.nmaps + 1) * sizeof(*maps));
+    if (!maps)
+        goto out;
+    tr.maps = maps;
+    sm = &maps[tr.nmaps];
+    sm->lo = (uintptr_t)m->segs;
+    sm->hi = sm->lo + (uintptr_t)m->nsegwords * 4;
+    sm->prep = malloc((size_t)m->nsegwords * 4);
+    sm->starts = calloc((m->nsegwords + 15) / 16, 1);
+    if (!sm->prep || !sm->starts) {
+        free(sm->prep);
+        free(sm->starts);
+        goto out;
+    }
+    /* Descriptors: n, n module-local site ids, padding to 8 bytes. Bad ones are left out. */
+    for (uint32_t at = 0; at < m->nsegwords;) {
+        uint32_t n = m->segs[at], words = 0, ok = n > 0 && n < 256 && at + 1 + n <= m->nsegwords;
+        for (uint32_t k = 0; ok && k < n; k++) {
+            uint32_t s = m->segs[at + 1 + k], w;
+            if (s >= m->nsites) {
+                ok = 0;
+                break;
+            }
+            w = ml_tb_site_words(&m->sites[s]);
+            words += w;
+            sm->prep[at + 1 + k] = (m->site_base + s) | (w << 30);
+        }
+        if (!ok || words + 1 > ML_TB_MAX_SEG)
+            break;
+        sm->prep[at] = n | (words << 16);
+        sm->starts[at / 16] |= (uint8_t)(1u << ((at / 2) % 8));
+        at += (1 + n + 1) & ~1u;
+    }
+    /* Keep the maps sorted by address for the lookup. */
+    tr.nmaps++;
+    for (uint32_t i = tr.nmaps - 1; i > 0 && tr.maps[i - 1].lo > tr.maps[i].lo; i--) {
+        struct segmap x = tr.maps[i];
+        tr.maps[i] = tr.maps[i - 1];
+        tr.maps[i - 1] = x;
+    }
+out:
+    free(b.p);
+}
+
+static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
+{
+    uint32_t lo = 0, hi = tr.nmaps;
+
+    if (hint && h >= hint->lo && h < hint->hi)
+        return hint;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (h < tr.maps[mid].lo)
+            hi = mid;
+        else if (h >= tr.maps[mid].hi)
+            lo = mid + 1;
+        else
+            return &tr.maps[mid];
+    }
+    return NULL;
+}
+
+static void chunk_begin(struct tthread *t, uint64_t t_first)
+{
+    t->enc.sites = tr.sites;
+    t->enc.nsites = tr.wsites;
+    ml_tenc_begin(&t->enc, t_first);
+    t->open = 1;
+    t->open_ns = ml_rt_mono_ns();
+}
+
+static void chunk_end(struct tthread *t, uint64_t t_last)
+{
+    struct ml_chunk_header h;
+
+    if (!t->open)
+        return;
+    if (ml_tenc_reserve(&t->enc, 16) == 0)
+        t->enc.len = (size_t)(ml_tenc_flush_run(&t->enc, t->enc.out + t->enc.len) - t->enc.out);
+    t->open = 0;
+    if (!t->enc.count)
+        return;
+    if (t_last < t->enc.t_cur)
+        t_last = t->enc.t_cur;
+    h = (struct ml_chunk_header){.type = ML_CK_DATA, .thread = t->index, .seq = t->seq++,
+                                 .count = t->enc.count, .t_first = t->enc.t_first,
+                                 .t_last = t_last, .tid = t->tid};
+    tr.records += t->enc.count;
+    write_chunk(&h, t->enc.out, t->enc.len);
+}
+
+/* Room for n more records (or fewer when out of memory: then they are lost). */
+static int room(struct tthread *t, size_t n)
+{
+    if (t->enc.len + n * ML_TENC_MAX_REC <= t->enc.cap && t->enc.nsites <= t->enc.cap_st)
+        return 0;
+    return ml_tenc_reserve(&t->enc, n * ML_TENC_MAX_REC);
+}
+
+static void put_pending(struct tthread *t)
+{
+    struct pending *p = &t->pend;
+
+    if (!p->weight)
+        return;
+    ml_tenc_put(&t->enc, p->site, p->lo, (uint32_t)(p->hi - p->lo), p->weight, 0, 0);
+    p->weight = 0;
+}
+
+/* One access record; --collapse merges it into the pending one when both touch one line. */
+static void put_access(struct tthread *t, uint32_t s, uint64_t addr, uint64_t len, uint32_t w)
+{
+    const struct ml_tsite *si = &tr.sites[s];
+
+    /* Address 0 is a slot a fatal signal left unwritten (no access to it can succeed). */
+    if ((tr.options & ML_TF_MARKERS_ONLY) || __builtin_expect(!addr, 0))
+        return;
+    while (len > 0x80000000ull) { /* sizes are 32-bit: split huge ranges */
+        ml_tenc_put(&t->enc, s, addr, 0x80000000u, w, 0, 0);
+        addr += 0x80000000ull;
+        len -= 0x80000000ull;
+        if (room(t, 2))
+            return;
+    }
+    if (tr.options & ML_TF_COLLAPSE) {
+        struct pending *p = &t->pend;
+        uint64_t end = addr + (len ? len : 1);
+        if (p->weight && p->kind == si->kind && addr >> 6 == p->lo >> 6 &&
+            (end - 1) >> 6 == p->lo >> 6) {
+            p->lo = addr < p->lo ? addr : p->lo;
+            p->hi = end > p->hi ? end : p->hi;
+            p->weight += w;
+            return;
+        }
+        put_pending(t);
+        *p = (struct pending){s, w, addr, end, si->kind};
+        return;
+    }
+    ml_tenc_put(&t->enc, s, addr, (uint32_t)len, w, 0, 0);
+}
+
+struct fault_ctx {
+    struct tthread *t;
+};
+
+static void put_fault(void *ctx, uint64_t tick, uint64_t addr)
+{
+    struct tthread *t = ((struct fault_ctx *)ctx)->t;
+    uint64_t f[5] = {addr, 0, 0, 0, 0};
+
+    if (t->enc.count >= CHUNK_RECORDS) {
+        put_pending(t);
+        chunk_end(t, tick);
+        chunk_begin(t, tick);
+    }
+    if (room(t, 3))
+        return;
+    put_pending(t);
+    ml_tenc_event(&t->enc, ML_EV_PAGE_FAULT, tick, f, 5);
+    if (ml_tr_pf_pfn_on()) {
+        uint32_t flags = 0;
+        uint64_t page = addr & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+        f[0] = page;
+        f[1] = ml_tr_pfn(addr, &flags);
+        f[2] = (uint64_t)sysconf(_SC_PAGESIZE);
+        f[3] = flags;
+        ml_tenc_event(&t->enc, ML_EV_PFN, tick, f, 5);
+    }
+}
+
+/* Page faults of t that happened up to tick upto, in time order with its records. */
+static void faults_upto(struct tthread *t, uint64_t upto)
+{
+    struct fault_ctx c = {t};
+    uint64_t lost = 0;
+
+    if (!t->pf)
+        return;
+    ml_tr_pf_read(t->pf, upto, put_fault, &c, &lost);
+    if (lost && !room(t, 1)) {
+        uint64_t f[5] = {0, lost, 0, 0, 0};
+        ml_tenc_event(&t->enc, ML_EV_FAULTS_LOST, upto, f, 5);
+    }
+}
+
+/* Linear time of word position pos in a buffer: for cutting a chunk inside one. */
+static uint64_t time_at(const struct tbuf *b, uint64_t pos)
+{
+    if (!b->used || b->t_end <= b->t_start)
+        return b->t_end;
+    return b->t_start + (uint64_t)((double)(b->t_end - b->t_start) * (double)pos / b->used);
+}
+
+static void lost_words(struct tthread *t, const uint64_t *w, const uint64_t *end, uint64_t tick)
+{
+    uint64_t f[5] = {0, (uint64_t)(end - w), 0, 0, 0};
+
+    if (end <= w || room(t, 1))
+        return;
+    tr.lost += (uint64_t)(end - w);
+    ml_tenc_event(&t->enc, ML_EV_LOST, tick, f, 5);
+}
+
+/* Where in b a fault at tick f most likely happened: its records are spread evenly in time. */
+static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
+{
+    if (f == UINT64_MAX)
+        return b->words + b->used + 1;
+    if (f <= b->t_start || b->t_end <= b->t_start)
+        return b->words;
+    if (f >= b->t_end)
+        return b->words + b->used + 1;
+    return b->words + (uint64_t)((double)b->used * (double)(f - b->t_start) /
+                                 (double)(b->t_end - b->t_start));
+}
+
+/* Encodes one buffer of raw words into t's open chunk. */
+static void process_buffer(struct tbuf *b)
+{
+    struct tthread *t = b->t;
+    const uint64_t *w = b->words, *end = b->words + b->used;
+    const struct segmap *hint = NULL;
+    const uint64_t *fw = fault_word(b, ml_tr_pf_peek(t->pf));
+
+    if (!t->open)
+        chunk_begin(t, b->t_start);
+    while (w < end) {
+        uint64_t h = *w;
+        unsigned tag = (unsigned)(h & ML_TB_TAG_MASK);
+
+        if (w >= fw) {
+            put_pending(t);
+            faults_upto(t, time_at(b, (uint64_t)(w - b->words)));
+            fw = fault_word(b, ml_tr_pf_peek(t->pf));
+            if (fw <= w)
+                fw = w + 1;
+        }
+        if (t->enc.count >= CHUNK_RECORDS) {
+            uint64_t cut = time_at(b, (uint64_t)(w - b->words));
+            put_pending(t);
+            chunk_end(t, cut);
+            chunk_begin(t, cut);
+        }
+        if (!h)
+            break; /* reserved but never written (a fatal signal): the rest is lost */
+        if (tag == 0) {
+            const struct segmap *sm = find_map((uintptr_t)h, hint);
+            uint32_t off, n, words;
+            const uint32_t *d;
+            if (!sm || (h - sm->lo) & 7)
+                break;
+            off = (uint32_t)((h - sm->lo) / 4);
+            if (!(sm->starts[off / 16] & (1u << ((off / 2) % 8))))
+                break;
+            hint = sm;
+            d = sm->prep + off;
+            n = d[0] & 0xffff;
+            words = d[0] >> 16;
+            if (w + 1 + words > end)
+                break;
+            if (room(t, n))
+                break;
+            w++;
+            for (uint32_t k = 1; k <= n; k++) {
+                uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
+                if (nw == 1)
+                    put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
+                else if (nw == 2)
+                    put_access(t, gs, w[0], w[1], tr.sites[gs].weight);
+                else {
+                    put_pending(t);
+                    ml_tenc_put(&t->enc, gs, 0, 0, 1, 0, 0);
+                }
+                w += nw;
+            }
+            continue;
+        }
+        if (tag == ML_TB_TAG_EVENT) {
+            unsigned nw = (unsigned)(h >> 3) & 31, kind = (unsigned)(h >> 8) & 0xff;
+            uint64_t arg = h >> 16, tick;
+            if (w + 1 + nw > end || nw < 1 || room(t, 3))
+                break;
+            tick = w[1];
+            faults_upto(t, tick);
+            put_pending(t);
+            if (kind == 0) { /* a marker reached through a call, exactly timed */
+                if (arg < tr.wsites && ml_ev_is_marker(tr.sites[arg].kind))
+                    ml_tenc_put(&t->enc, (uint32_t)arg, 0, 0, 1, 1, tick);
+            } else {
+                uint64_t f[5] = {0, 0, 0, 0, arg <= tr.wsites ? arg : 0};
+                for (unsigned i = 0; i < 4 && i + 2 <= nw; i++)
+                    f[i] = w[2 + i];
+                if (kind == ML_EV_DROP)
+                    tr.dropped += f[1];
+                ml_tenc_event(&t->enc, kind, tick, f, 5);
+            }
+            w += 1 + nw;
+            continue;
+        }
+        if (tag == ML_TB_TAG_ACCESS) {
+            unsigned nw = (unsigned)(h >> 3) & 31;
+            uint64_t gs = h >> 8;
+            if (w + 1 + nw > end || nw < 1 || gs >= tr.wsites ||
+                !ml_ev_is_access(tr.sites[gs].kind) || room(t, 2))
+                break;
+            put_access(t, (uint32_t)gs, w[1], nw >= 2 ? w[2] : tr.sites[gs].size,
+                       nw >= 3 ? (uint32_t)w[3] : tr.sites[gs].weight);
+            w += 1 + nw;
+            continue;
+        }
+        break;
+    }
+    lost_words(t, w, end, b->t_end);
+    if (!room(t, 2)) {
+        put_pending(t);
+        faults_upto(t, b->t_end);
+        ml_tenc_time(&t->enc, b->t_end);
+    }
+    if (b->final || ml_rt_mono_ns() - t->open_ns > CHUNK_NS)
+        chunk_end(t, b->t_end);
+}
+
+static void retire(struct tthread *t)
+{
+    t->retired = 1;
+    ml_tr_pf_close(t->pf);
+    t->pf = NULL;
+    ml_tenc_free(&t->enc);
+    munmap(t->mem, t->memlen);
+}
+
+static void do_sync(struct sync *s)
+{
+    struct ml_chunk_header h = {.type = ML_CK_END, .count = 1};
+    struct ml_trace_end e;
+
+    for (struct tthread *t = tr.threads; t; t = t->next)
+        if (t->open) {
+            put_pending(t);
+            faults_upto(t, ml_rt_ticks());
+            chunk_end(t, ml_rt_ticks());
+        }
+    memset(&e, 0, sizeof(e));
+    e.reason = s->reason;
+    e.signal = s->signal;
+    e.nthreads = tr.nthreads;
+    e.records = tr.records;
+    e.dropped = tr.dropped + tr.p_dropped;
+    e.waits = tr.p_waits;
+    e.wait_ticks = tr.p_wait_ticks;
+    e.lost = tr.lost;
+    write_chunk(&h, &e, sizeof(e));
+    __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+}
+
+static void run_job(struct tjob *j)
+{
+    if (j->type == JOB_BUF) {
+        struct tbuf *b = (struct tbuf *)j;
+        struct tthread *t = b->t;
+        if (!tr.disabled)
+            process_buffer(b);
+        memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
+        if (b->final)
+            retire(t);
+        else
+            push_free(t, b);
+    } else if (j->type == JOB_MODULE) {
+        add_module(((struct tmodule *)j)->m);
+        free(j);
+    } else if (j->type == JOB_SYNC) {
+        do_sync((struct sync *)j);
+    }
+}
+
+static void *writer_main(void *arg)
+{
+    sigset_t all;
+
+    (void)arg;
+    /* Signals are the program's business, never the writer's. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    tr.writer_tid = (pid_t)gettid_u32();
+    load_zstd();
+    open_file();
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&tr.wake, __ATOMIC_ACQUIRE);
+        struct tjob *list = __atomic_exchange_n(&tr.queue, NULL, __ATOMIC_ACQUIRE), *rev = NULL;
+
+        if (!list) {
+            struct timespec ts = {0, 100000000};
+            __atomic_store_n(&tr.writer_sleeping, 1, __ATOMIC_RELEASE);
+            if (!__atomic_load_n(&tr.queue, __ATOMIC_ACQUIRE))
+                syscall(SYS_futex, &tr.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+            __atomic_store_n(&tr.writer_sleeping, 0, __ATOMIC_RELEASE);
+            continue;
+        }
+        while (list) { /* the stack holds the newest first: restore the order of pushes */
+            struct tjob *n = list->next;
+            list->next = rev;
+            rev = list;
+            list = n;
+        }
+        while (rev) {
+            struct tjob *n = rev->next;
+            run_job(rev);
+            rev = n;
+        }
+    }
+    return NULL;
+}
+
+/* Starts the writer thread once per process (again in a fork child). */
+static void writer_ensure(void)
+{
+    static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    pthread_attr_t attr;
+
+    if (__atomic_load_n(&tr.writer_started, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&tr.lock);
+    if (!tr.writer_started) {
+        /* The C library's, not memlens' own wrapper: the writer is not a traced thread. */
+        if (!real_create)
+            real_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                   void *))dlsym(RTLD_NEXT, "pthread_create");
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (!real_create || real_create(&tr.writer, &attr, writer_main, NULL)) {
+            say("cannot start the trace writer thread", "", ": tracing is off");
+            tr.disabled = 1;
+        }
+        pthread_attr_destroy(&attr);
+        __atomic_store_n(&tr.writer_started, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&tr.lock);
+}
+
+/* Waits (bounded) until the writer has run s. */
+static void wait_sync(struct sync *s)
+{
+    uint64_t t0 = ml_rt_mono_ns();
+
+    while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) && !tr.disabled &&
+           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS)
+        pause_ns(200000);
+}
+
+/*
+ * The end of the process (exit from any thread, or a fatal signal): every
+ * thread's records so far go to the writer, which writes them and the END
+ * chunk. Threads still running lose what they record afterwards.
+ */
+static void finish(uint32_t reason, uint32_t sig)
+{
+    static struct sync s = {.job = {.type = JOB_SYNC}};
+
+    if (!tr.init || tr.disabled || !tr.writer_started ||
+        __atomic_exchange_n(&tr.finishing, 1, __ATOMIC_ACQ_REL))
+        return;
+    if ((pid_t)gettid_u32() == tr.writer_tid)
+        return; /* the writer itself is dying: nothing can be saved */
+    for (struct tthread *t = tr.threads; t; t = t->next) {
+        uint64_t *used;
+        if (t->retired || !t->cur)
+            continue;
+        used = t == self ? __memlens_tb_ptr : __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
+        hand_over(t, used, HAND_DETACH);
+    }
+    use_scratch(0);
+    s.reason = reason;
+    s.signal = sig;
+    push_job(&s.job);
+    wait_sync(&s);
+}
+
+static void on_exit_finish(void)
+{
+    finish(ML_END_EXIT, 0);
+}
+
+void ml_tr_before_exec(uint32_t gsite)
+{
+    static struct sync s = {.job = {.type = JOB_SYNC}};
+    struct tthread *t = self;
+
+    if (!tr.init || tr.disabled || !t || tr.finishing)
+        return;
+    ml_tr_event(ML_EV_EXEC, 0, 0, 0, 0, gsite);
+    if (!self)
+        return;
+    hand_over(t, __memlens_tb_ptr, HAND_NEXT);
+    s.done = 0;
+    s.reason = ML_END_EXEC;
+    push_job(&s.job);
+    wait_sync(&s);
+}
+
+/* ---- signals, fork ---- */
+
+static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV,
+                                    SIGBUS, SIGFPE,  SIGILL, SIGABRT};
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (self && !tr.finishing && !tr.disabled)
+        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0,
+                    (uint64_t)sig, ML_EV_NOID);
+    finish(ML_END_SIGNAL, (uint32_t)sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+        struct sigaction old, sa;
+        if (sigaction(fatal_signals[i], NULL, &old) || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO))
+            continue;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+        sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+/*
+ * A fork child traces what it does after the fork into its own file: the
+ * parent's queue, threads and file are not its own. The forking thread keeps
+ * a fresh set of buffers; the writer starts again on first use.
+ */
+static void modules_again(void);
+
+static void after_fork_child(void)
+{
+    for (struct tthread *t = tr.threads; t; t = t->next)
+        if (!t->retired)
+            munmap(t->mem, t->memlen);
+    pthread_mutex_init(&tr.lock, NULL);
+    tr.ppid = tr.pid;
+    tr.pid = (uint32_t)getpid();
+    tr.tick0 = ml_rt_ticks();
+    tr.mono0 = ml_rt_mono_ns();
+    tr.real0 = real_ns();
+    ml_tr_pf_clock(tr.tick0, tr.mono0);
+    tr.queue = NULL;
+    tr.writer_started = 0;
+    tr.writer_sleeping = 0;
+    tr.finishing = 0;
+    tr.fd = -1;
+    tr.threads = NULL;
+    tr.nthreads = 0;
+    tr.records = tr.dropped = tr.waits = tr.wait_ticks = tr.lost = 0;
+    tr.p_dropped = tr.p_waits = tr.p_wait_ticks = 0;
+    tr.wsites = 0; /* tables are written again for the new file */
+    tr.nmaps = 0;
+    free(tr.maps);
+    tr.maps = NULL;
+    self = NULL;
+    use_scratch(0);
+    __memlens_tb_ptr = __memlens_tb_end = NULL;
+    /* Every registered module again, so that the child's file names its sites. */
+    if (!tr.disabled)
+        modules_again();
+}
+
+static void parse_options(void)
+{
+    const char *env = getenv("MEMLENS_TRACE");
+    char buf[256], *save, *w;
+    int faults = 1, pfn = 1;
+
+    if (env) {
+        size_t n = strlen(env);
+        if (n >= sizeof(buf))
+            n = sizeof(buf) - 1;
+        memcpy(buf, env, n);
+        buf[n] = 0;
+        for (w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(w, "start=off"))
+                tr.options |= ML_TF_START_OFF;
+            else if (!strcmp(w, "start=on"))
+                tr.options &= ~ML_TF_START_OFF;
+            else if (!strcmp(w, "regions-only"))
+                tr.options |= ML_TF_REGIONS_ONLY;
+            else if (!strcmp(w, "markers-only"))
+                tr.options |= ML_TF_MARKERS_ONLY;
+            else if (!strcmp(w, "collapse"))
+                tr.options |= ML_TF_COLLAPSE;
+            else if (!strcmp(w, "drop"))
+                tr.options |= ML_TF_DROP;
+            else if (!strcmp(w, "no-faults"))
+                faults = 0;
+            else if (!strcmp(w, "no-pfn"))
+                pfn = 0;
+            else
+                say("ignoring unknown MEMLENS_TRACE option '", w,
+                    "' (known: start=off, regions-only, markers-only, collapse, drop, "
+                    "no-faults, no-pfn)");
+        }
+    }
+    ml_tr_pf_probe(faults, pfn, tr.faults_why, sizeof(tr.faults_why), tr.pfn_why,
+                   sizeof(tr.pfn_why));
+}
+
+void ml_tr_init(void)
+{
+    pthread_mutex_lock(&tr.lock);
+    if (!tr.init) {
+        tr.tick0 = ml_rt_ticks();
+        tr.mono0 = ml_rt_mono_ns();
+        tr.real0 = real_ns();
+        tr.pid = (uint32_t)getpid();
+        ml_tr_pf_clock(tr.tick0, tr.mono0);
+        parse_options();
+        update_gate((tr.options & ML_TF_START_OFF) != 0);
+        pthread_key_create(&exit_key, thread_exit);
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atexit(on_exit_finish);
+        install_signal_handlers();
+        __atomic_store_n(&tr.init, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&tr.lock);
+}
+
+/* ---- modules ---- */
+
+static struct ml_ev_module *modules, **modules_tail = &modules;
+
+static void modules_again(void)
+{
+    for (struct ml_ev_module *m = modules; m; m = m->next) {
+        struct tmodule *j = calloc(1, sizeof(*j));
+        if (!j)
+            return;
+        j->job.type = JOB_MODULE;
+        j->m = m;
+        push_job(&j->job);
+    }
+}
+
+ML_EXPORT void __memlens_trace_register(struct ml_ev_module *m)
+{
+    struct tmodule *j;
+
+    if (m->abi != ML_EV_ABI)
+        return; /* built by another memlens: its tables cannot be read safely */
+    ml_tr_init();
+    j = calloc(1, sizeof(*j));
+    pthread_mutex_lock(&tr.lock);
+    m->site_base = tr.nsites;
+    m->marker_base = tr.nmarkers;
+    tr.nsites += m->nsites;
+    tr.nmarkers += m->nmarkers;
+    m->next = NULL;
+    *modules_tail = m;
+    modules_tail = &m->next;
+    pthread_mutex_unlock(&tr.lock);
+    if (!j)
+        return;
+    j->job.type = JOB_MODULE;
+    j->m = m;
+    writer_ensure();
+    push_job(&j->job);
+}
