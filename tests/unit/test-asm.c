@@ -304,7 +304,12 @@ static void test_decode_accesses(void **state)
     check_acc("rep movsq", 2, 0, S, RDI, NO, 1, 0, NULL, 8, 1, ML_ASM_REP);
     check_acc("rep movsq", 2, 1, L, RSI, NO, 1, 0, NULL, 8, 1, ML_ASM_REP);
     check_acc("rep stosb", 1, 0, S, RDI, NO, 1, 0, NULL, 1, 1, ML_ASM_REP);
-    assert_true(one("xlatb", 1, 0)->opaque);
+    /* left out: an address no expression holds */
+    struct ml_asm_insn x;
+
+    insn_of("xlatb", &x);
+    assert_int_equal(x.naccess, 0);
+    assert_int_equal(x.untraced, 1);
     /* no data access: address generation, prefetch, multi-byte nop */
     one("leaq 8(%rdi), %rax", 0, 0);
     one("prefetcht0 (%rdi)", 0, 0);
@@ -910,8 +915,29 @@ static void test_file(void **state)
     assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
     fclose(out);
     fclose(o.explain);
-    assert_int_equal(size, strlen(file_text));
-    assert_memory_equal(text, file_text, size);
+    /* every line of the input, in order, with record sequences and tables added */
+    const char *at = text;
+
+    for (const char *l = file_text; *l;) {
+        const char *e = strchr(l, '\n');
+        char line[256];
+
+        snprintf(line, sizeof(line), "%.*s\n", (int)(e - l), l);
+        at = strstr(at, line);
+        if (!at)
+            fail_msg("line '%.*s' missing or out of order", (int)(e - l), l);
+        at += strlen(line);
+        l = e + 1;
+    }
+    assert_non_null(strstr(text, "\tcall\t*__memlens_asm_flush@GOTPCREL(%rip)\n"));
+    assert_non_null(strstr(text, "\tjmpq\t*__memlens_trace_register@GOTPCREL(%rip)\n"));
+    assert_non_null(strstr(text, ".init_array"));
+    /* the TLS sequence stays whole; the rep string operation records its count */
+    assert_non_null(strstr(text, "\tdata16\n\tleaq\tx@TLSGD(%rip), %rdi\n\tdata16\n\tdata16\n"
+                                 "\trex64\n\tcallq\t__tls_get_addr@PLT\n"));
+    assert_non_null(strstr(text, "\tmovq\t%rcx, 24(%rax)\n"));
+    assert_non_null(strstr(text, "\tmovq\t%rdi, 8(%rax)\n"));
+    assert_non_null(strstr(text, "\tmovq\t%rsi, 40(%rax)\n"));
     assert_int_equal(st.blocks, 8);
     assert_int_equal(st.tls, 2);
     assert_int_equal(st.forced, 2);

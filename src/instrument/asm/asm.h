@@ -52,7 +52,8 @@ struct ml_asm_access {
     uint8_t index;    /* 0..15, ML_ASM_VREG or ML_ASM_NOREG */
     uint8_t scale;    /* 1, 2, 4 or 8 */
     uint8_t count;    /* enum ml_asm_count */
-    uint8_t opaque;   /* the address uses something no BID expression holds (xlat's %al) */
+    uint8_t vindex;   /* ML_ASM_VSIB: the index vector register's number (0-31) */
+    uint8_t vsize;    /* ML_ASM_VSIB: bytes of one index element (4 or 8) */
     uint16_t size;    /* bytes of one access (of one element for gathers and scatters) */
     uint16_t elems;   /* gathers and scatters: elements; otherwise 1 */
     uint16_t symlen;  /* length of sym */
@@ -96,6 +97,8 @@ struct ml_asm_insn {
     uint8_t naccess;      /* entries of acc[] */
     uint8_t nlinear;      /* entries of lin[] */
     uint8_t tls_sequence; /* part of a TLS general/local-dynamic sequence the linker may rewrite */
+    uint8_t untraced;     /* accesses left out: %gs-relative, or addresses no expression holds
+                             (xlat's %rbx + %al, 32-bit addresses, RIP-relative without a symbol) */
     uint16_t reg_read;    /* general registers read (bit per number), explicit or implicit */
     uint16_t reg_written; /* general registers written, any part, explicit or implicit */
     uint32_t flags_read;  /* status flags read (ZYDIS_CPUFLAG_* bits) */
@@ -255,7 +258,7 @@ struct ml_asm_bid {
     const char *sym;  /* symbol of an IRR expression (symlen bytes), or NULL */
     uint16_t symlen;
     int64_t d;        /* displacement with the constant steps of base and index folded in */
-    uint8_t unstable; /* never equivalent to another access (gather, rep, opaque address) */
+    uint8_t unstable; /* never equivalent to another access (gathers, scatters, rep string ops) */
 };
 
 enum ml_asm_why {
@@ -301,6 +304,19 @@ struct ml_asm_result {
  */
 int ml_asm_bids(const struct ml_asm_insn *insn, int n, struct ml_asm_pick **pick);
 
+/* The value of a register: its value number and a constant added to it. */
+struct ml_asm_regval {
+    int root;
+    int64_t off;
+};
+
+/*
+ * The values of the general registers before each instruction of a block:
+ * st[i * ML_ASM_NGPR + r] for i = 0..n (row n: after the block). Two points
+ * where a register has the same root differ by the difference of the offsets.
+ */
+int ml_asm_states(const struct ml_asm_insn *insn, int n, struct ml_asm_regval *st);
+
 /*
  * Distance level (1, 2 or 3 for s1, s2, s3) between two access expressions at
  * granularity chunk: 1 when they are the same address, 2 when they are in one
@@ -320,6 +336,24 @@ int ml_asm_select(const struct ml_asm_insn *insn, int n, const struct ml_asm_par
                   struct ml_asm_result *r);
 void ml_asm_result_free(struct ml_asm_result *r);
 
+/* ---- the emitter ---- */
+
+/*
+ * Collects, block by block, the record sequences to insert before selected
+ * accesses and the tables (sites, segment descriptors, block markers) for
+ * the trace runtime (format/trace-abi.h), then writes the rewritten file.
+ */
+struct ml_asm_emit;
+
+struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                                    const struct ml_asm_insn *insn, int mode);
+/* Block bno (units [b->first, b->end)) with its selection r. Returns 0 or -errno. */
+int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *b, int bno,
+                      const struct ml_asm_result *r);
+/* The file with the sequences inserted and, when it has sites, the tables and a constructor. */
+int ml_asm_emit_write(struct ml_asm_emit *e, FILE *out, const char *name);
+void ml_asm_emit_free(struct ml_asm_emit *e);
+
 /* ---- the whole file ---- */
 
 struct ml_asm_opts {
@@ -334,6 +368,7 @@ struct ml_asm_stats {
     int forced;    /* rep string operations, gathers and scatters */
     int opaque;    /* units not decoded (never instrumented) */
     int tls;       /* units of TLS sequences the linker may rewrite (left alone) */
+    int untraced;  /* accesses left out (%gs-relative, addresses no expression holds) */
     double ma, aia;
 };
 

@@ -326,6 +326,7 @@ static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
     struct ml_asm_access *a;
     const char *t;
     size_t tn;
+    int opaque = 0;
 
     if (o->naccess >= ML_ASM_MAXACC)
         return -E2BIG;
@@ -352,17 +353,30 @@ static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
     else if (is_gpr64(op->mem.base))
         a->base = (uint8_t)gpr(op->mem.base);
     else
-        a->opaque = 1, a->base = ML_ASM_NOREG; /* a 32-bit address */
+        opaque = 1; /* a 32-bit address */
     if (op->mem.index == ZYDIS_REGISTER_NONE) {
         a->index = ML_ASM_NOREG;
     } else if (op->mem.type == ZYDIS_MEMOP_TYPE_VSIB) {
+        const char *mn = ZydisMnemonicGetString(in->mnemonic), *g = strstr(mn, "gather");
+
+        if (!g)
+            g = strstr(mn, "scatter") ? strstr(mn, "scatter") + 1 : mn;
         a->index = ML_ASM_VREG;
         a->scale = op->mem.scale;
+        a->vindex = (uint8_t)(op->mem.index - (ZydisRegisterGetClass(op->mem.index) ==
+                                                       ZYDIS_REGCLASS_ZMM
+                                                   ? ZYDIS_REGISTER_ZMM0
+                                               : ZydisRegisterGetClass(op->mem.index) ==
+                                                       ZYDIS_REGCLASS_YMM
+                                                   ? ZYDIS_REGISTER_YMM0
+                                                   : ZYDIS_REGISTER_XMM0));
+        /* vpgatherdq, vgatherqps, vscatterdpd...: the letter after gather/scatter is the index's */
+        a->vsize = g[6] == 'q' ? 8 : 4;
     } else if (is_gpr64(op->mem.index)) {
         a->index = (uint8_t)gpr(op->mem.index);
         a->scale = op->mem.scale;
     } else {
-        a->opaque = 1, a->index = ML_ASM_NOREG;
+        opaque = 1;
     }
     if (op->mem.type == ZYDIS_MEMOP_TYPE_VSIB) {
         /* One element per lane of the data register (the widest vector operand). */
@@ -391,7 +405,7 @@ static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
     if (a->implicit && a->base == ML_ASM_RSP && (a->dir & ML_ASM_STORE))
         a->disp = -(int64_t)a->size;
     if (in->mnemonic == ZYDIS_MNEMONIC_XLAT)
-        a->opaque = 1; /* %rbx + %al */
+        opaque = 1; /* %rbx + %al */
     /* The symbol of a displacement is only in the text. */
     if (!a->implicit && operands && (tn = memory_operand(operands, &t))) {
         const char *sym;
@@ -404,8 +418,11 @@ static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
             a->disp = disp;
         }
     }
-    if (a->base == ML_ASM_RIP && !a->sym)
-        a->opaque = 1; /* relative to the instruction's own address */
+    /* Relative to the instruction's own address; %gs has no user-visible base to add. */
+    if ((a->base == ML_ASM_RIP && !a->sym) || opaque || a->seg == ML_ASM_SEG_GS) {
+        o->untraced++;
+        return 0;
+    }
     o->naccess++;
     return 0;
 }
@@ -431,6 +448,11 @@ int ml_asm_decode(const uint8_t *code, size_t n, const char *operands, struct ml
         o->flags_written = in.cpu_flags->modified | in.cpu_flags->set_0 | in.cpu_flags->set_1 |
                            in.cpu_flags->undefined;
     }
+    /* A shift or rotate by %cl leaves the flags alone when %cl is 0: no sure write. */
+    if (in.meta.category == ZYDIS_CATEGORY_SHIFT || in.meta.category == ZYDIS_CATEGORY_ROTATE)
+        for (int k = 0; k < in.operand_count_visible; k++)
+            if (op[k].type == ZYDIS_OPERAND_TYPE_REGISTER && op[k].reg.value == ZYDIS_REGISTER_CL)
+                o->flags_written = 0;
     for (int k = 0; k < in.operand_count; k++) {
         const ZydisDecodedOperand *p = &op[k];
         int r;

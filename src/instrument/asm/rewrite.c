@@ -139,6 +139,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
 {
     struct ml_asm_insn *insn = calloc(u->n + 1, sizeof(*insn));
     struct ml_asm_block *blocks = NULL;
+    struct ml_asm_emit *em;
     const struct ml_asm_params *p = &o->params;
     double ma = 0, aia = 0;
     int nb, rc = 0, lastfunc = -2;
@@ -154,6 +155,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
         if (ml_asm_decode(u->code[k], u->len[k], l->operands, &insn[k]))
             st->opaque++;
         insn[k].line = u->first[k];
+        st->untraced += insn[k].untraced;
     }
     mark_tls(f, u, insn);
     nb = ml_asm_blocks(f, u, insn, &blocks);
@@ -161,6 +163,13 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
         free(insn);
         set_err(err, errlen, "out of memory");
         return nb;
+    }
+    em = ml_asm_emit_new(f, u, insn, p->mode);
+    if (!em) {
+        free(blocks);
+        free(insn);
+        set_err(err, errlen, "out of memory");
+        return -ENOMEM;
     }
     st->functions = f->nfunc;
     st->blocks = nb;
@@ -187,6 +196,13 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
             st->forced += r.pick[a].why == ML_ASM_WHY_FORCED;
         for (int k = b->first; k < b->end; k++)
             st->tls += insn[k].tls_sequence;
+        rc = ml_asm_emit_block(em, b, i, &r);
+        if (rc) {
+            set_err(err, errlen, rc == -ENOSPC ? "no scratch register for a record"
+                                               : "out of memory");
+            ml_asm_result_free(&r);
+            break;
+        }
         if (o->explain) {
             if (b->func != lastfunc)
                 fprintf(o->explain, "function %s\n", b->func >= 0 ? f->func[b->func].name : "?");
@@ -200,17 +216,15 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     if (!rc && o->explain)
         fprintf(o->explain,
                 "total: %d functions, %d blocks, %d instructions, %d accesses, %d instrumented "
-                "(%d forced), MA %.3f AIA %.3f, %d not decoded, %d in TLS sequences\n",
+                "(%d forced), MA %.3f AIA %.3f, %d not decoded, %d in TLS sequences, %d accesses "
+                "not traced\n",
                 st->functions, st->blocks, st->insns, st->accesses, st->selected, st->forced,
-                st->ma, st->aia, st->opaque, st->tls);
-    for (int i = 0; !rc && i < f->nline; i++) {
-        fwrite(f->line[i].start, 1, f->line[i].len, out);
-        fputc('\n', out);
-    }
-    if (!rc && ferror(out)) {
+                st->ma, st->aia, st->opaque, st->tls, st->untraced);
+    if (!rc && ml_asm_emit_write(em, out, o->name ? o->name : "")) {
         set_err(err, errlen, "cannot write the assembly");
         rc = -EIO;
     }
+    ml_asm_emit_free(em);
     free(blocks);
     free(insn);
     return rc;

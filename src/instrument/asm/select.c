@@ -134,7 +134,7 @@ static void bid_of(const struct regstate *s, const struct ml_asm_access *a, stru
     b->sym = a->sym;
     b->symlen = a->symlen;
     b->d = a->disp;
-    b->unstable = a->opaque || a->count != ML_ASM_ONCE;
+    b->unstable = a->count != ML_ASM_ONCE;
     if (a->base < ML_ASM_NGPR && s->root[a->base] >= SYMROOT && !a->sym) {
         /* The base holds a symbol's address: sym(%r) is the same expression as sym(%rip). */
         b->sym = s->symroot[s->root[a->base] - SYMROOT].sym;
@@ -188,6 +188,29 @@ int ml_asm_bids(const struct ml_asm_insn *insn, int n, struct ml_asm_pick **pick
         step(&s, &insn[i]);
     }
     return m;
+}
+
+int ml_asm_states(const struct ml_asm_insn *insn, int n, struct ml_asm_regval *st)
+{
+    struct regstate s;
+
+    memset(&s, 0, sizeof(s));
+    for (int r = 0; r < ML_ASM_NGPR; r++)
+        s.root[r] = r;
+    s.next = ML_ASM_NGPR;
+    for (int i = 0; i <= n; i++) {
+        for (int r = 0; r < ML_ASM_NGPR; r++)
+            st[i * ML_ASM_NGPR + r] = (struct ml_asm_regval){s.root[r], s.off[r]};
+        if (i == n)
+            break;
+        if (insn[i].opaque) {
+            for (int r = 0; r < ML_ASM_NGPR; r++)
+                s.inc[r]++, fresh(&s, r);
+            continue;
+        }
+        step(&s, &insn[i]);
+    }
+    return 0;
 }
 
 int ml_asm_same_class(const struct ml_asm_bid *a, const struct ml_asm_bid *b)
