@@ -91,7 +91,7 @@ run_same() { # <name> <build command for ref> ... : builds with clang and memlen
     ./got $args >have.txt 2>&1 || fail "$name: memlens build failed to run: $(cat have.txt)"
     cmp -s want.txt have.txt || fail "$name: output differs: $(cat have.txt) vs $(cat want.txt)"
 }
-for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.5,mode=ma,chunk=16" "omega=1"; do
+for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.25" "omega=0.5,mode=ma,chunk=16" "omega=1"; do
     for src in flags.c redzone.c jmp.c inline.c; do
         run_same "$src/$mode" 200 sh -c "clang-14 -O2 $P/$src -o ref &&
             $MC --ml-trace=asm,$mode -O2 $P/$src -o got"
@@ -105,10 +105,20 @@ for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.5,mode=ma,chunk=16" "omega=1
         $MC --ml-trace=asm,$mode -O2 -fPIC -shared $P/shlib.c -o libgot.so &&
         $MC --ml-trace=asm,$mode -O2 $P/tls.c -L. -lgot -Wl,-rpath,$W -pthread -o got"
 done
-if [ $avx512 = 1 ] || grep -qw avx2 /proc/cpuinfo; then
-    run_same "simd/native" 1003 sh -c "clang-14 -O3 -march=native $P/simd.c -o ref &&
-        $MC --ml-trace=asm -O3 -march=native $P/simd.c -o got"
+# Vector code the CPU runs: AVX2, and AVX-512 (masked loads and stores, gathers) where it has it.
+vec=""
+grep -qw avx2 /proc/cpuinfo && vec="-mavx2 -mfma"
+[ $avx512 = 1 ] && vec="-march=native -mprefer-vector-width=512"
+if [ -n "$vec" ]; then
+    for mode in "mode=ns" "omega=0.1" "omega=0.25" "omega=0.5" "omega=1"; do
+        run_same "simd/$mode" 1003 sh -c "clang-14 -O3 $vec $P/simd.c -o ref &&
+            $MC --ml-trace=asm,$mode -O3 $vec $P/simd.c -o got"
+    done
+    echo "vector code ($vec) prints the same"
+else
+    echo "vector code: skipped (no AVX2)"
 fi
+[ $avx512 = 1 ] || echo "AVX-512: skipped (the CPU lacks avx512f)"
 # A multi-file build with -c then link, and MEMLENS_CCFLAGS.
 MEMLENS_CCFLAGS="--ml-trace=asm,omega=0.5" "$MC" -O2 -fPIC -c "$P/shlib.c" -o s.o || fail "-c"
 "$MC" -O2 -c "$P/tls.c" -o t.o --ml-trace=asm || fail "-c tls"

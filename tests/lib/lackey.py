@@ -31,7 +31,7 @@ def ranges(binary, names):
     r = []
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 4 and f[3] in names and f[2].lower() == 't':
+        if len(f) == 4 and f[3] in names and f[2] in 'tTwW':
             start = int(f[0], 16)
             r.append((start, start + int(f[1], 16)))
     return sorted(r)
@@ -43,7 +43,8 @@ def result(loads, stores, modifies, pages, stack):
 
 
 def is_stack(addr):
-    return addr >= 0x7f0000000000 or 0x1ff0000000 <= addr < 0x2000000000  # native, valgrind
+    # the main stack: near the top of the address space natively, below 0x2000000000 in valgrind
+    return addr >= 0x7ff000000000 or 0x1ff0000000 <= addr < 0x2000000000
 
 
 def lackey(log, binary, sfiles):
