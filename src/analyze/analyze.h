@@ -60,5 +60,6 @@ int ml_an_run(const char *const *paths, int npaths, const struct ml_analysis *co
 /* Registered analyses. */
 extern const struct ml_analysis ml_an_summary;
 extern const struct ml_analysis ml_an_dump;
+extern const struct ml_analysis ml_an_select;
 
 #endif

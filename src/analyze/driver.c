@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const struct ml_analysis *const ml_analyses[] = {&ml_an_summary, &ml_an_dump, NULL};
+const struct ml_analysis *const ml_analyses[] = {&ml_an_summary, &ml_an_dump, &ml_an_select, NULL};
 
 const struct ml_analysis *ml_analysis_find(const char *name)
 {

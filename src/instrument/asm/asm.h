@@ -346,7 +346,8 @@ void ml_asm_result_free(struct ml_asm_result *r);
 struct ml_asm_emit;
 
 struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml_asm_units *u,
-                                    const struct ml_asm_insn *insn, int mode);
+                                    const struct ml_asm_insn *insn, int mode, uint32_t chunk,
+                                    const char *name);
 /* Block bno (units [b->first, b->end)) with its selection r. Returns 0 or -errno. */
 int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *b, int bno,
                       const struct ml_asm_result *r);

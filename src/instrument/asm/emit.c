@@ -75,6 +75,8 @@ struct ml_asm_emit {
     const struct ml_asm_units *u;
     const struct ml_asm_insn *insn;
     int mode;
+    uint32_t chunk;
+    const char *name;   /* the source, first part of block names */
     struct buf *before; /* per unit: the code to insert before it */
     uint8_t *cfa_rsp;   /* per unit: the CFA is %rsp-based there (CFI must follow our pushes) */
     struct loc *loc;    /* per unit: the last .loc before it */
@@ -158,7 +160,8 @@ static int note_file(struct ml_asm_emit *e, const char *args)
 }
 
 struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml_asm_units *u,
-                                    const struct ml_asm_insn *insn, int mode)
+                                    const struct ml_asm_insn *insn, int mode, uint32_t chunk,
+                                    const char *name)
 {
     struct ml_asm_emit *e = calloc(1, sizeof(*e));
     int stack[32], depth = 0, cfi = 0, rsp = 1, k = 0;
@@ -170,6 +173,8 @@ struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml
     e->u = u;
     e->insn = insn;
     e->mode = mode;
+    e->chunk = chunk;
+    e->name = name;
     e->before = calloc(u->n + 1, sizeof(*e->before));
     e->cfa_rsp = calloc(u->n + 1, 1);
     e->loc = calloc(u->n + 1, sizeof(*e->loc));
@@ -497,8 +502,8 @@ static int add_marker(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
         l += dir == ML_ASM_LOAD;
         s += dir == ML_ASM_STORE;
     }
-    if (asprintf(&name, "%s:%d m=%d l=%d s=%d r=%d ma=%.4f aia=%.4f", fn, bno, r->m, l, s, rmw,
-                 r->ma, r->aia) < 0)
+    if (asprintf(&name, "%s:%s:%d m=%d l=%d s=%d r=%d ma=%.4f aia=%.4f C=%u", e->name, fn, bno,
+                 r->m, l, s, rmw, r->ma, r->aia, e->chunk) < 0)
         return -ENOMEM;
     if (grow((void **)&e->mk, &e->capmk, e->nmk + 1, sizeof(*e->mk))) {
         free(name);
