@@ -16,7 +16,10 @@
  * compares them: the per-chunk count error sum |selective - ns| / sum ns, and
  * the measured accuracies: per block, the accesses whose chunk the selective
  * trace gives (MA: the same chunk; AIA: that chunk or a neighbour), as
- * matched counts of the two per-block chunk histograms.
+ * matched counts of the two per-block chunk histograms. Both runs must place
+ * memory alike (no address randomisation, the same allocations): the layout
+ * agreement, the fraction of the selective trace's accesses at chunks the ns
+ * trace touched at all, is 1 when they did (every recorded address is real).
  */
 
 struct blk {
@@ -239,9 +242,9 @@ static void dynamic(const struct sel *s, const struct tstate *t, double *ma, dou
 
 /* Matched accesses of the selective trace a against the ns trace e. */
 static int compare(const struct sel *s, struct tstate *a, struct tstate *e, double *err,
-                   double *mma, double *maia)
+                   double *mma, double *maia, double *layout)
 {
-    uint64_t diff = 0, total = 0, same = 0, near = 0, all = 0;
+    uint64_t diff = 0, total = 0, same = 0, near = 0, all = 0, agree = 0, sel = 0;
     struct map left = {0}, want = {0};
 
     for (size_t i = 0; i < e->cells.cap; i++) {
@@ -269,8 +272,13 @@ static int compare(const struct sel *s, struct tstate *a, struct tstate *e, doub
     for (size_t i = 0; i < a->cells.cap; i++) {
         const struct cell *x = &a->cells.c[i];
 
-        if (x->used && x->b == UINT32_MAX && !get(&e->cells, UINT32_MAX, x->chunk))
-            diff += x->n;
+        if (x->used && x->b == UINT32_MAX) {
+            int seen = get(&e->cells, UINT32_MAX, x->chunk) != 0;
+
+            diff += seen ? 0 : x->n;
+            agree += seen ? x->n : 0;
+            sel += x->n;
+        }
         if (x->used && x->b != UINT32_MAX && !get(&e->cells, x->b, x->chunk)) {
             struct cell *l = cell(&left, x->b, x->chunk);
 
@@ -298,6 +306,7 @@ static int compare(const struct sel *s, struct tstate *a, struct tstate *e, doub
     *err = total ? (double)diff / total : 0;
     *mma = all ? (double)same / all : 0;
     *maia = all ? (double)near / all : 0;
+    *layout = sel ? (double)agree / sel : 0;
     free(left.c);
     free(want.c);
     return 0;
@@ -310,7 +319,7 @@ nomem:
 static int report(void *st, FILE *out, enum ml_an_format fmt)
 {
     struct sel *s = st;
-    double ma[2], aia[2], err = 0, mma = 0, maia = 0;
+    double ma[2], aia[2], err = 0, mma = 0, maia = 0, layout = 0;
     uint64_t blocks[2] = {0, 0};
     int rc;
 
@@ -319,19 +328,19 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         for (uint32_t b = 0; b < s->t[i].nexec; b++)
             blocks[i] += s->t[i].exec[b] != 0;
     }
-    if (s->ntraces == 2 && (rc = compare(s, &s->t[0], &s->t[1], &err, &mma, &maia)))
+    if (s->ntraces == 2 && (rc = compare(s, &s->t[0], &s->t[1], &err, &mma, &maia, &layout)))
         return rc;
     if (fmt == ML_AN_CSV) {
         fprintf(out, "trace,blocks,records,accesses,chunk,static_ma,static_aia,against,"
-                     "chunk_error,measured_ma,measured_aia\n");
+                     "chunk_error,measured_ma,measured_aia,layout\n");
         fprintf(out, "%s,%llu,%llu,%llu,%u,%.4f,%.4f,%s,", s->t[0].path,
                 (unsigned long long)blocks[0], (unsigned long long)s->t[0].records,
                 (unsigned long long)s->t[0].accesses, s->chunk, ma[0], aia[0],
                 s->ntraces == 2 ? s->t[1].path : "");
         if (s->ntraces == 2)
-            fprintf(out, "%.4f,%.4f,%.4f\n", err, mma, maia);
+            fprintf(out, "%.4f,%.4f,%.4f,%.4f\n", err, mma, maia, layout);
         else
-            fprintf(out, ",,\n");
+            fprintf(out, ",,,\n");
     } else if (fmt == ML_AN_JSON) {
         fprintf(out,
                 "{\"trace\": \"%s\", \"blocks\": %llu, \"records\": %llu, \"accesses\": %llu, "
@@ -341,8 +350,8 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         if (s->ntraces == 2)
             fprintf(out,
                     ", \"against\": \"%s\", \"against_accesses\": %llu, \"chunk_error\": %.4f, "
-                    "\"measured_ma\": %.4f, \"measured_aia\": %.4f",
-                    s->t[1].path, (unsigned long long)s->t[1].accesses, err, mma, maia);
+                    "\"measured_ma\": %.4f, \"measured_aia\": %.4f, \"layout\": %.4f",
+                    s->t[1].path, (unsigned long long)s->t[1].accesses, err, mma, maia, layout);
         fprintf(out, "}\n");
     } else {
         if (!s->t[0].has_blocks)
@@ -356,8 +365,10 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         if (s->ntraces == 2)
             fprintf(out,
                     "  against %s (%llu accesses): per-chunk count error %.4f, "
-                    "measured MA %.4f AIA %.4f\n",
-                    s->t[1].path, (unsigned long long)s->t[1].accesses, err, mma, maia);
+                    "measured MA %.4f AIA %.4f; layout agreement %.4f%s\n",
+                    s->t[1].path, (unsigned long long)s->t[1].accesses, err, mma, maia, layout,
+                    layout < 0.999 ? " (the runs placed memory apart: figures not comparable)"
+                                   : "");
     }
     return 0;
 }
