@@ -159,13 +159,28 @@ static const char *saved_name(const char *out, const char *name)
     return ml_cc_strfmt("%.*s/%s", (int)(slash - out), out, name);
 }
 
+/* Whether the flags make code for a shared library (-fPIC, -fpic: the last of the -f*pic/pie). */
+static int is_pic(char *const *plain)
+{
+    int pic = 0;
+
+    for (char *const *a = plain; *a; a++) {
+        if (!strcmp(*a, "-fPIC") || !strcmp(*a, "-fpic"))
+            pic = 1;
+        else if (!strcmp(*a, "-fno-pic") || !strcmp(*a, "-fno-PIC") || !strcmp(*a, "-fPIE") ||
+                 !strcmp(*a, "-fpie") || !strcmp(*a, "-fno-pie") || !strcmp(*a, "-fno-PIE"))
+            pic = 0;
+    }
+    return pic;
+}
+
 /* Parses, encodes with llvm-mc, analyses and rewrites the assembly in s into rw. */
-static void rewrite(const char *s, const char *rw, const char *stem, const char *what)
+static void rewrite(const char *s, const char *rw, const char *stem, const char *what, int pic)
 {
     struct ml_asm_file f;
     struct ml_asm_units u;
     struct ml_asm_stats st;
-    struct ml_asm_opts o = {.params = ml_cc_asm.params, .name = what};
+    struct ml_asm_opts o = {.params = ml_cc_asm.params, .name = what, .pic = pic};
     const char *ann = ml_cc_tmp_path(ml_cc_strfmt("%s.enc.s", stem));
     const char *mc = ml_cc_tmp_path(ml_cc_strfmt("%s.mc.txt", stem));
     const char *tool = getenv("MEMLENS_LLVM_MC");
@@ -243,7 +258,7 @@ int ml_cc_asm_compile(const char *clang, char *const *plain, const char *olevel,
     free(v.v);
     if (st)
         return st;
-    rewrite(s, rw, stem, what);
+    rewrite(s, rw, stem, what, is_pic(plain));
     if (ml_cc_asm.save_temps) {
         /* -S writes the rewritten assembly as <stem>.s itself: clang's is not kept then. */
         if (!assembly)

@@ -347,7 +347,7 @@ struct ml_asm_emit;
 
 struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml_asm_units *u,
                                     const struct ml_asm_insn *insn, int mode, uint32_t chunk,
-                                    const char *name);
+                                    const char *name, int pic);
 /* Block bno (units [b->first, b->end)) with its selection r. Returns 0 or -errno. */
 int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *b, int bno,
                       const struct ml_asm_result *r);
@@ -360,6 +360,7 @@ void ml_asm_emit_free(struct ml_asm_emit *e);
 struct ml_asm_opts {
     struct ml_asm_params params;
     FILE *explain;    /* per function and block: what was selected and why; or NULL */
+    int pic;          /* position-independent code that may go into a shared library */
     const char *name; /* the source file, for the explanation */
 };
 

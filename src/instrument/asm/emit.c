@@ -75,10 +75,12 @@ struct ml_asm_emit {
     const struct ml_asm_units *u;
     const struct ml_asm_insn *insn;
     int mode;
+    int pic; /* reach the runtime's TLS through the GOT (initial exec): shared libraries */
     uint32_t chunk;
     const char *name;   /* the source, first part of block names */
     struct buf *before; /* per unit: the code to insert before it */
     uint8_t *cfa_rsp;   /* per unit: the CFA is %rsp-based there (CFI must follow our pushes) */
+    uint8_t *leaf;      /* per unit: in a function without calls, which may use the red zone */
     struct loc *loc;    /* per unit: the last .loc before it */
     char **files;       /* .file number -> path */
     int nfiles;
@@ -161,7 +163,7 @@ static int note_file(struct ml_asm_emit *e, const char *args)
 
 struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml_asm_units *u,
                                     const struct ml_asm_insn *insn, int mode, uint32_t chunk,
-                                    const char *name)
+                                    const char *name, int pic)
 {
     struct ml_asm_emit *e = calloc(1, sizeof(*e));
     int stack[32], depth = 0, cfi = 0, rsp = 1, k = 0;
@@ -175,12 +177,39 @@ struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml
     e->mode = mode;
     e->chunk = chunk;
     e->name = name;
+    e->pic = pic;
     e->before = calloc(u->n + 1, sizeof(*e->before));
     e->cfa_rsp = calloc(u->n + 1, 1);
     e->loc = calloc(u->n + 1, sizeof(*e->loc));
-    if (!e->before || !e->cfa_rsp || !e->loc) {
+    e->leaf = malloc(u->n + 1);
+    if (!e->before || !e->cfa_rsp || !e->loc || !e->leaf) {
         ml_asm_emit_free(e);
         return NULL;
+    }
+    /*
+     * LLVM keeps data in the red zone only in functions that make no call;
+     * elsewhere nothing lives below %rsp and the records need not step over it.
+     * Code outside a known function counts as a leaf.
+     */
+    {
+        uint8_t *calls = calloc(f->nfunc + 1, 1);
+
+        if (!calls) {
+            ml_asm_emit_free(e);
+            return NULL;
+        }
+        for (int j = 0; j < u->n; j++) {
+            int fn = f->line[u->first[j]].func;
+
+            if (fn >= 0 && insn[j].flow == ML_ASM_FLOW_CALL)
+                calls[fn] = 1;
+        }
+        for (int j = 0; j < u->n; j++) {
+            int fn = f->line[u->first[j]].func;
+
+            e->leaf[j] = fn < 0 || !calls[fn];
+        }
+        free(calls);
     }
     /* CFI and line state, in text order (which is address order within a section). */
     for (int i = 0; i < f->nline; i++) {
@@ -235,6 +264,7 @@ void ml_asm_emit_free(struct ml_asm_emit *e)
     free(e->files);
     free(e->before);
     free(e->cfa_rsp);
+    free(e->leaf);
     free(e->loc);
     free(e->site);
     free(e->segw);
@@ -345,14 +375,22 @@ static void address(struct buf *b, const struct ml_asm_access *a, const struct m
         bprintf(b, "\taddq\t%%fs:0, %%%s\n", reg64[B]); /* %fs:0 holds the thread block's address */
 }
 
+/* Bytes below %rsp the records step over at unit k: the red zone in leaf functions. */
+static int red_zone(const struct ml_asm_emit *e, int k)
+{
+    return e->leaf[k] ? RED_ZONE : 0;
+}
+
 /* Register saves, the reservation of W words and the slow path; leaves p in %A. */
 static void prologue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, int flags, int W)
 {
-    int c = e->cfa_rsp[k], n = e->nlabel++;
+    int c = e->cfa_rsp[k], n = e->nlabel++, rz = red_zone(e, k);
 
     bprintf(b, "# memlens record {\n");
-    bprintf(b, "\tleaq\t-%d(%%rsp), %%rsp\n", RED_ZONE);
-    cfa(b, c, RED_ZONE);
+    if (rz) {
+        bprintf(b, "\tleaq\t-%d(%%rsp), %%rsp\n", rz);
+        cfa(b, c, rz);
+    }
     bprintf(b, "\tpushq\t%%%s\n", reg64[A]);
     cfa(b, c, 8);
     bprintf(b, "\tpushq\t%%%s\n", reg64[B]);
@@ -361,12 +399,21 @@ static void prologue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, 
         bprintf(b, "\tpushfq\n");
         cfa(b, c, 8);
     }
-    bprintf(b, "\tmovq\t" ML_TB_SYM_PTR "@GOTTPOFF(%%rip), %%%s\n", reg64[B]);
-    bprintf(b, "\tmovq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[A]);
-    bprintf(b, "\taddq\t$%d, %%%s\n", 8 * W, reg64[A]);
-    bprintf(b, "\tmovq\t%%%s, %%fs:(%%%s)\n", reg64[A], reg64[B]);
-    bprintf(b, "\tmovq\t" ML_TB_SYM_END "@GOTTPOFF(%%rip), %%%s\n", reg64[B]);
-    bprintf(b, "\tcmpq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[A]);
+    if (e->pic) {
+        /* initial exec through the GOT: the variables live in the executable's runtime */
+        bprintf(b, "\tmovq\t" ML_TB_SYM_PTR "@GOTTPOFF(%%rip), %%%s\n", reg64[B]);
+        bprintf(b, "\tmovq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[A]);
+        bprintf(b, "\taddq\t$%d, %%%s\n", 8 * W, reg64[A]);
+        bprintf(b, "\tmovq\t%%%s, %%fs:(%%%s)\n", reg64[A], reg64[B]);
+        bprintf(b, "\tmovq\t" ML_TB_SYM_END "@GOTTPOFF(%%rip), %%%s\n", reg64[B]);
+        bprintf(b, "\tcmpq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[A]);
+    } else {
+        /* local exec: an executable, linked with the runtime */
+        bprintf(b, "\tmovq\t%%fs:" ML_TB_SYM_PTR "@TPOFF, %%%s\n", reg64[A]);
+        bprintf(b, "\taddq\t$%d, %%%s\n", 8 * W, reg64[A]);
+        bprintf(b, "\tmovq\t%%%s, %%fs:" ML_TB_SYM_PTR "@TPOFF\n", reg64[A]);
+        bprintf(b, "\tcmpq\t%%fs:" ML_TB_SYM_END "@TPOFF, %%%s\n", reg64[A]);
+    }
     bprintf(b, "\tjbe\t.Lmemlens_ok%d\n", n);
     bprintf(b, "\tpushq\t$%d\n", W);
     cfa(b, c, 8);
@@ -380,7 +427,7 @@ static void prologue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, 
 
 static void epilogue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, int flags)
 {
-    int c = e->cfa_rsp[k];
+    int c = e->cfa_rsp[k], rz = red_zone(e, k);
 
     if (flags) {
         bprintf(b, "\tpopfq\n");
@@ -390,14 +437,17 @@ static void epilogue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, 
     cfa(b, c, -8);
     bprintf(b, "\tpopq\t%%%s\n", reg64[A]);
     cfa(b, c, -8);
-    bprintf(b, "\tleaq\t%d(%%rsp), %%rsp\n", RED_ZONE);
-    cfa(b, c, -RED_ZONE);
+    if (rz) {
+        bprintf(b, "\tleaq\t%d(%%rsp), %%rsp\n", rz);
+        cfa(b, c, -rz);
+    }
     bprintf(b, "# memlens record }\n");
 }
 
-static int shift_of(int flags)
+/* How far %rsp moved from the instruction's own to the record code's. */
+static int shift_of(const struct ml_asm_emit *e, int k, int flags)
 {
-    return RED_ZONE + 16 + (flags ? 8 : 0);
+    return red_zone(e, k) + 16 + (flags ? 8 : 0);
 }
 
 /* A segment of descriptor-described records: sites[0..n) of the accesses at (unit[i], acc[i]). */
@@ -422,7 +472,8 @@ static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
     bprintf(b, "\tleaq\t.Lmemlens_segs+%d(%%rip), %%%s\n", 4 * seg, reg64[B]);
     bprintf(b, "\tmovq\t%%%s, (%%%s)\n", reg64[B], reg64[A]);
     for (int i = 0; i < n; i++) {
-        address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i], shift_of(flags), B);
+        address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i],
+                shift_of(e, blk->first + k, flags), B);
         bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[B], 8 * (i + 1), reg64[A]);
     }
     epilogue(e, b, blk->first + k, A, B, flags);

@@ -164,7 +164,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
         set_err(err, errlen, "out of memory");
         return nb;
     }
-    em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "");
+    em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
     if (!em) {
         free(blocks);
         free(insn);
