@@ -1,4 +1,4 @@
-# memlens build: the tool (C on LLVM-C 14), the runtime archive, tests, fuzz targets, ASan build.
+# memlens build: the tool (C on LLVM-C 14), the runtime (archive and shared), tests, fuzz targets, ASan build.
 LLVM_CONFIG ?= llvm-config-14
 CC ?= gcc
 ifeq ($(origin CC),default)
@@ -34,14 +34,14 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 TOOL_TREE = $(1)/bin/memlens $(1)/bin/memlens-cc $(1)/bin/memlens-c++ \
-	$(1)/lib/libmemlens-rt.a $(1)/include/memlens.h
+	$(1)/lib/libmemlens-rt.a $(1)/lib/libmemlens-rt.so $(1)/include/memlens.h
 
 # Cross runtimes, one per target triple, built when that target's libc and binutils are
 # installed (Debian libc6-dev-arm64-cross, binutils-aarch64-linux-gnu); memlens cc picks
 # <prefix>/lib/<triple>/libmemlens-rt.a for --target=<triple>. See docs/cc.md.
 CROSS := $(foreach t,aarch64-linux-gnu,$(if $(and $(wildcard /usr/$(t)/include/stdio.h),\
 	$(shell command -v $(t)-ld)),$(t)))
-CROSS_RT := $(foreach t,$(CROSS),$(B)/lib/$(t)/libmemlens-rt.a)
+CROSS_RT := $(foreach t,$(CROSS),$(B)/lib/$(t)/libmemlens-rt.a $(B)/lib/$(t)/libmemlens-rt.so)
 
 .SECONDARY:
 .PHONY: all deps asan unit fuzz test demo bench clean format install
@@ -99,6 +99,13 @@ $(B)/rt/memlens-rt.o: $(RT_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# The same runtime for instrumented shared libraries (memlens cc -shared links it as needed):
+# never unloaded, so that it outlives every plugin that brought it (docs/cc.md).
+RT_SO_FLAGS := -shared -Wl,-soname,libmemlens-rt.so -Wl,-z,nodelete -Wl,-z,defs -lpthread -ldl
+%/lib/libmemlens-rt.so: $(B)/rt/memlens-rt.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(RT_SO_FLAGS)
+
 # The same runtime cross-compiled by clang-14 for one target triple, linked by its binutils.
 define CROSS_RULES
 $(B)/rt-$(1)/%.o: %.c
@@ -115,6 +122,10 @@ $(B)/rt-$(1)/memlens-rt.o: $(RT_SRC:%.c=$(B)/rt-$(1)/%.o)
 $(B)/lib/$(1)/libmemlens-rt.a: $(B)/rt-$(1)/memlens-rt.o
 	@mkdir -p $$(dir $$@)
 	rm -f $$@ && $(1)-ar rcs $$@ $$^
+
+$(B)/lib/$(1)/libmemlens-rt.so: $(B)/rt-$(1)/memlens-rt.o
+	@mkdir -p $$(dir $$@)
+	clang-14 --target=$(1) -o $$@ $$^ $(RT_SO_FLAGS)
 endef
 $(foreach t,$(CROSS),$(eval $(call CROSS_RULES,$(t))))
 
@@ -154,8 +165,10 @@ install: all
 	ln -sf memlens $(PREFIX)/bin/memlens-cc
 	ln -sf memlens $(PREFIX)/bin/memlens-c++
 	install -m644 $(B)/lib/libmemlens-rt.a $(PREFIX)/lib/libmemlens-rt.a
+	install -m755 $(B)/lib/libmemlens-rt.so $(PREFIX)/lib/libmemlens-rt.so
 	for t in $(CROSS); do install -D -m644 $(B)/lib/$$t/libmemlens-rt.a \
-		$(PREFIX)/lib/$$t/libmemlens-rt.a || exit 1; done
+		$(PREFIX)/lib/$$t/libmemlens-rt.a && install -m755 $(B)/lib/$$t/libmemlens-rt.so \
+		$(PREFIX)/lib/$$t/libmemlens-rt.so || exit 1; done
 	install -m644 include/memlens.h $(PREFIX)/include/memlens.h
 
 clean:

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 /* Every block ends with exactly one of these; none is ever left unset. */
 enum ml_bb_status {
@@ -91,6 +93,12 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
                   struct ml_bb_result *r);
 
 /*
+ * Kills the sandbox of the measurement in progress, if any (async-signal-safe: for signal
+ * handlers of the caller, which then die; the sandbox would also die with its parent).
+ */
+void ml_bb_abort(void);
+
+/*
  * Decodes the block with Capstone. Returns 0 and the instruction count when it is a
  * runnable basic block, else sets r->status = ML_BB_UNSUPPORTED with a detail and returns
  * 1. Fills r->n_insns either way.
@@ -129,6 +137,43 @@ int ml_bb_mca(const uint8_t *code, size_t len, const char *mcpu, double *cycles)
 
 /* The -mcpu given to llvm-mca by default: LLVM's host CPU, or the closest model it knows. */
 const char *ml_bb_mca_cpu(void);
+
+/*
+ * Batch files. Lines are read with a bound (ML_BB_LINE_MAX bytes, newline included): input
+ * and output files may be anything a user points at, and a line without end must not take
+ * memory without end.
+ */
+#define ML_BB_LINE_MAX   16384
+#define ML_BB_LINE_TEXT  "16383" /* longest line kept, for messages */
+#define ML_BB_CSV_FIELDS 14 /* hex,throughput,u,u2,method,status,detail,signal,... (cmd-bb.c) */
+
+/*
+ * Reads the next line of f into buf (at most cap - 1 bytes, NUL-terminated, newline kept);
+ * the rest of a longer line is read and dropped, and *cut is set. Returns the bytes in buf,
+ * 0 at end of file, -EIO on a read error.
+ */
+ssize_t ml_bb_line_read(FILE *f, char *buf, size_t cap, int *cut);
+
+/*
+ * Field index (from 0) of a CSV line into out: RFC 4180 quotes undone, blanks around an
+ * unquoted field trimmed. Returns 0, -ENOENT when the line has fewer fields, -E2BIG when the
+ * field was cut to fit cap.
+ */
+int ml_bb_csv_field(const char *line, unsigned index, char *out, size_t cap);
+
+struct ml_bb_resume {
+    long rows;                        /* complete rows after the header */
+    long end;                         /* bytes of the header and those rows */
+    char last[2 * ML_BB_MAX_LEN + 8]; /* first field of the last complete row */
+};
+
+/*
+ * Scans an output file of 'memlens bb -o' for resuming: the header line, then complete rows
+ * of ML_BB_CSV_FIELDS fields with a known status, then at most a torn row (no newline),
+ * which resuming writes again. An empty file has no header and no rows. Returns 0, -EINVAL
+ * when the file is not such an output, -EIO on a read error.
+ */
+int ml_bb_resume_scan(FILE *f, const char *header, struct ml_bb_resume *rs);
 
 /* Record-address analysis (exposed for tests): sets ML_BB_FLAG_* from r->accesses. */
 unsigned ml_bb_flags_compute(const struct ml_bb_access *a, unsigned n);

@@ -1,7 +1,9 @@
 /* The basic-block harness: sandboxed child under ptrace, page mapping on faults, timing. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/perf_event.h>
 #include <linux/seccomp.h>
@@ -11,8 +13,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/rseq.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/rseq.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/user.h>
@@ -37,7 +40,10 @@
 #define PROBE_REPS 4
 
 /* Exit codes of the child when its setup fails, before the harness takes control. */
-enum { CHILD_EPTRACE = 90, CHILD_EMAP, CHILD_EMAPS, CHILD_ESECCOMP };
+enum { CHILD_EPTRACE = 90, CHILD_EMAP, CHILD_EPARENT };
+
+/* The sandbox of the measurement in progress, for ml_bb_abort (0: none). */
+static volatile sig_atomic_t sandbox_pid;
 
 struct job {
     uint8_t *code;
@@ -50,8 +56,9 @@ struct job {
 struct run {
     const struct ml_bb_opts *o;
     struct ml_bb_result *r;
-    struct ml_bb_ctl *ctl;
-    int datafd, ctlfd;
+    struct ml_bb_ctl *ctl;           /* read-only in the child */
+    const struct ml_bb_state *state; /* written by the child: numbers, never trusted */
+    int datafd, ctlfd, statefd;
     pid_t pid;
     struct job jobs[ML_BB_MAX_JOBS];
     unsigned n_jobs;
@@ -89,16 +96,18 @@ const char *ml_bb_method_name(enum ml_bb_method m)
 }
 
 /*
- * n copies of unit followed by 'jmp *0(%rip)' and the absolute address of the stub's return,
- * after off bytes of int3 that place the entry. RIP-relative displacements are rewritten in
- * every copy so that all copies reach the addresses of the first one, as every iteration of
- * the real block does; otherwise the copies would spread over many pages and misalign their
- * data.
+ * n copies of unit followed by 'jmp *0(%rip)' and the absolute address of job k's return
+ * into the stub, after off bytes of int3 that place the entry. RIP-relative displacements are
+ * rewritten in every copy so that all copies reach the addresses of the first one, as every
+ * iteration of the real block does; otherwise the copies would spread over many pages and misalign
+ * their data.
  */
-static int job_build(struct job *j, const uint8_t *unit, size_t len, unsigned n, unsigned passes,
-                     const struct ml_bb_insn *in, int n_in, unsigned off)
+static int job_build(struct job *j, unsigned k, const uint8_t *unit, size_t len, unsigned n,
+                     unsigned passes, const struct ml_bb_insn *in, int n_in, unsigned off)
 {
-    uint64_t back = ML_BB_STUB_AT(ml_bb_stub_back);
+    static const char *const backs[ML_BB_MAX_JOBS] = {ml_bb_stub_back0, ml_bb_stub_back1,
+                                                      ml_bb_stub_back2, ml_bb_stub_back3};
+    uint64_t back = ML_BB_STUB_AT(backs[k]);
     static const uint8_t jmp[6] = {0xff, 0x25, 0, 0, 0, 0};
     uint8_t *p;
 
@@ -109,8 +118,8 @@ static int job_build(struct job *j, const uint8_t *unit, size_t len, unsigned n,
         return -ENOMEM;
     memset(j->code, 0xcc, off);
     p = j->code + off;
-    for (unsigned k = 0; k < n; k++) {
-        uint8_t *copy = p + k * len;
+    for (unsigned c = 0; c < n; c++) {
+        uint8_t *copy = p + c * len;
 
         memcpy(copy, unit, len);
         for (int i = 0; i < n_in; i++) {
@@ -120,7 +129,7 @@ static int job_build(struct job *j, const uint8_t *unit, size_t len, unsigned n,
             if (!in[i].rip_disp_off)
                 continue;
             memcpy(&disp, copy + in[i].off + in[i].rip_disp_off, 4);
-            moved = (int64_t)disp - (int64_t)k * (int64_t)len;
+            moved = (int64_t)disp - (int64_t)c * (int64_t)len;
             if (moved < INT32_MIN)
                 continue;
             disp = (int32_t)moved;
@@ -208,83 +217,211 @@ static void pmu_probe(struct run *x)
     }
 }
 
-static int seccomp_install(void)
-{
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer) + 4),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(ML_BB_STUB_ADDR >> 32), 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)ML_BB_STUB_ADDR, 0, 1),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)(ML_BB_STUB_ADDR + ML_BB_STUB_MAP), 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+enum { L_NEXT, L_TRAP, L_ALLOW, L_TRACE, L_RUSAGE, L_READ, L_FD, L_COUNT };
 
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-        return -1;
-    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+struct bpf {
+    struct sock_filter *f;
+    unsigned n;
+    uint8_t jt[ML_BB_MAX_FILTER], jf[ML_BB_MAX_FILTER];
+    unsigned at[L_COUNT];
+};
+
+static void bpf_op(struct bpf *b, uint16_t code, uint32_t k, uint8_t jt, uint8_t jf)
+{
+    b->f[b->n] = (struct sock_filter)BPF_JUMP(code, k, 0, 0);
+    b->jt[b->n] = jt;
+    b->jf[b->n] = jf;
+    b->n++;
 }
 
-static int map_fixed(uint64_t addr, size_t len, int shared_fd)
+/* Loads the low or high half of a 64-bit field of struct seccomp_data. */
+static void bpf_ld(struct bpf *b, size_t off, int high)
+{
+    bpf_op(b, BPF_LD | BPF_W | BPF_ABS, (uint32_t)off + (high ? 4 : 0), L_NEXT, L_NEXT);
+}
+
+/* Falls through when the 64-bit field equals v, else jumps to L_TRAP. */
+static void bpf_eq64(struct bpf *b, size_t off, uint64_t v)
+{
+    bpf_ld(b, off, 0);
+    bpf_op(b, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)v, L_NEXT, L_TRAP);
+    bpf_ld(b, off, 1);
+    bpf_op(b, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(v >> 32), L_NEXT, L_TRAP);
+}
+
+#define ARG(i) (offsetof(struct seccomp_data, args) + 8 * (i))
+
+void ml_bb_seccomp_build(struct ml_bb_ctl *ctl, unsigned n_pmu)
+{
+    uint64_t stub = ML_BB_STUB_ADDR, ru = ML_BB_STATE_ADDR + offsetof(struct ml_bb_state, rusage);
+    uint64_t res = ML_BB_STATE_ADDR + offsetof(struct ml_bb_state, res);
+    struct bpf b = {.f = ctl->filter};
+
+    bpf_ld(&b, offsetof(struct seccomp_data, arch), 0);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, L_NEXT, L_TRAP);
+    /* from the stub's page only: the block's own syscall instructions never get further */
+    bpf_ld(&b, offsetof(struct seccomp_data, instruction_pointer), 1);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(stub >> 32), L_NEXT, L_TRAP);
+    bpf_ld(&b, offsetof(struct seccomp_data, instruction_pointer), 0);
+    bpf_op(&b, BPF_JMP | BPF_JGE | BPF_K, (uint32_t)stub, L_NEXT, L_TRAP);
+    bpf_op(&b, BPF_JMP | BPF_JGE | BPF_K, (uint32_t)(stub + ML_BB_STUB_MAP), L_TRAP, L_NEXT);
+    bpf_ld(&b, offsetof(struct seccomp_data, nr), 0);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, L_TRACE, L_NEXT);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, SYS_getrusage, L_RUSAGE, L_NEXT);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, SYS_read, L_READ, L_TRAP);
+    b.at[L_RUSAGE] = b.n;
+    bpf_eq64(&b, ARG(0), RUSAGE_THREAD);
+    bpf_eq64(&b, ARG(1), ru);
+    bpf_op(&b, BPF_JMP | BPF_JA, 0, L_ALLOW, L_ALLOW);
+    b.at[L_READ] = b.n;
+    bpf_ld(&b, ARG(0), 1);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, 0, L_NEXT, L_TRAP);
+    bpf_ld(&b, ARG(0), 0);
+    for (unsigned k = 0; k < n_pmu && k < ML_BB_MAX_PMU; k++)
+        bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ctl->pmu_fd[k], L_FD, L_NEXT);
+    bpf_op(&b, BPF_JMP | BPF_JA, 0, L_TRAP, L_TRAP);
+    b.at[L_FD] = b.n;
+    bpf_eq64(&b, ARG(2), 8);
+    bpf_ld(&b, ARG(1), 1);
+    bpf_op(&b, BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(res >> 32), L_NEXT, L_TRAP);
+    bpf_ld(&b, ARG(1), 0);
+    bpf_op(&b, BPF_JMP | BPF_JGE | BPF_K, (uint32_t)res, L_NEXT, L_TRAP);
+    bpf_op(&b, BPF_JMP | BPF_JGT | BPF_K,
+           (uint32_t)(res + sizeof(((struct ml_bb_state *)0)->res) - 8), L_TRAP, L_ALLOW);
+    b.at[L_TRAP] = b.n;
+    bpf_op(&b, BPF_RET | BPF_K, SECCOMP_RET_TRAP, L_NEXT, L_NEXT);
+    b.at[L_ALLOW] = b.n;
+    bpf_op(&b, BPF_RET | BPF_K, SECCOMP_RET_ALLOW, L_NEXT, L_NEXT);
+    b.at[L_TRACE] = b.n;
+    bpf_op(&b, BPF_RET | BPF_K, SECCOMP_RET_TRACE, L_NEXT, L_NEXT);
+    for (unsigned i = 0; i < b.n; i++) {
+        if (BPF_CLASS(b.f[i].code) != BPF_JMP)
+            continue;
+        if (BPF_OP(b.f[i].code) == BPF_JA) { /* unconditional: the offset lives in k */
+            b.f[i].k = b.at[b.jt[i]] - i - 1;
+            continue;
+        }
+        b.f[i].jt = b.jt[i] ? (uint8_t)(b.at[b.jt[i]] - i - 1) : 0;
+        b.f[i].jf = b.jf[i] ? (uint8_t)(b.at[b.jf[i]] - i - 1) : 0;
+    }
+    ctl->fprog_len = b.n;
+    ctl->fprog_filter = ML_BB_CTL_ADDR + offsetof(struct ml_bb_ctl, filter);
+}
+
+static int map_fixed(uint64_t addr, size_t len, int prot, int shared_fd)
 {
     void *p;
 
     if (shared_fd >= 0)
-        p = mmap((void *)addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
-                 shared_fd, 0);
+        p = mmap((void *)addr, len, prot, MAP_SHARED | MAP_FIXED_NOREPLACE, shared_fd, 0);
     else
-        p = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        p = mmap((void *)addr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     return p == (void *)addr ? 0 : -1;
 }
 
-/* Lists every mapping outside the harness for the stub to unmap. */
-static int unmap_list(struct ml_bb_ctl *ctl)
+/* The address ranges around the harness, which the stub unmaps before it seals itself in. */
+static void unmap_plan(struct ml_bb_ctl *ctl, const struct run *x)
 {
-    FILE *f = fopen("/proc/self/maps", "r");
-    unsigned long lo, hi;
-    char line[512];
+    uint64_t from = 0, top = (1ull << 47) - 4096;
 
-    if (!f)
-        return -1;
     ctl->n_unmap = 0;
-    while (fgets(line, sizeof(line), f)) {
-        if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
-            continue;
-        if (lo >= 0x800000000000ul) /* vsyscall: cannot be unmapped */
-            continue;
-        if (lo >= ML_BB_STUB_ADDR && lo < ML_BB_CODE_ADDR + ML_BB_MAX_JOBS * ML_BB_CODE_STRIDE)
-            continue;
-        if (ctl->n_unmap >= ML_BB_MAX_UNMAP) {
-            fclose(f);
-            return -1;
-        }
-        ctl->unmap[ctl->n_unmap][0] = lo;
-        ctl->unmap[ctl->n_unmap][1] = hi - lo;
+    for (unsigned j = 0; j <= x->n_jobs; j++) {
+        uint64_t at = j ? ML_BB_CODE_ADDR + (j - 1) * ML_BB_CODE_STRIDE : ML_BB_STUB_ADDR;
+        uint64_t end = j ? at + ((x->jobs[j - 1].len + 4095) & ~4095ull) : ML_BB_ALIAS_ADDR + 4096;
+
+        ctl->unmap[ctl->n_unmap][0] = from;
+        ctl->unmap[ctl->n_unmap][1] = at - from;
         ctl->n_unmap++;
+        from = end;
     }
-    fclose(f);
-    return 0;
+    ctl->unmap[ctl->n_unmap][0] = from;
+    ctl->unmap[ctl->n_unmap][1] = top - from;
+    ctl->n_unmap++;
+}
+
+/* Closes every descriptor but the sorted, distinct keep[0..n). */
+static void close_others(const int *keep, unsigned n)
+{
+    unsigned from = 0;
+
+    for (unsigned i = 0; i <= n; i++) {
+        unsigned to = i < n ? (unsigned)keep[i] : ~0u;
+
+        if (to > from && syscall(SYS_close_range, from, to - 1, 0) != 0)
+            for (unsigned fd = from; fd < to && fd < 65536; fd++)
+                close((int)fd);
+        from = to + 1;
+    }
+}
+
+/*
+ * Defence in depth, not the guarantee (the seccomp filter is): as root, become nobody
+ * keeping only CAP_SYS_RAWIO, which mapping a page below vm.mmap_min_addr needs; no
+ * ambient or inheritable capabilities; no new processes, files or locked memory; CPU time
+ * bounded beyond the timer. Best effort: a container may not map nobody's uid.
+ */
+static void drop_privileges(unsigned timeout_ms)
+{
+    struct rlimit zero = {0, 0}, cpu;
+
+    if (geteuid() == 0) {
+        struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+        for (int c = 0; c < 64; c++)
+            if (c != CAP_SYS_RAWIO)
+                prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+        prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0);
+        if (setgroups(0, NULL) == 0 && setresgid(65534, 65534, 65534) == 0)
+            setresuid(65534, 65534, 65534);
+        memset(d, 0, sizeof(d));
+        d[CAP_TO_INDEX(CAP_SYS_RAWIO)].permitted = CAP_TO_MASK(CAP_SYS_RAWIO);
+        d[CAP_TO_INDEX(CAP_SYS_RAWIO)].effective = CAP_TO_MASK(CAP_SYS_RAWIO);
+        syscall(SYS_capset, &h, d);
+    }
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    setrlimit(RLIMIT_NPROC, &zero);
+    setrlimit(RLIMIT_NOFILE, &zero);
+    setrlimit(RLIMIT_FSIZE, &zero);
+    setrlimit(RLIMIT_CORE, &zero);
+    setrlimit(RLIMIT_MEMLOCK, &zero);
+    setrlimit(RLIMIT_MSGQUEUE, &zero);
+    cpu.rlim_cur = 2 + timeout_ms / 1000;
+    cpu.rlim_max = cpu.rlim_cur + 1;
+    setrlimit(RLIMIT_CPU, &cpu);
+}
+
+/* Dies with the harness: also when the harness died before the child could ask for it. */
+static void die_with_parent(pid_t parent)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) || getppid() != parent)
+        _exit(CHILD_EPARENT);
 }
 
 /* The child: builds the harness at fixed addresses, locks itself down, enters the stub. */
-static void child_main(struct run *x)
+static void child_main(struct run *x, pid_t parent)
 {
     size_t stub_len = (size_t)(ml_bb_stub_end - ml_bb_stub_start);
-    struct ml_bb_ctl *ctl;
     struct itimerval prof = {{0, 0}, {0, 0}}, real = {{0, 0}, {0, 0}};
+    int keep[1 + ML_BB_MAX_PMU], n_keep = 0;
 
+    /* the caller's handlers (a cleanup on SIGINT, say) are not the sandbox's to run */
+    for (int sig = 1; sig < SIGRTMIN; sig++) {
+        struct sigaction sa;
+
+        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)
+            signal(sig, SIG_DFL);
+    }
+    die_with_parent(parent);
+    setpgid(0, 0); /* the terminal's signals are the harness's to handle */
     if (ptrace(PTRACE_TRACEME, 0, 0, 0))
         _exit(CHILD_EPTRACE);
     raise(SIGSTOP);
-    if (map_fixed(ML_BB_STUB_ADDR, ML_BB_STUB_MAP, -1) ||
-        map_fixed(ML_BB_CTL_ADDR, ML_BB_CTL_SIZE, x->ctlfd) ||
-        map_fixed(ML_BB_ALIAS_ADDR, 4096, x->datafd))
+    /* the control page is read-only here: its memfd is sealed against new writable maps */
+    if (map_fixed(ML_BB_STUB_ADDR, ML_BB_STUB_MAP, PROT_READ | PROT_WRITE, -1) ||
+        map_fixed(ML_BB_CTL_ADDR, ML_BB_CTL_SIZE, PROT_READ, x->ctlfd) ||
+        map_fixed(ML_BB_STATE_ADDR, ML_BB_STATE_SIZE, PROT_READ | PROT_WRITE, x->statefd) ||
+        map_fixed(ML_BB_ALIAS_ADDR, 4096, PROT_READ | PROT_WRITE, x->datafd))
         _exit(CHILD_EMAP);
     memcpy((void *)ML_BB_STUB_ADDR, ml_bb_stub_start, stub_len);
     if (mprotect((void *)ML_BB_STUB_ADDR, ML_BB_STUB_MAP, PROT_READ | PROT_EXEC))
@@ -293,28 +430,41 @@ static void child_main(struct run *x)
         uint64_t at = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE;
         size_t len = (x->jobs[j].len + 4095) & ~(size_t)4095;
 
-        if (map_fixed(at, len, -1))
+        if (map_fixed(at, len, PROT_READ | PROT_WRITE, -1))
             _exit(CHILD_EMAP);
         memcpy((void *)at, x->jobs[j].code, x->jobs[j].len);
         if (mprotect((void *)at, len, PROT_READ | PROT_EXEC))
             _exit(CHILD_EMAP);
     }
-    ctl = (struct ml_bb_ctl *)ML_BB_CTL_ADDR;
     /* the stub writes its results here: fault every page in now, not inside a timing window
        (a minor fault every 4 KiB of results made one timing in 32 unclean) */
+    for (size_t off = 0; off < ML_BB_STATE_SIZE; off += 4096)
+        ((volatile uint8_t *)ML_BB_STATE_ADDR)[off] = 0;
     for (size_t off = 0; off < ML_BB_CTL_SIZE; off += 4096)
-        ((volatile uint8_t *)ctl)[off] = ((volatile uint8_t *)ctl)[off];
+        (void)((volatile const uint8_t *)ML_BB_CTL_ADDR)[off];
+    /* perf counts the process that opens it; each fd goes to the number the filter allows */
+    keep[n_keep++] = x->datafd; /* inject_mmap maps it */
     for (unsigned k = 0; k < x->n_pmu; k++) {
         struct perf_event_attr a;
+        int want = (int)x->ctl->pmu_fd[k];
         long fd;
 
         perf_attr(&a, x->pmu_kinds[k]);
         fd = perf_open(&a);
-        if (fd < 0)
+        if (fd < 0 || (fd != want && dup2((int)fd, want) != want))
             _exit(CHILD_EMAP);
-        ctl->pmu_fd[k] = (uint64_t)fd;
+        if (fd != want)
+            close((int)fd);
+        keep[n_keep++] = want;
     }
-    ctl->n_pmu = x->n_pmu;
+    for (int i = 1; i < n_keep; i++)
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    /* nothing else: not the caller's pipes, not the output file (they must close with us) */
+    close_others(keep, (unsigned)n_keep);
     /*
      * glibc registers an rseq area in the thread's TLS; once that is unmapped, the kernel
      * would fail to update it on the next preemption and kill the child with SIGSEGV.
@@ -325,16 +475,16 @@ static void child_main(struct run *x)
         syscall(SYS_rseq, (char *)__builtin_thread_pointer() + __rseq_offset, 32,
                 RSEQ_FLAG_UNREGISTER, RSEQ_SIG))
         _exit(CHILD_EMAP);
-    if (unmap_list(ctl))
-        _exit(CHILD_EMAPS);
+    drop_privileges(x->o->timeout_ms);
+    die_with_parent(parent); /* a change of credentials cleared the death signal */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) /* seccomp(2) requires it without privileges */
+        _exit(CHILD_EMAP);
     /* CPU time catches spinning blocks; wall time catches anything else that never ends */
     prof.it_value.tv_sec = x->o->timeout_ms / 1000;
     prof.it_value.tv_usec = (x->o->timeout_ms % 1000) * 1000;
     real.it_value.tv_sec = 10 + x->o->timeout_ms / 100;
     setitimer(ITIMER_PROF, &prof, NULL);
     setitimer(ITIMER_REAL, &real, NULL);
-    if (seccomp_install())
-        _exit(CHILD_ESECCOMP);
     __asm__ volatile("jmp *%0" : : "r"(ML_BB_STUB_ADDR) : "memory");
     __builtin_unreachable();
 }
@@ -354,10 +504,23 @@ static void crash(struct ml_bb_result *r, int sig, const char *detail)
     snprintf(r->detail, sizeof(r->detail), "%s", detail);
 }
 
-/* Maps page onto the shared data page by making the stopped child run mmap at the gadget. */
+#define SECCOMP_STOP (SIGTRAP | (PTRACE_EVENT_SECCOMP << 8))
+
+/* The syscall the block attempted, which the filter stopped for the harness: refused. */
+static void refuse_syscall(struct run *x, long nr)
+{
+    x->r->status = ML_BB_UNSUPPORTED;
+    snprintf(x->r->detail, sizeof(x->r->detail), "syscall (seccomp): number %ld", nr);
+}
+
+/*
+ * Maps page onto the shared data page by making the stopped child run mmap at the gadget.
+ * The filter stops the child at the call; it runs only when its registers are exactly those
+ * set here (they are: the child runs nothing but the gadget in between).
+ */
 static int inject_mmap(struct run *x, uint64_t page, int *status)
 {
-    struct user_regs_struct regs;
+    struct user_regs_struct regs, seen;
 
     if (ptrace(PTRACE_GETREGS, x->pid, 0, &regs))
         return -errno;
@@ -374,8 +537,20 @@ static int inject_mmap(struct run *x, uint64_t page, int *status)
         return -errno;
     if (wait_stop(x->pid, status) < 0)
         return -ECHILD;
-    if (!WIFSTOPPED(*status) || WSTOPSIG(*status) != SIGTRAP)
+    if (!WIFSTOPPED(*status) || *status >> 8 != SECCOMP_STOP)
         return 1; /* handled by the caller like any other stop */
+    if (ptrace(PTRACE_GETREGS, x->pid, 0, &seen))
+        return -errno;
+    if (seen.orig_rax != SYS_mmap || seen.rip != regs.rip + 2 || seen.rdi != regs.rdi ||
+        seen.rsi != regs.rsi || seen.rdx != regs.rdx || seen.r10 != regs.r10 ||
+        seen.r8 != regs.r8 || seen.r9 != regs.r9)
+        return -EIO;
+    if (ptrace(PTRACE_CONT, x->pid, 0, 0))
+        return -errno;
+    if (wait_stop(x->pid, status) < 0)
+        return -ECHILD;
+    if (!WIFSTOPPED(*status) || WSTOPSIG(*status) != SIGTRAP || *status >> 16)
+        return 1;
     if (ptrace(PTRACE_GETREGS, x->pid, 0, &regs))
         return -errno;
     return regs.rax == page ? 0 : -ENOMEM;
@@ -444,8 +619,9 @@ static int handle_stop(struct run *x, int status)
         return 0;
     }
     if (sig == SIGSYS) {
-        r->status = ML_BB_UNSUPPORTED;
-        snprintf(r->detail, sizeof(r->detail), "syscall (seccomp)");
+        if (ptrace(PTRACE_GETSIGINFO, x->pid, 0, &si))
+            return -errno;
+        refuse_syscall(x, si.si_syscall);
         return 0;
     }
     if (sig != SIGSEGV) {
@@ -517,6 +693,10 @@ static int run_all(struct run *x)
             if (WSTOPSIG(status) == SIGTRAP) {
                 if (ptrace(PTRACE_GETREGS, x->pid, 0, &regs))
                     return -errno;
+                if (status >> 8 == SECCOMP_STOP) { /* not one the harness injected */
+                    refuse_syscall(x, (long)regs.orig_rax);
+                    return 0;
+                }
                 if (regs.rip == ML_BB_STUB_AT(ml_bb_stub_done))
                     return 1;
             }
@@ -623,19 +803,23 @@ static int trace_accesses(struct run *x, const uint8_t *code, size_t len)
 
     if (n <= 0)
         return 0;
-    x->ctl->cur_code = start;
     if (set_rip(x->pid, ML_BB_STUB_AT(ml_bb_stub_trace)) || ptrace(PTRACE_CONT, x->pid, 0, 0) ||
         wait_stop(x->pid, &status) < 0)
         return -ECHILD;
-    if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP)
+    if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP || status >> 16)
         return 0;
-    if (ptrace(PTRACE_SINGLESTEP, x->pid, 0, 0) || wait_stop(x->pid, &status) < 0)
+    /* the stub stopped with the registers of a pass; the job's code starts from here */
+    if (ptrace(PTRACE_GETREGS, x->pid, 0, &g))
+        return -errno;
+    g.rip = start;
+    if (ptrace(PTRACE_SETREGS, x->pid, 0, &g) || ptrace(PTRACE_SINGLESTEP, x->pid, 0, 0) ||
+        wait_stop(x->pid, &status) < 0)
         return -ECHILD;
     for (int step = 0; step < 2 * n; step++) {
         uint64_t off, copy;
         int k;
 
-        if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP)
+        if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP || status >> 16)
             break;
         if (ptrace(PTRACE_GETREGS, x->pid, 0, &g))
             return -errno;
@@ -706,7 +890,7 @@ static void evaluate(struct run *x)
         unsigned n = 0;
 
         for (unsigned i = 0; i < x->o->reps; i++) {
-            const struct ml_bb_slot *s = &x->ctl->res[i][j];
+            const struct ml_bb_slot *s = &x->state->res[i][j];
             double t = (double)slot_value(x, s) / x->jobs[j].passes;
 
             r->timings[j][i] = slot_clean(x, s) ? t : -t;
@@ -774,15 +958,16 @@ static int plan(struct run *x, const uint8_t *code, size_t len)
     passes = o->work / (r->u2 * (r->n_insns ? r->n_insns : 1));
     if (passes == 0)
         passes = 1;
-    x->n_jobs = 0;
-    err = job_build(&x->jobs[x->n_jobs++], code, len, r->u, passes, in, n_in, off);
+    err = job_build(&x->jobs[0], 0, code, len, r->u, passes, in, n_in, off);
     if (!err)
-        err = job_build(&x->jobs[x->n_jobs++], code, len, r->u2, passes, in, n_in, off);
+        err = job_build(&x->jobs[1], 1, code, len, r->u2, passes, in, n_in, off);
+    x->n_jobs = 2;
     /* as many passes as the block: matched chains then run timings of the block's length */
     if (!err && r->method == ML_BB_METHOD_TSC) {
-        err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_MAX, passes, NULL, 0, 0);
+        err = job_build(&x->jobs[2], 2, add_chain, 2, CALIB_MAX, passes, NULL, 0, 0);
         if (!err)
-            err = job_build(&x->jobs[x->n_jobs++], add_chain, 2, CALIB_MAX, passes, NULL, 0, 0);
+            err = job_build(&x->jobs[3], 3, add_chain, 2, CALIB_MAX, passes, NULL, 0, 0);
+        x->n_jobs = 4;
     }
     free(in);
     return err;
@@ -802,9 +987,10 @@ static void calib_set(struct run *x, unsigned cu, unsigned cU)
     x->r->calib[1] = cU;
 }
 
+/* The timings are the child's numbers: n may be anything, NaN included. */
 static unsigned calib_clamp(double n)
 {
-    return n < CALIB_MIN ? CALIB_MIN : n > CALIB_MAX ? CALIB_MAX : (unsigned)(n + 0.5);
+    return !(n >= CALIB_MIN) ? CALIB_MIN : n > CALIB_MAX ? CALIB_MAX : (unsigned)(n + 0.5);
 }
 
 /*
@@ -818,7 +1004,8 @@ static void calib_match(struct run *x, unsigned reps)
 
     for (unsigned i = 0; i < reps; i++) {
         for (unsigned p = 0; p < 2; p++) {
-            const struct ml_bb_slot *s0 = &x->ctl->res[i][2 * p], *s1 = &x->ctl->res[i][2 * p + 1];
+            const struct ml_bb_slot *s0 = &x->state->res[i][2 * p];
+            const struct ml_bb_slot *s1 = &x->state->res[i][2 * p + 1];
             double t0 = (double)(s0->t1 - s0->t0) / x->jobs[2 * p].passes;
             double t1 = (double)(s1->t1 - s1->t0) / x->jobs[2 * p + 1].passes;
             double *dst = p ? c : b;
@@ -853,17 +1040,77 @@ static int vector_level(void)
     return __builtin_cpu_supports("avx") ? 1 : 0;
 }
 
+/*
+ * The three memfds shared with the child: the data page, the control page (sealed against
+ * new writable mappings, so the child's read-only mapping can never be made writable) and
+ * the state page (read-only here: the harness only reads what the child wrote).
+ */
+static int sandbox_files(struct run *x)
+{
+    void *p;
+
+    x->datafd = memfd_create("memlens-bb-data", MFD_CLOEXEC);
+    x->ctlfd = memfd_create("memlens-bb-ctl", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    x->statefd = memfd_create("memlens-bb-state", MFD_CLOEXEC);
+    if (x->datafd < 0 || x->ctlfd < 0 || x->statefd < 0 || ftruncate(x->datafd, 4096) ||
+        ftruncate(x->ctlfd, ML_BB_CTL_SIZE) || ftruncate(x->statefd, ML_BB_STATE_SIZE))
+        return -errno;
+    p = mmap(NULL, ML_BB_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, x->ctlfd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    x->ctl = p;
+    p = mmap(NULL, ML_BB_STATE_SIZE, PROT_READ, MAP_SHARED, x->statefd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    x->state = p;
+    /* F_SEAL_FUTURE_WRITE needs Linux 5.1; without it the filter still refuses mprotect */
+    if (fcntl(x->ctlfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE))
+        fcntl(x->ctlfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW);
+    return 0;
+}
+
+/*
+ * Takes the child from its first stop to the stub's first trap: setup done, everything
+ * else unmapped, filter installed (the stub's seccomp(2) returned 0 in %rax). No code of
+ * the block has run yet, so these registers can be believed.
+ */
+static int sandbox_start(struct run *x)
+{
+    struct user_regs_struct regs;
+    int status;
+
+    if (wait_stop(x->pid, &status) < 0 || !WIFSTOPPED(status)) {
+        int eptrace = WIFEXITED(status) && WEXITSTATUS(status) == CHILD_EPTRACE;
+
+        x->pid = -1;
+        return eptrace ? -EPERM : -ECHILD;
+    }
+    if (ptrace(PTRACE_SETOPTIONS, x->pid, 0, PTRACE_O_EXITKILL | PTRACE_O_TRACESECCOMP))
+        return -ENOSYS;
+    if (ptrace(PTRACE_CONT, x->pid, 0, 0) || wait_stop(x->pid, &status) < 0)
+        return -ECHILD;
+    if (WIFEXITED(status)) {
+        x->pid = -1;
+        return WEXITSTATUS(status) == CHILD_EMAP ? -ENOMEM : -ECHILD;
+    }
+    if (!WIFSTOPPED(status) || status >> 8 != SIGTRAP || ptrace(PTRACE_GETREGS, x->pid, 0, &regs) ||
+        regs.rip != ML_BB_STUB_AT(ml_bb_stub_ready))
+        return -ECHILD;
+    return regs.rax ? -ENOSYS : 0;
+}
+
 int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
                   struct ml_bb_result *r)
 {
     struct run x;
     int err = 0, status;
+    pid_t parent;
 
     memset(r, 0, sizeof(*r));
     memset(&x, 0, sizeof(x));
     x.o = o;
     x.r = r;
-    x.datafd = x.ctlfd = -1;
+    x.datafd = x.ctlfd = x.statefd = -1;
     x.pid = -1;
     if (o->reps == 0 || o->reps > ML_BB_MAX_REPS || o->min_agree > o->reps)
         return -EINVAL;
@@ -891,58 +1138,44 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
         err = err > 0 ? 0 : err;
         goto out;
     }
-    x.datafd = memfd_create("memlens-bb-data", MFD_CLOEXEC);
-    x.ctlfd = memfd_create("memlens-bb-ctl", MFD_CLOEXEC);
-    if (x.datafd < 0 || x.ctlfd < 0 || ftruncate(x.datafd, 4096) ||
-        ftruncate(x.ctlfd, ML_BB_CTL_SIZE)) {
-        err = -errno;
+    err = sandbox_files(&x);
+    if (err)
         goto out;
-    }
-    x.ctl = mmap(NULL, ML_BB_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, x.ctlfd, 0);
-    if (x.ctl == MAP_FAILED) {
-        x.ctl = NULL;
-        err = -errno;
-        goto out;
-    }
     x.ctl->init = ML_BB_INIT_VALUE;
     x.ctl->mxcsr = ML_BB_MXCSR;
     x.ctl->vec = (uint32_t)vector_level();
     x.ctl->n_jobs = x.n_jobs;
     x.ctl->n_reps = o->reps;
     x.ctl->alias = ML_BB_ALIAS_ADDR;
-    for (unsigned j = 0; j < x.n_jobs; j++) {
-        x.ctl->job_code[j] = ML_BB_CODE_ADDR + j * ML_BB_CODE_STRIDE + x.jobs[j].off;
-        x.ctl->passes[j] = x.jobs[j].passes;
+    for (unsigned j = 0; j < 8; j++) { /* unused entries lead to job 0 */
+        unsigned k = j < x.n_jobs ? j : 0;
+
+        x.ctl->job_code[j] = ML_BB_CODE_ADDR + k * ML_BB_CODE_STRIDE + x.jobs[k].off;
+        x.ctl->passes[j] = x.jobs[k].passes;
     }
     if (r->method == ML_BB_METHOD_TSC)
         calib_set(&x, CALIB_U, CALIB_U2);
+    /* the child moves its perf fds to the first numbers above stdio that are not datafd */
+    for (int k = 0, fd = 3; k < (int)x.n_pmu; fd++)
+        if (fd != x.datafd)
+            x.ctl->pmu_fd[k++] = (uint64_t)fd;
+    x.ctl->n_pmu = x.n_pmu;
+    unmap_plan(x.ctl, &x);
+    ml_bb_seccomp_build(x.ctl, x.n_pmu);
 
     fflush(NULL);
+    parent = getpid();
     x.pid = fork();
     if (x.pid < 0) {
         err = -errno;
         goto out;
     }
     if (x.pid == 0)
-        child_main(&x);
-    if (wait_stop(x.pid, &status) < 0 || !WIFSTOPPED(status)) {
-        err = WIFEXITED(status) && WEXITSTATUS(status) == CHILD_EPTRACE ? -EPERM : -ECHILD;
-        x.pid = -1;
+        child_main(&x, parent);
+    sandbox_pid = x.pid;
+    err = sandbox_start(&x);
+    if (err)
         goto out;
-    }
-    ptrace(PTRACE_SETOPTIONS, x.pid, 0, PTRACE_O_EXITKILL);
-    if (ptrace(PTRACE_CONT, x.pid, 0, 0) || wait_stop(x.pid, &status) < 0) {
-        err = -ECHILD;
-        goto out;
-    }
-    if (!WIFSTOPPED(status) || WSTOPSIG(status) != SIGTRAP) {
-        if (WIFEXITED(status)) {
-            x.pid = -1;
-            err = WEXITSTATUS(status) == CHILD_ESECCOMP ? -ENOSYS : -ENOMEM;
-        } else
-            err = -ECHILD;
-        goto out;
-    }
     /* a short probe (which also maps the block's pages) sizes the calibration chains */
     err = 1;
     if (r->method == ML_BB_METHOD_TSC) {
@@ -979,6 +1212,7 @@ int ml_bb_measure(const uint8_t *code, size_t len, const struct ml_bb_opts *o,
             err = trace_accesses(&x, code, len);
     }
 out:
+    sandbox_pid = 0; /* before the reaping: ml_bb_abort never signals a recycled pid */
     if (x.pid > 0) {
         kill(x.pid, SIGKILL);
         waitpid(x.pid, &status, __WALL);
@@ -987,9 +1221,21 @@ out:
         free(x.jobs[j].code);
     if (x.ctl)
         munmap(x.ctl, ML_BB_CTL_SIZE);
+    if (x.state)
+        munmap((void *)x.state, ML_BB_STATE_SIZE);
     if (x.datafd >= 0)
         close(x.datafd);
     if (x.ctlfd >= 0)
         close(x.ctlfd);
+    if (x.statefd >= 0)
+        close(x.statefd);
     return err;
+}
+
+void ml_bb_abort(void)
+{
+    pid_t pid = sandbox_pid;
+
+    if (pid > 0)
+        kill(pid, SIGKILL);
 }

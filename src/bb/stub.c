@@ -2,23 +2,31 @@
 #include "bb/sandbox.h"
 
 /*
- * The stub runs with every page of the child unmapped except itself, the control page (at
- * a fixed distance after it, hence RIP-relative addressing), the alias of the data page and
- * the jobs' code. It uses no stack across the block and keeps its loop state in the control
- * page, so the block may clobber every register. Its only syscalls (munmap, mmap through the
- * gadget, getrusage, read of perf counters) come from its own addresses, which is what the
- * seccomp filter allows; everything else traps.
+ * The stub runs with every page of the child unmapped except itself, the control page and
+ * the state page (at fixed distances after it, hence RIP-relative addressing), the alias of
+ * the data page and the jobs' code. It uses no stack across the block and keeps its loop
+ * state in the state page, so the block may clobber every register.
+ *
+ * The block may also write the state page. So the stub takes from it only counters, and
+ * masks them before use: a slot index is reduced to the results array, a job index to the
+ * four jobs. Jump targets, pass counts, the fill value and file descriptors come from the
+ * read-only control page. Each job has its own pass loop whose jump to the job's code reads
+ * a fixed control-page entry. None of this is what keeps the block in: the seccomp filter,
+ * which the stub installs before any block runs, allows only the stub's exact syscalls
+ * (docs/bb.md, "Sandbox"); the masking keeps a hostile block from sending the stub astray.
  *
  * Layout of one timing: refill the data page, read counters, initialise x87/SSE/AVX state
  * and flags, lfence+rdtsc, then for each of the job's passes: initialise the general-purpose
- * registers and jump to the job's code (n copies of the block, then an absolute jump back); finally
- * lfence+rdtsc and read counters. Several passes per timing keep the TSC's granularity
- * (26 ticks on some VMs) far below the measured difference. Timings interleave the
- * jobs (calibration and block, both unroll factors) so that frequency drifts hit all alike.
+ * registers and jump to the job's code (n copies of the block, then an absolute jump back to
+ * the job's ml_bb_stub_back<k>); finally lfence+rdtsc and read counters. Several passes per
+ * timing keep the TSC's granularity (26 ticks on some VMs) far below the measured
+ * difference. Timings interleave the jobs (calibration and block, both unroll factors) so
+ * that frequency drifts hit all alike.
  */
 __asm__(".pushsection .text\n"
         ".balign 64\n"
-        ".globl ml_bb_stub_start, ml_bb_stub_run, ml_bb_stub_back, ml_bb_stub_done\n"
+        ".globl ml_bb_stub_start, ml_bb_stub_ready, ml_bb_stub_run, ml_bb_stub_done\n"
+        ".globl ml_bb_stub_back0, ml_bb_stub_back1, ml_bb_stub_back2, ml_bb_stub_back3\n"
         ".globl ml_bb_stub_gadget, ml_bb_stub_trace, ml_bb_stub_end\n"
         ".set CTL, ml_bb_stub_start + 0x10000\n"
         ".set C_INIT, CTL + 0x00\n"
@@ -26,30 +34,42 @@ __asm__(".pushsection .text\n"
         ".set C_VEC, CTL + 0x0c\n"
         ".set C_NJOBS, CTL + 0x10\n"
         ".set C_NREPS, CTL + 0x18\n"
-        ".set C_REP, CTL + 0x20\n"
-        ".set C_JOB, CTL + 0x28\n"
-        ".set C_CURCODE, CTL + 0x30\n"
-        ".set C_CURRES, CTL + 0x38\n"
-        ".set C_ALIAS, CTL + 0x40\n"
-        ".set C_NUNMAP, CTL + 0x48\n"
-        ".set C_NPMU, CTL + 0x50\n"
-        ".set C_PASSLEFT, CTL + 0x58\n"
-        ".set C_PASSES, CTL + 0xc0\n"
+        ".set C_ALIAS, CTL + 0x20\n"
+        ".set C_NUNMAP, CTL + 0x28\n"
+        ".set C_NPMU, CTL + 0x30\n"
+        ".set C_FPROG, CTL + 0x40\n"
         ".set C_PMUFD, CTL + 0x60\n"
         ".set C_JOBCODE, CTL + 0x80\n"
-        ".set C_RU, CTL + 0x100\n"
-        ".set C_STACKTOP, CTL + 0x400\n"
-        ".set C_RES, CTL + 0x400\n"
-        ".set C_UNMAP, CTL + 0x8400\n"
+        ".set C_PASSES, CTL + 0xc0\n"
+        ".set C_UNMAP, CTL + 0x300\n"
+        ".set ST, ml_bb_stub_start + 0x40000\n"
+        ".set S_REP, ST + 0x00\n"
+        ".set S_JOB, ST + 0x08\n"
+        ".set S_PASSLEFT, ST + 0x10\n"
+        ".set S_RU, ST + 0x100\n"
+        ".set S_STACKTOP, ST + 0x400\n"
+        ".set S_RES, ST + 0x400\n"
+        /* %rbx = the current slot, res[rep][job], with both indices masked (clobbers rax, rcx) */
+        ".macro ML_SLOT\n"
+        "  mov S_REP(%rip), %rax\n"
+        "  shl $2, %rax\n"
+        "  mov S_JOB(%rip), %rcx\n"
+        "  and $3, %ecx\n"
+        "  add %rcx, %rax\n"
+        "  and $255, %eax\n"
+        "  shl $7, %rax\n"
+        "  lea S_RES(%rip), %rbx\n"
+        "  add %rax, %rbx\n"
+        ".endm\n"
         /* counters into the current slot: \\off is 0 (before) or 8 (after) */
         ".macro ML_COUNTERS off\n"
         "  xor %r12d, %r12d\n"
         "1: cmp C_NPMU(%rip), %r12\n"
         "  jae 2f\n"
+        "  ML_SLOT\n"
         "  lea C_PMUFD(%rip), %rax\n"
         "  mov (%rax,%r12,8), %rdi\n"
-        "  mov C_CURRES(%rip), %rsi\n"
-        "  lea 0x30+\\off*4(%rsi,%r12,8), %rsi\n"
+        "  lea 0x30+\\off*4(%rbx,%r12,8), %rsi\n"
         "  mov $8, %edx\n"
         "  xor %eax, %eax\n" /* read */
         "  syscall\n"
@@ -57,14 +77,14 @@ __asm__(".pushsection .text\n"
         "  jmp 1b\n"
         "2: mov $98, %eax\n" /* getrusage(RUSAGE_THREAD) */
         "  mov $1, %edi\n"
-        "  lea C_RU(%rip), %rsi\n"
+        "  lea S_RU(%rip), %rsi\n"
         "  syscall\n"
-        "  mov C_CURRES(%rip), %rbx\n"
-        "  mov C_RU+0x80(%rip), %rax\n"
-        "  add C_RU+0x88(%rip), %rax\n"
+        "  ML_SLOT\n"
+        "  mov S_RU+0x80(%rip), %rax\n"
+        "  add S_RU+0x88(%rip), %rax\n"
         "  mov %rax, 0x10+\\off(%rbx)\n"
-        "  mov C_RU+0x40(%rip), %rax\n"
-        "  add C_RU+0x48(%rip), %rax\n"
+        "  mov S_RU+0x40(%rip), %rax\n"
+        "  add S_RU+0x48(%rip), %rax\n"
         "  mov %rax, 0x20+\\off(%rbx)\n"
         ".endm\n"
         /* refill the shared data page with the initial value, through its alias */
@@ -113,7 +133,7 @@ __asm__(".pushsection .text\n"
         "  kxnorw %k0, %k0, %k1\n  kxnorw %k0, %k0, %k2\n  kxnorw %k0, %k0, %k3\n"
         "  kxnorw %k0, %k0, %k4\n  kxnorw %k0, %k0, %k5\n  kxnorw %k0, %k0, %k6\n"
         "  kxnorw %k0, %k0, %k7\n"
-        "5: lea C_STACKTOP(%rip), %rsp\n"
+        "5: lea S_STACKTOP(%rip), %rsp\n"
         "  pushq $0x202\n" /* clears DF, AC and TF the block may have set */
         "  popfq\n"
         ".endm\n"
@@ -124,8 +144,33 @@ __asm__(".pushsection .text\n"
         "  mov %rax, %r9\n  mov %rax, %r10\n  mov %rax, %r11\n  mov %rax, %r12\n"
         "  mov %rax, %r13\n  mov %rax, %r14\n  mov %rax, %r15\n"
         ".endm\n"
+        /* one timing of job k (the slot is in %rbx): its passes, each from fresh registers,
+           then the end time; each pass is one BHive-style run, so passes must not overlap */
+        ".macro ML_TIMING k\n"
+        ".Lml_bb_timing\\k:\n"
+        "  lfence\n"
+        "  rdtsc\n"
+        "  shl $32, %rdx\n"
+        "  or %rdx, %rax\n"
+        "  mov %rax, (%rbx)\n"
+        ".Lml_bb_pass\\k:\n"
+        "  lfence\n"
+        "  ML_INITGPR\n"
+        "  jmp *(C_JOBCODE + 8 * \\k)(%rip)\n"
+        "ml_bb_stub_back\\k:\n"
+        "  decq S_PASSLEFT(%rip)\n"
+        "  jnz .Lml_bb_pass\\k\n"
+        "  lfence\n"
+        "  rdtsc\n"
+        "  shl $32, %rdx\n"
+        "  or %rax, %rdx\n"
+        "  ML_SLOT\n"
+        "  mov %rdx, 8(%rbx)\n"
+        "  jmp .Lml_bb_after\n"
+        ".endm\n"
         "ml_bb_stub_start:\n"
-        /* first entry, from the child's C code once seccomp is on: unmap everything listed */
+        /* first entry, from the child's C code: unmap everything but the harness, then
+           install the seccomp filter; no code of the block has run yet */
         "  lea C_UNMAP(%rip), %rbx\n"
         "  mov C_NUNMAP(%rip), %r12\n"
         "1: test %r12, %r12\n"
@@ -137,59 +182,47 @@ __asm__(".pushsection .text\n"
         "  add $16, %rbx\n"
         "  dec %r12\n"
         "  jmp 1b\n"
-        "2: int3\n"
+        "2: mov $317, %eax\n" /* seccomp(SECCOMP_SET_MODE_FILTER, 0, &fprog) */
+        "  mov $1, %edi\n"
+        "  xor %esi, %esi\n"
+        "  lea C_FPROG(%rip), %rdx\n"
+        "  syscall\n"
+        "  int3\n" /* the harness checks %rax (0) here */
+        "ml_bb_stub_ready:\n"
         /* the harness (re)starts every run here, after each newly mapped page */
         "ml_bb_stub_run:\n"
-        "  movq $0, C_REP(%rip)\n"
-        "  movq $0, C_JOB(%rip)\n"
+        "  movq $0, S_REP(%rip)\n"
+        "  movq $0, S_JOB(%rip)\n"
         ".Lml_bb_next:\n"
-        "  mov C_REP(%rip), %rax\n"
-        "  imul C_NJOBS(%rip), %rax\n"
-        "  add C_JOB(%rip), %rax\n"
-        "  shl $7, %rax\n"
-        "  lea C_RES(%rip), %rbx\n"
-        "  add %rax, %rbx\n"
-        "  mov %rbx, C_CURRES(%rip)\n"
-        "  mov C_JOB(%rip), %rax\n"
-        "  lea C_JOBCODE(%rip), %rcx\n"
-        "  mov (%rcx,%rax,8), %rax\n"
-        "  mov %rax, C_CURCODE(%rip)\n"
-        "  mov C_JOB(%rip), %rax\n"
+        "  mov S_JOB(%rip), %rax\n"
+        "  and $3, %eax\n"
         "  lea C_PASSES(%rip), %rcx\n"
         "  mov (%rcx,%rax,8), %rax\n"
-        "  mov %rax, C_PASSLEFT(%rip)\n"
+        "  mov %rax, S_PASSLEFT(%rip)\n"
         "  ML_REFILL\n"
         "  ML_COUNTERS 0\n"
         "  ML_INITSTATE\n"
-        "  lfence\n"
-        "  rdtsc\n"
-        "  shl $32, %rdx\n"
-        "  or %rdx, %rax\n"
-        "  mov C_CURRES(%rip), %rbx\n"
-        "  mov %rax, (%rbx)\n"
-        /* each pass restarts from the initial general-purpose registers, so the pages are
-           those of one pass; the slower x87/vector/flags set-up stays out of the loop */
-        ".Lml_bb_pass:\n"
-        "  lfence\n" /* passes must not overlap: each is one BHive-style run */
-        "  ML_INITGPR\n"
-        "  jmp *C_CURCODE(%rip)\n"
-        "ml_bb_stub_back:\n"
-        "  decq C_PASSLEFT(%rip)\n"
-        "  jnz .Lml_bb_pass\n"
-        "  lfence\n"
-        "  rdtsc\n"
-        "  shl $32, %rdx\n"
-        "  or %rdx, %rax\n"
-        "  mov C_CURRES(%rip), %rbx\n"
-        "  mov %rax, 8(%rbx)\n"
+        "  ML_SLOT\n"
+        "  mov S_JOB(%rip), %eax\n"
+        "  and $3, %eax\n"
+        "  jz .Lml_bb_timing0\n"
+        "  cmp $2, %eax\n"
+        "  jb .Lml_bb_timing1\n"
+        "  je .Lml_bb_timing2\n"
+        "  jmp .Lml_bb_timing3\n"
+        "  ML_TIMING 0\n"
+        "  ML_TIMING 1\n"
+        "  ML_TIMING 2\n"
+        "  ML_TIMING 3\n"
+        ".Lml_bb_after:\n"
         "  ML_COUNTERS 8\n"
-        "  incq C_JOB(%rip)\n"
-        "  mov C_JOB(%rip), %rax\n"
+        "  incq S_JOB(%rip)\n"
+        "  mov S_JOB(%rip), %rax\n"
         "  cmp C_NJOBS(%rip), %rax\n"
         "  jb .Lml_bb_next\n"
-        "  movq $0, C_JOB(%rip)\n"
-        "  incq C_REP(%rip)\n"
-        "  mov C_REP(%rip), %rax\n"
+        "  movq $0, S_JOB(%rip)\n"
+        "  incq S_REP(%rip)\n"
+        "  mov S_REP(%rip), %rax\n"
         "  cmp C_NREPS(%rip), %rax\n"
         "  jb .Lml_bb_next\n"
         "  int3\n"
@@ -198,12 +231,11 @@ __asm__(".pushsection .text\n"
         "ml_bb_stub_gadget:\n"
         "  syscall\n"
         "  int3\n"
-        /* one untimed run of C_CURCODE for single-stepping: stops at int3 before the jump */
+        /* the state of a pass, for single-stepping: the harness then points rip at job 0 */
         "ml_bb_stub_trace:\n"
         "  ML_REFILL\n"
         "  ML_INITSTATE\n"
         "  ML_INITGPR\n"
         "  int3\n"
-        "  jmp *C_CURCODE(%rip)\n"
         "ml_bb_stub_end:\n"
         ".popsection\n");

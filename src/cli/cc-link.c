@@ -1,4 +1,4 @@
-/* Whole-program linking of memlens cc: finds bitcode among link inputs and merges it. */
+/* Linking in memlens cc: the runtime's link arguments, and whole-program bitcode merging. */
 #include "cli/cc-link.h"
 
 #include <errno.h>
@@ -11,6 +11,55 @@
 #include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Linker.h>
+
+/*
+ * The runtime's entry points, each by name: gold takes no patterns here. runtime-symbols.sh
+ * checks that an executable exports every global symbol of the runtime.
+ */
+static const char *const rt_exports[] = {
+    "__memlens_register",     "__memlens_unregister", "__memlens_enter",
+    "__memlens_enter_always", "__memlens_exit",       "__memlens_access",
+    "__memlens_roi_begin",    "__memlens_roi_end",    "pthread_create",
+};
+
+/* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
+static bool static_link(const struct ml_cc_cmd *c)
+{
+    for (int i = 0; i < c->args.n; i++)
+        if (c->role[i] == ML_ARG_LINK &&
+            (!strcmp(c->args.v[i], "-static") || !strcmp(c->args.v[i], "-static-pie")))
+            return true;
+    return false;
+}
+
+const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, const char *archive)
+{
+    size_t n = strlen(archive);
+    const char *slash = strrchr(archive, '/');
+    char *so, *dir;
+
+    if (c->shared) {
+        if (n < 2 || strcmp(archive + n - 2, ".a"))
+            return archive;
+        so = ml_cc_strfmt("%.*s.so", (int)(n - 2), archive);
+        dir = slash ? ml_cc_strfmt("%.*s", (int)(slash - archive), archive) : ".";
+        ml_strv_push(v, "-Wl,--push-state,--as-needed");
+        ml_strv_push(v, so);
+        ml_strv_push(v, "-Wl,--pop-state");
+        ml_strv_push(v, ml_cc_strfmt("-Wl,-rpath,%s", dir));
+        return so;
+    }
+    ml_strv_push(v, "-Wl,--whole-archive");
+    ml_strv_push(v, archive);
+    ml_strv_push(v, "-Wl,--no-whole-archive");
+    ml_strv_push(v, "-lpthread");
+    ml_strv_push(v, "-ldl");
+    for (size_t i = 0; i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
+        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_exports[i]));
+    if (static_link(c))
+        ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
+    return archive;
+}
 
 static bool bitcode_magic(const unsigned char *p, size_t len)
 {
@@ -344,8 +393,8 @@ int ml_cc_merge_bitcode(char *const *objs, int nobj, char *const *ars, int nar, 
         while (more) {
             more = false;
             for (int i = first; i < nmem; i++) {
-                if (!mem[i].mod || (each_symbol(mem[i].mod, is_wanted, &m) != 1 &&
-                                    !has_module_asm(mem[i].mod)))
+                if (!mem[i].mod ||
+                    (each_symbol(mem[i].mod, is_wanted, &m) != 1 && !has_module_asm(mem[i].mod)))
                     continue;
                 mod = mem[i].mod;
                 mem[i].mod = NULL;

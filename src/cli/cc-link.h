@@ -1,9 +1,28 @@
-/* Whole-program linking of memlens cc: finds bitcode among link inputs and merges it. */
+/* Linking in memlens cc: the runtime's link arguments, and whole-program bitcode merging. */
 #ifndef ML_CC_LINK_H
 #define ML_CC_LINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "cli/cc-args.h"
+
+/*
+ * Appends to v what links the memlens runtime into the output of link
+ * command c; archive is the runtime's libmemlens-rt.a, with libmemlens-rt.so
+ * beside it (docs/cc.md, "Shared libraries and plugins"):
+ * - an executable links the archive whole and exports the runtime's entry
+ *   points (__memlens_*) and pthread_create, so that the instrumented shared
+ *   libraries and plugins it loads use its runtime, and threads created by any
+ *   library are recorded; a static one also pulls in glibc's pthread_create
+ *   under its internal name, which the runtime calls (dlsym cannot there);
+ * - a shared library links libmemlens-rt.so where it needs it (--as-needed),
+ *   found through a run path: loaded by a program without memlens it brings a
+ *   runtime; loaded by a memlens executable, its references bind to the
+ *   executable's exported runtime first, so only one runtime ever runs.
+ * Returns the file the link needs (the archive or the shared runtime).
+ */
+const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, const char *archive);
 
 /* True if the file starts like LLVM bitcode (raw or in the wrapper header). */
 bool ml_cc_is_bitcode(const char *path);

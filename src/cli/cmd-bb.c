@@ -3,7 +3,9 @@
 #include "format/csv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@ static const char bb_usage[] =
     "\n"
     "Input (detected in this order, or forced with --hex/--asm):\n"
     "  file.csv             batch: one block per line, 'hex[,anything]'; writes CSV\n"
+    "                       (a regular file: FIFOs and devices are refused)\n"
     "  hex                  machine code, e.g. 4801d8 or '48 01 d8'\n"
     "  assembly             e.g. 'add %rax, %rbx; imul %rcx, %rcx' (';' separates lines)\n"
     "  --hex, --asm         force the kind of the argument\n"
@@ -44,7 +47,7 @@ static const char bb_usage[] =
     "  --max-faults <n>     pages mapped before giving up (default 256, 0 = unlimited)\n"
     "  --timeout <ms>       CPU time allowed per block (default 2000)\n"
     "  --no-static-check    run blocks the decoder would refuse (the sandbox still refuses\n"
-    "                       syscalls and stops privileged instructions)\n"
+    "                       every syscall and stops privileged instructions)\n"
     "  --no-trace           skip single-stepping (no addresses, no cross-line/alias flags)\n"
     "\n"
     "Output:\n"
@@ -54,7 +57,8 @@ static const char bb_usage[] =
     "  --mcpu <cpu>         CPU for llvm-mca (default: the host's, or the closest model\n"
     "                       LLVM 14 knows, e.g. znver3 for newer AMD cores)\n"
     "  -o, --output <file>  batch output (resumes when the file already has rows); blocks\n"
-    "                       still unclean at the end are measured once more\n"
+    "                       still unclean at the end are measured once more; a regular\n"
+    "                       file, not a symbolic link (created with mode 0600)\n"
     "  --limit <n>          batch: stop after n blocks\n"
     "\n"
     "Status of every block: ok, unclean (quietest timings not reproduced), crashed (with the "
@@ -62,7 +66,8 @@ static const char bb_usage[] =
     "unsupported (syscall, privileged, branch, undecodable, too long), timeout.\n"
     "Method: pmu (core cycles from perf_event) or tsc (TSC scaled by a ratio calibrated next\n"
     "to each block on a chain of dependent adds). Exit status: 0 when the block is ok (or a\n"
-    "batch completes), 1 for any other block status, 128 when the harness cannot run.\n"
+    "batch completes), 1 for any other block status, 128 when the harness cannot run or an\n"
+    "output cannot be written.\n"
     "CSV columns: " /* kept in sync with csv_header */
     "hex,throughput,u,u2,method,status,detail,signal,ratio,clean,agree,pages,flags,mca\n";
 
@@ -88,6 +93,13 @@ static unsigned parse_uint(const char *s, const char *opt)
     if (errno || *end || end == s || v > 100000000ul)
         die("invalid value '%s' for %s: expected a non-negative integer", s, opt);
     return (unsigned)v;
+}
+
+/* Every row is flushed and checked: a full disk or a closed pipe must not lose rows unseen. */
+static void out_check(FILE *f, const char *name)
+{
+    if (fflush(f) == EOF || ferror(f))
+        die("cannot write %s: %s", name, strerror(errno ? errno : EIO));
 }
 
 static void flags_text(unsigned f, char *out, size_t len)
@@ -234,56 +246,93 @@ static int run_one(const struct bb_cli *c, const char *arg)
         csv_row(stdout, hex, &r, have_mca, mca);
     } else
         report(c, code, len, &r, have_mca, mca);
+    out_check(stdout, "to standard output");
     return r.status == ML_BB_OK ? 0 : 1;
 }
 
-/* The first field of a CSV line, trimmed, into out. */
-static void first_field(const char *line, char *out, size_t len)
-{
-    size_t n = strcspn(line, ",\r\n");
+/* The temporary output of retry_unclean, removed when a signal ends the run. */
+static char *volatile tmp_path;
 
-    while (n && (line[n - 1] == ' ' || line[n - 1] == '\t'))
-        n--;
-    while (n && (*line == ' ' || *line == '\t'))
-        line++, n--;
-    if (n >= len)
-        n = len - 1;
-    memcpy(out, line, n);
-    out[n] = 0;
+/*
+ * SIGINT, SIGTERM, SIGHUP: the sandbox and the temporary file go with us (the sandbox would
+ * die with its parent anyway: this only makes it immediate). The signal then ends memlens
+ * as it would have.
+ */
+static void on_signal(int sig)
+{
+    char *tmp = tmp_path;
+
+    ml_bb_abort();
+    if (tmp)
+        unlink(tmp);
+    raise(sig); /* SA_RESETHAND restored the default action; delivered on return */
+}
+
+static void catch_signals(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) /* nohup */
+            sigaction(sigs[i], &sa, NULL);
+}
+
+/*
+ * Opens a file named on the command line as a regular file: a FIFO, a device or a socket
+ * would block or never end (/dev/zero has no last line), so they are refused before any
+ * read; opening never blocks (O_NONBLOCK, cleared after the check).
+ */
+static FILE *open_regular(const char *path, int flags, const char *mode)
+{
+    struct stat st;
+    FILE *f;
+    int fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+
+    if (fd < 0 && errno == ELOOP && (flags & O_NOFOLLOW))
+        die("'%s' is a symbolic link: name the file itself", path);
+    if (fd < 0)
+        die("cannot open '%s': %s", path, strerror(errno));
+    if (fstat(fd, &st))
+        die("cannot stat '%s': %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        die("'%s' is not a regular file: batch input and output must be files", path);
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+        die("cannot use '%s': %s", path, strerror(errno));
+    f = fdopen(fd, mode);
+    if (!f)
+        die("cannot open '%s': %s", path, strerror(errno));
+    return f;
 }
 
 /*
  * Resuming: rows are written in input order and flushed one by one, so the rows already in
- * the output are a prefix of the input. A torn last row (no newline) is cut off.
+ * the output are a prefix of the input. A torn last row (no newline) is cut off. Leaves f
+ * positioned at the end of the good rows, ready for appending.
  */
-static long resume_rows(const char *path, char *last_hex, size_t len)
+static long resume_rows(FILE *f, const char *path, char *last_hex, size_t len)
 {
-    FILE *f = fopen(path, "r+");
-    char *line = NULL;
-    size_t cap = 0;
-    long rows = -1, good_end = 0, pos = 0;
-    ssize_t n;
+    struct ml_bb_resume *rs = malloc(sizeof(*rs));
+    long rows;
+    int err;
 
-    last_hex[0] = 0;
-    if (!f)
-        return 0;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        if (line[n - 1] != '\n')
-            break;
-        pos += n;
-        if (rows < 0) {
-            if (strcmp(line, csv_header))
-                die("'%s' is not a memlens bb output (header differs); choose a new file", path);
-        } else
-            first_field(line, last_hex, len);
-        rows++;
-        good_end = pos;
-    }
-    free(line);
-    if (ftruncate(fileno(f), good_end))
+    if (!rs)
+        die("out of memory");
+    err = ml_bb_resume_scan(f, csv_header, rs);
+    if (err == -EINVAL)
+        die("'%s' is not a memlens bb output (header or rows differ); choose a new file", path);
+    if (err)
+        die("cannot read '%s': %s", path, strerror(-err));
+    if (ftruncate(fileno(f), rs->end) || fseek(f, rs->end, SEEK_SET))
         die("cannot truncate '%s': %s", path, strerror(errno));
-    fclose(f);
-    return rows < 0 ? 0 : rows;
+    snprintf(last_hex, len, "%s", rs->last);
+    rows = rs->rows;
+    free(rs);
+    return rows;
 }
 
 static void progress(long done, long total, long ok)
@@ -301,43 +350,58 @@ static void progress(long done, long total, long ok)
  * Noise on a shared host comes in bursts of up to seconds, longer than a block's attempts:
  * of 55 blocks unclean in one full run, 49 were ok when measured again a minute later. So
  * the rows still unclean at the end of a batch are measured once more, and the output is
- * rewritten atomically (a temporary file renamed over it). Idempotent: an interrupted pass
- * leaves the complete first-pass rows, and a resumed batch runs the pass again.
+ * rewritten atomically (a new temporary file, created exclusively next to it, renamed over
+ * it). Idempotent: an interrupted pass leaves the complete first-pass rows, and a resumed
+ * batch runs the pass again.
  */
 static void retry_unclean(const struct bb_cli *c)
 {
-    char *tmp, *line = NULL, hex[2 * ML_BB_MAX_LEN + 8];
-    FILE *in = fopen(c->output, "r"), *out;
-    size_t cap = 0;
+    char *tmp, hex[2 * ML_BB_MAX_LEN + 8], status[16], mca[64];
+    char *line = malloc(ML_BB_LINE_MAX);
+    FILE *in = open_regular(c->output, O_RDONLY | O_NOFOLLOW, "r"), *out;
+    struct stat st;
     long n = 0, fixed = 0;
+    ssize_t len_line;
+    int fd, cut;
 
-    if (!in)
-        die("cannot reopen '%s': %s", c->output, strerror(errno));
-    if (asprintf(&tmp, "%s.tmp", c->output) < 0)
+    if (!line || asprintf(&tmp, "%s.XXXXXX", c->output) < 0)
         die("out of memory");
-    out = fopen(tmp, "w");
+    fd = mkostemp(tmp, O_CLOEXEC); /* O_EXCL, mode 0600: never another file */
+    if (fd < 0)
+        die("cannot create a temporary file next to '%s': %s", c->output, strerror(errno));
+    tmp_path = tmp;
+    if (fstat(fileno(in), &st) == 0)
+        fchmod(fd, st.st_mode & 07777);
+    out = fdopen(fd, "w");
     if (!out)
         die("cannot write '%s': %s", tmp, strerror(errno));
-    while (getline(&line, &cap, in) > 0) {
-        const char *last = strrchr(line, ',');
+    while ((len_line = ml_bb_line_read(in, line, ML_BB_LINE_MAX, &cut)) > 0) {
         uint8_t code[ML_BB_MAX_LEN];
         struct ml_bb_result r;
         size_t len;
 
-        first_field(line, hex, sizeof(hex));
-        if (!strstr(line, ",unclean,") || ml_bb_hex_parse(hex, code, sizeof(code), &len)) {
+        if (ml_bb_csv_field(line, 5, status, sizeof(status)) || strcmp(status, "unclean") ||
+            ml_bb_csv_field(line, 0, hex, sizeof(hex)) ||
+            ml_bb_hex_parse(hex, code, sizeof(code), &len)) {
             fputs(line, out);
             continue;
         }
         n++;
         measure_or_die(c, code, len, &r);
         fixed += r.status == ML_BB_OK;
-        csv_row(out, hex, &r, last && last[1] != '\n', last ? strtod(last + 1, NULL) : 0);
+        if (ml_bb_csv_field(line, ML_BB_CSV_FIELDS - 1, mca, sizeof(mca)))
+            mca[0] = 0;
+        csv_row(out, hex, &r, mca[0] != 0, mca[0] ? strtod(mca, NULL) : 0);
     }
+    if (len_line < 0)
+        die("cannot read '%s': %s", c->output, strerror(-(int)len_line));
     free(line);
     fclose(in);
-    if (fflush(out) || fsync(fileno(out)) || fclose(out) || rename(tmp, c->output))
+    if (fflush(out) == EOF || ferror(out))
+        die("cannot write '%s': %s", tmp, strerror(errno ? errno : EIO));
+    if (fsync(fileno(out)) || fclose(out) || rename(tmp, c->output))
         die("cannot replace '%s': %s", c->output, strerror(errno));
+    tmp_path = NULL;
     free(tmp);
     if (n)
         fprintf(stderr, "memlens: measured %ld unclean block%s again: %ld now ok\n", n,
@@ -346,46 +410,55 @@ static void retry_unclean(const struct bb_cli *c)
 
 static int run_batch(const struct bb_cli *c, const char *path)
 {
-    FILE *in = fopen(path, "r"), *out = stdout;
-    char *line = NULL, hex[2 * ML_BB_MAX_LEN + 8], last[2 * ML_BB_MAX_LEN + 8];
-    size_t cap = 0;
+    FILE *in = open_regular(path, O_RDONLY, "r"), *out = stdout;
+    char *line = malloc(ML_BB_LINE_MAX), hex[2 * ML_BB_MAX_LEN + 8], last[2 * ML_BB_MAX_LEN + 8];
+    const char *out_name = "to standard output";
+    char *quoted = NULL;
     long lineno = 0, block = 0, skip = 0, total = 0, done = 0, ok = 0;
-    int tty = isatty(2);
+    int tty = isatty(2), cut;
+    ssize_t n;
 
-    if (!in)
-        die("cannot open '%s': %s", path, strerror(errno));
+    if (!line)
+        die("out of memory");
     /* count blocks first, for the progress bar */
-    while (getline(&line, &cap, in) > 0) {
-        first_field(line, hex, sizeof(hex));
-        if (hex[0] && hex[0] != '#')
+    while ((n = ml_bb_line_read(in, line, ML_BB_LINE_MAX, &cut)) > 0) {
+        ml_bb_csv_field(line, 0, hex, sizeof(hex));
+        if ((hex[0] && hex[0] != '#') || cut || strlen(line) != (size_t)n)
             total++;
     }
+    if (n < 0)
+        die("cannot read '%s': %s", path, strerror(-(int)n));
     rewind(in);
     if (c->output) {
-        skip = resume_rows(c->output, last, sizeof(last));
-        out = fopen(c->output, "a");
-        if (!out)
-            die("cannot open '%s': %s", c->output, strerror(errno));
-        if (skip == 0 && ftell(out) == 0)
+        out = open_regular(c->output, O_RDWR | O_CREAT | O_NOFOLLOW, "r+");
+        if (asprintf(&quoted, "'%s'", c->output) < 0)
+            die("out of memory");
+        out_name = quoted;
+        skip = resume_rows(out, c->output, last, sizeof(last));
+        if (ftell(out) == 0)
             fputs(csv_header, out);
         if (skip)
             fprintf(stderr, "memlens: resuming '%s' after %ld blocks\n", c->output, skip);
     } else
         fputs(csv_header, out);
-    fflush(out);
-    while (getline(&line, &cap, in) > 0) {
+    out_check(out, out_name);
+    while ((n = ml_bb_line_read(in, line, ML_BB_LINE_MAX, &cut)) > 0) {
         uint8_t code[ML_BB_MAX_LEN];
         size_t len = 0;
         struct ml_bb_result r;
         double mca = 0;
         int have_mca = 0, err;
+        const char *bad;
 
         lineno++;
-        first_field(line, hex, sizeof(hex));
-        if (!hex[0] || hex[0] == '#')
+        ml_bb_csv_field(line, 0, hex, sizeof(hex));
+        bad = cut                         ? "longer than " ML_BB_LINE_TEXT " bytes"
+              : strlen(line) != (size_t)n ? "holds a NUL byte"
+                                          : NULL;
+        if (!bad && (!hex[0] || hex[0] == '#'))
             continue;
         err = ml_bb_hex_parse(hex, code, sizeof(code), &len);
-        if (err && lineno == 1) { /* a header line */
+        if (err && !bad && lineno == 1) { /* a header line */
             total--;
             continue;
         }
@@ -400,27 +473,35 @@ static int run_batch(const struct bb_cli *c, const char *path)
             continue;
         }
         memset(&r, 0, sizeof(r));
-        if (err) {
+        if (err || bad) {
             r.status = ML_BB_UNSUPPORTED;
-            snprintf(r.detail, sizeof(r.detail), "not hex (line %ld)", lineno);
+            if (bad)
+                snprintf(r.detail, sizeof(r.detail), "line %ld %s", lineno, bad);
+            else
+                snprintf(r.detail, sizeof(r.detail), "not hex (line %ld)", lineno);
         } else {
             measure_or_die(c, code, len, &r);
             if (c->mca)
                 have_mca = ml_bb_mca(code, len, c->mcpu, &mca) == 0;
         }
         csv_row(out, hex, &r, have_mca, mca);
-        fflush(out);
+        out_check(out, out_name);
         done++;
         ok += r.status == ML_BB_OK;
         if (tty)
             progress(done, c->limit && c->limit < total ? c->limit : total, ok);
     }
+    if (n < 0)
+        die("cannot read '%s': %s", path, strerror(-(int)n));
     free(line);
     fclose(in);
     if (out != stdout) {
-        fclose(out);
+        out_check(out, out_name);
+        if (fclose(out))
+            die("cannot write %s: %s", out_name, strerror(errno));
         retry_unclean(c);
     }
+    free(quoted);
     return 0;
 }
 
@@ -581,7 +662,9 @@ int cmd_bb(int argc, char **argv)
         die("unroll factors need both -u and -U with u < U (got %u and %u)", c.o.u, c.o.u2);
     if (c.o.timeout_ms == 0)
         die("invalid value 0 for --timeout: expected milliseconds > 0");
-    if (!c.force && stat(argv[optind], &st) == 0 && S_ISREG(st.st_mode))
+    catch_signals();
+    /* a file names a batch; a FIFO or a device would never end, a directory is no block */
+    if (!c.force && stat(argv[optind], &st) == 0 && !S_ISDIR(st.st_mode))
         return run_batch(&c, argv[optind]);
     if (c.output)
         die("--output applies to batch runs: '%s' is not a file", argv[optind]);

@@ -69,8 +69,10 @@ static const char cc_usage[] =
     "\n"
     "Passed to clang untouched: -E, -M, -MM, -fsyntax-only, -emit-llvm, -###,\n"
     "--version, -print-*, -dump*, commands without inputs and commands with header,\n"
-    "IR, Objective-C or CUDA inputs. -shared and -nostdlib links get no runtime: an\n"
-    "instrumented shared library needs an executable linked by memlens-cc.\n"
+    "IR, Objective-C or CUDA inputs. -nostdlib links get no runtime; -shared links\n"
+    "(also with -nostdlib) get the shared runtime (libmemlens-rt.so) as needed, so\n"
+    "that instrumented libraries and plugins also profile in programs built without\n"
+    "memlens.\n"
     "--target=aarch64-linux-gnu links the AArch64 runtime that make builds when\n"
     "Debian's arm64 cross libc is installed.\n"
     "See docs/cc.md.\n";
@@ -409,15 +411,17 @@ static const char *runtime_for_target(const char **key)
 
 static void push_runtime(struct ml_strv *v)
 {
-    const char *key;
+    const char *key, *need;
 
-    if (g.cmd.shared || g.cmd.nolibs)
+    /* libtool links C++ libraries -shared -nostdlib, naming every library itself */
+    if (g.cmd.nolibs && !g.cmd.shared)
         return;
     g.rtlib = runtime_for_target(&key);
-    if (!access(g.rtlib, R_OK))
+    need = ml_cc_runtime_args(v, &g.cmd, g.rtlib);
+    if (!access(need, R_OK))
         ;
     else if (!strcmp(key, HOST_TARGET))
-        die("cannot find the memlens runtime '%s' (build it with 'make')", g.rtlib);
+        die("cannot find the memlens runtime '%s' (build it with 'make')", need);
     else if (!strcmp(key, "aarch64-linux-gnu"))
         die("no runtime for target '%s': install libc6-dev-arm64-cross and "
             "binutils-aarch64-linux-gnu, then run make",
@@ -425,14 +429,7 @@ static void push_runtime(struct ml_strv *v)
     else
         die("no runtime for target '%s' (no '%s'): memlens builds runtimes for %s and "
             "aarch64-linux-gnu",
-            key, g.rtlib, HOST_TARGET);
-    ml_strv_push(v, "-Wl,--whole-archive");
-    ml_strv_push(v, g.rtlib);
-    ml_strv_push(v, "-Wl,--no-whole-archive");
-    ml_strv_push(v, "-lpthread");
-    ml_strv_push(v, "-ldl");
-    /* The runtime's pthread_create must win also for shared libraries such as libomp. */
-    ml_strv_push(v, "-Wl,--export-dynamic-symbol=pthread_create");
+            key, need, HOST_TARGET);
 }
 
 /*

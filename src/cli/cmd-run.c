@@ -7,9 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char run_usage[] =
@@ -30,43 +28,90 @@ static const char run_usage[] =
     "\n"
     "The program's exit status is passed through.\n";
 
-/* Lists .mlp files in dir modified at or after t0. */
-static void list_new(const char *dir, time_t t0)
+static int is_profile(const char *name)
+{
+    size_t len = strlen(name);
+
+    return len > 4 && !strcmp(name + len - 4, ".mlp");
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names of the profiles in dir, sorted; *n = 0 when there is no such directory. */
+static char **profiles_in(const char *dir, size_t *n)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
-    int n = 0;
+    char **v = NULL;
+    size_t cap = 0;
 
-    if (!d) {
-        fprintf(stderr,
-                "memlens: no profile written to '%s' (was the program built with memlens-cc "
-                "and did it run a region?)\n",
-                dir);
-        return;
-    }
+    *n = 0;
+    if (!d)
+        return NULL;
     while ((e = readdir(d))) {
-        char path[4096];
-        struct stat st;
-        size_t len = strlen(e->d_name);
-        if (len < 5 || strcmp(e->d_name + len - 4, ".mlp"))
+        if (!is_profile(e->d_name))
             continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (stat(path, &st) == 0 && st.st_mtime >= t0) {
-            fprintf(stderr, "memlens: profile '%s'\n", path);
-            n++;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            v = realloc(v, cap * sizeof(*v));
+            if (!v)
+                die("out of memory");
         }
+        if (!(v[(*n)++] = strdup(e->d_name)))
+            die("out of memory");
     }
     closedir(d);
-    if (!n)
+    if (*n)
+        qsort(v, *n, sizeof(*v), name_cmp);
+    return v;
+}
+
+/*
+ * Lists the profiles in dir that were not there before the run: names carry
+ * a token unique to each process start, so a new name is a new profile.
+ */
+static void list_new(const char *dir, char **before, size_t nbefore)
+{
+    size_t n, shown = 0;
+    char **now = profiles_in(dir, &n);
+
+    for (size_t i = 0; i < n; i++) {
+        if (!nbefore || !bsearch(&now[i], before, nbefore, sizeof(*before), name_cmp)) {
+            fprintf(stderr, "memlens: profile '%s/%s'\n", dir, now[i]);
+            shown++;
+        }
+        free(now[i]);
+    }
+    free(now);
+    if (!shown)
         fprintf(stderr,
-                "memlens: no new profile in '%s' (was the program built with memlens-cc?)\n", dir);
+                "memlens: no profile written to '%s' (was the program built with memlens-cc?)\n",
+                dir);
+}
+
+/* MEMLENS_OUT made absolute, so that the program and this listing agree whatever it does. */
+static char *absolute(const char *dir)
+{
+    char cwd[4096], *abs;
+
+    if (dir[0] == '/')
+        return strdup(dir);
+    if (!getcwd(cwd, sizeof(cwd)))
+        die("cannot resolve '%s': the current directory is unknown: %s", dir, strerror(errno));
+    if (asprintf(&abs, "%s/%s", cwd, dir) < 0)
+        die("out of memory");
+    return abs;
 }
 
 int cmd_run(int argc, char **argv)
 {
     const char *out = getenv("MEMLENS_OUT");
     int quiet = 0, i, status;
-    time_t t0 = time(NULL);
+    char *dir, **before;
+    size_t nbefore;
     pid_t pid;
 
     for (i = 1; i < argc; i++) {
@@ -101,10 +146,14 @@ int cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         usage(run_usage);
-    if (!out)
+    if (!out || !*out)
         out = "memlens-out";
-    if (setenv("MEMLENS_OUT", out, 1))
+    dir = absolute(out);
+    if (!dir)
+        die("out of memory");
+    if (setenv("MEMLENS_OUT", dir, 1))
         die("cannot set MEMLENS_OUT: %s", strerror(errno));
+    before = profiles_in(dir, &nbefore);
     pid = fork();
     if (pid < 0)
         die("cannot fork: %s", strerror(errno));
@@ -119,7 +168,11 @@ int cmd_run(int argc, char **argv)
         if (errno != EINTR)
             die("cannot wait for '%s': %s", argv[i], strerror(errno));
     if (!quiet)
-        list_new(out, t0 - 1);
+        list_new(dir, before, nbefore);
+    for (size_t k = 0; k < nbefore; k++)
+        free(before[k]);
+    free(before);
+    free(dir);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);

@@ -175,8 +175,9 @@ static void print_csv(FILE *f, const struct ml_report *r, const struct row *rows
         double rg = gbs_of(w->rd, w), wg = gbs_of(w->wr, w);
         fprintf(f, "%u,%.6f,", frame, elapsed);
         ml_csv_str(f, ml_profile_str(d, d->regions[w->region]));
-        fprintf(f, ",%u,%u,%" PRIu64 ",", d->threads[w->thread].index, d->threads[w->thread].tid,
-                w->entries);
+        char tid[ML_REPORT_CELL];
+        fprintf(f, ",%u,%s,%" PRIu64 ",", d->threads[w->thread].index,
+                ml_report_tid(&d->threads[w->thread], tid, sizeof(tid)), w->entries);
         if (w->seconds >= 0)
             fprintf(f, "%.9f", w->seconds);
         fprintf(f, ",%" PRIu64 ",%" PRIu64 ",", w->rd, w->wr);
@@ -206,7 +207,7 @@ static void print_table(FILE *f, const struct ml_report *r, const struct row *ro
     size_t wname = 6;
     char a[ML_REPORT_CELL], b[ML_REPORT_CELL], c[ML_REPORT_CELL], e[ML_REPORT_CELL],
         g[ML_REPORT_CELL], h[ML_REPORT_CELL], t[ML_REPORT_CELL], t2[ML_REPORT_CELL],
-        t3[ML_REPORT_CELL];
+        t3[ML_REPORT_CELL], tid[ML_REPORT_CELL];
 
     if (n > max_rows)
         n = max_rows;
@@ -219,9 +220,10 @@ static void print_table(FILE *f, const struct ml_report *r, const struct row *ro
             "tid", "execs", "time", "read", "written", "rd GB/s", "wr GB/s");
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rows[i];
-        fprintf(f, "  %-*s  %6u  %7u  %6s  %9s  %9s  %9s  %8s  %8s\n", (int)wname,
+        fprintf(f, "  %-*s  %6u  %7s  %6s  %9s  %9s  %9s  %8s  %8s\n", (int)wname,
                 ml_profile_str(d, d->regions[w->region]), d->threads[w->thread].index,
-                d->threads[w->thread].tid, ml_report_fmt_count(a, w->entries),
+                ml_report_tid(&d->threads[w->thread], tid, sizeof(tid)),
+                ml_report_fmt_count(a, w->entries),
                 paren(b, ml_report_fmt_time(t, w->seconds), w->borrowed),
                 ml_report_fmt_bytes(c, w->rd), ml_report_fmt_bytes(e, w->wr),
                 paren(g, ml_report_fmt_gbs(t2, gbs_of(w->rd, w)), w->borrowed),

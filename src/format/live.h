@@ -1,4 +1,5 @@
-/* Live-view publication (/dev/shm/memlens.<pid>): where a profiled process keeps its counters. */
+/* Live-view publication (/dev/shm/memlens.<pid>.<token>): where a profiled process keeps its
+ * counters. */
 #ifndef ML_FORMAT_LIVE_H
 #define ML_FORMAT_LIVE_H
 
@@ -6,17 +7,23 @@
 
 /*
  * A profiled process publishes, when its runtime starts, one small file
- * ML_LIVE_DIR "/memlens.<pid>" (mode 0600, removed at exit) holding a struct
- * ml_live_header: nothing more. The counters stay where they are, in the
+ * ML_LIVE_DIR "/memlens.<pid>.<token>" (<token>: the process's start token,
+ * 16 lowercase hex digits; created O_EXCL | O_NOFOLLOW through a temporary
+ * name and renamed without replacing anything, mode 0600, removed at exit)
+ * holding a struct ml_live_header: nothing more. The counters stay where they are, in the
  * process's own memory; `memlens top` reads them with process_vm_readv, which
  * needs the same permission as ptrace. The header says where the runtime's
  * state is and how its structs are laid out (field offsets), so that a
  * memlens top built from another revision reads them without knowing the
  * runtime's C declarations.
  *
- * The same header also lives in the process's memory at self_addr. A reader
- * compares the two: a file left behind by a killed process whose pid was
- * reused, or by a process that has since called exec, does not match.
+ * /dev/shm is world-writable, so a reader trusts a file only when it is a
+ * regular file owned by the process's uid (or root), its name's token is the
+ * header's, and the header's pid and start_time are those of the process in
+ * /proc/<pid>/stat. The same header also lives in the process's memory at
+ * self_addr; a reader compares the two: a file left behind by a killed process
+ * whose pid was reused, or by a process that has since called exec, does not
+ * match.
  *
  * Version rule: bump ML_LIVE_VERSION when the meaning of a field or the type
  * of a published struct field changes (u32 counts, u64 ticks, 64-bit
@@ -26,7 +33,7 @@
  */
 #define ML_LIVE_DIR     "/dev/shm"
 #define ML_LIVE_MAGIC   "MLLIVE\0\n"
-#define ML_LIVE_VERSION 1
+#define ML_LIVE_VERSION 2 /* 2: token and start_time; the name carries the token */
 
 /* Offsets published in ml_live_header.off[], one per struct field the reader follows. */
 enum ml_live_field {
@@ -70,6 +77,13 @@ enum ml_live_field {
     ML_LF_RS_DEPTH,   /* u32: nesting depth, 0 = not open */
     /* struct ml_rt, continued */
     ML_LF_RT_SAMPLE, /* u32: MEMLENS_SAMPLE, 1 in N top-level executions measured (0, 1 = all) */
+    /*
+     * The exited-threads record (a done thread record with tid 0), or NULL:
+     * threads that leave the list were folded into it, with all their counts
+     * (docs/regions.md, "Threads").
+     */
+    ML_LF_RT_ACC,     /* pointer */
+    ML_LF_RT_NFOLDED, /* u64: exited threads summed in it */
     ML_LIVE_NFIELDS
 };
 
@@ -86,7 +100,33 @@ struct ml_live_header {
     uint32_t nfacts;      /* ML_NFACTS of the runtime */
     uint32_t max_regions; /* entries of each thread's ml_rstate array */
     uint32_t nfields;     /* offsets that follow */
+    uint64_t token;       /* the process's start token, as in the file name */
+    uint64_t start_time;  /* field 22 of /proc/<pid>/stat: clock ticks after boot */
     uint32_t off[ML_LIVE_NFIELDS];
 };
+
+/*
+ * Field 22 (starttime) of a /proc/<pid>/stat line, or 0 when the line is not
+ * one. The command name (field 2) may hold spaces and parentheses: fields are
+ * counted after its last ')'.
+ */
+static inline uint64_t ml_live_stat_start(const char *line)
+{
+    const char *p = line, *q;
+    uint64_t v = 0;
+    int field = 2;
+
+    for (q = line; *q; q++)
+        if (*q == ')')
+            p = q;
+    if (*p != ')')
+        return 0;
+    for (p++; *p && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    while (*p >= '0' && *p <= '9')
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    return v;
+}
 
 #endif

@@ -106,7 +106,7 @@ static const char *sec_name(uint32_t type)
 {
     static const char *const names[] = {"end",      "strtab", "meta",   "regions", "regsets",
                                         "units",    "calls",  "thread", "modules", "exact",
-                                        "timeline", "events", "calib",  "entries"};
+                                        "timeline", "events", "calib",  "entries", "exited"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -300,6 +300,7 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
     nt[p->nthreads].counts = (const uint64_t *)(q + sizeof(t));
     nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
     nt[p->nthreads].events = NULL;
+    nt[p->nthreads].exited = 0;
     p->nthreads++;
     return 0;
 }
@@ -377,7 +378,7 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                           size_t errlen)
 {
     unsigned char *dst = (unsigned char *)p->data + sizeof(struct ml_prof_header);
-    uint64_t off = sizeof(struct ml_prof_header);
+    uint64_t off = p->hdr.header_size;
     uint32_t seen = 0;
     int saw_end = 0, rc;
 
@@ -405,7 +406,8 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                 return fail(err, errlen, "section '%s' at offset %llu comes after a thread record",
                             sec_name(s.type), (unsigned long long)off);
         }
-        if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB || s.type == ML_SEC_ENTRIES) &&
+        if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB || s.type == ML_SEC_ENTRIES ||
+             s.type == ML_SEC_EXITED) &&
             (seen & (1u << s.type)))
             return fail(err, errlen, "section '%s' at offset %llu appears twice", sec_name(s.type),
                         (unsigned long long)off);
@@ -494,6 +496,14 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                             sizeof(struct ml_prof_calib));
             p->calib = (const struct ml_prof_calib *)q;
             break;
+        case ML_SEC_EXITED:
+            if (s.length != sizeof(struct ml_prof_exited))
+                return fail(err, errlen,
+                            "exited section at offset %llu has length %llu, expected %zu",
+                            (unsigned long long)off, (unsigned long long)s.length,
+                            sizeof(struct ml_prof_exited));
+            p->exited = (const struct ml_prof_exited *)q;
+            break;
         case ML_SEC_TIMELINE:
             rc = add_timeline(p, q, s.length, off, err, errlen);
             if (rc)
@@ -514,17 +524,24 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
     rc = link_events(p, err, errlen);
     if (rc)
         return rc;
+    if (p->exited) {
+        int64_t t = ml_profile_thread_pos(p, p->exited->index);
+        if (t < 0 || !p->exited->nthreads)
+            return fail(err, errlen, "exited section names thread index %u, which has no record",
+                        p->exited->index);
+        p->threads[t].exited = p->exited->nthreads;
+    }
     return check_refs(p, err, errlen);
 }
 
 int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p;
-    size_t cap;
+    size_t cap, hsize;
     int rc;
 
     *out = NULL;
-    if (len < sizeof(struct ml_prof_header))
+    if (len < ML_PROF_HEADER_V2)
         return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
     if (memcmp(buf, ML_PROF_MAGIC, 8) != 0)
         return fail(err, errlen, "not a memlens profile (bad magic)");
@@ -532,25 +549,32 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
     if (!p)
         goto nomem;
     /* Room for every payload rounded up to 8 bytes: a section costs at least 16 bytes. */
-    cap = len + (len / sizeof(struct ml_prof_section) + 1) * 8;
+    cap = sizeof(struct ml_prof_header) + len + (len / sizeof(struct ml_prof_section) + 1) * 8;
     p->data = malloc(cap);
     if (!p->data) {
         free(p);
         goto nomem;
     }
-    memcpy(p->data, buf, sizeof(struct ml_prof_header));
     p->size = len;
-    memcpy(&p->hdr, p->data, sizeof(p->hdr));
-    if (p->hdr.version != ML_PROF_VERSION) {
-        rc = fail(err, errlen, "profile version %u, this memlens reads version %u", p->hdr.version,
-                  ML_PROF_VERSION);
+    /* Fields of a later version than the file's read as 0. */
+    memcpy(&p->hdr, buf, ML_PROF_HEADER_V2);
+    if (p->hdr.version < ML_PROF_VERSION_MIN || p->hdr.version > ML_PROF_VERSION) {
+        rc = fail(err, errlen, "profile version %u, this memlens reads versions %d to %d",
+                  p->hdr.version, ML_PROF_VERSION_MIN, ML_PROF_VERSION);
         goto out;
     }
-    if (p->hdr.header_size != sizeof(struct ml_prof_header)) {
-        rc = fail(err, errlen, "header size %u, expected %zu", p->hdr.header_size,
-                  sizeof(struct ml_prof_header));
+    hsize = p->hdr.version == 2 ? ML_PROF_HEADER_V2 : sizeof(struct ml_prof_header);
+    if (p->hdr.header_size != hsize) {
+        rc = fail(err, errlen, "header size %u, expected %zu for version %u", p->hdr.header_size,
+                  hsize, p->hdr.version);
         goto out;
     }
+    if (len < hsize) {
+        rc = fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
+        goto out;
+    }
+    memcpy(&p->hdr, buf, hsize);
+    memcpy(p->data, &p->hdr, sizeof(p->hdr));
     rc = parse_sections(p, buf, len, err, errlen);
 out:
     if (rc) {

@@ -8,7 +8,7 @@
 /*
  * Layout (all integers little-endian, no padding between records):
  *
- *   header   struct ml_prof_header (64 bytes)
+ *   header   struct ml_prof_header (80 bytes; 64 in version 2)
  *   section* { struct ml_prof_section; payload[length] }
  *   END      a section of type ML_SEC_END with length 0
  *
@@ -21,7 +21,11 @@
  * unknown sections).
  */
 #define ML_PROF_MAGIC   "MLPROF\0\n"
-#define ML_PROF_VERSION 2
+#define ML_PROF_VERSION 3
+
+/* Version 2 profiles (no token, no rank: a 64-byte header) are still read. */
+#define ML_PROF_VERSION_MIN 2
+#define ML_PROF_HEADER_V2   64
 
 struct ml_prof_header {
     char magic[8];
@@ -35,11 +39,16 @@ struct ml_prof_header {
     uint32_t clock;  /* enum ml_clock */
     uint32_t flags;  /* ML_PROF_F_* */
     uint64_t sample; /* 1 in N region executions measured (1 = all) */
+    /* version 3 */
+    uint64_t token;  /* random per process start, also in the file name; 0 in version 2 */
+    uint32_t rank;   /* MPI rank when flags has ML_PROF_F_RANK */
+    uint32_t nranks; /* processes in that job, 0 unknown */
 };
 
 enum ml_clock { ML_CLOCK_TSC = 1, ML_CLOCK_CNTVCT = 2, ML_CLOCK_MONOTONIC = 3 };
 
 #define ML_PROF_F_SIGNAL 1u /* written from a fatal or terminating signal */
+#define ML_PROF_F_RANK   2u /* a process of an MPI (or Slurm) job: rank is set */
 
 struct ml_prof_section {
     uint32_t type;
@@ -62,6 +71,7 @@ enum ml_sec_type {
     ML_SEC_EVENTS = 11,   /* hardware counters: struct ml_prof_events, names, per-thread sums */
     ML_SEC_CALIB = 12,    /* struct ml_prof_calib: measured cost of an increment and a timer pair */
     ML_SEC_ENTRIES = 13,  /* u32 unit ids, ascending: units holding their function's entry */
+    ML_SEC_EXITED = 14,   /* struct ml_prof_exited: the THREAD record summing exited threads */
 };
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
@@ -130,6 +140,19 @@ struct ml_prof_thread {
     uint32_t index; /* 0 = first thread seen (normally main) */
     uint64_t nunits;
     uint64_t nregions;
+};
+
+/*
+ * ML_SEC_EXITED, at most once, before the THREAD records: the THREAD record
+ * whose index is `index` (its tid is 0) holds the sums of `nthreads` threads
+ * that exited and whose own records the runtime reused; it keeps the most
+ * recently exited threads apart. Timeline points of those threads are counted
+ * under `index` too, so every snapshot still names existing records only.
+ */
+struct ml_prof_exited {
+    uint32_t index;
+    uint32_t reserved;
+    uint64_t nthreads;
 };
 
 /*
@@ -248,6 +271,7 @@ struct ml_profile_thread {
     const uint64_t *counts;             /* [nunits] */
     const struct ml_prof_rstat *rstats; /* [nregions] */
     const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
+    uint64_t exited; /* 0, or the record sums that many exited threads (EXITED section) */
 };
 
 /* One snapshot of a timeline, pointing into the profile's data. */
@@ -284,6 +308,7 @@ struct ml_profile {
     /* Units whose count is their function's calls (ascending; may be empty). */
     const uint32_t *entries;
     uint64_t nentries;
+    const struct ml_prof_exited *exited;     /* NULL without an EXITED section */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */

@@ -22,6 +22,15 @@ static void csv_count(FILE *f, int known, uint64_t v)
         fprintf(f, "%" PRIu64, v);
 }
 
+/* The last column: the MPI rank of the process, empty when it was not part of a job. */
+static void csv_rank(FILE *f, const struct ml_profile *p)
+{
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, ",%u\n", p->hdr.rank);
+    else
+        fputs(",\n", f);
+}
+
 /* Sampling, overhead corrections and event sums: the columns after time_borrowed. */
 static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
 {
@@ -53,7 +62,7 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
                       r->prof->event_names[e], s->ev[e]);
     fputc(',', f);
     ml_csv_str(f, ev);
-    fputc('\n', f);
+    csv_rank(f, r->prof);
 }
 
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
@@ -85,7 +94,7 @@ int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
-          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events\n",
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const struct ml_report *r = reps[i];
@@ -94,11 +103,11 @@ int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct
                 continue;
             for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
                 const struct ml_rstats *c = ml_report_cell(r, reg, t);
-                char idx[16], tid[16];
+                char idx[16], tid[32];
                 if (!c->active)
                     continue;
                 snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-                snprintf(tid, sizeof(tid), "%u", r->prof->threads[t].tid);
+                ml_report_tid(&r->prof->threads[t], tid, sizeof(tid));
                 csv_stats(f, r, reg, idx, tid, c);
             }
             csv_stats(f, r, reg, "total", "", &r->totals[reg]);
@@ -139,7 +148,7 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
     char buf[4096];
 
     fputs("profile,pid,unit,kind,regions,module,function,file,line,executions,instructions,"
-          "loads,stores,bytes_read,bytes_written\n",
+          "loads,stores,bytes_read,bytes_written,rank\n",
           f);
     for (size_t i = 0; i < n; i++) {
         const struct ml_report *r = reps[i];
@@ -165,10 +174,11 @@ int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
             /* A bytes unit counts bytes moved, not executions. */
             if (u->kind != ML_UNIT_BYTES)
                 fprintf(f, "%" PRIu64, c);
-            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
                     c * fa[ML_F_INSTR], c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
                     c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
                     c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+            csv_rank(f, p);
         }
     }
     fflush(f);

@@ -106,14 +106,14 @@ static void summary(FILE *f, const struct ml_report *r, const struct ml_report_o
             continue;
         for (uint64_t t = 0; t < r->nthreads; t++) {
             const struct ml_rstats *c = ml_report_cell(r, reg, t);
-            char idx[16], tid[16];
+            char idx[16], tid[32];
             if (!c->active)
                 continue;
             nact++;
             if (o->rows == ML_REPORT_TOTALS)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-            snprintf(tid, sizeof(tid), "%u", r->prof->threads[t].tid);
+            ml_report_tid(&r->prof->threads[t], tid, sizeof(tid));
             summary_row(f, r, reg, idx, tid, c, 0);
         }
         if (nact > 1 || o->rows == ML_REPORT_TOTALS)
@@ -299,13 +299,21 @@ static void profile_head(FILE *f, const struct ml_report *r)
 
     fputs("<section class=\"profile\">\n<h2>", f);
     esc(f, r->name);
-    fprintf(f, "</h2>\n<p class=\"meta\">pid %u, ppid %u, host ", p->hdr.pid, p->hdr.ppid);
+    fprintf(f, "</h2>\n<p class=\"meta\">pid %u, ppid %u, ", p->hdr.pid, p->hdr.ppid);
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, p->hdr.nranks ? "rank %u of %u, " : "rank %u, ", p->hdr.rank, p->hdr.nranks);
+    fputs("host ", f);
     esc(f, host ? host : "?");
     fprintf(f, ", %" PRIu64 " threads, %s wall</p>\n", p->nthreads,
             ml_report_fmt_time(b, (double)p->hdr.wall_ns / 1e9));
     if (prog) {
         fputs("<p class=\"meta\">program ", f);
         esc(f, prog);
+        fputs("</p>\n", f);
+    }
+    if (ml_profile_meta(p, "cmdline")) {
+        fputs("<p class=\"meta\">cmdline ", f);
+        esc(f, ml_profile_meta(p, "cmdline"));
         fputs("</p>\n", f);
     }
     if (p->hdr.flags & ML_PROF_F_SIGNAL)

@@ -172,6 +172,8 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
             continue;
         fprintf(f, "%s\n        {\"index\": %u, \"tid\": %u, ", first ? "" : ",",
                 r->prof->threads[t].index, r->prof->threads[t].tid);
+        if (r->prof->threads[t].exited)
+            fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
         json_stats(f, r, c);
         fputc('}', f);
         first = 0;
@@ -241,10 +243,23 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     fprintf(f,
             ", \"pid\": %u, \"ppid\": %u, \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
             ", \"start_ns\": %" PRIu64 ", \"wall_ns\": %" PRIu64 ", \"sample\": %" PRIu64
-            ", \"signal\": %s,\n     \"meta\": {",
+            ", \"signal\": %s,\n     ",
             p->hdr.pid, p->hdr.ppid, p->hdr.tsc_hz,
             p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns, p->hdr.wall_ns,
             p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
+    /* Version 2 profiles have no token; processes outside an MPI job no rank. */
+    if (p->hdr.token)
+        fprintf(f, "\"token\": \"%016" PRIx64 "\", ", p->hdr.token);
+    else
+        fputs("\"token\": null, ", f);
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, "\"rank\": %u, ", p->hdr.rank);
+    else
+        fputs("\"rank\": null, ", f);
+    if (p->hdr.nranks)
+        fprintf(f, "\"nranks\": %u,\n     \"meta\": {", p->hdr.nranks);
+    else
+        fputs("\"nranks\": null,\n     \"meta\": {", f);
     for (uint64_t i = 0; i < p->nmeta; i++) {
         if (i)
             fputs(", ", f);
@@ -264,9 +279,13 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
         json_str(f, p->event_names[e]);
     }
     fputs("],\n     \"threads\": [", f);
-    for (uint64_t t = 0; t < p->nthreads; t++)
-        fprintf(f, "%s{\"index\": %u, \"tid\": %u}", t ? ", " : "", p->threads[t].index,
+    for (uint64_t t = 0; t < p->nthreads; t++) {
+        fprintf(f, "%s{\"index\": %u, \"tid\": %u", t ? ", " : "", p->threads[t].index,
                 p->threads[t].tid);
+        if (p->threads[t].exited)
+            fprintf(f, ", \"exited\": %" PRIu64, p->threads[t].exited);
+        fputc('}', f);
+    }
     fputs("],\n     \"regions\": [", f);
     for (uint64_t reg = 0; reg < r->nregions; reg++) {
         if (!ml_report_region_shown(r, reg, o))

@@ -24,6 +24,7 @@
 
 struct ml_live {
     pid_t pid;
+    char path[64]; /* the live-view file */
     struct ml_live_header h;
     uint64_t tick0, mono0;
     /* Tables in profile form; rebuilt when modules are added, extended when regions are. */
@@ -127,60 +128,31 @@ static int check_cookie(const struct ml_live *l, char *err, size_t errlen)
 
     if (rc == -EFAULT || (!rc && memcmp(&mem, &l->h, sizeof(mem))))
         return fail(err, errlen, -ESTALE,
-                    "process %d is not profiled by memlens (%s/memlens.%d is stale: "
+                    "process %d is not profiled by memlens ('%s' is stale: "
                     "left by an earlier process with that pid)",
-                    (int)l->pid, ML_LIVE_DIR, (int)l->pid);
+                    (int)l->pid, l->path);
     return rc ? read_failed(l, rc, err, errlen) : 0;
 }
 
 int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
 {
-    char path[64], proc[32];
     struct ml_live *l = NULL;
-    struct stat st;
     ssize_t n;
-    int fd = -1, rc;
+    int rc;
 
     *out = NULL;
-    snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-    if (pid <= 0 || stat(proc, &st))
-        return fail(err, errlen, -ESRCH, "no process %d", (int)pid);
-    snprintf(path, sizeof(path), "%s/memlens.%d", ML_LIVE_DIR, (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-        rc = -errno;
-        if (rc == -ENOENT)
-            return fail(err, errlen, rc, "process %d is not profiled by memlens (no %s)", (int)pid,
-                        path);
-        if (rc == -EACCES || rc == -EPERM)
-            return fail(err, errlen, -EACCES, "cannot read process %d: permission denied",
-                        (int)pid);
-        return fail(err, errlen, rc, "cannot open '%s': %s", path, strerror(-rc));
-    }
     l = calloc(1, sizeof(*l));
-    if (!l) {
-        rc = fail(err, errlen, -ENOMEM, "out of memory");
-        goto out;
-    }
+    if (!l)
+        return fail(err, errlen, -ENOMEM, "out of memory");
     l->pid = pid;
-    n = read(fd, &l->h, sizeof(l->h));
-    if (n < (ssize_t)offsetof(struct ml_live_header, off) ||
-        memcmp(l->h.magic, ML_LIVE_MAGIC, sizeof(l->h.magic))) {
-        rc = fail(err, errlen, -EPROTO, "'%s' is not a memlens live header", path);
+    rc = ml_live_find(pid, &l->h, &n, l->path, sizeof(l->path), err, errlen);
+    if (rc)
         goto out;
-    }
-    if (l->h.version != ML_LIVE_VERSION || l->h.nfields < ML_LIVE_NFIELDS ||
-        n < (ssize_t)sizeof(l->h) || l->h.ptr_size != 8) {
+    if (l->h.nfields < ML_LIVE_NFIELDS || n < (ssize_t)sizeof(l->h) || l->h.ptr_size != 8) {
         rc = fail(err, errlen, -EPROTO,
                   "process %d was built with an incompatible memlens (live layout version %u, "
                   "%u fields; this memlens reads version %u)",
                   (int)pid, l->h.version, l->h.nfields, ML_LIVE_VERSION);
-        goto out;
-    }
-    if (l->h.pid != (uint32_t)pid) {
-        rc = fail(err, errlen, -ESTALE,
-                  "process %d is not profiled by memlens (%s is stale: written by process %u)",
-                  (int)pid, path, l->h.pid);
         goto out;
     }
     if (l->h.clock != ML_RT_CLOCK) {
@@ -190,7 +162,7 @@ int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
     }
     if (l->h.off[ML_LF_UNIT_FACTS] + 8ull * l->h.nfacts > l->h.off[ML_LF_UNIT_SIZE] ||
         l->h.off[ML_LF_RS_DEPTH] + 4ull > l->h.off[ML_LF_RS_SIZE] || !l->h.max_regions) {
-        rc = fail(err, errlen, -EPROTO, "'%s' describes impossible struct layouts", path);
+        rc = fail(err, errlen, -EPROTO, "'%s' describes impossible struct layouts", l->path);
         goto out;
     }
     rc = check_cookie(l, err, errlen);
@@ -212,7 +184,6 @@ int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
     *out = l;
     l = NULL;
 out:
-    close(fd);
     ml_live_close(l);
     return rc;
 }
@@ -588,7 +559,7 @@ static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread
 int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p = NULL;
-    uint64_t *recs = NULL, addr, now, mono;
+    uint64_t *recs = NULL, addr, now, mono, folded;
     uint32_t nmods, nregions, nthreads = 0, cap = 0, sample;
     unsigned char *rsbuf = NULL;
     struct iovec *lo = NULL, *re = NULL;
@@ -652,6 +623,12 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
             goto out;
         }
     }
+    /* The exited-threads record, so that ml_live_diff can tell where vanished threads went. */
+    if (!peek_ptr(l, l->h.rt_addr, ML_LF_RT_ACC, &addr) && addr &&
+        !peek_u64(l, l->h.rt_addr, ML_LF_RT_NFOLDED, &folded))
+        for (uint32_t t = 0; t < nthreads; t++)
+            if (recs[t] == addr)
+                p->threads[t].exited = folded ? folded : 1;
     now = ml_rt_ticks();
     mono = ml_rt_mono_ns();
     memcpy(p->hdr.magic, ML_PROF_MAGIC, sizeof(p->hdr.magic));
@@ -697,6 +674,40 @@ static uint64_t grow_diff(uint64_t *c, uint64_t b)
     return *c - b;
 }
 
+/*
+ * A thread of prev that is gone from cur was folded, all its counts at once,
+ * into the exited-threads record: that record's difference already holds
+ * them, but prev's counts were shown under the thread's own row before, so
+ * they come off again (never below zero). Only the growth since prev stays.
+ */
+static void unfold(const struct ml_profile *prev, const struct ml_profile *cur,
+                   struct ml_profile *d)
+{
+    uint64_t x = 0, nu = prev->nunits < cur->nunits ? prev->nunits : cur->nunits;
+    uint64_t nr = prev->nregions < cur->nregions ? prev->nregions : cur->nregions;
+    uint64_t *dc;
+    struct ml_prof_rstat *dr;
+
+    while (x < cur->nthreads && !cur->threads[x].exited)
+        x++;
+    if (x == cur->nthreads)
+        return;
+    dc = (uint64_t *)d->threads[x].counts;
+    dr = (struct ml_prof_rstat *)d->threads[x].rstats;
+    for (uint64_t t = 0; t < prev->nthreads; t++) {
+        const struct ml_profile_thread *pt = &prev->threads[t];
+        if (pt->exited || thread_by_index(cur, pt->index))
+            continue;
+        for (uint64_t u = 0; u < nu; u++)
+            dc[u] -= dc[u] < pt->counts[u] ? dc[u] : pt->counts[u];
+        for (uint64_t g = 0; g < nr; g++) {
+            dr[g].entries -=
+                dr[g].entries < pt->rstats[g].entries ? dr[g].entries : pt->rstats[g].entries;
+            dr[g].ticks -= dr[g].ticks < pt->rstats[g].ticks ? dr[g].ticks : pt->rstats[g].ticks;
+        }
+    }
+}
+
 int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct ml_profile **out)
 {
     struct ml_profile *d;
@@ -721,6 +732,7 @@ int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct m
 
         d->threads[t].tid = cur->threads[t].tid;
         d->threads[t].index = cur->threads[t].index;
+        d->threads[t].exited = cur->threads[t].exited;
         for (uint64_t u = 0; u < cur->nunits; u++)
             dc[u] = u < nu ? grow_diff(&cc[u], pt->counts[u]) : cc[u];
         for (uint64_t g = 0; g < cur->nregions; g++) {
@@ -732,6 +744,7 @@ int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct m
             }
         }
     }
+    unfold(prev, cur, d);
     *out = d;
     return 0;
 }

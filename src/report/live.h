@@ -5,13 +5,29 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "format/live.h"
 #include "format/profile.h"
 
 /* An attached process: its published header and the static tables read so far. */
 struct ml_live;
 
 /*
- * Attaches to process pid through ML_LIVE_DIR/memlens.<pid>. Returns 0, or:
+ * Finds the live-view file of process pid (live-find.c): among
+ * ML_LIVE_DIR/memlens.<pid>.<token>, the one that is a regular file owned by
+ * one of the process's uids (or root) whose header has the process's pid and
+ * start time (/proc/<pid>/stat) and its name's token. Candidates are opened
+ * with O_NONBLOCK | O_NOFOLLOW, so a FIFO or a link planted there never hangs
+ * or misleads the reader. Fills h with the *got bytes read and path with the
+ * file's name. Returns 0, -ESRCH (no such process), -ENOENT (no candidate),
+ * -ESTALE (candidates, none the process's), -EACCES (not readable by the
+ * caller) or -EPROTO (an incompatible memlens), with one line in err.
+ */
+int ml_live_find(pid_t pid, struct ml_live_header *h, ssize_t *got, char *path, size_t pathlen,
+                 char *err, size_t errlen);
+
+/*
+ * Attaches to process pid through its ML_LIVE_DIR/memlens.<pid>.<token>
+ * (ml_live_find). Returns 0, or:
  * -ESRCH no such process; -ENOENT the process publishes nothing (not
  * profiled, or profiled by a memlens without live view); -EACCES / -EPERM the
  * caller may not read the file or the process's memory (ptrace rules);

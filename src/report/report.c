@@ -2,6 +2,7 @@
 #include "report/report.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,15 @@ double ml_report_gbs(uint64_t bytes, double seconds)
     if (seconds <= 0)
         return -1;
     return (double)bytes / seconds / 1e9;
+}
+
+const char *ml_report_tid(const struct ml_profile_thread *t, char *buf, size_t len)
+{
+    if (t->exited)
+        snprintf(buf, len, "exited:%" PRIu64, t->exited);
+    else
+        snprintf(buf, len, "%u", t->tid);
+    return buf;
 }
 
 const char *ml_report_demangle(const char *name, char *buf, size_t len)

@@ -100,6 +100,12 @@ int ml_report_sampled(const struct ml_report *r);
 /* bytes / seconds in GB/s (1e9 bytes), or -1 when seconds is unknown or 0. */
 double ml_report_gbs(uint64_t bytes, double seconds);
 
+/*
+ * The tid cell of a thread row: its tid, or "exited:N" for the record that
+ * sums N threads which exited long ago (docs/report.md, "Threads").
+ */
+const char *ml_report_tid(const struct ml_profile_thread *t, char *buf, size_t len);
+
 /* Demangled C++ name into buf (or name unchanged if not mangled or not demanglable). */
 const char *ml_report_demangle(const char *name, char *buf, size_t len);
 

@@ -330,7 +330,7 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
             if (!c->active)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
-            snprintf(tid, sizeof(tid), "%u", r->prof->threads[th].tid);
+            ml_report_tid(&r->prof->threads[th], tid, sizeof(tid));
             *borrowed |= c->borrowed && which == T_MAIN;
             rc = add_rows(t, which, name, idx, tid, c, hz);
         }
@@ -350,9 +350,11 @@ static void print_header(FILE *f, const struct ml_report *r)
 
     fmt_seconds(wall, sizeof(wall), (double)p->hdr.wall_ns / 1e9);
     fprintf(f, "profile %s\n", r->name);
-    fprintf(f, "  pid %u, ppid %u%s%s, %" PRIu64 " thread%s, %s wall\n", p->hdr.pid, p->hdr.ppid,
-            host ? ", host " : "", host ? host : "", p->nthreads, p->nthreads == 1 ? "" : "s",
-            wall);
+    fprintf(f, "  pid %u, ppid %u", p->hdr.pid, p->hdr.ppid);
+    if (p->hdr.flags & ML_PROF_F_RANK)
+        fprintf(f, p->hdr.nranks ? ", rank %u of %u" : ", rank %u", p->hdr.rank, p->hdr.nranks);
+    fprintf(f, "%s%s, %" PRIu64 " thread%s, %s wall\n", host ? ", host " : "", host ? host : "",
+            p->nthreads, p->nthreads == 1 ? "" : "s", wall);
     if (prog)
         fprintf(f, "  program %s\n", prog);
     if (cmd)

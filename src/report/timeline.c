@@ -195,7 +195,7 @@ static void table_one(FILE *f, const struct ml_timeline *t, const struct ml_repo
     for (uint64_t s = 0; s < t->nseries; s++) {
         const struct ml_tl_series *se = &t->series[s];
         uint64_t lo = 0, hi = 0;
-        char th[16] = "total", tid[16] = "";
+        char th[16] = "total", tid[32] = "";
 
         if (!series_shown(t, se, o) ||
             (se->thread < 0 && o->rows != ML_REPORT_TOTALS && region_threads(t, s) < 2))
@@ -208,7 +208,7 @@ static void table_one(FILE *f, const struct ml_timeline *t, const struct ml_repo
                 hi = i + 1;
         if (se->thread >= 0) {
             snprintf(th, sizeof(th), "%u", p->threads[se->thread].index);
-            snprintf(tid, sizeof(tid), "%u", p->threads[se->thread].tid);
+            ml_report_tid(&p->threads[se->thread], tid, sizeof(tid));
         }
         for (uint64_t i = lo; i < hi; i++) {
             const struct ml_tl_delta *d = &se->d[i];
@@ -268,9 +268,11 @@ int ml_report_timeline_csv(FILE *f, struct ml_report *const *reps, struct ml_tim
                 ml_csv_str(f, reps[k]->name);
                 fprintf(f, ",%u,", p->hdr.pid);
                 ml_csv_str(f, ml_profile_str(p, p->regions[se->region]));
-                if (se->thread >= 0)
-                    fprintf(f, ",%u,%u", p->threads[se->thread].index, p->threads[se->thread].tid);
-                else
+                if (se->thread >= 0) {
+                    char tid[32];
+                    fprintf(f, ",%u,%s", p->threads[se->thread].index,
+                            ml_report_tid(&p->threads[se->thread], tid, sizeof(tid)));
+                } else
                     fputs(",total,", f);
                 fprintf(f, ",%" PRIu64, i);
                 csv_num(f, from, "%.9f");

@@ -13,10 +13,12 @@
  * the binary; the runtime copies them into the profile, so no side files are
  * needed.
  */
-#define ML_RT_ABI 2
+/* 3: modules unregister from a destructor (a runtime must not keep an older module, which
+   leaves it pointing into an unmapped library after dlclose). */
+#define ML_RT_ABI 3
 
 struct ml_rt_unit {
-    uint32_t kind;   /* enum ml_unit_kind */
+    uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
     uint32_t regset; /* word offset into the module's regsets (local region ids) */
     uint32_t flags;  /* ML_RT_UNIT_*; 0 in modules built before flags existed */
@@ -43,17 +45,24 @@ struct ml_rt_module {
     uint32_t ncalls;
     uint32_t index; /* filled at registration: position in the runtime's module list */
     const char *name;
-    const char *const *region_names;  /* [nregions] */
-    const uint32_t *regsets;          /* n, local ids..., n, ... */
-    const struct ml_rt_unit *units;   /* [nunits] */
-    const struct ml_rt_call *calls;   /* [ncalls] */
-    uint64_t *(*tls)(void);           /* this thread's counters [nunits] */
-    uint32_t *region_ids;             /* [nregions], filled at registration: local -> global */
-    struct ml_rt_module *next;        /* runtime's list link */
+    const char *const *region_names; /* [nregions] */
+    const uint32_t *regsets;         /* n, local ids..., n, ... */
+    const struct ml_rt_unit *units;  /* [nunits] */
+    const struct ml_rt_call *calls;  /* [ncalls] */
+    uint64_t *(*tls)(void);          /* this thread's counters [nunits] */
+    uint32_t *region_ids;            /* [nregions], filled at registration: local -> global */
+    struct ml_rt_module *next;       /* runtime's list link (in its own copies only) */
 };
 
-/* Called by the constructor the instrumenter adds to each module. */
+/*
+ * Called by the constructor and the destructor the instrumenter adds to each
+ * module. The destructor runs when the module goes away (dlclose of its
+ * shared object, or exit): unregister copies into the runtime whatever the
+ * profile needs from the descriptor and from every thread's counters of it,
+ * since both are about to be unmapped. A module loaded again registers anew.
+ */
 void __memlens_register(struct ml_rt_module *m);
+void __memlens_unregister(struct ml_rt_module *m);
 /*
  * Region entry and exit; the instrumenter replaces MEMLENS_ROI_* calls with these.
  * __memlens_enter returns 1 when this execution of the region is measured (the

@@ -27,7 +27,8 @@ struct reading {
 struct ml_pmu_thread {
     int fd[ML_MAX_EVENTS];
     struct perf_event_mmap_page *page[ML_MAX_EVENTS];
-    int ok; /* every event open */
+    int ok;    /* every event open */
+    int fresh; /* a reused record: open the events on the next measured execution */
     struct reading begin[ML_RT_MAX_REGIONS][ML_MAX_EVENTS];
     uint64_t sum[ML_RT_MAX_REGIONS * ML_MAX_EVENTS];
 };
@@ -206,11 +207,11 @@ static struct ml_pmu_thread *thread_pmu(struct ml_thread_rec *t)
 {
     uint32_t failed;
 
-    if (t->pmu)
+    if (t->pmu && !t->pmu->fresh)
         return t->pmu->ok ? t->pmu : NULL;
-    t->pmu = calloc(1, sizeof(*t->pmu));
-    if (!t->pmu)
+    if (!t->pmu && !(t->pmu = calloc(1, sizeof(*t->pmu))))
         return NULL;
+    t->pmu->fresh = 0;
     /* A thread that cannot open them (descriptor limit) contributes no sums. */
     return open_all(t->pmu, &failed) ? NULL : t->pmu;
 }
@@ -265,6 +266,26 @@ void ml_pmu_thread_exit(struct ml_thread_rec *t)
 {
     if (t->pmu)
         close_all(t->pmu);
+}
+
+int ml_pmu_fold(struct ml_thread_rec *dst, const struct ml_thread_rec *src)
+{
+    if (!src->pmu)
+        return 0;
+    if (!dst->pmu && !(dst->pmu = calloc(1, sizeof(*dst->pmu))))
+        return -ENOMEM;
+    for (size_t i = 0; i < (size_t)ml_rt.nregions * ML_MAX_EVENTS; i++)
+        dst->pmu->sum[i] += src->pmu->sum[i];
+    return 0;
+}
+
+void ml_pmu_reuse(struct ml_thread_rec *t)
+{
+    if (!t->pmu)
+        return;
+    close_all(t->pmu);
+    memset(t->pmu->sum, 0, (size_t)ml_rt.nregions * ML_MAX_EVENTS * sizeof(uint64_t));
+    t->pmu->fresh = 1;
 }
 
 void ml_pmu_after_fork(struct ml_thread_rec *t)

@@ -70,6 +70,10 @@ void ml_pmu_end(struct ml_thread_rec *t, uint32_t g);
 const uint64_t *ml_pmu_sums(const struct ml_thread_rec *t);
 /* The thread exits: its counters are closed, its sums kept. */
 void ml_pmu_thread_exit(struct ml_thread_rec *t);
+/* Adds src's sums to dst's (the exited-threads record); -ENOMEM leaves dst unchanged. */
+int ml_pmu_fold(struct ml_thread_rec *dst, const struct ml_thread_rec *src);
+/* The record of an exited thread is reused: no sums, events opened again on first use. */
+void ml_pmu_reuse(struct ml_thread_rec *t);
 /* In a forked child: the inherited descriptors count the parent; forget them and the sums. */
 void ml_pmu_after_fork(struct ml_thread_rec *t);
 

@@ -2,28 +2,20 @@
  */
 #include "runtime/rt.h"
 #include "runtime/clock.h"
+#include "runtime/safefile.h"
 #include "format/live.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 static struct ml_live_header pub;
-static char pub_path[64];
+static char pub_path[96];
 static pid_t pub_pid;
-
-static uint64_t new_cookie(void)
-{
-    uint64_t c = 0;
-
-    if (getrandom(&c, sizeof(c), GRND_NONBLOCK) != (ssize_t)sizeof(c))
-        c = ml_rt_ticks() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&c;
-    return c ? c : 1;
-}
 
 static void fill_offsets(uint32_t *o)
 {
@@ -61,6 +53,8 @@ static void fill_offsets(uint32_t *o)
     o[ML_LF_RS_START] = offsetof(struct ml_rstate, start);
     o[ML_LF_RS_DEPTH] = offsetof(struct ml_rstate, depth);
     o[ML_LF_RT_SAMPLE] = offsetof(struct ml_rt, sample);
+    o[ML_LF_RT_ACC] = offsetof(struct ml_rt, acc);
+    o[ML_LF_RT_NFOLDED] = offsetof(struct ml_rt, nfolded);
 }
 
 void ml_rt_unpublish(void)
@@ -75,15 +69,37 @@ static void unpublish_at_exit(void)
     ml_rt_unpublish();
 }
 
+/* Writes the header to name.tmp in dirfd and renames it to name; 0 or a negative errno. */
+static int publish_as(int dirfd, const char name[48])
+{
+    char tmp[64];
+    int fd, rc = 0;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+    fd = ml_sf_create(dirfd, tmp);
+    if (fd < 0)
+        return fd;
+    errno = 0;
+    if (write(fd, &pub, sizeof(pub)) != (ssize_t)sizeof(pub))
+        rc = errno ? -errno : -ENOSPC;
+    if (close(fd) && !rc)
+        rc = -errno;
+    if (!rc)
+        rc = ml_sf_commit(dirfd, tmp, name);
+    if (rc)
+        unlinkat(dirfd, tmp, 0);
+    return rc;
+}
+
 void ml_rt_publish(void)
 {
-    char tmp[sizeof(pub_path) + 8];
-    int fd, ok;
+    char name[48] = "";
+    int dirfd, rc = -EEXIST;
 
     memcpy(pub.magic, ML_LIVE_MAGIC, sizeof(pub.magic));
     pub.version = ML_LIVE_VERSION;
     pub.header_size = sizeof(pub);
-    pub.cookie = new_cookie();
+    pub.cookie = ml_rt_random() | 1;
     pub.self_addr = (uint64_t)(uintptr_t)&pub;
     pub.rt_addr = (uint64_t)(uintptr_t)&ml_rt;
     pub.pid = (uint32_t)getpid();
@@ -92,25 +108,39 @@ void ml_rt_publish(void)
     pub.nfacts = ML_NFACTS;
     pub.max_regions = ML_RT_MAX_REGIONS;
     pub.nfields = ML_LIVE_NFIELDS;
+    pub.start_time = ml_rt_id.start_time;
     fill_offsets(pub.off);
-
     pub_pid = getpid();
-    snprintf(pub_path, sizeof(pub_path), "%s/memlens.%d", ML_LIVE_DIR, (int)pub_pid);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", pub_path);
-    /* /dev/shm is world-writable: never follow a link planted there, never reuse a file. */
-    unlink(tmp);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        goto fail;
-    ok = write(fd, &pub, sizeof(pub)) == (ssize_t)sizeof(pub);
-    ok = !close(fd) && ok;
-    if (!ok || rename(tmp, pub_path)) {
-        unlink(tmp);
-        goto fail;
+
+    dirfd = ml_sf_opendir(ML_LIVE_DIR, 0, NULL, 0);
+    if (dirfd == -ENOENT)
+        return; /* no /dev/shm here: nothing to watch the process with, nothing to say */
+    /* /dev/shm is world-writable: a name someone else took gets a fresh token, never reused. */
+    for (int i = 0; dirfd >= 0 && i < 8 && rc == -EEXIST; i++) {
+        if (i)
+            ml_rt_id.token = ml_rt_random();
+        pub.token = ml_rt_id.token;
+        snprintf(name, sizeof(name), "memlens.%d.%016llx", (int)pub_pid,
+                 (unsigned long long)pub.token);
+        rc = publish_as(dirfd, name);
     }
+    if (dirfd >= 0)
+        close(dirfd);
+    else
+        rc = dirfd;
+    if (rc) {
+        /* The profile is still written at exit; say why `memlens top` will not find us. */
+        const char *msg[] = {"memlens: live view off: cannot publish '",
+                             ML_LIVE_DIR,
+                             "/",
+                             name,
+                             "': ",
+                             ml_sf_strerror(-rc)};
+        if (dirfd < 0)
+            msg[3] = "memlens.*";
+        ml_rt_say(msg, sizeof(msg) / sizeof(msg[0]));
+        return;
+    }
+    snprintf(pub_path, sizeof(pub_path), "%s/%s", ML_LIVE_DIR, name);
     atexit(unpublish_at_exit);
-    return;
-fail:
-    /* Live viewing is optional: the profile is still written at exit. */
-    pub_path[0] = 0;
 }

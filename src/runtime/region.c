@@ -35,7 +35,10 @@ static uint64_t real_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Records this thread's counter arrays of every registered module; caller holds the lock. */
+/*
+ * Records this thread's counter arrays of every registered module; caller
+ * holds the lock. An unloaded module has none left: its entry stays NULL.
+ */
 static void capture_tls(struct ml_thread_rec *t)
 {
     struct ml_rt_module *m = ml_rt.mods;
@@ -50,24 +53,157 @@ static void capture_tls(struct ml_thread_rec *t)
     }
     for (uint32_t i = 0; m; m = m->next, i++)
         if (i >= t->nmods)
-            t->tls[i] = m->tls();
+            t->tls[i] = m->tls ? m->tls() : NULL;
     t->nmods = ml_rt.nmods;
 }
 
-/* Creates the calling thread's record; caller holds the lock. */
+/* A slot of u64 at least n long, zeroed up to n; -ENOMEM leaves *p as it was. */
+static int grow_zeroed(uint64_t **p, uint32_t *cap, uint32_t n)
+{
+    if (*cap < n) {
+        uint64_t *q = realloc(*p, (size_t)n * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        *p = q;
+        *cap = n;
+    }
+    memset(*p, 0, (size_t)n * sizeof(**p));
+    return 0;
+}
+
+/* Units of the module at position i of the list (0 past its end). */
+static uint32_t module_units(uint32_t i)
+{
+    struct ml_rt_module *m = ml_rt.mods;
+
+    while (m && i--)
+        m = m->next;
+    return m ? m->nunits : 0;
+}
+
+/* The exited-threads record, created on first use; caller holds the lock. */
+static struct ml_thread_rec *acc_record(void)
+{
+    struct ml_thread_rec *a = ml_rt.acc;
+
+    if (a)
+        return a;
+    a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->index = ml_rt.nthreads++;
+    a->done = 1;
+    *ml_rt.threads_tail = a;
+    ml_rt.threads_tail = &a->next;
+    ml_rt.acc = a;
+    return a;
+}
+
+/*
+ * Adds the figures of exited thread r to the exited-threads record. Every
+ * allocation comes first: on -ENOMEM nothing was added and r keeps its own.
+ */
+static int fold_exited(struct ml_thread_rec *r)
+{
+    struct ml_thread_rec *a = acc_record();
+    uint32_t n = r->snap_units;
+
+    if (!a)
+        return -ENOMEM;
+    if (a->snap_units < n) {
+        uint64_t *q = realloc(a->snap, (size_t)n * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        memset(q + a->snap_units, 0, (size_t)(n - a->snap_units) * sizeof(*q));
+        a->snap = q;
+        a->snap_cap = a->snap_units = n;
+    }
+    if (r->rs && !a->rs && !(a->rs = calloc(ML_RT_MAX_REGIONS, sizeof(*a->rs))))
+        return -ENOMEM;
+    if (r->exact_cap > a->exact_cap) {
+        uint64_t **q = realloc(a->exact, r->exact_cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        memset(q + a->exact_cap, 0, (r->exact_cap - a->exact_cap) * sizeof(*q));
+        a->exact = q;
+        a->exact_cap = r->exact_cap;
+    }
+    for (uint32_t i = 0; i < r->exact_cap; i++)
+        if (r->exact[i] && !a->exact[i] &&
+            !(a->exact[i] = calloc((size_t)module_units(i) * ML_NCLASS, sizeof(uint64_t))))
+            return -ENOMEM;
+    if (ml_pmu_fold(a, r))
+        return -ENOMEM;
+    for (uint32_t u = 0; u < n; u++)
+        a->snap[u] += r->snap[u];
+    for (uint32_t g = 0; r->rs && g < ml_rt.nregions; g++) {
+        a->rs[g].entries += r->rs[g].entries;
+        a->rs[g].ticks += r->rs[g].ticks;
+        a->rs[g].measured += r->rs[g].measured;
+    }
+    for (uint32_t i = 0; i < r->exact_cap; i++)
+        for (size_t k = 0; r->exact[i] && k < (size_t)module_units(i) * ML_NCLASS; k++)
+            a->exact[i][k] += r->exact[i][k];
+    ml_rt.nfolded++;
+    return 0;
+}
+
+/*
+ * The oldest exited record, folded into the exited-threads record and made
+ * ready for a new thread at the end of the list; NULL while at most
+ * ML_RT_KEEP_EXITED exited threads keep their own (or out of memory).
+ */
+static struct ml_thread_rec *reuse_exited(void)
+{
+    struct ml_thread_rec *r = ml_rt.exited_head, **pp;
+
+    if (ml_rt.nexited <= ML_RT_KEEP_EXITED || fold_exited(r))
+        return NULL;
+    ml_rt.exited_head = r->exited_next;
+    if (!ml_rt.exited_head)
+        ml_rt.exited_tail = &ml_rt.exited_head;
+    ml_rt.nexited--;
+    /* Readers walk the list without the lock: unlink, end r's own link, then append. */
+    for (pp = &ml_rt.threads; *pp != r; pp = &(*pp)->next)
+        ;
+    if (r->next) {
+        *pp = r->next;
+        r->next = NULL;
+        *ml_rt.threads_tail = r;
+        ml_rt.threads_tail = &r->next;
+    }
+    r->exited_next = NULL;
+    r->nmods = 0;
+    r->snap_units = 0;
+    if (r->rs)
+        memset(r->rs, 0, ml_rt.nregions * sizeof(*r->rs));
+    for (uint32_t i = 0; i < r->exact_cap; i++)
+        if (r->exact[i])
+            memset(r->exact[i], 0, (size_t)module_units(i) * ML_NCLASS * sizeof(uint64_t));
+    ml_pmu_reuse(r);
+    r->stack_lo = r->stack_hi = 0;
+    r->measured_open = r->plain_open = 0;
+    return r;
+}
+
+/* Creates the calling thread's record, or reuses an exited thread's; caller holds the lock. */
 static struct ml_thread_rec *thread_new_locked(void)
 {
-    struct ml_thread_rec *t = calloc(1, sizeof(*t));
+    struct ml_thread_rec *t = reuse_exited();
 
-    if (!t)
-        return NULL;
+    if (!t) {
+        t = calloc(1, sizeof(*t));
+        if (!t)
+            return NULL;
+        *ml_rt.threads_tail = t;
+        ml_rt.threads_tail = &t->next;
+    }
     t->tid = gettid_u32();
     t->index = ml_rt.nthreads++;
     t->rng = (ml_rt_ticks() ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1;
     t->hint = ml_rt_ticks();
     capture_tls(t);
-    *ml_rt.threads_tail = t;
-    ml_rt.threads_tail = &t->next;
+    __atomic_store_n(&t->done, 0, __ATOMIC_RELEASE);
     self = t;
     /* The key's destructor flushes the thread at exit; it needs a non-NULL value. */
     pthread_setspecific(exit_key, t);
@@ -86,25 +222,25 @@ struct ml_thread_rec *ml_rt_self(void)
     return t;
 }
 
-/* Closes open regions at tick `now` and snapshots the counters; runs on the exiting thread. */
+/*
+ * Closes open regions at tick `now` and snapshots the counters; runs on the
+ * exiting thread. The record then waits in the exited queue for reuse.
+ */
 static void thread_exit(void *arg)
 {
     struct ml_thread_rec *t = arg;
     uint64_t now = ml_rt_ticks();
-    uint64_t *snap;
     struct ml_rt_module *m;
     uint32_t off = 0, i = 0;
 
     pthread_mutex_lock(&ml_rt.lock);
     capture_tls(t);
-    snap = calloc(ml_rt.nunits ? ml_rt.nunits : 1, sizeof(*snap));
-    if (snap) {
+    if (grow_zeroed(&t->snap, &t->snap_cap, ml_rt.nunits) == 0) {
         for (m = ml_rt.mods; m; m = m->next, i++) {
-            if (i < t->nmods)
-                memcpy(snap + off, t->tls[i], m->nunits * sizeof(*snap));
+            if (i < t->nmods && t->tls[i])
+                memcpy(t->snap + off, t->tls[i], m->nunits * sizeof(*t->snap));
             off += m->nunits;
         }
-        t->snap = snap;
         t->snap_units = off;
     }
     if (t->rs)
@@ -119,7 +255,16 @@ static void thread_exit(void *arg)
             }
     t->measured_open = t->plain_open = 0;
     ml_pmu_thread_exit(t);
-    t->done = 1;
+    __atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
+    /* The copies of unloaded modules' counts are in snap now. */
+    for (m = ml_rt.mods, i = 0; m && i < t->nmods; m = m->next, i++)
+        if (!m->tls) {
+            free(t->tls[i]);
+            t->tls[i] = NULL;
+        }
+    *ml_rt.exited_tail = t;
+    ml_rt.exited_tail = &t->exited_next;
+    ml_rt.nexited++;
     pthread_mutex_unlock(&ml_rt.lock);
     self = NULL;
 }
@@ -158,14 +303,21 @@ static void after_fork_child(void)
     ml_rt.threads = NULL;
     ml_rt.threads_tail = &ml_rt.threads;
     ml_rt.nthreads = 0;
+    ml_rt.exited_head = NULL;
+    ml_rt.exited_tail = &ml_rt.exited_head;
+    ml_rt.nexited = 0;
+    ml_rt.acc = NULL;
+    ml_rt.nfolded = 0;
     ml_rt.written = 0;
     ml_rt.tick0 = now;
     ml_rt.mono0 = ml_rt_mono_ns();
     ml_rt.real0 = real_ns();
+    ml_rt_files_fork();
     if (!t)
         return;
     for (uint32_t i = 0; m && i < t->nmods; m = m->next, i++)
-        memset(t->tls[i], 0, m->nunits * sizeof(uint64_t));
+        if (t->tls[i])
+            memset(t->tls[i], 0, m->nunits * sizeof(uint64_t));
     if (t->rs)
         for (uint32_t i = 0; i < ML_RT_MAX_REGIONS; i++) {
             t->rs[i].entries = t->rs[i].ticks = t->rs[i].measured = 0;
@@ -240,9 +392,11 @@ static void init_locked(void)
     ml_rt.initialised = 1;
     ml_rt.mods_tail = &ml_rt.mods;
     ml_rt.threads_tail = &ml_rt.threads;
+    ml_rt.exited_tail = &ml_rt.exited_head;
     ml_rt.tick0 = ml_rt_ticks();
     ml_rt.mono0 = ml_rt_mono_ns();
     ml_rt.real0 = real_ns();
+    ml_rt_files_start();
     pthread_key_create(&exit_key, thread_exit);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
     atexit(on_exit_write);
@@ -258,19 +412,28 @@ static void init_locked(void)
     ml_rt_publish();
 }
 
+/* Names are copied: the module or caller that brought one may be unloaded. */
 static uint32_t region_id_locked(const char *name)
 {
+    char *copy;
+
     for (uint32_t i = 0; i < ml_rt.nregions; i++)
         if (strcmp(ml_rt.region_names[i], name) == 0)
             return i;
-    if (ml_rt.nregions == ML_RT_MAX_REGIONS)
+    if (ml_rt.nregions == ML_RT_MAX_REGIONS || !(copy = strdup(name)))
         return ML_RT_MAX_REGIONS;
-    ml_rt.region_names[ml_rt.nregions] = name;
+    ml_rt.region_names[ml_rt.nregions] = copy;
     return ml_rt.nregions++;
 }
 
+/*
+ * The runtime keeps its own copy of each descriptor (ml_rt.mods): the module's
+ * descriptor may be unmapped by dlclose, and a module loaded again at the same
+ * address must not find itself in the list.
+ */
 ML_EXPORT void __memlens_register(struct ml_rt_module *m)
 {
+    struct ml_rt_module *s;
     struct ml_thread_rec *t;
 
     if (m->abi != ML_RT_ABI)
@@ -278,12 +441,21 @@ ML_EXPORT void __memlens_register(struct ml_rt_module *m)
     pthread_mutex_lock(&ml_rt.lock);
     if (!ml_rt.initialised)
         init_locked();
+    s = malloc(sizeof(*s));
+    if (!s) { /* unprofiled, like a module of another ABI: enter and exit still work */
+        for (uint32_t i = 0; i < m->nregions; i++)
+            m->region_ids[i] = ML_RT_MAX_REGIONS;
+        m->index = UINT32_MAX;
+        pthread_mutex_unlock(&ml_rt.lock);
+        return;
+    }
     for (uint32_t i = 0; i < m->nregions; i++)
         m->region_ids[i] = region_id_locked(m->region_names[i]);
-    m->next = NULL;
     m->index = ml_rt.nmods;
-    *ml_rt.mods_tail = m;
-    ml_rt.mods_tail = &m->next;
+    *s = *m;
+    s->next = NULL;
+    *ml_rt.mods_tail = s;
+    ml_rt.mods_tail = &s->next;
     ml_rt.nmods++;
     ml_rt.nunits += m->nunits;
     ml_rt.nregset_words += m->nregset_words;
@@ -291,6 +463,123 @@ ML_EXPORT void __memlens_register(struct ml_rt_module *m)
     t = self ? self : thread_new_locked();
     if (t)
         capture_tls(t);
+    pthread_mutex_unlock(&ml_rt.lock);
+}
+
+/* Bytes of s and its NUL, or 0 when s repeats last (copied once: units share names). */
+static size_t str_need(const char *s, const char **last)
+{
+    if (!s || s == *last)
+        return 0;
+    *last = s;
+    return strlen(s) + 1;
+}
+
+/* Copies s into *pool, or reuses the previous copy when s repeats last. */
+static const char *str_copy(const char *s, const char **last, const char **last_copy, char **pool)
+{
+    size_t n;
+
+    if (!s)
+        return NULL;
+    if (s == *last)
+        return *last_copy;
+    n = strlen(s) + 1;
+    memcpy(*pool, s, n);
+    *last = s;
+    *last_copy = *pool;
+    *pool += n;
+    return *last_copy;
+}
+
+/*
+ * Points slot s at a runtime-owned copy of its module's static facts: units,
+ * calls, region sets, region ids and names, in one block. Out of memory, s
+ * keeps counts but no facts (its arrays are NULL; the writer writes zeros).
+ */
+static void detach_facts(struct ml_rt_module *s)
+{
+    const char *lf = NULL, *lfile = NULL, *lc = NULL, *lfc = NULL, *lfilec = NULL, *lcc = NULL;
+    size_t nu = s->nunits * sizeof(*s->units), nc = s->ncalls * sizeof(*s->calls);
+    size_t nw = s->nregset_words * sizeof(uint32_t), ni = s->nregions * sizeof(uint32_t);
+    size_t str = s->name ? strlen(s->name) + 1 : 0;
+    struct ml_rt_unit *units;
+    struct ml_rt_call *calls;
+    char *blk, *pool;
+
+    for (uint32_t i = 0; s->units && i < s->nunits; i++)
+        str += str_need(s->units[i].func, &lf) + str_need(s->units[i].file, &lfile);
+    for (uint32_t i = 0; s->calls && i < s->ncalls; i++)
+        str += str_need(s->calls[i].callee, &lc);
+    blk = malloc(nu + nc + nw + ni + str + 1);
+    if (!blk) {
+        s->name = NULL;
+        s->units = NULL;
+        s->calls = NULL;
+        s->regsets = NULL;
+        s->region_ids = NULL;
+        s->region_names = NULL;
+        return;
+    }
+    units = (struct ml_rt_unit *)blk;
+    calls = (struct ml_rt_call *)(blk + nu);
+    if (s->units)
+        memcpy(units, s->units, nu);
+    if (s->calls)
+        memcpy(calls, s->calls, nc);
+    if (s->regsets)
+        memcpy(blk + nu + nc, s->regsets, nw);
+    memcpy(blk + nu + nc + nw, s->region_ids, ni);
+    pool = blk + nu + nc + nw + ni;
+    lf = lfile = lc = NULL;
+    for (uint32_t i = 0; s->units && i < s->nunits; i++) {
+        units[i].func = str_copy(s->units[i].func, &lf, &lfc, &pool);
+        units[i].file = str_copy(s->units[i].file, &lfile, &lfilec, &pool);
+    }
+    for (uint32_t i = 0; s->calls && i < s->ncalls; i++)
+        calls[i].callee = str_copy(s->calls[i].callee, &lc, &lcc, &pool);
+    if (s->name) {
+        memcpy(pool, s->name, strlen(s->name) + 1);
+        s->name = pool;
+    }
+    /* Readers may walk the slot meanwhile (signal-time writer, memlens top): both copies are
+       valid until the destructor returns. */
+    s->units = s->units ? units : NULL;
+    s->calls = s->calls ? calls : NULL;
+    s->regsets = s->regsets ? (const uint32_t *)(blk + nu + nc) : NULL;
+    s->region_ids = (uint32_t *)(blk + nu + nc + nw);
+    s->region_names = NULL; /* the runtime has its own copies of the names */
+}
+
+ML_EXPORT void __memlens_unregister(struct ml_rt_module *m)
+{
+    struct ml_rt_module *s;
+    struct ml_thread_rec *t;
+    uint32_t i = 0;
+
+    /* At exit the profile is written before destructors run: nothing reads the module after. */
+    if (m->abi != ML_RT_ABI || __atomic_load_n(&ml_rt.written, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&ml_rt.lock);
+    for (s = ml_rt.mods; s && i < m->index; s = s->next)
+        i++;
+    if (!s || s->tls != m->tls) { /* never registered (out of memory) */
+        pthread_mutex_unlock(&ml_rt.lock);
+        return;
+    }
+    /* Live threads' counters of the module go away with it: keep copies in their records. */
+    for (t = ml_rt.threads; t; t = t->next) {
+        uint64_t *c;
+
+        if (t->done || m->index >= t->nmods || !t->tls[m->index])
+            continue;
+        c = malloc(m->nunits ? m->nunits * sizeof(*c) : 1);
+        if (c)
+            memcpy(c, t->tls[m->index], m->nunits * sizeof(*c));
+        t->tls[m->index] = c;
+    }
+    s->tls = NULL;
+    detach_facts(s);
     pthread_mutex_unlock(&ml_rt.lock);
 }
 
@@ -404,13 +693,30 @@ static void region_exit(uint32_t g)
     }
 }
 
+/*
+ * A thread that started before module m was loaded has not recorded its
+ * counters of m: it does so on its first entry into one of m's regions.
+ */
+static void capture_module(const struct ml_rt_module *m)
+{
+    struct ml_thread_rec *t = self;
+
+    if (t && m->index >= t->nmods && m->index != UINT32_MAX) {
+        pthread_mutex_lock(&ml_rt.lock);
+        capture_tls(t);
+        pthread_mutex_unlock(&ml_rt.lock);
+    }
+}
+
 ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region)
 {
+    capture_module(m);
     return region_enter(m->region_ids[local_region], 0);
 }
 
 ML_EXPORT uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region)
 {
+    capture_module(m);
     return region_enter(m->region_ids[local_region], 1);
 }
 
@@ -460,19 +766,42 @@ static void *thread_start(void *p)
     return tr.fn(tr.arg);
 }
 
-ML_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
-                             void *arg)
+/* glibc's own name of pthread_create: the way to it in a static link, where dlsym cannot be. */
+extern int __pthread_create_2_1(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+    __attribute__((weak));
+
+static int interpose_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                            void *arg);
+
+ml_pthread_create_fn ml_rt_real_pthread_create(void)
 {
-    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    static ml_pthread_create_fn real;
+    ml_pthread_create_fn f = __atomic_load_n(&real, __ATOMIC_RELAXED);
+
+    if (f)
+        return f;
+    /* Defined in a static link only: memlens cc then pulls it in with -u. */
+    f = __pthread_create_2_1;
+    if (!f)
+        f = (ml_pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    /* libmemlens-rt.so may come after the C library in the search order. */
+    if (!f)
+        f = (ml_pthread_create_fn)dlsym(RTLD_DEFAULT, "pthread_create");
+    if (f == interpose_create) /* the name may resolve to this very runtime's */
+        f = NULL;
+    __atomic_store_n(&real, f, __ATOMIC_RELAXED);
+    return f;
+}
+
+static int interpose_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                            void *arg)
+{
+    ml_pthread_create_fn real = ml_rt_real_pthread_create();
     struct trampoline *tr;
     int rc;
 
-    if (!real) {
-        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
-            RTLD_NEXT, "pthread_create");
-        if (!real)
-            return EAGAIN;
-    }
+    if (!real)
+        return EAGAIN;
     tr = malloc(sizeof(*tr));
     if (!tr)
         return real(th, attr, fn, arg);
@@ -483,3 +812,6 @@ ML_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
         free(tr);
     return rc;
 }
+
+ML_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                             void *arg) __attribute__((alias("interpose_create")));

@@ -2,7 +2,9 @@
 #ifndef ML_RUNTIME_RT_H
 #define ML_RUNTIME_RT_H
 
+#include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/abi.h"
@@ -27,14 +29,20 @@ struct ml_rstate {
 
 /*
  * One record per thread that ran instrumented code. While the thread lives,
- * tls[] points at its counter arrays (one per module); when it exits, the
- * counts are copied to snap[] and done is set. Records are never freed, so
- * the writer can read them from any thread.
+ * tls[] points at its counter arrays (one per module; for a module that was
+ * unloaded, at a runtime-owned copy of the counts it had then); when it
+ * exits, the counts are copied to snap[] and done is set. Records are never
+ * freed, so the writer can read them from any thread, and memory stays
+ * bounded: once more than ML_RT_KEEP_EXITED exited threads keep a record, the
+ * oldest one is folded into the exited-threads record (ml_rt.acc) and reused
+ * by the next new thread, which moves it to the end of the list. The list is
+ * thus sorted by index, and only ever changes by appending or by moving a
+ * reused record to its end.
  */
 struct ml_thread_rec {
     struct ml_thread_rec *next;
-    uint32_t tid;
-    uint32_t index;
+    uint32_t tid;   /* 0 for the exited-threads record */
+    uint32_t index; /* distinct for every thread, ascending in the list */
     volatile int done;
     uint32_t nmods;      /* modules whose tls[] entry is captured */
     uint32_t cap;        /* capacity of tls[] */
@@ -49,13 +57,23 @@ struct ml_thread_rec {
     /* Sampling: open outermost executions, measured and not; the last clock reading. */
     uint32_t measured_open, plain_open;
     uint64_t hint;
-    uint64_t rng;              /* xorshift state for sampling phases, non-zero */
-    struct ml_pmu_thread *pmu; /* MEMLENS_EVENTS counters, NULL until first used */
+    uint64_t rng;                      /* xorshift state for sampling phases, non-zero */
+    struct ml_pmu_thread *pmu;         /* MEMLENS_EVENTS counters, NULL until first used */
+    struct ml_thread_rec *exited_next; /* next in the queue of exited records */
+    uint32_t snap_cap;                 /* capacity of snap */
 };
+
+/* Exited threads that keep a record of their own, for per-thread rows of recent threads. */
+#define ML_RT_KEEP_EXITED 32
 
 struct ml_rt {
     pthread_mutex_t lock;
     int initialised;
+    /*
+     * The runtime's own record of each module ever registered, in order: a
+     * copy of its descriptor whose arrays point into the module until it is
+     * unloaded, then into a runtime-owned copy (tls = NULL from then on).
+     */
     struct ml_rt_module *mods, **mods_tail;
     uint32_t nmods;
     uint32_t nunits;
@@ -71,13 +89,78 @@ struct ml_rt {
     uint64_t sample_t0;    /* time rule's minimum gap, in ticks (UINT64_MAX: no time rule) */
     uint64_t sample_phase; /* MEMLENS_SAMPLE_PHASE, or UINT64_MAX for a random phase */
     struct ml_prof_calib calib;
+    /* Exited threads whose records are not folded yet, oldest first. */
+    struct ml_thread_rec *exited_head, **exited_tail;
+    uint32_t nexited;
+    struct ml_thread_rec *acc; /* the sum of the folded threads (tid 0, done), or NULL */
+    uint64_t nfolded;          /* threads folded into acc */
 };
 
 extern struct ml_rt ml_rt;
 
 /*
- * Writes the profile of this process into $MEMLENS_OUT (default
- * ./memlens-out) through a temporary file and rename. Safe to call from a
+ * Who this process is, taken when the runtime starts (files.c), so that
+ * neither chdir, pthread_exit from main nor a chroot changes it. A fork child
+ * gets a new token and start time. Naming and creation rules: docs/files.md.
+ */
+struct ml_rt_ident {
+    uint64_t token;      /* random per process start; 16 hex digits in file names */
+    uint64_t start_time; /* field 22 of /proc/self/stat (clock ticks after boot), 0 unknown */
+    uint32_t rank;       /* MPI rank (OMPI_COMM_WORLD_RANK, PMIX_RANK, ...) when has_rank */
+    uint32_t nranks;     /* processes in the job, 0 unknown */
+    int has_rank;
+    char exe[PATH_MAX]; /* /proc/self/exe, else argv[0] */
+    char prog[128];     /* last component of exe, cut to 127 bytes; "program" when unknown */
+    char cmdline[4096]; /* arguments, shell-quoted, control bytes as '?', "..." when cut */
+};
+
+extern struct ml_rt_ident ml_rt_id;
+
+/*
+ * files_start: takes the identity above and resolves MEMLENS_OUT (default
+ * memlens-out, relative to the current directory at start) to an absolute
+ * path, creating the directory and keeping a descriptor to it; called once
+ * by init with ml_rt.lock held. files_fork: the identity of a fork child.
+ */
+void ml_rt_files_start(void);
+void ml_rt_files_fork(void);
+
+/* 64 random bits (getrandom; time, pid and addresses when it has none). */
+uint64_t ml_rt_random(void);
+
+/*
+ * The output directory's descriptor, checked to be the one opened at start
+ * (re-opened by its path by the same rules when the program closed or
+ * replaced it). On failure prints one line, "memlens: cannot write <what> to
+ * '<dir>': <reason>", and returns a negative errno. Signal-safe.
+ */
+int ml_rt_out_dir(const char *what);
+
+/* Absolute path of the output directory ("" when unknown). */
+const char *ml_rt_out_path(void);
+
+/*
+ * name = <prog>.<pid>[.r<rank>].<token as 16 hex digits><suffix>. Returns 0
+ * or -ENAMETOOLONG.
+ */
+int ml_rt_file_name(char *buf, size_t len, uint64_t token, const char *suffix);
+
+/*
+ * Creates the temporary file of a new output file in dirfd (ml_sf_create):
+ * fills name (the process's token, or a fresh one when a name is taken) and
+ * tmp (name ".tmp"), each of len bytes. Returns the descriptor or a negative
+ * errno. ml_rt_out_commit then gives tmp its final name without replacing
+ * anything, drawing a fresh token for name when it is taken; 0 or -errno.
+ */
+int ml_rt_out_create(int dirfd, const char *suffix, char *name, char *tmp, size_t len);
+int ml_rt_out_commit(int dirfd, const char *suffix, const char *tmp, char *name, size_t len);
+
+/* memlens: cannot write <what> '<dir>/<name>': <errno text of -err> */
+void ml_rt_say_file(const char *what, const char *name, int err);
+
+/*
+ * Writes the profile of this process into the output directory (see
+ * ml_rt_files_start) through a temporary file and rename. Safe to call from a
  * signal handler: no malloc, no stdio. Writes at most once per process.
  */
 void ml_rt_write_profile(int from_signal);
@@ -96,6 +179,14 @@ void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now);
 
 /* The calling thread's record, created on first use; NULL when out of memory. */
 struct ml_thread_rec *ml_rt_self(void);
+
+/*
+ * The C library's pthread_create, behind the runtime's own (which records
+ * every new thread): dlsym(RTLD_NEXT) in a dynamic link, glibc's internal
+ * name in a static one. NULL when neither is found.
+ */
+typedef int (*ml_pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+ml_pthread_create_fn ml_rt_real_pthread_create(void);
 
 /* Writes parts[0..n-1] and a newline to stderr as one line, without stdio. */
 void ml_rt_say(const char *const *parts, size_t n);
@@ -116,8 +207,10 @@ void ml_rt_measured_begin(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t
 void ml_rt_measured_end(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t g);
 /*
  * Live view (src/runtime/publish.c, src/format/live.h): publish writes
- * /dev/shm/memlens.<pid> once, at runtime start, and arranges its removal at
- * exit; unpublish removes it (signal-safe, and a no-op in a fork child).
+ * /dev/shm/memlens.<pid>.<token> once, at runtime start after
+ * ml_rt_files_start, and arranges its removal at exit (one line on stderr
+ * when it cannot, unless /dev/shm does not exist); unpublish removes it
+ * (signal-safe, and a no-op in a fork child).
  */
 void ml_rt_publish(void);
 void ml_rt_unpublish(void);

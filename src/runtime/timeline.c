@@ -2,7 +2,6 @@
 #include "runtime/rt.h"
 #include "runtime/clock.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -108,7 +107,7 @@ static void thread_sums(const struct ml_thread_rec *t)
         else if (!done && mi < t->nmods)
             cnt = t->tls[mi];
         off += m->nunits;
-        if (!cnt)
+        if (!cnt || !m->units || !m->regsets) /* no facts: an unloaded module out of memory */
             continue;
         for (uint32_t u = 0; u < m->nunits; u++) {
             uint64_t c = load64(&cnt[u]);
@@ -281,13 +280,11 @@ static void *sampler(void *arg)
 /* Created with the C library's pthread_create, so it gets no thread record of its own. */
 static void start_sampler(void)
 {
-    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    ml_pthread_create_fn create = ml_rt_real_pthread_create();
     pthread_attr_t attr;
     sigset_t all, old;
     pthread_t th;
 
-    create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
-        RTLD_NEXT, "pthread_create");
     if (!create || pthread_attr_init(&attr)) {
         tl.on = 0;
         return;
@@ -365,6 +362,105 @@ void ml_rt_timeline_start(void)
     start_sampler();
 }
 
+/* The exited-threads record's points of one snapshot, by region (see merge_snap). */
+static struct ml_prof_tl_point ex_pts[ML_RT_MAX_REGIONS];
+static unsigned char ex_seen[ML_RT_MAX_REGIONS];
+
+/* Whether thread index th keeps a record of its own; *rec walks the list, sorted by index. */
+static int has_record(const struct ml_thread_rec **rec, uint32_t th)
+{
+    while (*rec && (*rec)->index < th)
+        *rec = (*rec)->next;
+    return *rec && (*rec)->index == th && *rec != ml_rt.acc;
+}
+
+static void add_point(struct ml_prof_tl_point *d, const struct ml_prof_tl_point *s)
+{
+    d->entries += s->entries;
+    d->ticks += s->ticks;
+    d->bytes_read += s->bytes_read;
+    d->bytes_written += s->bytes_written;
+    d->instructions += s->instructions;
+}
+
+/*
+ * Threads folded into the exited-threads record (index ex) have no record
+ * any more: their points in a snapshot (np points at p, sorted by thread and
+ * region) count towards that record's, which merge_count sums into ex_pts.
+ * Returns the number of points of the snapshot then.
+ */
+static uint64_t merge_count(const unsigned char *p, uint64_t np, uint32_t ex)
+{
+    const struct ml_thread_rec *rec = ml_rt.threads;
+    struct ml_prof_tl_point pt;
+    uint64_t n = 0;
+
+    memset(ex_seen, 0, sizeof(ex_seen));
+    for (uint64_t k = 0; k < np; k++) {
+        memcpy(&pt, p + k * sizeof(pt), sizeof(pt));
+        if (has_record(&rec, pt.thread)) {
+            n++;
+        } else if (pt.region < ML_RT_MAX_REGIONS) {
+            if (!ex_seen[pt.region]) {
+                ex_seen[pt.region] = 1;
+                memset(&ex_pts[pt.region], 0, sizeof(pt));
+                ex_pts[pt.region].thread = ex;
+                ex_pts[pt.region].region = pt.region;
+                n++;
+            }
+            add_point(&ex_pts[pt.region], &pt);
+        }
+    }
+    return n;
+}
+
+/* Writes the snapshot merge_count just summed, still sorted by thread and region. */
+static void merge_emit(struct ml_pw *w, const unsigned char *p, uint64_t np, uint32_t ex)
+{
+    const struct ml_thread_rec *rec = ml_rt.threads;
+    struct ml_prof_tl_point pt;
+    int ex_done = 0;
+
+    for (uint64_t k = 0; k <= np; k++) {
+        if (k < np) {
+            memcpy(&pt, p + k * sizeof(pt), sizeof(pt));
+            if (!has_record(&rec, pt.thread))
+                continue;
+        }
+        if (!ex_done && (k == np || pt.thread > ex)) {
+            for (uint32_t g = 0; g < ML_RT_MAX_REGIONS; g++)
+                if (ex_seen[g])
+                    ml_pw_bytes(w, &ex_pts[g], sizeof(pt));
+            ex_done = 1;
+        }
+        if (k < np)
+            ml_pw_bytes(w, &pt, sizeof(pt));
+    }
+}
+
+/* Writes the snapshots in tl.buf[0..len) merged (w NULL: only sizes them); returns their bytes. */
+static uint64_t write_merged(struct ml_pw *w, size_t len, uint32_t ex)
+{
+    uint64_t bytes = 0;
+
+    for (size_t pos = 0; pos < len;) {
+        struct ml_prof_tl_snap sh;
+        uint64_t np;
+
+        memcpy(&sh, tl.buf + pos, sizeof(sh));
+        pos += sizeof(sh);
+        np = sh.npoints;
+        sh.npoints = merge_count(tl.buf + pos, np, ex);
+        bytes += sizeof(sh) + sh.npoints * sizeof(struct ml_prof_tl_point);
+        if (w) {
+            ml_pw_bytes(w, &sh, sizeof(sh));
+            merge_emit(w, tl.buf + pos, np, ex);
+        }
+        pos += np * sizeof(struct ml_prof_tl_point);
+    }
+    return bytes;
+}
+
 void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now)
 {
     struct ml_prof_timeline h;
@@ -382,7 +478,13 @@ void ml_rt_timeline_write(struct ml_pw *w, int exclusive, uint64_t now)
     h.requested_ns = tl.requested_ns;
     h.nsnaps = count_snaps(len);
     h.flags = tl.flags;
-    ml_pw_section(w, ML_SEC_TIMELINE, sizeof(h) + len);
+    if (!ml_rt.acc) {
+        ml_pw_section(w, ML_SEC_TIMELINE, sizeof(h) + len);
+        ml_pw_bytes(w, &h, sizeof(h));
+        ml_pw_bytes(w, tl.buf, len);
+        return;
+    }
+    ml_pw_section(w, ML_SEC_TIMELINE, sizeof(h) + write_merged(NULL, len, ml_rt.acc->index));
     ml_pw_bytes(w, &h, sizeof(h));
-    ml_pw_bytes(w, tl.buf, len);
+    write_merged(w, len, ml_rt.acc->index);
 }

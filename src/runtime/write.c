@@ -18,7 +18,6 @@
 #endif
 
 static unsigned char wbuf[1 << 16];
-static char exe_path[4096];
 static char host[256];
 
 static size_t slen(const char *s)
@@ -35,12 +34,30 @@ static void put_str(struct ml_pw *w, const char *s)
         ml_pw_bytes(w, "", 1);
 }
 
-static const char *const meta_keys[] = {"program", "hostname", "memlens"};
-#define NMETA 3
+static const char *const meta_keys[] = {"program", "cmdline", "hostname", "memlens"};
+#define NMETA 4
 
 static const char *meta_value(int i)
 {
-    return i == 0 ? exe_path : i == 1 ? host : ML_VERSION;
+    const char *v[NMETA] = {ml_rt_id.exe, ml_rt_id.cmdline, host, ML_VERSION};
+    return v[i];
+}
+
+/*
+ * A module unloaded while memory ran out kept its counts but lost its facts
+ * (detach_facts in region.c): its units, calls and region sets read as empty.
+ */
+static const struct ml_rt_unit hollow_unit = {.kind = ML_UNIT_BLOCK};
+static const struct ml_rt_call hollow_call;
+
+static const struct ml_rt_unit *unit_of(const struct ml_rt_module *m, uint32_t i)
+{
+    return m->units ? &m->units[i] : &hollow_unit;
+}
+
+static const struct ml_rt_call *call_of(const struct ml_rt_module *m, uint32_t i)
+{
+    return m->calls ? &m->calls[i] : &hollow_call;
 }
 
 /*
@@ -69,11 +86,11 @@ static void str_layout(struct str_bases *b)
     b->units = off;
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++)
-            off += slen(m->units[i].func) + slen(m->units[i].file);
+            off += slen(unit_of(m, i)->func) + slen(unit_of(m, i)->file);
     b->calls = off;
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
-            off += slen(m->calls[i].callee);
+            off += slen(call_of(m, i)->callee);
     b->end = off;
 }
 
@@ -93,12 +110,12 @@ static void write_strtab(struct ml_pw *w, const struct str_bases *b)
         put_str(w, m->name);
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++) {
-            put_str(w, m->units[i].func);
-            put_str(w, m->units[i].file);
+            put_str(w, unit_of(m, i)->func);
+            put_str(w, unit_of(m, i)->file);
         }
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
-            put_str(w, m->calls[i].callee);
+            put_str(w, call_of(m, i)->callee);
 }
 
 static void write_tables(struct ml_pw *w, const struct str_bases *b)
@@ -125,7 +142,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     ml_pw_section(w, ML_SEC_REGSETS, ml_rt.nregset_words * 4ull);
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->nregset_words;) {
-            uint32_t n = m->regsets[i];
+            uint32_t n = m->regsets ? m->regsets[i] : 0;
             ml_pw_bytes(w, &n, 4);
             for (uint32_t k = 1; k <= n && i + k < m->nregset_words; k++) {
                 uint32_t g = m->region_ids[m->regsets[i + k]];
@@ -151,7 +168,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     mi = 0;
     for (m = ml_rt.mods; m; m = m->next, mi++) {
         for (uint32_t i = 0; i < m->nunits; i++) {
-            const struct ml_rt_unit *u = &m->units[i];
+            const struct ml_rt_unit *u = unit_of(m, i);
             struct ml_prof_unit pu = {.kind = u->kind,
                                       .module = mi,
                                       .func = off,
@@ -170,11 +187,11 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
     unit_base = 0;
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->ncalls; i++) {
-            struct ml_prof_call pc = {.unit = unit_base + m->calls[i].unit,
-                                      .callee = off,
-                                      .per_exec = m->calls[i].per_exec};
+            const struct ml_rt_call *c = call_of(m, i);
+            struct ml_prof_call pc = {
+                .unit = unit_base + c->unit, .callee = off, .per_exec = c->per_exec};
             ml_pw_bytes(w, &pc, sizeof(pc));
-            off += slen(m->calls[i].callee);
+            off += slen(c->callee);
         }
         unit_base += m->nunits;
     }
@@ -189,14 +206,14 @@ static void write_entries(struct ml_pw *w)
 
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++)
-            n += (m->units[i].flags & ML_RT_UNIT_ENTRY) != 0;
+            n += (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY) != 0;
     if (!n)
         return;
     ml_pw_section(w, ML_SEC_ENTRIES, n * 4);
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->nunits; i++) {
             uint32_t id = base + i;
-            if (m->units[i].flags & ML_RT_UNIT_ENTRY)
+            if (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY)
                 ml_pw_bytes(w, &id, 4);
         }
         base += m->nunits;
@@ -330,71 +347,16 @@ static uint64_t clock_hz(uint64_t *now_ticks, uint64_t *now_mono)
     return (uint64_t)((double)(t - ml_rt.tick0) * 1e9 / (double)(ns - ml_rt.mono0));
 }
 
-static char *append(char *p, char *end, const char *s)
-{
-    while (*s && p < end - 1)
-        *p++ = *s++;
-    *p = 0;
-    return p;
-}
-
-static char *append_u(char *p, char *end, uint64_t v)
-{
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n && p < end - 1)
-        *p++ = tmp[--n];
-    *p = 0;
-    return p;
-}
-
-/* Creates every missing directory of path, like mkdir -p. */
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(path, 0777) && errno != EEXIST) {
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    return mkdir(path, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-static void say(const char *a, const char *b, const char *c)
-{
-    char msg[1024];
-    char *p = msg, *end = msg + sizeof(msg) - 1;
-
-    p = append(p, end, "memlens: ");
-    p = append(p, end, a);
-    p = append(p, end, b);
-    p = append(p, end, c);
-    *p++ = '\n';
-    if (write(2, msg, (size_t)(p - msg)) < 0)
-        return;
-}
-
 void ml_rt_write_profile(int from_signal)
 {
-    const char *dir = getenv("MEMLENS_OUT");
-    char dpath[3072], path[4096], tmp[4096], *p, *end, *base;
+    char name[256] = "", tmp[256] = "";
     struct ml_prof_header h;
     struct str_bases b;
     struct ml_thread_rec *t;
     struct ml_pw w;
     struct utsname un;
     uint64_t now, mono;
-    int fd, locked, rc;
-    ssize_t n;
+    int dirfd, fd, locked, rc;
 
     if (__atomic_exchange_n(&ml_rt.written, 1, __ATOMIC_SEQ_CST) || !ml_rt.nmods)
         return;
@@ -402,36 +364,17 @@ void ml_rt_write_profile(int from_signal)
     locked = from_signal ? pthread_mutex_trylock(&ml_rt.lock) == 0
                          : pthread_mutex_lock(&ml_rt.lock) == 0;
 
-    n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
-    exe_path[n > 0 ? n : 0] = 0;
     host[0] = 0;
     if (uname(&un) == 0) {
         strncpy(host, un.nodename, sizeof(host) - 1);
         host[sizeof(host) - 1] = 0;
     }
-    base = strrchr(exe_path, '/');
-    base = base ? base + 1 : exe_path[0] ? exe_path : "program";
-
-    end = dpath + sizeof(dpath);
-    append(dpath, end, dir && *dir ? dir : "memlens-out");
-    if (mkdirs(dpath)) {
-        say("cannot create profile directory '", dpath, "' (set MEMLENS_OUT)");
+    dirfd = ml_rt_out_dir("profile");
+    if (dirfd < 0)
         goto out;
-    }
-    end = path + sizeof(path);
-    p = append(path, end, dpath);
-    p = append(p, end, "/");
-    p = append(p, end, base);
-    p = append(p, end, ".");
-    p = append_u(p, end, (uint64_t)getpid());
-    append(p, end, ".mlp");
-    end = tmp + sizeof(tmp);
-    p = append(tmp, end, path);
-    append(p, end, ".tmp");
-
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = ml_rt_out_create(dirfd, ".mlp", name, tmp, sizeof(name));
     if (fd < 0) {
-        say("cannot write profile '", tmp, "'");
+        ml_rt_say_file("profile", tmp[0] ? tmp : name, fd);
         goto out;
     }
     memset(&h, 0, sizeof(h));
@@ -444,8 +387,11 @@ void ml_rt_write_profile(int from_signal)
     h.pid = (uint32_t)getpid();
     h.ppid = (uint32_t)getppid();
     h.clock = ML_RT_CLOCK;
-    h.flags = from_signal ? ML_PROF_F_SIGNAL : 0;
+    h.flags = (from_signal ? ML_PROF_F_SIGNAL : 0) | (ml_rt_id.has_rank ? ML_PROF_F_RANK : 0);
     h.sample = ml_rt.sample ? ml_rt.sample : 1;
+    h.token = ml_rt_id.token;
+    h.rank = ml_rt_id.rank;
+    h.nranks = ml_rt_id.nranks;
 
     ml_pw_init(&w, fd, wbuf, sizeof(wbuf));
     ml_pw_bytes(&w, &h, sizeof(h));
@@ -456,6 +402,11 @@ void ml_rt_write_profile(int from_signal)
     /* Before the threads: threads still running then keep counting, so the final snapshot
        never exceeds the THREAD records. */
     ml_rt_timeline_write(&w, locked, now);
+    if (ml_rt.acc) {
+        struct ml_prof_exited ex = {.index = ml_rt.acc->index, .nthreads = ml_rt.nfolded};
+        ml_pw_section(&w, ML_SEC_EXITED, sizeof(ex));
+        ml_pw_bytes(&w, &ex, sizeof(ex));
+    }
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
         write_exact(&w, t);
@@ -467,9 +418,15 @@ void ml_rt_write_profile(int from_signal)
     rc = ml_pw_finish(&w);
     if (close(fd) && !rc)
         rc = -errno;
-    if (rc || rename(tmp, path)) {
-        say("cannot write profile '", path, "'");
-        unlink(tmp);
+    if (rc) {
+        ml_rt_say_file("profile", tmp, rc);
+        unlinkat(dirfd, tmp, 0);
+        goto out;
+    }
+    rc = ml_rt_out_commit(dirfd, ".mlp", tmp, name, sizeof(name));
+    if (rc) {
+        ml_rt_say_file("profile", name, rc);
+        unlinkat(dirfd, tmp, 0);
     }
 out:
     if (locked)

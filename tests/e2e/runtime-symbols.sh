@@ -1,5 +1,5 @@
 #!/bin/bash
-# The runtime exports only its entry points: a program may define symbols with the names of
+# The runtime (archive and shared object) exports only its entry points: a program may define symbols with the names of
 # the runtime's internals (ml_profile_parse, ml_rt_self, ...) and still link and profile.
 . "$(dirname "$0")/../lib/common.sh"
 ml_require_cc
@@ -7,6 +7,10 @@ rt=$ML_BUILD/lib/libmemlens-rt.a
 extra=$(nm -g --defined-only "$rt" | awk 'NF == 3 { print $3 }' |
     grep -vE '^(__memlens_[a-z_]+|pthread_create)$')
 [ -z "$extra" ] || fail "the runtime exports internal symbols: $extra"
+so=$ML_BUILD/lib/libmemlens-rt.so
+extra=$(nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' |
+    grep -vE '^(__memlens_[a-z_]+|pthread_create)$')
+[ -z "$extra" ] || fail "the shared runtime exports internal symbols: $extra"
 cat >"$T/clash.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,15 @@ int main(int argc, char **argv)
 }
 C
 $MLCC -O2 -o "$T/clash" "$T/clash.c" || fail "a program defining runtime-internal names does not link"
+# ... and an executable exports all of them, so that instrumented libraries bind to its runtime
+for ld in bfd gold lld; do
+    command -v ld.$ld >/dev/null || continue
+    $MLCC -O2 -fuse-ld=$ld -o "$T/clash-$ld" "$T/clash.c" || fail "link with ld.$ld failed"
+    for s in $(nm -g --defined-only "$rt" | awk 'NF == 3 { print $3 }'); do
+        nm -D --defined-only "$T/clash-$ld" | grep -qw "$s" ||
+            fail "an executable linked by ld.$ld does not export the runtime's $s"
+    done
+done
 MEMLENS_OUT=$T/out "$T/clash" 1000 >"$T/stdout" || fail "run failed"
 [ "$(tail -n 1 "$T/stdout")" = "999000 6" ] || fail "wrong output: $(cat "$T/stdout")"
 check_py "$T/out" "P[0].totals('r')['rd_heap'] == 8000"

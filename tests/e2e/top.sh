@@ -22,7 +22,7 @@ cleanup() {
 trap cleanup EXIT
 
 # start_prog <dir> [wrapper...]: starts the program writing its profile into <dir>; sets $prog
-# to its pid once it has published /dev/shm/memlens.<pid>.
+# to its pid and $pub to its file once it has published /dev/shm/memlens.<pid>.<token>.
 start_prog() {
     local dir=$1 _
     shift
@@ -31,10 +31,10 @@ start_prog() {
     prog=$!
     pids+=("$prog")
     for _ in $(seq 100); do
-        [ -e /dev/shm/memlens.$prog ] && return 0
+        pub=$(compgen -G "/dev/shm/memlens.$prog.*") && return 0
         sleep 0.05
     done
-    ml_error "the program did not publish /dev/shm/memlens.$prog"
+    ml_error "the program did not publish /dev/shm/memlens.$prog.*"
     return 1
 }
 
@@ -60,7 +60,7 @@ if start_prog "$ML_TMP/run"; then
     "$TOP" top --batch -d 0.2 -n 5 $prog >"$ML_TMP/table.txt" || ml_error "top --batch failed"
     "$TOP" top --csv -d 0.2 -n 5 $prog >"$ML_TMP/frames.csv" || ml_error "top --csv failed"
     stop_prog "$ML_TMP/run"
-    [ ! -e /dev/shm/memlens.$prog ] || ml_error "/dev/shm/memlens.$prog left after exit"
+    [ ! -e "$pub" ] || ml_error "$pub left after exit"
     ml_check "top" '
 import csv
 n, table, frames = int(sys.argv[1]), open(sys.argv[2]).read(), sys.argv[3]
@@ -125,7 +125,7 @@ sleep 30 &
 plain=$!
 pids+=("$plain")
 expect_refusal "plain process" \
-    "memlens: process $plain is not profiled by memlens (no /dev/shm/memlens.$plain)" \
+    "memlens: process $plain is not profiled by memlens (no /dev/shm/memlens.$plain.*)" \
     "$TOP" top -n 1 $plain
 nopid=$(($(cat /proc/sys/kernel/pid_max) + 1))
 expect_refusal "no such process" "memlens: no process $nopid" "$TOP" top -n 1 $nopid
@@ -135,11 +135,12 @@ expect_refusal "bad interval" \
 
 # A publication file left by another process (a killed one whose pid was reused).
 if start_prog "$ML_TMP/stale"; then
-    cp /dev/shm/memlens.$prog /dev/shm/memlens.$plain
-    stale+=("/dev/shm/memlens.$plain")
+    planted=/dev/shm/memlens.$plain.${pub##*.}
+    cp "$pub" "$planted"
+    stale+=("$planted")
     expect_refusal "stale file" "memlens: process $plain is not profiled by memlens \
-(/dev/shm/memlens.$plain is stale: written by process $prog)" "$TOP" top -n 1 $plain
-    rm -f /dev/shm/memlens.$plain
+('$planted' is stale: left by an earlier process with that pid)" "$TOP" top -n 1 $plain
+    rm -f "$planted"
     stop_prog "$ML_TMP/stale"
 fi
 kill $plain 2>/dev/null

@@ -15,16 +15,22 @@ class Profile:
         d = open(path, 'rb').read()
         magic, ver, hsize, self.tsc_hz, self.start_ns, self.wall_ns, self.pid, self.ppid, \
             self.clock, self.flags, self.sample = struct.unpack_from('<8sIIQQQIIIIQ', d, 0)
-        assert magic == b'MLPROF\0\n' and ver == 2 and hsize == 64, path
+        assert magic == b'MLPROF\0\n' and (ver, hsize) in ((2, 64), (3, 80)), path
+        self.version = ver
+        # version 3: start token (as in the file name) and MPI rank (flags bit 1: rank known)
+        self.token, rank, self.nranks = struct.unpack_from('<QII', d, 64) if ver >= 3 else (0, 0, 0)
+        self.rank = rank if self.flags & 2 else None
         self.path = path
         strtab, regions, regsets, self.units, self.calls, self.threads = b'', (), (), [], [], []
-        off, end = 64, False
+        meta = ()
+        off, end = hsize, False
         self.exact = {}
         self.events = []   # event names (MEMLENS_EVENTS)
         self.ev = {}       # thread index -> [region][event] sums over measured executions
         self.calib = None  # (increment, timer pair) cost in thousandths of a tick
         self.entries = ()
         self.timeline = None
+        self.exited = None  # (thread index, threads it sums): exited threads folded together
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -33,6 +39,8 @@ class Profile:
                 break
             if t == 1:
                 strtab = d[p:p + ln]
+            elif t == 2:
+                meta = struct.unpack_from('<%dI' % (ln // 4), d, p)
             elif t == 3:
                 regions = struct.unpack_from('<%dI' % (ln // 4), d, p)
             elif t == 4:
@@ -67,12 +75,19 @@ class Profile:
                     q += 8 + 8 * nr * ne
             elif t == 12:
                 self.calib = struct.unpack_from('<QQ', d, p)
+            elif t == 14:
+                idx, _, nthr = struct.unpack_from('<IIQ', d, p)
+                self.exited = (idx, nthr)
             elif t == 10:
                 self.timeline = self._timeline(d, p, ln)
             off = p + ln
         assert end, '%s: no end record' % path
-        self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode()
+        for th in self.threads:
+            th['exited'] = self.exited[1] if self.exited and th['index'] == self.exited[0] else 0
+        assert not self.exited or any(th['exited'] for th in self.threads), path
+        self.s = lambda o: strtab[o:strtab.index(b'\0', o)].decode(errors='surrogateescape')
         self.regions = [self.s(o) for o in regions]
+        self.meta = {self.s(meta[i]): self.s(meta[i + 1]) for i in range(0, len(meta) - 1, 2)}
         self.unit_regions = []
         for u in self.units:
             n = regsets[u[5]]

@@ -36,6 +36,7 @@ struct mlb {
     uint32_t nthreads;
     struct ml_prof_calib calib; /* written when has_calib */
     int has_calib;
+    struct ml_prof_exited exited; /* written before the threads when nthreads is set */
     /* TIMELINE payload after its header, written after the threads when has_tl is set. */
     int has_tl;
     struct ml_prof_timeline tl;
@@ -191,6 +192,8 @@ static inline unsigned char *mlb_write(struct mlb *b, size_t *len)
     mlb_sec(&w, ML_SEC_CALLS, b->calls, sizeof(b->calls[0]) * b->ncalls);
     if (b->nmodules)
         mlb_sec(&w, ML_SEC_MODULES, b->modules, sizeof(b->modules[0]) * b->nmodules);
+    if (b->exited.nthreads)
+        mlb_sec(&w, ML_SEC_EXITED, &b->exited, sizeof(b->exited));
     for (uint32_t t = 0; t < b->nthreads; t++) {
         struct mlb_thread *th = &b->threads[t];
         th->t.nunits = b->nunits;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -20,9 +21,18 @@
  * profiled process, whose state it builds by hand below, and reads itself
  * through process_vm_readv.
  */
+#include "../../src/runtime/files.c"
 #include "../../src/runtime/publish.c"
+#include "../../src/runtime/safefile.c"
 
 struct ml_rt ml_rt;
+
+void ml_rt_say(const char *const *parts, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        fputs(parts[i], stderr);
+    fputc('\n', stderr);
+}
 
 /*
  * Regions: a (0), b (1). Module m: units u0 {a}, u1 {a, b}, u2 {} (outside
@@ -94,6 +104,7 @@ static int setup(void **state)
 {
     (void)state;
     build_state();
+    ml_rt_files_fork(); /* token and start time, without an output directory */
     ml_rt_publish();
     return pub_path[0] ? 0 : -1;
 }
@@ -238,7 +249,7 @@ static void test_stale(void **state)
 static void test_refusals(void **state)
 {
     struct ml_live *l = NULL;
-    char path[64];
+    char path[sizeof(pub_path)];
     struct ml_live_header h = pub;
     int fd;
 
@@ -248,7 +259,7 @@ static void test_refusals(void **state)
     assert_int_equal(ml_live_open(0, &l, err, sizeof(err)), -ESRCH);
     /* A header from a future memlens. */
     h.version = ML_LIVE_VERSION + 1;
-    snprintf(path, sizeof(path), "%s/memlens.%d", ML_LIVE_DIR, (int)getpid());
+    snprintf(path, sizeof(path), "%s", pub_path);
     fd = open(path, O_WRONLY | O_TRUNC);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, &h, sizeof(h)), sizeof(h));
@@ -266,12 +277,80 @@ static void test_refusals(void **state)
     ml_rt_publish();
 }
 
+/* Writes h to ML_LIVE_DIR/memlens.<pid>.<token>[suffix]; returns the path in path. */
+static void plant(char *path, size_t len, uint64_t token, const char *suffix,
+                  const struct ml_live_header *h)
+{
+    int fd;
+
+    snprintf(path, len, "%s/memlens.%d.%016llx%s", ML_LIVE_DIR, (int)getpid(),
+             (unsigned long long)token, suffix);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, h, sizeof(*h)), sizeof(*h));
+    close(fd);
+}
+
+/* What another user can leave in /dev/shm under the process's pid is refused, never followed. */
+static void test_find(void **state)
+{
+    struct ml_live_header h = pub;
+    struct ml_live *l = NULL;
+    char path[96], link[96];
+    uint64_t tok = pub.token;
+
+    (void)state;
+    ml_rt_unpublish();
+    /* A FIFO: opened without blocking, refused as not a regular file. */
+    snprintf(path, sizeof(path), "%s/memlens.%d.%016llx", ML_LIVE_DIR, (int)getpid(),
+             (unsigned long long)tok);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ESTALE);
+    assert_non_null(strstr(err, "is not a regular file"));
+    unlink(path);
+    /* A link to the real header: not followed. */
+    plant(link, sizeof(link), tok, ".x", &h);
+    assert_int_equal(symlink(link, path), 0);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ESTALE);
+    assert_non_null(strstr(err, "cannot be opened"));
+    unlink(path);
+    unlink(link);
+    /* Another process's start time, or a name whose token is not the header's: stale. */
+    h.start_time++;
+    plant(path, sizeof(path), tok, "", &h);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ESTALE);
+    assert_non_null(strstr(err, "is stale"));
+    unlink(path);
+    h = pub;
+    plant(path, sizeof(path), tok ^ 1, "", &h);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ESTALE);
+    unlink(path);
+    /* Another user's file (needs root to make one). */
+    if (geteuid() == 0) {
+        plant(path, sizeof(path), tok, "", &h);
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ESTALE);
+        assert_non_null(strstr(err, "belongs to uid 65534"));
+        unlink(path);
+    }
+    /* Temporary names are not candidates. */
+    plant(path, sizeof(path), tok, ".tmp", &h);
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -ENOENT);
+    unlink(path);
+    /* Among refused candidates, the real one is found. */
+    plant(path, sizeof(path), tok ^ 2, "", &h);
+    ml_rt_publish();
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), 0);
+    ml_live_close(l);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read),     cmocka_unit_test(test_diff),
         cmocka_unit_test(test_corrupt),  cmocka_unit_test(test_stale),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refusals), cmocka_unit_test(test_find),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -189,10 +189,59 @@ static void test_bad_header(void **state)
     expect_bad(buf, len, "bad magic");
     buf[0] = 'M';
     put32(buf, offsetof(struct ml_prof_header, version), 1);
-    expect_bad(buf, len, "profile version 1, this memlens reads version 2");
-    put32(buf, offsetof(struct ml_prof_header, version), 2);
+    expect_bad(buf, len, "profile version 1, this memlens reads versions 2 to 3");
+    put32(buf, offsetof(struct ml_prof_header, version), 4);
+    expect_bad(buf, len, "profile version 4, this memlens reads versions 2 to 3");
+    put32(buf, offsetof(struct ml_prof_header, version), 3);
     put32(buf, offsetof(struct ml_prof_header, header_size), 72);
-    expect_bad(buf, len, "header size 72, expected 64");
+    expect_bad(buf, len, "header size 72, expected 80 for version 3");
+    put32(buf, offsetof(struct ml_prof_header, version), 2);
+    expect_bad(buf, len, "header size 72, expected 64 for version 2");
+    put32(buf, offsetof(struct ml_prof_header, version), 3);
+    put32(buf, offsetof(struct ml_prof_header, header_size), 80);
+    expect_bad(buf, 70, "file is 70 bytes, shorter than a profile header");
+    free(buf);
+    free(b);
+}
+
+/* A version 2 profile (64-byte header, no token or rank) reads the same, new fields 0. */
+static void test_version2(void **state)
+{
+    struct mlb *b = sample();
+    struct ml_profile *p, *q;
+    unsigned char *buf, *old;
+    size_t len;
+    char err[256] = "";
+
+    (void)state;
+    b->hdr.token = 0x0123456789abcdefull;
+    b->hdr.rank = 3;
+    b->hdr.nranks = 4;
+    b->hdr.flags = ML_PROF_F_RANK;
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->hdr.version, 3);
+    assert_int_equal(p->hdr.token, 0x0123456789abcdefull);
+    assert_int_equal(p->hdr.rank, 3);
+    assert_int_equal(p->hdr.nranks, 4);
+    old = malloc(len);
+    memcpy(old, buf, ML_PROF_HEADER_V2);
+    memcpy(old + ML_PROF_HEADER_V2, buf + sizeof(struct ml_prof_header),
+           len - sizeof(struct ml_prof_header));
+    put32(old, offsetof(struct ml_prof_header, version), 2);
+    put32(old, offsetof(struct ml_prof_header, header_size), ML_PROF_HEADER_V2);
+    assert_int_equal(ml_profile_parse(old, len - 16, &q, err, sizeof(err)), 0);
+    assert_int_equal(q->hdr.version, 2);
+    assert_int_equal(q->hdr.token, 0);
+    assert_int_equal(q->hdr.rank, 0);
+    assert_int_equal(q->hdr.nranks, 0);
+    assert_int_equal(q->nthreads, p->nthreads);
+    assert_int_equal(q->nunits, p->nunits);
+    assert_int_equal(q->threads[1].counts[0], 7);
+    assert_string_equal(ml_profile_meta(q, "cmdline"), "app -n 3");
+    ml_profile_free(p);
+    ml_profile_free(q);
+    free(old);
     free(buf);
     free(b);
 }
@@ -219,7 +268,7 @@ static void test_bad_lengths(void **state)
     /* A string table must end with NUL so that every string ends inside it. */
     buf = mlb_write(b, &len);
     buf[mlb_find(buf, len, ML_SEC_STRTAB, 0) + b->nstr - 1] = 'z';
-    expect_bad(buf, len, "string table at offset 64 is not NUL-terminated");
+    expect_bad(buf, len, "string table at offset 80 is not NUL-terminated");
     free(buf);
     free(b);
 }
@@ -367,12 +416,12 @@ static void test_section_order(void **state)
     (void)state;
     buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_STRTAB, strs, sizeof(strs),
               ML_SEC_END, NULL, (size_t)0, -1);
-    expect_bad(buf, len, "section 'strtab' at offset 83 appears twice");
+    expect_bad(buf, len, "section 'strtab' at offset 99 appears twice");
     free(buf);
     /* A thread sized before REGIONS arrives would index past its rstats. */
     buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_THREAD, &th, sizeof(th),
               ML_SEC_REGIONS, regions, sizeof(regions), ML_SEC_END, NULL, (size_t)0, -1);
-    expect_bad(buf, len, "section 'regions' at offset 123 comes after a thread record");
+    expect_bad(buf, len, "section 'regions' at offset 139 comes after a thread record");
     free(buf);
     buf = raw(&len, ML_SEC_END, NULL, (size_t)0, -1);
     expect_bad(buf, len, "no string table");
@@ -514,8 +563,38 @@ static void test_entries(void **state)
 #undef ENTRIES
     buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_ENTRIES, good, (size_t)0,
               ML_SEC_ENTRIES, good, (size_t)0, ML_SEC_END, NULL, (size_t)0, -1);
-    expect_bad(buf, len, "section 'entries' at offset 99 appears twice");
+    expect_bad(buf, len, "section 'entries' at offset 115 appears twice");
     free(buf);
+}
+
+/* The exited-threads record: named by EXITED, which must name a THREAD record and sum threads. */
+static void test_exited(void **state)
+{
+    struct mlb *b = sample();
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len, off;
+    char err[256] = "";
+
+    (void)state;
+    b->threads[1].t.tid = 0;
+    b->exited = (struct ml_prof_exited){.index = 1, .nthreads = 40};
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_non_null(p->exited);
+    assert_int_equal(p->threads[0].exited, 0);
+    assert_int_equal(p->threads[1].exited, 40);
+    ml_profile_free(p);
+    off = mlb_find(buf, len, ML_SEC_EXITED, 0);
+    put32(buf, off, 9);
+    expect_bad(buf, len, "exited section names thread index 9, which has no record");
+    put32(buf, off, 1);
+    put64(buf, off + 8, 0);
+    expect_bad(buf, len, "exited section names thread index 1, which has no record");
+    put64(buf, off - 8, 8);
+    expect_bad(buf, len, "has length 8, expected 16");
+    free(buf);
+    free(b);
 }
 
 /* sample() with a timeline of three snapshots over its two threads and regions. */
@@ -696,14 +775,15 @@ static void test_writer_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_read_file),
-        cmocka_unit_test(test_truncation),     cmocka_unit_test(test_bad_header),
-        cmocka_unit_test(test_bad_lengths),    cmocka_unit_test(test_bad_strings),
-        cmocka_unit_test(test_bad_regsets),    cmocka_unit_test(test_bad_threads),
-        cmocka_unit_test(test_section_order),  cmocka_unit_test(test_writer_error),
-        cmocka_unit_test(test_events_calib),   cmocka_unit_test(test_entries),
-        cmocka_unit_test(test_timeline),       cmocka_unit_test(test_bad_timeline),
-        cmocka_unit_test(test_timeline_halve),
+        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_truncation),   cmocka_unit_test(test_bad_header),
+        cmocka_unit_test(test_version2),     cmocka_unit_test(test_bad_lengths),
+        cmocka_unit_test(test_bad_strings),  cmocka_unit_test(test_bad_regsets),
+        cmocka_unit_test(test_bad_threads),  cmocka_unit_test(test_section_order),
+        cmocka_unit_test(test_writer_error), cmocka_unit_test(test_events_calib),
+        cmocka_unit_test(test_entries),      cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_bad_timeline), cmocka_unit_test(test_timeline_halve),
+        cmocka_unit_test(test_exited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -264,13 +264,13 @@ static void test_csv(void **state)
                                "increments,measured,scale,est_seconds,est_instructions,est_loads,"
                                "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,"
                                "cal_seconds,read_gbs_cf,write_gbs_cf,read_gbs_cal,write_gbs_cal,"
-                               "events\n"));
+                               "events,rank\n"));
     /* outer: units u0, u1 and u2 (3 counters); u0 increments once per execution. Not sampled:
        scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
                               "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,3,10,1,1.000000,"
                               "2.000000000,90,25,10,1200,1080,1.571429,1.272727273,,"
-                              "0.000001,0.000001,,,\n"));
+                              "0.000001,0.000001,,,,\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
                               "120,0,0,0,120,0,0.000000,0.000000,1,1,0,0,1.000000,"));
@@ -289,7 +289,7 @@ static void test_csv(void **state)
         assert_string_equal(strchr(s, '\n') + 1,
                             "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
                             "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
-                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,\n");
+                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,\n");
         free(s);
     }
 }
@@ -301,13 +301,14 @@ static void test_blocks(void **state)
     char *s = render(ml_report_blocks_csv, fx->r, &o);
 
     assert_true(starts_with(s, "profile,pid,unit,kind,regions,module,function,file,line,"
-                               "executions,instructions,loads,stores,bytes_read,bytes_written\n"));
+                               "executions,instructions,loads,stores,bytes_read,bytes_written,"
+                               "rank\n"));
     /* Demangled name; bytes unit has no execution count; comma in a file name is quoted. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,0,block,outer,,ns::foo(int),a.cc,10,14,98,28,"
-                              "14,224,112\n"));
+                              "14,224,112,\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,2,bytes,outer;inner,,main,a.cc,21,,0,0,0,1000,"
-                              "1000\n"));
-    assert_non_null(strstr(s, "\nt/app.mlp,4242,4,block,,,init,\"b,c.c\",5,7,700,0,0,0,0\n"));
+                              "1000,\n"));
+    assert_non_null(strstr(s, "\nt/app.mlp,4242,4,block,,,init,\"b,c.c\",5,7,700,0,0,0,0,\n"));
     free(s);
 }
 
@@ -370,6 +371,41 @@ static void test_json(void **state)
     fputs(s, py);
     assert_int_equal(pclose(py), 0);
     free(s);
+}
+
+/* A process of an MPI job: its rank in the table heading, the CSV's last column and JSON. */
+static void test_rank(void **state)
+{
+    struct fixture *fx = *state;
+    struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
+    struct ml_prof_header saved = fx->p->hdr;
+    char *s;
+
+    s = render(ml_report_json, fx->r, &o);
+    assert_non_null(strstr(s, "\"token\": null, \"rank\": null, \"nranks\": null,"));
+    free(s);
+    fx->p->hdr.flags |= ML_PROF_F_RANK;
+    fx->p->hdr.rank = 3;
+    fx->p->hdr.nranks = 4;
+    fx->p->hdr.token = 0xfedcba9876543210ull;
+    s = render(ml_report_table, fx->r, &o);
+    assert_non_null(strstr(s, "  pid 4242, ppid 1, rank 3 of 4, host node1, 3 threads"));
+    free(s);
+    s = render(ml_report_csv, fx->r, &o);
+    assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,"));
+    assert_non_null(strstr(s, ",,,3\nt/app.mlp,4242,"));
+    free(s);
+    s = render(ml_report_blocks_csv, fx->r, &o);
+    assert_non_null(strstr(s, "14,224,112,3\n"));
+    free(s);
+    s = render(ml_report_json, fx->r, &o);
+    assert_non_null(strstr(s, "\"token\": \"fedcba9876543210\", \"rank\": 3, \"nranks\": 4,"));
+    free(s);
+    fx->p->hdr.nranks = 0;
+    s = render(ml_report_table, fx->r, &o);
+    assert_non_null(strstr(s, "  pid 4242, ppid 1, rank 3, host node1"));
+    free(s);
+    fx->p->hdr = saved;
 }
 
 /* Names are arbitrary bytes: JSON output escapes control characters and bad UTF-8. */
@@ -456,7 +492,7 @@ static void test_sampled(void **state)
     assert_non_null(strstr(s, "\ns,4242,k,0,9,10,0.400000000,0,0,0,0,0,0,0,200,40,0,320,0,0,0,0,0,"
                               "0.000001,0.000000,0,1,40,4,2.500000,1.000000000,500,100,0,800,0,"
                               "3.000000,0.133333333,0.280000000,0.000002,0.000000,0.000001,"
-                              "0.000000,\n"));
+                              "0.000000,,\n"));
     free(s);
     s = render(ml_report_table, r, &o);
     assert_non_null(strstr(s, "note: sampled, 1 in 3 region executions measured"));
@@ -481,7 +517,7 @@ static void test_sampled(void **state)
     assert_true(c->scale < 0 && c->est_ticks < 0 && c->cal_ticks < 0);
     assert_true(ml_rstats_seconds(c, 1000) < 0);
     s = render(ml_report_csv, r, &o);
-    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,\n"));
+    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,\n"));
     free(s);
     ml_report_free(r);
     ml_profile_free(p);
@@ -500,6 +536,7 @@ int main(void)
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_json_escapes),
+        cmocka_unit_test(test_rank),
         cmocka_unit_test(test_sampled),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

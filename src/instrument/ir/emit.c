@@ -1,4 +1,5 @@
-/* Emits the module descriptor (static facts), the thread-local counters and the registering constructor. */
+/* Emits the module descriptor (static facts), the thread-local counters, the registering
+ * constructor and the unregistering destructor. */
 #include "instrument/ir/ir.h"
 #include "runtime/abi.h"
 
@@ -93,9 +94,13 @@ static LLVMValueRef i32c(struct ml_ir *ir, uint64_t v)
     return LLVMConstInt(ir->t_i32, v, 0);
 }
 
-void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority)
+/*
+ * Appends fn to list, llvm.global_ctors or llvm.global_dtors, rebuilding the
+ * appending array (LLVM-C cannot extend it).
+ */
+static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority)
 {
-    LLVMValueRef old = LLVMGetNamedGlobal(ir->m, "llvm.global_ctors"), init = NULL, g;
+    LLVMValueRef old = LLVMGetNamedGlobal(ir->m, list), init = NULL, g;
     LLVMTypeRef fnp = LLVMPointerType(LLVMGlobalGetValueType(fn), 0);
     LLVMTypeRef fields[3] = {ir->t_i32, fnp, ir->t_i8p}, ety;
     unsigned n = 0;
@@ -116,16 +121,22 @@ void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority)
     if (old)
         LLVMDeleteGlobal(old);
     LLVMValueRef arr = LLVMConstArray(ety, elems, n + 1);
-    g = LLVMAddGlobal(ir->m, LLVMTypeOf(arr), "llvm.global_ctors");
+    g = LLVMAddGlobal(ir->m, LLVMTypeOf(arr), list);
     LLVMSetInitializer(g, arr);
     LLVMSetLinkage(g, LLVMAppendingLinkage);
+}
+
+void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority)
+{
+    add_xtor(ir, fn, "llvm.global_ctors", priority);
 }
 
 int ml_emit_module(struct ml_ir *ir)
 {
     struct ml_strtab st = {0};
     LLVMTypeRef facts_t = LLVMArrayType(ir->t_i64, ML_NFACTS);
-    LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, facts_t};
+    LLVMTypeRef unit_f[7] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32,
+                             ir->t_i8p, ir->t_i8p, facts_t};
     LLVMTypeRef unit_t = LLVMStructTypeInContext(ir->ctx, unit_f, 7, 0);
     LLVMTypeRef call_f[4] = {ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i64};
     LLVMTypeRef call_t = LLVMStructTypeInContext(ir->ctx, call_f, 4, 0);
@@ -234,19 +245,23 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);
 
-    {
+    /* The constructor registers the module; the destructor unregisters it before dlclose
+       unmaps it (the runtime then keeps its own copy of what the profile needs). */
+    for (int k = 0; k < 2; k++) {
         LLVMTypeRef reg_params[1] = {ir->t_i8p};
         LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, reg_params, 1, 0);
-        LLVMValueRef reg = LLVMGetNamedFunction(ir->m, "__memlens_register");
+        const char *callee = k ? "__memlens_unregister" : "__memlens_register";
+        LLVMValueRef reg = LLVMGetNamedFunction(ir->m, callee);
         LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
         if (!reg)
-            reg = LLVMAddFunction(ir->m, "__memlens_register", reg_t);
-        ctor = LLVMAddFunction(ir->m, "__memlens_ctor", LLVMFunctionType(ir->t_void, NULL, 0, 0));
+            reg = LLVMAddFunction(ir->m, callee, reg_t);
+        ctor = LLVMAddFunction(ir->m, k ? "__memlens_dtor" : "__memlens_ctor",
+                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
         LLVMSetLinkage(ctor, LLVMInternalLinkage);
         LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
         LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
         LLVMBuildRetVoid(ir->b);
-        ml_emit_ctor(ir, ctor, 65535);
+        add_xtor(ir, ctor, k ? "llvm.global_dtors" : "llvm.global_ctors", 65535);
     }
     rc = 0;
 out:

@@ -1,0 +1,6 @@
+# mkdir by its own syscall instruction
+# expect: unsupported
+# detail: seccomp
+# options: --no-static-check
+@MKDIRARGS@
+syscall
