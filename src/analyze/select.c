@@ -41,7 +41,7 @@ struct map {
 
 struct tstate {
     char *path;
-    uint64_t *exec;        /* per block known when its records began */
+    uint64_t *exec; /* per block known when its records began */
     uint32_t nexec;
     struct map cells;
     uint64_t accesses, records;
@@ -355,8 +355,7 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         fprintf(out, "}\n");
     } else {
         if (!s->t[0].has_blocks)
-            fprintf(out, "%s: no machine-code blocks (built without --trace=asm)\n",
-                    s->t[0].path);
+            fprintf(out, "%s: no machine-code blocks (built without --trace=asm)\n", s->t[0].path);
         fprintf(out,
                 "%s: %llu blocks executed, %llu records for %llu accesses, chunk %u B\n"
                 "  static estimates weighted by block executions: MA %.4f AIA %.4f\n",

@@ -1,4 +1,5 @@
-/* memlens cc --trace=asm: compile through rewritten x86-64 assembly (selective machine-code tracing). */
+/* memlens cc --trace=asm: compile through rewritten x86-64 assembly (selective machine-code
+ * tracing). */
 #include "cli/cc-asm.h"
 #include "cli/cc-exec.h"
 #include "cli/cli.h"
@@ -202,8 +203,10 @@ static void rewrite(const char *s, const char *rw, const char *stem, const char 
     {
         /* Its warnings are clang's own assembler's about clang's output ("inconsistent use of
            MD5 checksums" with -g): clang -c is silent about them, so is memlens. */
-        char *argv[] = {(char *)tool, "-triple=x86_64-unknown-linux-gnu", "--show-encoding",
-                        "--no-warn", (char *)ann, "-o", (char *)mc, NULL};
+        char *argv[] = {(char *)tool,      "-triple=x86_64-unknown-linux-gnu",
+                        "--show-encoding", "--no-warn",
+                        (char *)ann,       "-o",
+                        (char *)mc,        NULL};
         int st = ml_cc_run(argv);
 
         if (st)

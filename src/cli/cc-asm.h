@@ -1,4 +1,5 @@
-/* memlens cc --trace=asm: compile through rewritten x86-64 assembly (selective machine-code tracing). */
+/* memlens cc --trace=asm: compile through rewritten x86-64 assembly (selective machine-code
+ * tracing). */
 #ifndef ML_CC_ASM_H
 #define ML_CC_ASM_H
 

@@ -1,4 +1,5 @@
-/* libFuzzer target: the assembly parser, llvm-mc encoding reader, decoder and per-block selection. */
+/* libFuzzer target: the assembly parser, llvm-mc encoding reader, decoder and per-block selection.
+ */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* Unit tests for selective machine-code tracing: operands, BID expressions, incarnations, selection. */
+/* Unit tests for selective machine-code tracing: operands, BID expressions, incarnations,
+ * selection. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,20 +234,20 @@ static void check_acc(const char *text, int naccess, int k, int dir, int base, i
                  a->sym ? a->sym : "-", a->size, a->implicit, a->count);
 }
 
-#define L  ML_ASM_LOAD
-#define S  ML_ASM_STORE
-#define RW (ML_ASM_LOAD | ML_ASM_STORE)
-#define NO ML_ASM_NOREG
-#define RAX 0
-#define RCX 1
-#define RDX 2
-#define RBX 3
-#define RSP 4
-#define RBP 5
-#define RSI 6
-#define RDI 7
-#define R11 11
-#define R14 14
+#define L      ML_ASM_LOAD
+#define S      ML_ASM_STORE
+#define RW     (ML_ASM_LOAD | ML_ASM_STORE)
+#define NO     ML_ASM_NOREG
+#define RAX    0
+#define RCX    1
+#define RDX    2
+#define RBX    3
+#define RSP    4
+#define RBP    5
+#define RSI    6
+#define RDI    7
+#define R11    11
+#define R14    14
 #define BIT(r) (1u << (r))
 
 static void test_decode_accesses(void **state)
@@ -322,8 +323,8 @@ static void check_regs(const char *text, unsigned written, int flow)
 
     insn_of(text, &in);
     if ((in.reg_written & written) != written || in.flow != flow)
-        fail_msg("'%s': written %#x (want %#x among them), flow %d (want %d)", text,
-                 in.reg_written, written, in.flow, flow);
+        fail_msg("'%s': written %#x (want %#x among them), flow %d (want %d)", text, in.reg_written,
+                 written, in.flow, flow);
 }
 
 static void test_decode_registers(void **state)
@@ -332,8 +333,7 @@ static void test_decode_registers(void **state)
     check_regs("divq %rcx", BIT(RAX) | BIT(RDX), ML_ASM_FLOW_NONE);
     check_regs("cpuid", BIT(RAX) | BIT(RBX) | BIT(RCX) | BIT(RDX), ML_ASM_FLOW_NONE);
     check_regs("syscall", BIT(RAX) | BIT(RCX) | BIT(R11), ML_ASM_FLOW_NONE);
-    check_regs("callq f",
-               BIT(RAX) | BIT(RCX) | BIT(RDX) | BIT(RSI) | BIT(RDI) | 0xf00 | BIT(RSP),
+    check_regs("callq f", BIT(RAX) | BIT(RCX) | BIT(RDX) | BIT(RSI) | BIT(RDI) | 0xf00 | BIT(RSP),
                ML_ASM_FLOW_CALL);
     check_regs("movb $1, %ah", BIT(RAX), ML_ASM_FLOW_NONE);
     check_regs("movw $1, %ax", BIT(RAX), ML_ASM_FLOW_NONE);
@@ -370,8 +370,8 @@ static void check_bid(const struct ml_asm_pick *p, int base_inc, int64_t d)
 
 static void test_incarnation_subregister(void **state)
 {
-    const char *b[] = {"movq 8(%rax), %rbx", "movb $1, %ah", "movq 8(%rax), %rbx",
-                       "movw $1, %ax", "movq 8(%rax), %rbx", NULL};
+    const char *b[] = {"movq 8(%rax), %rbx", "movb $1, %ah",       "movq 8(%rax), %rbx",
+                       "movw $1, %ax",       "movq 8(%rax), %rbx", NULL};
     struct ml_asm_pick *p = bids(b, 3);
 
     (void)state;
@@ -386,9 +386,14 @@ static void test_incarnation_subregister(void **state)
 
 static void test_incarnation_stack(void **state)
 {
-    const char *b[] = {"pushq %rbx",        "pushq %r14", "movq %rax, 8(%rsp)",
-                       "movq (%rsp), %rax", "popq %r14",  "popq %rbx",
-                       "retq",              NULL};
+    const char *b[] = {"pushq %rbx",
+                       "pushq %r14",
+                       "movq %rax, 8(%rsp)",
+                       "movq (%rsp), %rax",
+                       "popq %r14",
+                       "popq %rbx",
+                       "retq",
+                       NULL};
     struct ml_asm_pick *p = bids(b, 7);
     static const int inc[] = {0, 1, 2, 2, 2, 3, 4};
     static const int64_t d[] = {-8, -16, -8, -16, -16, -8, 0};
@@ -406,10 +411,10 @@ static void test_incarnation_stack(void **state)
 
 static void test_incarnation_clobbers(void **state)
 {
-    const char *div[] = {"movq (%rdx), %rax", "divq %rcx", "movq (%rdx), %rax",
-                         "movq (%rcx), %rax", NULL};
-    const char *cpuid[] = {"movq (%rbx), %rax", "cpuid", "movq (%rbx), %rax",
-                           "movq (%rsi), %rax", NULL};
+    const char *div[] = {"movq (%rdx), %rax", "divq %rcx", "movq (%rdx), %rax", "movq (%rcx), %rax",
+                         NULL};
+    const char *cpuid[] = {"movq (%rbx), %rax", "cpuid", "movq (%rbx), %rax", "movq (%rsi), %rax",
+                           NULL};
     const char *sys[] = {"movq (%r11), %rax", "movq (%rsi), %rdx", "syscall",
                          "movq (%r11), %rax", "movq (%rsi), %rdx", NULL};
     const char *call[] = {"movq (%rsi), %rax", "movq (%rbx), %rax", "callq f",
@@ -441,10 +446,12 @@ static void test_incarnation_clobbers(void **state)
 
 static void test_incarnation_linear(void **state)
 {
-    const char *b[] = {"leaq 16(%rdi), %rax", "movq (%rax), %rcx", "movq 16(%rdi), %rdx",
-                       "addq $8, %rdi",       "movq (%rdi), %rdx", "movq 8(%rdi), %rax",
-                       "incq %rdi",           "decq %rdi",         "movq (%rdi), %rax",
-                       "movq %rdi, %rsi",     "movq (%rsi), %rax", "addl $8, %edi",
+    const char *b[] = {"leaq 16(%rdi), %rax", "movq (%rax), %rcx",
+                       "movq 16(%rdi), %rdx", "addq $8, %rdi",
+                       "movq (%rdi), %rdx",   "movq 8(%rdi), %rax",
+                       "incq %rdi",           "decq %rdi",
+                       "movq (%rdi), %rax",   "movq %rdi, %rsi",
+                       "movq (%rsi), %rax",   "addl $8, %edi",
                        "movq (%rdi), %rax",   NULL};
     struct ml_asm_pick *p = bids(b, 7);
     static const int64_t d[] = {16, 16, 8, 16, 8, 8, 0};
@@ -466,12 +473,18 @@ static void test_incarnation_linear(void **state)
 
 static void test_bid_symbols(void **state)
 {
-    const char *b[] = {"leaq a(%rip), %rcx",      "movl (%rcx,%rax,4), %edx",
-                       "movl a+4(,%rax,4), %ecx", "movl a(,%rax,4), %ecx",
-                       "movq foo(%rip), %rax",    "movq foo+8(%rip), %rax",
-                       "movq bar(%rip), %rax",    "movl a(,%rax,4), %ecx",
-                       "movl $a, %ecx",           "movl (%rcx,%rax,4), %edx",
-                       "movl %eax, %fs:8",        "movl %fs:x@TPOFF, %eax",
+    const char *b[] = {"leaq a(%rip), %rcx",
+                       "movl (%rcx,%rax,4), %edx",
+                       "movl a+4(,%rax,4), %ecx",
+                       "movl a(,%rax,4), %ecx",
+                       "movq foo(%rip), %rax",
+                       "movq foo+8(%rip), %rax",
+                       "movq bar(%rip), %rax",
+                       "movl a(,%rax,4), %ecx",
+                       "movl $a, %ecx",
+                       "movl (%rcx,%rax,4), %edx",
+                       "movl %eax, %fs:8",
+                       "movl %fs:x@TPOFF, %eax",
                        NULL};
     struct ml_asm_pick *p = bids(b, 10);
 
@@ -506,14 +519,18 @@ static void test_distance(void **state)
         int64_t delta;
         int level[3];
     } t[] = {
-        {0, {1, 1, 1}},        {8, {2, 2, 2}},        {15, {2, 2, 2}},
-        {16, {3, 2, 2}},       {-16, {3, 2, 2}},      {63, {3, 2, 2}},
-        {64, {3, 3, 2}},       {-100, {3, 3, 2}},     {4095, {3, 3, 2}},
-        {4096, {3, 3, 3}},     {-4096, {3, 3, 3}},    {1 << 20, {3, 3, 3}},
+        {0, {1, 1, 1}},    {8, {2, 2, 2}},    {15, {2, 2, 2}},    {16, {3, 2, 2}},
+        {-16, {3, 2, 2}},  {63, {3, 2, 2}},   {64, {3, 3, 2}},    {-100, {3, 3, 2}},
+        {4095, {3, 3, 2}}, {4096, {3, 3, 3}}, {-4096, {3, 3, 3}}, {1 << 20, {3, 3, 3}},
     };
     static const uint32_t chunk[3] = {16, 64, 4096};
-    struct ml_asm_bid a = {.tmpl = 'R', .base = RDI, .base_root = RDI, .index = RSI,
-                           .index_root = RSI, .scale = 8, .d = 24};
+    struct ml_asm_bid a = {.tmpl = 'R',
+                           .base = RDI,
+                           .base_root = RDI,
+                           .index = RSI,
+                           .index_root = RSI,
+                           .scale = 8,
+                           .d = 24};
 
     (void)state;
     for (size_t i = 0; i < COUNT(t); i++)
@@ -522,8 +539,8 @@ static void test_distance(void **state)
 
             b.d = a.d + t[i].delta;
             if (ml_asm_distance(&a, &b, chunk[c]) != t[i].level[c])
-                fail_msg("delta %lld at C %u: level %d, want %d", (long long)t[i].delta,
-                         chunk[c], ml_asm_distance(&a, &b, chunk[c]), t[i].level[c]);
+                fail_msg("delta %lld at C %u: level %d, want %d", (long long)t[i].delta, chunk[c],
+                         ml_asm_distance(&a, &b, chunk[c]), t[i].level[c]);
             assert_int_equal(ml_asm_distance(&b, &a, chunk[c]), t[i].level[c]);
         }
     /* another class whatever the distance: base, index, scale, symbol, segment, template */
@@ -541,8 +558,14 @@ static void test_distance(void **state)
     assert_int_equal(ml_asm_distance(&a, &b, 4096), 3);
     b = a, b.unstable = 1;
     assert_int_equal(ml_asm_distance(&b, &b, 4096), 3);
-    struct ml_asm_bid s1 = {.tmpl = 'I', .sym = "arr", .symlen = 3, .base = NO, .base_root = -1,
-                            .index = NO, .index_root = -1, .scale = 1};
+    struct ml_asm_bid s1 = {.tmpl = 'I',
+                            .sym = "arr",
+                            .symlen = 3,
+                            .base = NO,
+                            .base_root = -1,
+                            .index = NO,
+                            .index_root = -1,
+                            .scale = 1};
     struct ml_asm_bid s2 = s1;
 
     s2.symlen = 2; /* "ar" */
@@ -550,7 +573,7 @@ static void test_distance(void **state)
     s2 = s1, s2.sym = "arrX", s2.d = 8; /* the same three bytes, another string in memory */
     assert_int_equal(ml_asm_distance(&s1, &s2, 4096), 2);
     /* from decoded instructions: index scale and role matter */
-    const char *blk[] = {"movq (%rdi,%rsi,8), %rax", "movq 8(%rdi,%rsi,8), %rax",
+    const char *blk[] = {"movq (%rdi,%rsi,8), %rax",  "movq 8(%rdi,%rsi,8), %rax",
                          "movq 8(%rdi,%rsi,4), %rax", "movq 8(%rsi,%rdi,8), %rax",
                          "movq 8(%rdi,%rbx,8), %rax", NULL};
     struct ml_asm_pick *p = bids(blk, 5);
@@ -633,9 +656,9 @@ static void check_sel(const struct ml_asm_result *r, const int *selected, int n)
 
 /* rdi: d = 0, 0, 8, 100, 100, 100, 200; rsi: d = 0 */
 static const char *const eight[] = {
-    "movq (%rdi), %rax",   "movq (%rdi), %rdx",   "movq 8(%rdi), %rax",  "movq 100(%rdi), %rax",
-    "movq 100(%rdi), %rax", "movq 100(%rdi), %rax", "movq 200(%rdi), %rax", "movq (%rsi), %rdx",
-    NULL};
+    "movq (%rdi), %rax",    "movq (%rdi), %rdx",    "movq 8(%rdi), %rax",
+    "movq 100(%rdi), %rax", "movq 100(%rdi), %rax", "movq 100(%rdi), %rax",
+    "movq 200(%rdi), %rax", "movq (%rsi), %rdx",    NULL};
 
 static void test_select_steps(void **state)
 {
@@ -710,10 +733,9 @@ static void test_select_steps(void **state)
 static void test_select_refine_first(void **state)
 {
     /* rdi: three at 0, three at 8; rsi: one. */
-    static const char *const b[] = {"movq (%rdi), %rax",  "movq (%rdi), %rdx",
-                                    "movq (%rdi), %rax",  "movq 8(%rdi), %rax",
-                                    "movq 8(%rdi), %rax", "movq 8(%rdi), %rax",
-                                    "movq (%rsi), %rdx",  NULL};
+    static const char *const b[] = {
+        "movq (%rdi), %rax",  "movq (%rdi), %rdx",  "movq (%rdi), %rax", "movq 8(%rdi), %rax",
+        "movq 8(%rdi), %rax", "movq 8(%rdi), %rax", "movq (%rsi), %rdx", NULL};
     struct ml_asm_result r;
 
     (void)state;
@@ -781,28 +803,28 @@ static const char file_text[] =
     "\t.type\tf,@function\n"
     "f:                              # @f\n"
     "\t.cfi_startproc\n"
-    "\tmovq\t(%rdi), %rax\n"          /* unit 0, block 0 (f) */
+    "\tmovq\t(%rdi), %rax\n"             /* unit 0, block 0 (f) */
     "\txorl\t%eax, %eax   # a comment\n" /* unit 1 */
-    "\tjne\t.LBB0_2\n"                /* unit 2 */
+    "\tjne\t.LBB0_2\n"                   /* unit 2 */
     "# %bb.1:\n"
-    "\tmovq\t8(%rdi), %rax\n"         /* unit 3, block 1: after a jump */
+    "\tmovq\t8(%rdi), %rax\n" /* unit 3, block 1: after a jump */
     ".Ltmp0:\n"
-    "\tcallq\tf\n"                    /* unit 4, block 2: .Ltmp0 is in the except table */
-    "\tmovq\t16(%rdi), %rax\n"        /* unit 5, block 3: after a call */
+    "\tcallq\tf\n"             /* unit 4, block 2: .Ltmp0 is in the except table */
+    "\tmovq\t16(%rdi), %rax\n" /* unit 5, block 3: after a call */
     ".LBB0_2:\n"
-    "\tmovq\t24(%rdi), %rax\n"        /* unit 6, block 4: a jump target */
+    "\tmovq\t24(%rdi), %rax\n" /* unit 6, block 4: a jump target */
     ".Ltmp1:\n"
     "\t#APP\n"
     "\tnop\n"
     "\t#NO_APP\n"
     "\tdata16\n"
-    "\tleaq\tx@TLSGD(%rip), %rdi\n"  /* unit 7, block 5: after inline assembly */
+    "\tleaq\tx@TLSGD(%rip), %rdi\n" /* unit 7, block 5: after inline assembly */
     "\tdata16\n"
     "\tdata16\n"
     "\trex64\n"
-    "\tcallq\t__tls_get_addr@PLT\n"   /* unit 8 */
-    "\trep movsq\n"                   /* unit 9, block 6 */
-    "\tretq\n"                        /* unit 10 */
+    "\tcallq\t__tls_get_addr@PLT\n" /* unit 8 */
+    "\trep movsq\n"                 /* unit 9, block 6 */
+    "\tretq\n"                      /* unit 10 */
     ".Lfunc_end0:\n"
     "\t.size\tf, .Lfunc_end0-f\n"
     "\t.cfi_endproc\n"
@@ -815,17 +837,24 @@ static const char file_text[] =
     "\t.section\t.text.unlikely.,\"ax\",@progbits\n"
     "\t.type\tg,@function\n"
     "\"g\":\n"
-    "\tretq\n";                       /* unit 11, block 7 */
+    "\tretq\n"; /* unit 11, block 7 */
 
 static const char *const unit_hex[] = {
-    "0x48,0x8b,0x07", "0x31,0xc0", "0x75,A", "0x48,0x8b,0x47,0x08", "0xe8,A,A,A,A",
-    "0x48,0x8b,0x47,0x10", "0x48,0x8b,0x47,0x18",
+    "0x48,0x8b,0x07",
+    "0x31,0xc0",
+    "0x75,A",
+    "0x48,0x8b,0x47,0x08",
+    "0xe8,A,A,A,A",
+    "0x48,0x8b,0x47,0x10",
+    "0x48,0x8b,0x47,0x18",
     "0x66]\n\tleaq x@TLSGD(%rip), %rdi # encoding: [0x48,0x8d,0x3d,A,A,A,A",
     "0x66]\n\tdata16 # encoding: [0x66]\n\trex64 # encoding: [0x48]\n"
     "\tcallq __tls_get_addr@PLT # encoding: [0xe8,A,A,A,A]\n"
     "                #   fixup A - offset: 1, value: __tls_get_addr@PLT-4, kind: FK_PCRel_4\n"
     "\tx # encoding: [",
-    "0xf3,0x48,0xa5", "0xc3", "0xc3"};
+    "0xf3,0x48,0xa5",
+    "0xc3",
+    "0xc3"};
 
 /* llvm-mc's output for the annotated file: labels, directives and encoded instructions. */
 static char *fake_mc(int skip)

@@ -1,4 +1,5 @@
-/* Selective machine-code tracing: x86-64 assembly parsing, decoding, blocks and access selection. */
+/* Selective machine-code tracing: x86-64 assembly parsing, decoding, blocks and access selection.
+ */
 #ifndef ML_ASM_H
 #define ML_ASM_H
 
@@ -232,7 +233,7 @@ enum ml_asm_mode {
 };
 
 struct ml_asm_params {
-    double omega;   /* budget: W = ceil(omega * m) accesses instrumented per block, 0 < omega <= 1 */
+    double omega; /* budget: W = ceil(omega * m) accesses instrumented per block, 0 < omega <= 1 */
     uint32_t chunk; /* granularity C in bytes, a power of two */
     int mode;       /* enum ml_asm_mode */
     int score[3];   /* distance scores s1 < s2 < s3 with s1 + s2 < s3 (docs/select.md) */
@@ -246,16 +247,16 @@ int ml_asm_params_check(const struct ml_asm_params *p, char *err, size_t errlen)
 
 /* The BID expression of an access after folding: base + index*scale + d, in a class. */
 struct ml_asm_bid {
-    uint8_t tmpl;     /* 'R': RRI (register base), 'I': IRR (immediate base: symbol or absolute) */
-    uint8_t seg;      /* enum ml_asm_seg */
-    uint8_t base;     /* register number or ML_ASM_NOREG (RIP folded into the symbol) */
-    uint8_t index;    /* register number, ML_ASM_VREG or ML_ASM_NOREG */
-    uint8_t scale;    /* 1 when there is no index */
-    int base_inc;     /* incarnation of the base register at the access */
-    int index_inc;    /* incarnation of the index register */
-    int base_root;    /* value number of the base (incarnations linked by constant steps share it) */
-    int index_root;   /* value number of the index */
-    const char *sym;  /* symbol of an IRR expression (symlen bytes), or NULL */
+    uint8_t tmpl;    /* 'R': RRI (register base), 'I': IRR (immediate base: symbol or absolute) */
+    uint8_t seg;     /* enum ml_asm_seg */
+    uint8_t base;    /* register number or ML_ASM_NOREG (RIP folded into the symbol) */
+    uint8_t index;   /* register number, ML_ASM_VREG or ML_ASM_NOREG */
+    uint8_t scale;   /* 1 when there is no index */
+    int base_inc;    /* incarnation of the base register at the access */
+    int index_inc;   /* incarnation of the index register */
+    int base_root;   /* value number of the base (incarnations linked by constant steps share it) */
+    int index_root;  /* value number of the index */
+    const char *sym; /* symbol of an IRR expression (symlen bytes), or NULL */
     uint16_t symlen;
     int64_t d;        /* displacement with the constant steps of base and index folded in */
     uint8_t unstable; /* never equivalent to another access (gathers, scatters, rep string ops) */
@@ -271,10 +272,10 @@ enum ml_asm_why {
 
 /* The result for one access of a block (in block order: by instruction, then operand). */
 struct ml_asm_pick {
-    int insn;      /* instruction index within the block */
-    int acc;       /* access index within the instruction */
-    int cls;       /* equivalence class (block-local number) */
-    int cluster;   /* cluster within the block (block-local number) */
+    int insn;    /* instruction index within the block */
+    int acc;     /* access index within the instruction */
+    int cls;     /* equivalence class (block-local number) */
+    int cluster; /* cluster within the block (block-local number) */
     struct ml_asm_bid bid;
     uint8_t selected;
     uint8_t why;   /* enum ml_asm_why */
@@ -285,12 +286,12 @@ struct ml_asm_pick {
 };
 
 struct ml_asm_result {
-    int m;        /* accesses in the block */
-    int budget;   /* W = ceil(omega * m) (m in ns mode) */
-    int nsel;     /* accesses selected (may exceed W only by forced ones) */
+    int m;      /* accesses in the block */
+    int budget; /* W = ceil(omega * m) (m in ns mode) */
+    int nsel;   /* accesses selected (may exceed W only by forced ones) */
     int nclass, ncluster;
-    double ma;    /* expected fraction of accesses attributed to their own chunk */
-    double aia;   /* fraction attributed to their own chunk or a neighbour whatever the alignment */
+    double ma;  /* expected fraction of accesses attributed to their own chunk */
+    double aia; /* fraction attributed to their own chunk or a neighbour whatever the alignment */
     struct ml_asm_pick *pick; /* m entries, malloc'ed */
 };
 
@@ -367,10 +368,10 @@ struct ml_asm_opts {
 /* Totals of one file. MA and AIA are static, the blocks' weighted by their accesses. */
 struct ml_asm_stats {
     int functions, blocks, insns, accesses, selected;
-    int forced;    /* rep string operations, gathers and scatters */
-    int opaque;    /* units not decoded (never instrumented) */
-    int tls;       /* units of TLS sequences the linker may rewrite (left alone) */
-    int untraced;  /* accesses left out (%gs-relative, addresses no expression holds) */
+    int forced;   /* rep string operations, gathers and scatters */
+    int opaque;   /* units not decoded (never instrumented) */
+    int tls;      /* units of TLS sequences the linker may rewrite (left alone) */
+    int untraced; /* accesses left out (%gs-relative, addresses no expression holds) */
     double ma, aia;
 };
 

@@ -1,4 +1,5 @@
-/* Basic blocks of a parsed assembly file: leaders at referenced labels and after control transfers. */
+/* Basic blocks of a parsed assembly file: leaders at referenced labels and after control transfers.
+ */
 #include "instrument/asm/asm.h"
 
 #include <errno.h>

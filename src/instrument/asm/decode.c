@@ -1,4 +1,5 @@
-/* Operand semantics of one x86-64 instruction from Zydis: memory accesses, registers, flags, flow. */
+/* Operand semantics of one x86-64 instruction from Zydis: memory accesses, registers, flags, flow.
+ */
 #include "instrument/asm/asm.h"
 
 #include <Zydis/Zydis.h>
@@ -158,8 +159,8 @@ static int is_stop(ZydisMnemonic m)
     return m == ZYDIS_MNEMONIC_UD0 || m == ZYDIS_MNEMONIC_UD1 || m == ZYDIS_MNEMONIC_UD2 ||
            m == ZYDIS_MNEMONIC_HLT || m == ZYDIS_MNEMONIC_INT3 || m == ZYDIS_MNEMONIC_INT ||
            m == ZYDIS_MNEMONIC_INT1 || m == ZYDIS_MNEMONIC_INTO || m == ZYDIS_MNEMONIC_IRET ||
-           m == ZYDIS_MNEMONIC_IRETD || m == ZYDIS_MNEMONIC_IRETQ ||
-           m == ZYDIS_MNEMONIC_SYSRET || m == ZYDIS_MNEMONIC_SYSEXIT;
+           m == ZYDIS_MNEMONIC_IRETD || m == ZYDIS_MNEMONIC_IRETQ || m == ZYDIS_MNEMONIC_SYSRET ||
+           m == ZYDIS_MNEMONIC_SYSEXIT;
 }
 
 static int flow_of(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
@@ -316,7 +317,7 @@ static void linear_forms(struct ml_asm_insn *o, const ZydisDecodedInstruction *i
 
 /* Registers the System V ABI lets a callee change: a call writes them all. */
 #define CALLER_SAVED                                                                               \
-    ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) |          \
+    ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) |           \
      (1u << 10) | (1u << 11))
 
 static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
@@ -363,13 +364,12 @@ static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
             g = strstr(mn, "scatter") ? strstr(mn, "scatter") + 1 : mn;
         a->index = ML_ASM_VREG;
         a->scale = op->mem.scale;
-        a->vindex = (uint8_t)(op->mem.index - (ZydisRegisterGetClass(op->mem.index) ==
-                                                       ZYDIS_REGCLASS_ZMM
-                                                   ? ZYDIS_REGISTER_ZMM0
-                                               : ZydisRegisterGetClass(op->mem.index) ==
-                                                       ZYDIS_REGCLASS_YMM
-                                                   ? ZYDIS_REGISTER_YMM0
-                                                   : ZYDIS_REGISTER_XMM0));
+        a->vindex =
+            (uint8_t)(op->mem.index - (ZydisRegisterGetClass(op->mem.index) == ZYDIS_REGCLASS_ZMM
+                                           ? ZYDIS_REGISTER_ZMM0
+                                       : ZydisRegisterGetClass(op->mem.index) == ZYDIS_REGCLASS_YMM
+                                           ? ZYDIS_REGISTER_YMM0
+                                           : ZYDIS_REGISTER_XMM0));
         /* vpgatherdq, vgatherqps, vscatterdpd...: the letter after gather/scatter is the index's */
         a->vsize = g[6] == 'q' ? 8 : 4;
     } else if (is_gpr64(op->mem.index)) {
@@ -392,13 +392,11 @@ static int add_access(struct ml_asm_insn *o, const ZydisDecodedInstruction *in,
         a->elems = (uint16_t)(a->size ? bytes / a->size : 0);
         /* The data register is as wide as the elements the index selects, or wider. */
         for (int k = 0; k < in->operand_count; k++)
-            if (all[k].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-                all[k].reg.value == op->mem.index && all[k].element_count &&
-                all[k].element_count < a->elems)
+            if (all[k].type == ZYDIS_OPERAND_TYPE_REGISTER && all[k].reg.value == op->mem.index &&
+                all[k].element_count && all[k].element_count < a->elems)
                 a->elems = all[k].element_count;
-    } else if (is_string_op(in) &&
-               (in->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE |
-                                  ZYDIS_ATTRIB_HAS_REPNE))) {
+    } else if (is_string_op(in) && (in->attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE |
+                                                      ZYDIS_ATTRIB_HAS_REPNE))) {
         a->count = ML_ASM_REP;
     }
     /* Zydis names the stack slot of push/call by the updated %rsp: the store is below it. */
@@ -467,7 +465,8 @@ int ml_asm_decode(const uint8_t *code, size_t n, const char *operands, struct ml
                 o->reg_read |= 1u << r;
             if ((r = gpr(p->mem.index)) >= 0)
                 o->reg_read |= 1u << r;
-            if (p->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN && p->mem.base == ZYDIS_REGISTER_RSP)
+            if (p->visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+                p->mem.base == ZYDIS_REGISTER_RSP)
                 stack_size = p->size / 8;
             if ((p->mem.type == ZYDIS_MEMOP_TYPE_MEM || p->mem.type == ZYDIS_MEMOP_TYPE_VSIB) &&
                 !no_access(&in) && (rc = add_access(o, &in, p, op, operands)))

@@ -1,4 +1,5 @@
-/* Emitter of --trace=asm: record sequences before selected accesses, site, segment and block tables. */
+/* Emitter of --trace=asm: record sequences before selected accesses, site, segment and block
+ * tables. */
 #include "instrument/asm/asm.h"
 
 #include <ctype.h>
@@ -227,8 +228,8 @@ struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml
         } else if (!strcmp(l->name, ".cfi_endproc")) {
             cfi = 0;
         } else if (!strcmp(l->name, ".cfi_def_cfa_register") || !strcmp(l->name, ".cfi_def_cfa")) {
-            rsp = !strncmp(l->operands, "%rsp", 4) &&
-                  (!l->operands[4] || l->operands[4] == ',' || isspace((unsigned char)l->operands[4]));
+            rsp = !strncmp(l->operands, "%rsp", 4) && (!l->operands[4] || l->operands[4] == ',' ||
+                                                       isspace((unsigned char)l->operands[4]));
         } else if (!strcmp(l->name, ".cfi_remember_state")) {
             if (depth < 32)
                 stack[depth] = rsp;
@@ -275,8 +276,8 @@ void ml_asm_emit_free(struct ml_asm_emit *e)
 static const char *const reg64[ML_ASM_NGPR] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
                                                "rsi", "rdi", "r8",  "r9",  "r10", "r11",
                                                "r12", "r13", "r14", "r15"};
-static const char *const reg32[ML_ASM_NGPR] = {"eax", "ecx", "edx",  "ebx",  "esp",  "ebp",
-                                               "esi", "edi", "r8d",  "r9d",  "r10d", "r11d",
+static const char *const reg32[ML_ASM_NGPR] = {"eax",  "ecx",  "edx",  "ebx", "esp",  "ebp",
+                                               "esi",  "edi",  "r8d",  "r9d", "r10d", "r11d",
                                                "r12d", "r13d", "r14d", "r15d"};
 
 /* General registers an access's address reads (the vector index of a gather is not one). */
@@ -485,8 +486,8 @@ static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
  * the element size and the count in %rcx as its weight), since its count is
  * known only at run time.
  */
-static int emit_rep(struct ml_asm_emit *e, const struct ml_asm_block *blk, int k,
-                    const int *sites, int n, int flags)
+static int emit_rep(struct ml_asm_emit *e, const struct ml_asm_block *blk, int k, const int *sites,
+                    int n, int flags)
 {
     struct buf *b = &e->before[blk->first + k];
     const struct ml_asm_insn *in = &e->insn[blk->first + k];
@@ -524,8 +525,8 @@ static int add_site(struct ml_asm_emit *e, const struct ml_asm_block *blk, int u
         return -ENOMEM;
     s = &e->site[e->nsite];
     s->kind = a->dir == (ML_ASM_LOAD | ML_ASM_STORE) ? ML_EV_RMW
-              : a->dir == ML_ASM_STORE             ? ML_EV_STORE
-                                                   : ML_EV_LOAD;
+              : a->dir == ML_ASM_STORE               ? ML_EV_STORE
+                                                     : ML_EV_LOAD;
     s->size = a->size;
     s->weight = (uint32_t)weight * (a->count == ML_ASM_VSIB ? a->elems : 1);
     s->marker = (uint32_t)marker;
@@ -599,16 +600,16 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
                   ? 0
                   : STATUS_FLAGS;
     for (int k = n - 1; k >= 0; k--)
-        live[k] = in[k].opaque ? STATUS_FLAGS
-                               : (in[k].flags_read | (live[k + 1] & ~in[k].flags_written)) &
-                                     STATUS_FLAGS;
+        live[k] = in[k].opaque
+                      ? STATUS_FLAGS
+                      : (in[k].flags_read | (live[k + 1] & ~in[k].flags_written)) & STATUS_FLAGS;
     for (int i = 0; i < r->m; i++) {
         if (!r->pick[i].selected)
             continue;
         sel[ns] = i;
-        site[ns] = add_site(e, blk, blk->first + r->pick[i].insn,
-                            &in[r->pick[i].insn].acc[r->pick[i].acc],
-                            e->mode == ML_ASM_NS ? 1 : r->pick[i].weight, marker);
+        site[ns] =
+            add_site(e, blk, blk->first + r->pick[i].insn, &in[r->pick[i].insn].acc[r->pick[i].acc],
+                     e->mode == ML_ASM_NS ? 1 : r->pick[i].weight, marker);
         if (site[ns] < 0) {
             rc = site[ns];
             goto out;

@@ -1,4 +1,5 @@
-/* Instruction units of a parsed file and their encodings, read back from llvm-mc --show-encoding. */
+/* Instruction units of a parsed file and their encodings, read back from llvm-mc --show-encoding.
+ */
 #include "instrument/asm/asm.h"
 
 #include <ctype.h>
@@ -155,8 +156,8 @@ int ml_asm_read_encodings(const char *mc, size_t size, struct ml_asm_units *u, c
         enc = strstr_n(s, e, "# encoding: [");
         if (cur >= 0 && enc) {
             if (read_bytes(enc + 13, e, buf, &n, (int)sizeof(buf))) {
-                set_err(err, errlen, "unreadable encoding in llvm-mc output: '%.*s'",
-                        (int)(e - s), s);
+                set_err(err, errlen, "unreadable encoding in llvm-mc output: '%.*s'", (int)(e - s),
+                        s);
                 return -EINVAL;
             }
         } else if (cur >= 0 && s < e && *s != '#') {

@@ -32,8 +32,8 @@ static int is_ident(int c)
 /* Prefixes that clang prints on a line of their own (the TLS sequences) or before a mnemonic. */
 static int is_prefix(const char *w, size_t n)
 {
-    static const char *const p[] = {"data16", "data32",  "addr32",   "rex64",    "rep",
-                                    "repe",   "repz",    "repne",    "repnz",    "lock",
+    static const char *const p[] = {"data16",  "data32",   "addr32",   "rex64", "rep",
+                                    "repe",    "repz",     "repne",    "repnz", "lock",
                                     "notrack", "xacquire", "xrelease", NULL};
 
     for (int i = 0; p[i]; i++)
@@ -145,8 +145,7 @@ static int cmp_str(const void *a, const void *b)
 
 int ml_asm_is_referenced(const struct ml_asm_file *f, const char *label)
 {
-    return f->nref &&
-           bsearch(&label, f->ref, f->nref, sizeof(*f->ref), cmp_str) != NULL;
+    return f->nref && bsearch(&label, f->ref, f->nref, sizeof(*f->ref), cmp_str) != NULL;
 }
 
 /* Section state: name kind of the current section and a stack for .pushsection. */
@@ -182,8 +181,8 @@ static struct sect section_of(const char *dname, const char *args)
 
         s.exec = q && e && memchr(q + 1, 'x', e - q - 1);
     } else {
-        s.exec = !strncmp(name, ".text", 5) || !strncmp(name, ".init", 5) ||
-                 !strncmp(name, ".fini", 5);
+        s.exec =
+            !strncmp(name, ".text", 5) || !strncmp(name, ".init", 5) || !strncmp(name, ".fini", 5);
     }
     return s;
 }
@@ -240,8 +239,7 @@ static int note_type(struct names *fn, const char *args)
     return 0;
 }
 
-static int parse_line(struct ml_asm_line *l, int *app, char *err,
-                      size_t errlen, int lineno)
+static int parse_line(struct ml_asm_line *l, int *app, char *err, size_t errlen, int lineno)
 {
     const char *s = l->start;
     size_t n = l->len, k;

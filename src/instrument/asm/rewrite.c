@@ -104,8 +104,8 @@ static void explain_block(FILE *o, const struct ml_asm_file *f, const struct ml_
             const struct ml_asm_pick *p = &r->pick[a];
             const struct ml_asm_access *ac = &insn[k].acc[j];
 
-            fprintf(o, "    %c %s %s%s  %s %u B at ", p->selected ? '+' : '.', l->name,
-                    l->operands, ac->implicit ? " (implicit)" : "", dir_name(ac->dir), ac->size);
+            fprintf(o, "    %c %s %s%s  %s %u B at ", p->selected ? '+' : '.', l->name, l->operands,
+                    ac->implicit ? " (implicit)" : "", dir_name(ac->dir), ac->size);
             print_bid(o, &p->bid);
             fprintf(o, "  class %d", p->cls);
             if (p->selected) {
@@ -175,10 +175,12 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     st->blocks = nb;
     st->insns = u->n;
     if (o->explain)
-        fprintf(o->explain,
-                "memlens: '%s': trace=asm mode=%s omega=%g chunk=%u scores=%d:%d:%d\n", o->name,
-                p->mode == ML_ASM_NS ? "ns" : p->mode == ML_ASM_MA ? "ma" : "aia", p->omega,
-                p->chunk, p->score[0], p->score[1], p->score[2]);
+        fprintf(o->explain, "memlens: '%s': trace=asm mode=%s omega=%g chunk=%u scores=%d:%d:%d\n",
+                o->name,
+                p->mode == ML_ASM_NS   ? "ns"
+                : p->mode == ML_ASM_MA ? "ma"
+                                       : "aia",
+                p->omega, p->chunk, p->score[0], p->score[1], p->score[2]);
     for (int i = 0; i < nb; i++) {
         const struct ml_asm_block *b = &blocks[i];
         struct ml_asm_result r;
@@ -198,8 +200,8 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
             st->tls += insn[k].tls_sequence;
         rc = ml_asm_emit_block(em, b, i, &r);
         if (rc) {
-            set_err(err, errlen, rc == -ENOSPC ? "no scratch register for a record"
-                                               : "out of memory");
+            set_err(err, errlen,
+                    rc == -ENOSPC ? "no scratch register for a record" : "out of memory");
             ml_asm_result_free(&r);
             break;
         }

@@ -1,4 +1,5 @@
-/* Per-block analysis: BID expressions, incarnations, classes, distances, knapsack selection, MA/AIA. */
+/* Per-block analysis: BID expressions, incarnations, classes, distances, knapsack selection,
+ * MA/AIA. */
 #include "instrument/asm/asm.h"
 
 #include <errno.h>
@@ -56,7 +57,7 @@ int ml_asm_params_check(const struct ml_asm_params *p, char *err, size_t errlen)
 }
 
 /* Value numbers at or above SYMROOT are link-time addresses: symroot[id - SYMROOT]. */
-#define SYMROOT (1 << 24)
+#define SYMROOT  (1 << 24)
 #define NSYMROOT 64
 
 /* Value number and constant offset of each general register, and its incarnation. */
@@ -468,7 +469,8 @@ int ml_asm_select(const struct ml_asm_insn *insn, int n, const struct ml_asm_par
             pick[i].rep = anchor;
             pick[i].level = 3;
         } else {
-            pick[i].level = (uint8_t)ml_asm_distance(&pick[i].bid, &pick[pick[i].rep].bid, p->chunk);
+            pick[i].level =
+                (uint8_t)ml_asm_distance(&pick[i].bid, &pick[pick[i].rep].bid, p->chunk);
         }
         pick[pick[i].rep].weight++;
     }
