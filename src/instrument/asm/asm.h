@@ -15,6 +15,10 @@
  * block's memory accesses are analysed and selected (ml_asm_select, pure).
  */
 
+/* Formats a reason into err (errlen bytes; nothing when err is NULL). */
+void ml_asm_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- registers ---- */
 
 /* General registers by their 64-bit number: rax=0, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8..r15. */

@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,17 +80,6 @@ int ml_asm_annotate(const struct ml_asm_file *f, const struct ml_asm_units *u, F
     return ferror(out) ? -EIO : 0;
 }
 
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || !n)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
 /* Appends the bytes of "# encoding: [0x48,A,...]" to buf; fixup letters read as 0. */
 static int read_bytes(const char *p, const char *end, uint8_t *buf, int *n, int cap)
 {
@@ -156,8 +144,8 @@ int ml_asm_read_encodings(const char *mc, size_t size, struct ml_asm_units *u, c
         enc = strstr_n(s, e, "# encoding: [");
         if (cur >= 0 && enc) {
             if (read_bytes(enc + 13, e, buf, &n, (int)sizeof(buf))) {
-                set_err(err, errlen, "unreadable encoding in llvm-mc output: '%.*s'", (int)(e - s),
-                        s);
+                ml_asm_err(err, errlen, "unreadable encoding in llvm-mc output: '%.*s'",
+                           (int)(e - s), s);
                 return -EINVAL;
             }
         } else if (cur >= 0 && s < e && *s != '#') {
@@ -172,7 +160,7 @@ int ml_asm_read_encodings(const char *mc, size_t size, struct ml_asm_units *u, c
             long k = strtol(s + ll, &q, 10);
 
             if (*q != ':' || k < 0 || k >= u->n || u->code[k]) {
-                set_err(err, errlen, "unexpected llvm-mc output: '%.*s'", (int)(e - s), s);
+                ml_asm_err(err, errlen, "unexpected llvm-mc output: '%.*s'", (int)(e - s), s);
                 return -EINVAL;
             }
             cur = (int)k;
@@ -186,7 +174,7 @@ int ml_asm_read_encodings(const char *mc, size_t size, struct ml_asm_units *u, c
         found++;
     }
     if (found != u->n) {
-        set_err(err, errlen, "llvm-mc output has %d of %d instructions", found, u->n);
+        ml_asm_err(err, errlen, "llvm-mc output has %d of %d instructions", found, u->n);
         return -EINVAL;
     }
     return 0;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_err(char *err, size_t n, const char *fmt, ...)
+void ml_asm_err(char *err, size_t n, const char *fmt, ...)
 {
     va_list ap;
 
@@ -277,7 +277,7 @@ static int parse_line(struct ml_asm_line *l, int *app, char *err, size_t errlen,
         while (rest < n && isspace((unsigned char)s[rest]))
             rest++;
         if (rest < n) {
-            set_err(err, errlen, "line %d: a statement after a label is not supported", lineno);
+            ml_asm_err(err, errlen, "line %d: a statement after a label is not supported", lineno);
             return -EINVAL;
         }
         l->kind = ML_ASM_LABEL;
@@ -428,7 +428,7 @@ int ml_asm_parse(const char *text, size_t size, struct ml_asm_file *f, char *err
     return 0;
 fail:
     if (rc == -ENOMEM)
-        set_err(err, errlen, "out of memory");
+        ml_asm_err(err, errlen, "out of memory");
     for (int i = 0; i < fn.n; i++)
         free(fn.v[i]);
     free(fn.v);

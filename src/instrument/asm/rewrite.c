@@ -3,20 +3,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || !n)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 static int has(const char *s, const char *what)
 {
@@ -146,7 +134,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
 
     memset(st, 0, sizeof(*st));
     if (!insn) {
-        set_err(err, errlen, "out of memory");
+        ml_asm_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     for (int k = 0; k < u->n; k++) {
@@ -161,14 +149,14 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     nb = ml_asm_blocks(f, u, insn, &blocks);
     if (nb < 0) {
         free(insn);
-        set_err(err, errlen, "out of memory");
+        ml_asm_err(err, errlen, "out of memory");
         return nb;
     }
     em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
     if (!em) {
         free(blocks);
         free(insn);
-        set_err(err, errlen, "out of memory");
+        ml_asm_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     st->functions = f->nfunc;
@@ -187,7 +175,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
 
         rc = ml_asm_select(insn + b->first, b->end - b->first, p, &r);
         if (rc) {
-            set_err(err, errlen, "out of memory");
+            ml_asm_err(err, errlen, "out of memory");
             break;
         }
         st->accesses += r.m;
@@ -200,8 +188,8 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
             st->tls += insn[k].tls_sequence;
         rc = ml_asm_emit_block(em, b, i, &r);
         if (rc) {
-            set_err(err, errlen,
-                    rc == -ENOSPC ? "no scratch register for a record" : "out of memory");
+            ml_asm_err(err, errlen,
+                       rc == -ENOSPC ? "no scratch register for a record" : "out of memory");
             ml_asm_result_free(&r);
             break;
         }
@@ -223,7 +211,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
                 st->functions, st->blocks, st->insns, st->accesses, st->selected, st->forced,
                 st->ma, st->aia, st->opaque, st->tls, st->untraced);
     if (!rc && ml_asm_emit_write(em, out, o->name ? o->name : "")) {
-        set_err(err, errlen, "cannot write the assembly");
+        ml_asm_err(err, errlen, "cannot write the assembly");
         rc = -EIO;
     }
     ml_asm_emit_free(em);

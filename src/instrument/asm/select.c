@@ -4,20 +4,8 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || !n)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 void ml_asm_default_scores(int mode, int score[3])
 {
@@ -34,23 +22,23 @@ int ml_asm_params_check(const struct ml_asm_params *p, char *err, size_t errlen)
     const int *s = p->score;
 
     if (p->mode != ML_ASM_NS && p->mode != ML_ASM_MA && p->mode != ML_ASM_AIA) {
-        set_err(err, errlen, "unknown mode %d", p->mode);
+        ml_asm_err(err, errlen, "unknown mode %d", p->mode);
         return -EINVAL;
     }
     if (!(p->omega > 0 && p->omega <= 1)) {
-        set_err(err, errlen, "omega %g is not in (0, 1]", p->omega);
+        ml_asm_err(err, errlen, "omega %g is not in (0, 1]", p->omega);
         return -EINVAL;
     }
     if (!p->chunk || (p->chunk & (p->chunk - 1))) {
-        set_err(err, errlen, "chunk %u is not a power of two", p->chunk);
+        ml_asm_err(err, errlen, "chunk %u is not a power of two", p->chunk);
         return -EINVAL;
     }
     if (s[0] < 0 || !(s[0] < s[1] && s[1] < s[2])) {
-        set_err(err, errlen, "scores %d:%d:%d are not 0 <= s1 < s2 < s3", s[0], s[1], s[2]);
+        ml_asm_err(err, errlen, "scores %d:%d:%d are not 0 <= s1 < s2 < s3", s[0], s[1], s[2]);
         return -EINVAL;
     }
     if (!(s[0] + s[1] < s[2])) {
-        set_err(err, errlen, "scores %d:%d:%d break s1 + s2 < s3", s[0], s[1], s[2]);
+        ml_asm_err(err, errlen, "scores %d:%d:%d break s1 + s2 < s3", s[0], s[1], s[2]);
         return -EINVAL;
     }
     return 0;
