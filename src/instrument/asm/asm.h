@@ -106,6 +106,7 @@ struct ml_asm_insn {
                              (xlat's %rbx + %al, 32-bit addresses, RIP-relative without a symbol) */
     uint16_t reg_read;    /* general registers read (bit per number), explicit or implicit */
     uint16_t reg_written; /* general registers written, any part, explicit or implicit */
+    uint16_t reg_killed;  /* general registers written whole (32 or 64 bits) without being read */
     uint32_t flags_read;  /* status flags read (ZYDIS_CPUFLAG_* bits) */
     uint32_t flags_written;
     struct ml_asm_linear lin[ML_ASM_MAXLIN];

@@ -460,6 +460,10 @@ int ml_asm_decode(const uint8_t *code, size_t n, const char *operands, struct ml
                 o->reg_read |= 1u << r;
             if (p->actions & (ZYDIS_OPERAND_ACTION_WRITE | ZYDIS_OPERAND_ACTION_CONDWRITE))
                 o->reg_written |= 1u << r;
+            if (p->actions == ZYDIS_OPERAND_ACTION_WRITE &&
+                (ZydisRegisterGetClass(p->reg.value) == ZYDIS_REGCLASS_GPR64 ||
+                 ZydisRegisterGetClass(p->reg.value) == ZYDIS_REGCLASS_GPR32))
+                o->reg_killed |= 1u << r;
         } else if (p->type == ZYDIS_OPERAND_TYPE_MEMORY) {
             if ((r = gpr(p->mem.base)) >= 0)
                 o->reg_read |= 1u << r;
@@ -473,6 +477,7 @@ int ml_asm_decode(const uint8_t *code, size_t n, const char *operands, struct ml
                 goto opaque;
         }
     }
+    o->reg_killed &= ~o->reg_read;
     if (o->flow == ML_ASM_FLOW_CALL)
         o->reg_written |= CALLER_SAVED;
     if (in.mnemonic == ZYDIS_MNEMONIC_SYSCALL)

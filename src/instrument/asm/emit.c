@@ -15,6 +15,11 @@
 
 /* Status flags the record sequence changes (add, cmp): CF PF AF ZF SF OF, Zydis bits. */
 #define STATUS_FLAGS 0x8d5u
+/* Registers live before a return: results, callee-saved ones, %rsp (System V). */
+#define RET_LIVE 0xf03du
+/* Registers a call reads (arguments, %rax for varargs) and the caller-saved ones it writes. */
+#define CALL_ARGS      0x03c7u
+#define CALL_CLOBBERED 0x0fc7u
 /* Sites per segment: well under the ABI's 255 sites and ML_TB_MAX_SEG words. */
 #define SEG_SITES 64
 /* The red zone: 128 bytes below %rsp that leaf functions may use without moving %rsp. */
@@ -294,16 +299,39 @@ static unsigned addr_regs(const struct ml_asm_access *a)
     return m;
 }
 
-/* Two scratch registers not in used (nor %rsp); *a and *b get their numbers. */
-static int scratch(unsigned used, int *a, int *b)
+/*
+ * How one record sequence works at unit k: scratch registers %A (the buffer
+ * pointer) and %B (addresses), which of them it must save (not dead there),
+ * whether it saves the flags, the red zone it steps over, and whether CFI
+ * must follow %rsp.
+ */
+struct rec {
+    int A, B, saveA, saveB, flags, rz, cfa;
+};
+
+/*
+ * Picks two scratch registers outside used (nor %rsp), preferring registers
+ * dead at the point (written before being read again): those need no save.
+ */
+static int scratch(unsigned used, unsigned dead, struct rec *r)
 {
     static const int pref[] = {0, 2, 1, 6, 7, 8, 9, 10, 11, 3, 12, 13, 14, 15, 5};
-    int n = 0;
+    int got[2], n = 0;
 
-    for (size_t i = 0; i < sizeof(pref) / sizeof(pref[0]) && n < 2; i++)
-        if (!(used & (1u << pref[i])))
-            *(n++ ? b : a) = pref[i];
-    return n == 2 ? 0 : -ENOSPC;
+    used |= 1u << ML_ASM_RSP;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof(pref) / sizeof(pref[0]) && n < 2; i++) {
+            unsigned bit = 1u << pref[i];
+
+            if (!(used & bit) && (pass || (dead & bit)) && (!n || got[0] != pref[i]))
+                got[n++] = pref[i];
+        }
+    if (n < 2)
+        return -ENOSPC;
+    r->A = got[0], r->B = got[1];
+    r->saveA = !(dead & (1u << r->A));
+    r->saveB = !(dead & (1u << r->B));
+    return 0;
 }
 
 static void cfa(struct buf *b, int on, int delta)
@@ -376,27 +404,25 @@ static void address(struct buf *b, const struct ml_asm_access *a, const struct m
         bprintf(b, "\taddq\t%%fs:0, %%%s\n", reg64[B]); /* %fs:0 holds the thread block's address */
 }
 
-/* Bytes below %rsp the records step over at unit k: the red zone in leaf functions. */
-static int red_zone(const struct ml_asm_emit *e, int k)
-{
-    return e->leaf[k] ? RED_ZONE : 0;
-}
-
 /* Register saves, the reservation of W words and the slow path; leaves p in %A. */
-static void prologue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, int flags, int W)
+static void prologue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, int W)
 {
-    int c = e->cfa_rsp[k], n = e->nlabel++, rz = red_zone(e, k);
+    int c = r->cfa, n = e->nlabel++, A = r->A, B = r->B;
 
     bprintf(b, "# memlens record {\n");
-    if (rz) {
-        bprintf(b, "\tleaq\t-%d(%%rsp), %%rsp\n", rz);
-        cfa(b, c, rz);
+    if (r->rz) {
+        bprintf(b, "\tleaq\t-%d(%%rsp), %%rsp\n", r->rz);
+        cfa(b, c, r->rz);
     }
-    bprintf(b, "\tpushq\t%%%s\n", reg64[A]);
-    cfa(b, c, 8);
-    bprintf(b, "\tpushq\t%%%s\n", reg64[B]);
-    cfa(b, c, 8);
-    if (flags) {
+    if (r->saveA) {
+        bprintf(b, "\tpushq\t%%%s\n", reg64[A]);
+        cfa(b, c, 8);
+    }
+    if (r->saveB) {
+        bprintf(b, "\tpushq\t%%%s\n", reg64[B]);
+        cfa(b, c, 8);
+    }
+    if (r->flags) {
         bprintf(b, "\tpushfq\n");
         cfa(b, c, 8);
     }
@@ -426,41 +452,60 @@ static void prologue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, 
     bprintf(b, "\tleaq\t-%d(%%%s), %%%s\n", 8 * W, reg64[A], reg64[A]);
 }
 
-static void epilogue(struct ml_asm_emit *e, struct buf *b, int k, int A, int B, int flags)
+static void epilogue(struct buf *b, const struct rec *r)
 {
-    int c = e->cfa_rsp[k], rz = red_zone(e, k);
+    int c = r->cfa;
 
-    if (flags) {
+    if (r->flags) {
         bprintf(b, "\tpopfq\n");
         cfa(b, c, -8);
     }
-    bprintf(b, "\tpopq\t%%%s\n", reg64[B]);
-    cfa(b, c, -8);
-    bprintf(b, "\tpopq\t%%%s\n", reg64[A]);
-    cfa(b, c, -8);
-    if (rz) {
-        bprintf(b, "\tleaq\t%d(%%rsp), %%rsp\n", rz);
-        cfa(b, c, -rz);
+    if (r->saveB) {
+        bprintf(b, "\tpopq\t%%%s\n", reg64[r->B]);
+        cfa(b, c, -8);
+    }
+    if (r->saveA) {
+        bprintf(b, "\tpopq\t%%%s\n", reg64[r->A]);
+        cfa(b, c, -8);
+    }
+    if (r->rz) {
+        bprintf(b, "\tleaq\t%d(%%rsp), %%rsp\n", r->rz);
+        cfa(b, c, -r->rz);
     }
     bprintf(b, "# memlens record }\n");
 }
 
-/* How far %rsp moved from the instruction's own to the record code's. */
-static int shift_of(const struct ml_asm_emit *e, int k, int flags)
+/* The sequence's choices at block position k; -ENOSPC without two scratch registers. */
+static int plan(const struct ml_asm_emit *e, const struct ml_asm_block *blk, int k, unsigned used,
+                unsigned dead, int flags, struct rec *r)
 {
-    return red_zone(e, k) + 16 + (flags ? 8 : 0);
+    int unit = blk->first + k;
+
+    r->flags = flags;
+    /* Pushes and the slow path's call write below %rsp: step over a leaf's red zone. */
+    r->rz = e->leaf[unit] ? RED_ZONE : 0;
+    r->cfa = e->cfa_rsp[unit];
+    return scratch(used, dead, r);
+}
+
+/* How far %rsp moved from the instruction's own to the record code's. */
+static int shift_of(const struct rec *r)
+{
+    return r->rz + 8 * (r->saveA + r->saveB) + (r->flags ? 8 : 0);
 }
 
 /* A segment of descriptor-described records: sites[0..n) of the accesses at (unit[i], acc[i]). */
 static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
                         const struct ml_asm_regval *st, int k, const int *pj, const int *pa,
-                        const int *sites, int n, unsigned used, int flags)
+                        const int *sites, int n, unsigned used, unsigned dead, int flags)
 {
     struct buf *b = &e->before[blk->first + k];
-    int A, B, seg = e->nsegw, words = 1 + n + ((1 + n) & 1);
+    int seg = e->nsegw, words = 1 + n + ((1 + n) & 1), A, B;
+    struct rec r;
 
-    if (scratch(used | (1u << ML_ASM_RSP), &A, &B))
+    if (plan(e, blk, k, used, dead, flags, &r))
         return -ENOSPC;
+    A = r.A, B = r.B;
     if (grow((void **)&e->segw, &e->capsegw, e->nsegw + words, sizeof(uint32_t)))
         return -ENOMEM;
     e->segw[e->nsegw] = (uint32_t)n;
@@ -469,15 +514,14 @@ static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
     if ((1 + n) & 1)
         e->segw[e->nsegw + 1 + n] = 0;
     e->nsegw += words;
-    prologue(e, b, blk->first + k, A, B, flags, 1 + n);
+    prologue(e, b, &r, 1 + n);
     bprintf(b, "\tleaq\t.Lmemlens_segs+%d(%%rip), %%%s\n", 4 * seg, reg64[B]);
     bprintf(b, "\tmovq\t%%%s, (%%%s)\n", reg64[B], reg64[A]);
     for (int i = 0; i < n; i++) {
-        address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i],
-                shift_of(e, blk->first + k, flags), B);
+        address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i], shift_of(&r), B);
         bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[B], 8 * (i + 1), reg64[A]);
     }
-    epilogue(e, b, blk->first + k, A, B, flags);
+    epilogue(b, &r);
     return b->s ? 0 : -ENOMEM;
 }
 
@@ -487,18 +531,20 @@ static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
  * known only at run time.
  */
 static int emit_rep(struct ml_asm_emit *e, const struct ml_asm_block *blk, int k, const int *sites,
-                    int n, int flags)
+                    int n, unsigned dead, int flags)
 {
     struct buf *b = &e->before[blk->first + k];
     const struct ml_asm_insn *in = &e->insn[blk->first + k];
     unsigned used = 0;
     int A, B;
+    struct rec r;
 
     for (int i = 0; i < in->naccess; i++)
         used |= addr_regs(&in->acc[i]);
-    if (scratch(used | (1u << ML_ASM_RSP), &A, &B))
+    if (plan(e, blk, k, used, dead, flags, &r))
         return -ENOSPC;
-    prologue(e, b, blk->first + k, A, B, flags, 4 * n);
+    A = r.A, B = r.B;
+    prologue(e, b, &r, 4 * n);
     for (int i = 0; i < n; i++) {
         const struct ml_asm_access *a = &in->acc[i];
 
@@ -512,7 +558,7 @@ static int emit_rep(struct ml_asm_emit *e, const struct ml_asm_block *blk, int k
         bprintf(b, "\tmovq\t$%u, %d(%%%s)\n", a->size, 32 * i + 16, reg64[A]);
         bprintf(b, "\tmovq\t%%rcx, %d(%%%s)\n", 32 * i + 24, reg64[A]);
     }
-    epilogue(e, b, blk->first + k, A, B, flags);
+    epilogue(b, &r);
     return b->s ? 0 : -ENOMEM;
 }
 
@@ -575,7 +621,7 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
     const struct ml_asm_insn *in = e->insn + blk->first;
     int n = blk->end - blk->first, rc = 0, marker, ns = 0;
     struct ml_asm_regval *st = NULL;
-    unsigned *live = NULL;
+    unsigned *live = NULL, *gpr = NULL;
     int *sel = NULL, *site = NULL, *pj = NULL, *pa = NULL;
 
     if (!r->m)
@@ -585,11 +631,12 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
         return marker;
     st = malloc((size_t)(n + 1) * ML_ASM_NGPR * sizeof(*st));
     live = malloc((size_t)(n + 1) * sizeof(*live));
+    gpr = malloc((size_t)(n + 1) * sizeof(*gpr));
     sel = malloc((size_t)r->m * sizeof(int));
     site = malloc((size_t)r->m * sizeof(int));
     pj = malloc((size_t)r->m * sizeof(int));
     pa = malloc((size_t)r->m * sizeof(int));
-    if (!st || !live || !sel || !site || !pj || !pa) {
+    if (!st || !live || !gpr || !sel || !site || !pj || !pa) {
         rc = -ENOMEM;
         goto out;
     }
@@ -603,6 +650,20 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
         live[k] = in[k].opaque
                       ? STATUS_FLAGS
                       : (in[k].flags_read | (live[k + 1] & ~in[k].flags_written)) & STATUS_FLAGS;
+    /*
+     * General registers live before each instruction. After the block all
+     * are, except after a return (only results and callee-saved ones) and
+     * around a call (it reads the argument registers and writes the
+     * caller-saved ones).
+     */
+    gpr[n] = in[n - 1].flow == ML_ASM_FLOW_RET ? RET_LIVE : 0xffff;
+    for (int k = n - 1; k >= 0; k--) {
+        unsigned l = (gpr[k + 1] & ~in[k].reg_killed) | in[k].reg_read | (1u << ML_ASM_RSP);
+
+        if (in[k].flow == ML_ASM_FLOW_CALL)
+            l = (gpr[k + 1] & ~CALL_CLOBBERED) | CALL_ARGS | in[k].reg_read | (1u << ML_ASM_RSP);
+        gpr[k] = in[k].opaque ? 0xffff : l;
+    }
     for (int i = 0; i < r->m; i++) {
         if (!r->pick[i].selected)
             continue;
@@ -634,7 +695,7 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
 
             while (j < ns && r->pick[sel[j]].insn == k)
                 j++;
-            rc = emit_rep(e, blk, k, site + i, j - i, live[k] != 0);
+            rc = emit_rep(e, blk, k, site + i, j - i, ~gpr[k] & 0xffff, live[k] != 0);
             if (rc)
                 goto out;
             i = j;
@@ -660,7 +721,8 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
             used |= need;
             pj[cnt] = q->insn, pa[cnt] = q->acc, cnt++;
         }
-        rc = emit_segment(e, blk, st, k, pj, pa, site + i, cnt, used, live[k] != 0);
+        rc = emit_segment(e, blk, st, k, pj, pa, site + i, cnt, used, ~gpr[k] & 0xffff,
+                          live[k] != 0);
         if (rc)
             goto out;
         i = j;
@@ -668,6 +730,7 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
 out:
     free(st);
     free(live);
+    free(gpr);
     free(sel);
     free(site);
     free(pj);
