@@ -13,13 +13,11 @@
 #include <llvm-c/Linker.h>
 
 /*
- * The runtime's entry points, each by name: gold takes no patterns here. runtime-symbols.sh
- * checks that an executable exports every global symbol of the runtime.
+ * The runtime's entry points, each by name: gold takes no patterns here. The list is every
+ * global symbol of the runtime object; runtime-symbols.sh checks an executable exports them.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register",     "__memlens_unregister", "__memlens_enter",
-    "__memlens_enter_always", "__memlens_exit",       "__memlens_access",
-    "__memlens_roi_begin",    "__memlens_roi_end",    "pthread_create",
+#include "rt-exports.h" /* generated from the runtime object by the Makefile */
 };
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
