@@ -52,7 +52,12 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     ml_strv_push(v, "-Wl,--no-whole-archive");
     ml_strv_push(v, "-lpthread");
     ml_strv_push(v, "-ldl");
-    for (size_t i = 0; i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
+    /*
+     * A static program loads no library that could bind to them; and exported
+     * thread-local variables (the trace buffer's) would leave TLS relocations
+     * that a -static-pie program cannot resolve at start.
+     */
+    for (size_t i = 0; !static_link(c) && i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
         ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_exports[i]));
     if (static_link(c))
         ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
