@@ -469,8 +469,8 @@ static const char *whole_program(int *first)
     if (ml_cc_verbose)
         fprintf(stderr, "memlens: link %d bitcode file(s) and archive members -> %s\n", objs.n,
                 merged);
-    pulled = ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, ar_all_bitcode, err,
-                                 sizeof(err));
+    pulled =
+        ml_cc_merge_bitcode(objs.v, objs.n, ars.v, ars.n, merged, ar_all_bitcode, err, sizeof(err));
     for (int a = 0; pulled >= 0 && a < ars.n; a++)
         if (ar_all_bitcode[a])
             g.obj[ar_input[a]] = ""; /* merged above; ld cannot read bitcode members */
