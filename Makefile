@@ -19,9 +19,11 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 # Every room below src/ except cli/ and runtime/ forms the tool library.
 LIB_SRC := $(sort $(wildcard src/format/*.c src/report/*.c src/instrument/ir/*.c \
-	src/instrument/asm/*.c src/bb/*.c src/analyze/*.c src/backend/*.c))
+	src/instrument/asm/*.c src/bb/*.c src/analyze/*.c src/backend/*.c \
+	src/backend/modules/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
-RT_SRC := $(sort $(wildcard src/runtime/*.c)) src/format/profile.c src/format/trace.c
+RT_SRC := $(sort $(wildcard src/runtime/*.c)) src/format/profile.c src/format/trace.c \
+	src/format/safefile.c
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 

@@ -1,21 +1,26 @@
 /* memlens user API: mark regions of interest and semantic markers in C and C++. */
+/* SPDX-License-Identifier: MIT-0 */
+/* This file only: copy it into any project, no notice needed (see docs/cc.md). */
 #ifndef MEMLENS_H
 #define MEMLENS_H
 
 /*
  * MEMLENS_ROI_BEGIN("name") ... MEMLENS_ROI_END("name")
  *
- * The name is a string literal; regions with the same name, in any file, are
- * one region. A region counts the instructions and memory accesses executed
- * between its BEGIN and its END, including those of functions called from it
- * whose bodies memlens compiled. Regions nest (an inner region's work also
- * counts for the outer one) and may recurse (a region entered again while open
- * counts once). A region also ends, without its END, when control leaves the
- * code that only its BEGIN leads to: a return from the function that began it,
- * a break, continue or goto out of it. See docs/regions.md.
+ * The name is a non-empty string literal; regions with the same name, in any
+ * file, are one region. A region counts the instructions and memory accesses
+ * executed between its BEGIN and its END, including those of functions called
+ * from it whose bodies memlens compiled. Regions nest (an inner region's work
+ * also counts for the outer one) and may recurse (a region entered again while
+ * open counts once). A region also ends, without its END, when control leaves
+ * the code that only its BEGIN leads to: a return from the function that began
+ * it, a break, continue or goto out of it. An END belongs in the function of
+ * its BEGIN. See docs/regions.md.
  *
  * Built with memlens-cc / memlens-c++ (which define __MEMLENS__) the macros
- * call the memlens runtime; with any other compiler they vanish.
+ * call the memlens runtime; with any other compiler they expand to nothing
+ * (a void expression) and this header needs nothing else: projects may copy it
+ * so that annotated sources also build without memlens.
  */
 /*
  * Memory traces (memlens cc --trace): MEMLENS_MARK("name") puts a marker in
@@ -30,13 +35,32 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunknown-warning-option"
+#pragma clang diagnostic ignored "-Wreserved-identifier"
+#pragma clang diagnostic ignored "-Wgcc-compat"
+/* Bad names are compile errors at the marker, with clang's caret and macro notes. */
+#if defined(__has_attribute)
+#if __has_attribute(diagnose_if)
+#define MEMLENS_NAME_CHECK_                                                                        \
+    __attribute__((                                                                                \
+        diagnose_if(!__builtin_constant_p(name), "region name is not a string literal", "error"))) \
+    __attribute__((diagnose_if(__builtin_constant_p(name) && (!name || !*name),                    \
+                               "region name is empty", "error")))
+#endif
+#endif
+#ifndef MEMLENS_NAME_CHECK_
+#define MEMLENS_NAME_CHECK_
+#endif
 /* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
-void __memlens_roi_begin(const char *name) __attribute__((nothrow));
-void __memlens_roi_end(const char *name) __attribute__((nothrow));
+void __memlens_roi_begin(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
+void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
+#undef MEMLENS_NAME_CHECK_
 void __memlens_mark(const char *name) __attribute__((nothrow));
 void __memlens_trace_on(void) __attribute__((nothrow));
 void __memlens_trace_off(void) __attribute__((nothrow));
 void __memlens_pages(const void *p, unsigned long n) __attribute__((nothrow));
+#pragma clang diagnostic pop
 #ifdef __cplusplus
 }
 #endif

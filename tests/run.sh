@@ -14,7 +14,9 @@ run() { # name, command...
     shift
     local t0=$SECONDS
     mkdir -p "$(dirname "$logdir/$name.log")"
-    "$@" >"$logdir/$name.log" 2>&1
+    # Signals ignored by whoever started the suite (nohup, a CI runner, a background job)
+    # would be inherited by every program the tests signal: start each test with defaults.
+    env --default-signal=HUP,INT,QUIT,TERM,PIPE "$@" >"$logdir/$name.log" 2>&1
     rc=$?
     case $rc in
     0) pass=$((pass + 1)); echo "PASS $name ($((SECONDS - t0))s)" ;;

@@ -215,10 +215,10 @@ static const struct opt opts[] = {
 
 /* Options after which clang does something memlens leaves alone. */
 static const char *const pass_opts[] = {
-    "-E",          "-M",           "-MM",          "-fsyntax-only", "-emit-llvm", "-###",
-    "--analyze",   "-precompile",  "-emit-ast",    "--help",        "-help",      "--help-hidden",
-    "--version",   "-dumpversion", "-dumpmachine", "-dumpspecs",    "-cc1",       "-cc1as",
-    "-save-temps", "--precompile",
+    "-E",           "-M",           "-MM",          "-fsyntax-only", "-emit-llvm", "-###",
+    "--analyze",    "-precompile",  "-emit-ast",    "--help",        "-help",      "--help-hidden",
+    "--version",    "-dumpversion", "-dumpmachine", "-dumpspecs",    "-cc1",       "-cc1as",
+    "--precompile",
 };
 
 static bool has_ext(const char *path, const char *const *exts)
@@ -262,6 +262,19 @@ static enum ml_cc_kind kind_of(const char *path, const char *lang)
     return ML_IN_LINK;
 }
 
+/* C or C++ source or header, or standard input without -x (which -E reads as C). */
+static bool is_cfamily(const char *path, const char *lang, enum ml_cc_kind kind)
+{
+    static const char *const headers[] = {"h", "hh", "hpp", "hxx", "hp", "H", "h++", "tcc", NULL};
+
+    if (kind == ML_IN_SRC)
+        return true;
+    if (lang && strcmp(lang, "none"))
+        return !strcmp(lang, "c-header") || !strcmp(lang, "c++-header") ||
+               !strcmp(lang, "c-header-cpp-output") || !strcmp(lang, "c++-header-cpp-output");
+    return !strcmp(path, "-") || has_ext(path, headers);
+}
+
 static void add_input(struct ml_cc_cmd *c, int i, const char *lang)
 {
     struct ml_cc_input *in = realloc(c->in, (c->nin + 1) * sizeof(*in));
@@ -273,6 +286,7 @@ static void add_input(struct ml_cc_cmd *c, int i, const char *lang)
     in[c->nin].path = c->args.v[i];
     in[c->nin].lang = lang && strcmp(lang, "none") ? lang : NULL;
     in[c->nin].kind = kind_of(c->args.v[i], lang);
+    in[c->nin].cfamily = is_cfamily(c->args.v[i], lang, in[c->nin].kind);
     c->nin++;
 }
 
@@ -288,7 +302,7 @@ int ml_cc_count(const struct ml_cc_cmd *c, enum ml_cc_kind kind)
 void ml_cc_parse(struct ml_cc_cmd *c)
 {
     const char *lang = NULL;
-    bool pass = false, obj = false, asm_ = false, only_args = false;
+    bool pass = false, obj = false, asm_ = false, only_args = false, cc1 = false;
 
     c->role = calloc(c->args.n + 1, 1);
     if (!c->role)
@@ -311,9 +325,15 @@ void ml_cc_parse(struct ml_cc_cmd *c)
         for (size_t k = 0; k < sizeof(pass_opts) / sizeof(pass_opts[0]); k++)
             if (!strcmp(a, pass_opts[k]))
                 pass = true;
-        if (!strncmp(a, "-print-", 7) || !strncmp(a, "--print-", 8) ||
-            !strncmp(a, "-save-temps=", 12))
+        if (!strncmp(a, "-print-", 7) || !strncmp(a, "--print-", 8))
             pass = true;
+        if (!strcmp(a, "-save-temps") || !strcmp(a, "--save-temps") ||
+            !strcmp(a, "-save-temps=cwd"))
+            c->save_temps = ML_SAVE_CWD;
+        else if (!strcmp(a, "-save-temps=obj"))
+            c->save_temps = ML_SAVE_OBJ;
+        if (!strcmp(a, "-cc1") || !strcmp(a, "-cc1as"))
+            cc1 = true;
         for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++) {
             size_t len = strlen(opts[k].name);
 
@@ -364,14 +384,19 @@ void ml_cc_parse(struct ml_cc_cmd *c)
             c->target = val;
         else if (!strcmp(n, "-MD") || !strcmp(n, "-MMD"))
             c->md = true;
-        else if (!strcmp(n, "-MF"))
+        else if (!strcmp(n, "-MF")) {
             c->mf = true;
-        else if (!strcmp(n, "-MT") || !strcmp(n, "-MQ"))
+            c->depfile = val;
+        } else if (!strcmp(n, "-MT") || !strcmp(n, "-MQ"))
             c->mt = true;
         else if (!strcmp(n, "-Wp,") && val &&
-                 (!strncmp(val, "-MD,", 4) || !strncmp(val, "-MMD,", 5)))
+                 (!strncmp(val, "-MD,", 4) || !strncmp(val, "-MMD,", 5))) {
             c->md = c->mf = true;
+            c->depfile = strchr(val, ',') + 1;
+        }
     }
+    for (int i = 0; i < c->nin && !cc1; i++)
+        c->cfamily |= c->in[i].cfamily;
     if (pass || !c->nin || ml_cc_count(c, ML_IN_OTHER))
         c->mode = ML_MODE_PASS;
     else if (asm_)

@@ -50,6 +50,13 @@ struct ml_cc_input {
     const char *path; /* "-" is standard input */
     const char *lang; /* the -x in effect, or NULL */
     enum ml_cc_kind kind;
+    bool cfamily; /* C or C++ source or header, or standard input without -x */
+};
+
+enum ml_cc_save {
+    ML_SAVE_NONE,
+    ML_SAVE_CWD, /* -save-temps, -save-temps=cwd: intermediate files in the current directory */
+    ML_SAVE_OBJ, /* -save-temps=obj: next to the output named by -o */
 };
 
 enum ml_cc_mode {
@@ -65,15 +72,18 @@ struct ml_cc_cmd {
     struct ml_cc_input *in;
     int nin;
     enum ml_cc_mode mode;
-    const char *out;    /* value of the last -o, or NULL */
-    const char *olevel; /* the last -O option ("-O2"), or NULL */
-    const char *target; /* the last --target=<triple> or -target <triple>, or NULL */
-    bool shared;        /* -shared */
-    bool nolibs;        /* -nostdlib, -nodefaultlibs or -r: no runtime is added */
-    bool flto;          /* -flto or -flto=... last wins over -fno-lto */
-    bool md;            /* -MD, -MMD or -Wp,-MD,...: a .d file is written while compiling */
-    bool mf;            /* the .d file is named (-MF, -Wp,-MD,<file>) */
-    bool mt;            /* the dependency target is named (-MT, -MQ) */
+    const char *out;     /* value of the last -o, or NULL */
+    const char *olevel;  /* the last -O option ("-O2"), or NULL */
+    const char *target;  /* the last --target=<triple> or -target <triple>, or NULL */
+    bool shared;         /* -shared */
+    bool nolibs;         /* -nostdlib, -nodefaultlibs or -r: no runtime is added */
+    bool flto;           /* -flto or -flto=... last wins over -fno-lto */
+    bool md;             /* -MD, -MMD or -Wp,-MD,...: a .d file is written while compiling */
+    bool mf;             /* the .d file is named (-MF, -Wp,-MD,<file>) */
+    const char *depfile; /* that name (the last one), or NULL */
+    bool mt;             /* the dependency target is named (-MT, -MQ) */
+    bool cfamily;        /* some input is C or C++ (source or header): it sees memlens.h */
+    enum ml_cc_save save_temps;
 };
 
 /* Classifies the arguments already in c->args. Never fails: odd lines pass through to clang. */

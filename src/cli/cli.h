@@ -13,6 +13,7 @@ int cmd_top(int argc, char **argv);
 int cmd_instrument(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* Prints "memlens: <msg>" and exits 128. Only cli/ may exit. */
 noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

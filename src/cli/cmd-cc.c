@@ -6,6 +6,9 @@
 #include "cli/cli.h"
 #include "instrument/ir/instrument.h"
 
+#include <errno.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/ErrorHandling.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,14 +65,18 @@ static const char cc_usage[] =
     "    --verbose         print every command memlens runs\n"
     "    --keep-temps      keep the temporary directory and print its name\n"
     "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
+    "    --print-include-dir  print the directory of memlens.h and exit (the header\n"
+    "                      also works without memlens: vendor it, see docs/cc.md)\n"
     "    --help            this text ('memlens-cc --help' shows clang's help)\n"
     "\n"
     "Environment: MEMLENS_CLANG, MEMLENS_CLANGXX name the compilers (default clang-14,\n"
     "clang++-14); TMPDIR holds temporary files (default /tmp).\n"
     "\n"
-    "Passed to clang untouched: -E, -M, -MM, -fsyntax-only, -emit-llvm, -###,\n"
+    "Passed to clang without instrumenting (with -D__MEMLENS__ and memlens.h on the\n"
+    "include path, as for compiling): -E, -M, -MM, -fsyntax-only, -emit-llvm, -###,\n"
     "--version, -print-*, -dump*, commands without inputs and commands with header,\n"
-    "IR, Objective-C or CUDA inputs. -nostdlib links get no runtime; -shared links\n"
+    "IR, Objective-C or CUDA inputs. -save-temps also keeps the instrumented\n"
+    "bitcode <stem>.ml.bc. -nostdlib links get no runtime; -shared links\n"
     "(also with -nostdlib) get the shared runtime (libmemlens-rt.so) as needed, so\n"
     "that instrumented libraries and plugins also profile in programs built without\n"
     "memlens.\n"
@@ -79,12 +86,24 @@ static const char cc_usage[] =
 
 static struct {
     bool cxx, whole_program, compiled, exact, all, trace, trace_functions, trace_loops;
+    bool direct; /* clang writes its outputs itself (-save-temps, side files named after -o) */
     const char *clang;
     struct ml_strv raw; /* clang arguments as given, memlens options removed */
     struct ml_cc_cmd cmd;
     const char **obj; /* per input: the object or bitcode it became, or NULL */
     const char *incdir, *rtlib;
 } g;
+
+/* <prefix>/<sub>, where the executable is <prefix>/bin/memlens. */
+static const char *dirs(const char *sub)
+{
+    char *prefix = ml_cc_strfmt("%s", ml_self_dir());
+    char *slash = strrchr(prefix, '/');
+
+    if (slash && slash != prefix)
+        *slash = 0;
+    return ml_cc_strfmt("%s/%s", prefix, sub);
+}
 
 static bool set_option(const char *name)
 {
@@ -110,7 +129,10 @@ static bool set_option(const char *name)
         ml_cc_keep_temps = true;
     else if (!strcmp(name, "c++"))
         g.cxx = true;
-    else if (!strcmp(name, "help")) {
+    else if (!strcmp(name, "print-include-dir")) {
+        printf("%s\n", dirs("include"));
+        exit(0);
+    } else if (!strcmp(name, "help")) {
         fputs(cc_usage, stdout);
         exit(0);
     } else
@@ -133,17 +155,6 @@ static void env_options(void)
             die("unknown option '%s' in MEMLENS_CCFLAGS; see 'memlens cc --help'", w);
     }
     free(copy);
-}
-
-/* <prefix>/<sub>, where the executable is <prefix>/bin/memlens. */
-static const char *dirs(const char *sub)
-{
-    char *prefix = ml_cc_strfmt("%s", ml_self_dir());
-    char *slash = strrchr(prefix, '/');
-
-    if (slash && slash != prefix)
-        *slash = 0;
-    return ml_cc_strfmt("%s/%s", prefix, sub);
 }
 
 /* The last path component without its extension, as clang names default outputs. */
@@ -203,6 +214,39 @@ static int run_free(struct ml_strv *v)
     return st;
 }
 
+/* A write that failed (full disk, no permission): one line with the reason, exit 1. */
+static noreturn void io_fail(const char *what, const char *path, int rc)
+{
+    error("cannot %s '%s': %s", what, path, strerror(-rc));
+    exit(1);
+}
+
+static void write_or_fail(const char *path, const void *data, size_t len)
+{
+    int rc = ml_cc_write(path, data, len);
+
+    if (rc)
+        io_fail("write", path, rc);
+}
+
+/* Where -save-temps keeps <stem>.<ext>: the current directory, or the output's (=obj). */
+static const char *save_path(const char *s, const char *ext)
+{
+    const char *slash = g.cmd.out ? strrchr(g.cmd.out, '/') : NULL;
+
+    if (g.cmd.save_temps == ML_SAVE_OBJ && slash)
+        return ml_cc_strfmt("%.*s/%s.%s", (int)(slash - g.cmd.out), g.cmd.out, s, ext);
+    return ml_cc_strfmt("%s.%s", s, ext);
+}
+
+/* A temporary file for <stem>.<ext>, or the kept one with -save-temps. */
+static const char *temp_for(const char *s, const char *ext)
+{
+    if (g.cmd.save_temps)
+        return save_path(s, ext);
+    return ml_cc_tmp_path(ml_cc_strfmt("%s.%s", s, ext));
+}
+
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
@@ -210,23 +254,105 @@ static void push_memlens_defs(struct ml_strv *v)
     ml_strv_push(v, g.incdir);
 }
 
-/*
- * The dependency file and target clang would use for this input: compiling to
- * a temporary must not change them (clang derives both from -o or the input).
- */
-static void push_dep_names(struct ml_strv *v, const struct ml_cc_input *in)
+/* The dependency file of this input: named by -MF or -Wp,-MD,<file>, else as clang names it. */
+static const char *dep_path(const struct ml_cc_input *in)
 {
-    if (!g.cmd.md)
+    if (g.cmd.depfile)
+        return g.cmd.depfile;
+    return g.cmd.out ? replace_ext(g.cmd.out, "d") : ml_cc_strfmt("%s.d", stem(in->path));
+}
+
+/* Does the input go through the preprocessor (so that -MD writes a dependency file)? */
+static bool preprocessed(const struct ml_cc_input *in)
+{
+    const char *dot = strrchr(in->path, '.');
+
+    if (in->kind != ML_IN_ASM)
+        return true;
+    if (in->lang)
+        return !strcmp(in->lang, "assembler-with-cpp");
+    return dot && (!strcmp(dot, ".S") || !strcmp(dot, ".sx"));
+}
+
+/* clang writes the dependency file of in to a pipe and memlens writes it (see run_out). */
+static bool deps_piped(const struct ml_cc_input *in)
+{
+    return g.cmd.md && !g.direct && preprocessed(in);
+}
+
+/*
+ * The user's arguments of the given roles, and the dependency file and target
+ * clang would use for this input: compiling to a temporary must not change
+ * them (clang derives both from -o or the input). With piped dependencies the
+ * file is /dev/fd/3, so -MF and -Wp,-M[M]D,<file> make way.
+ */
+static void push_args_deps(struct ml_strv *v, unsigned keep, const struct ml_cc_input *in)
+{
+    bool deps = (keep & KEEP(ML_ARG_DEP)) && g.cmd.md && preprocessed(in);
+    bool piped = deps && deps_piped(in);
+
+    for (int i = 0; i < g.cmd.args.n; i++) {
+        const char *a = g.cmd.args.v[i];
+
+        if (!(keep & KEEP(g.cmd.role[i])))
+            continue;
+        if (piped && !strcmp(a, "-MF"))
+            i++;
+        else if (piped && !strncmp(a, "-Wp,-MD,", 8))
+            ml_strv_push(v, "-MD");
+        else if (piped && !strncmp(a, "-Wp,-MMD,", 9))
+            ml_strv_push(v, "-MMD");
+        else if (!piped || strncmp(a, "-MF", 3))
+            ml_strv_push(v, a);
+    }
+    if (!deps)
         return;
-    if (!g.cmd.mf) {
+    if (piped || !g.cmd.mf) {
         ml_strv_push(v, "-MF");
-        ml_strv_push(v, g.cmd.out ? replace_ext(g.cmd.out, "d")
-                                  : ml_cc_strfmt("%s.d", stem(in->path)));
+        ml_strv_push(v, piped ? "/dev/fd/3" : dep_path(in));
     }
     if (!g.cmd.mt) {
         ml_strv_push(v, "-MQ");
         ml_strv_push(v, g.cmd.out ? g.cmd.out : ml_cc_strfmt("%s.o", stem(in->path)));
     }
+}
+
+/*
+ * Runs v plus "-o <out>". Normally clang writes to a pipe and memlens writes
+ * out (and, for dep_in, the dependency file): on a full disk clang would
+ * crash with a stack dump, memlens says so in one line. With g.direct clang
+ * writes its files itself. With keep, the output also stays in *keep (and out
+ * may be NULL: kept only).
+ */
+static int run_out(struct ml_strv *v, const char *out, struct ml_cc_buf *keep,
+                   const struct ml_cc_input *dep_in)
+{
+    struct ml_cc_buf b, deps;
+    bool piped = dep_in && deps_piped(dep_in);
+    int st, rc;
+
+    ml_strv_push(v, "-o");
+    if (g.direct) {
+        ml_strv_push(v, out);
+        st = run_free(v);
+        if (!st && keep && (rc = ml_cc_read(out, keep)))
+            io_fail("read", out, rc);
+        return st;
+    }
+    ml_strv_push(v, "-");
+    st = ml_cc_run_capture(v->v, &b, piped ? &deps : NULL, false);
+    free(v->v);
+    if (!st && piped)
+        write_or_fail(dep_path(dep_in), deps.data, deps.len);
+    if (piped)
+        free(deps.data);
+    if (!st && out)
+        write_or_fail(out, b.data, b.len);
+    if (!st && keep)
+        *keep = b;
+    else
+        free(b.data);
+    return st;
 }
 
 static void push_input(struct ml_strv *v, const struct ml_cc_input *in)
@@ -238,24 +364,29 @@ static void push_input(struct ml_strv *v, const struct ml_cc_input *in)
     ml_strv_push(v, in->path);
 }
 
+/* The front end's command: the user's flags, bitcode out, memlens.h on the include path. */
+static void push_frontend(struct ml_strv *v, const struct ml_cc_input *in, bool deps)
+{
+    ml_strv_push(v, g.clang);
+    push_args_deps(
+        v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_LTO) | (deps ? KEEP(ML_ARG_DEP) : 0),
+        in);
+    /* A one-shot build's link flags are unused here, but were not in the user's command. */
+    if (g.cmd.mode == ML_MODE_LINK)
+        ml_strv_push(v, "-Qunused-arguments");
+    ml_strv_push(v, "-c");
+    ml_strv_push(v, "-emit-llvm");
+    push_memlens_defs(v);
+    push_input(v, in);
+}
+
 /* Source to bitcode with the user's flags: preprocessing, front end and optimisation. */
-static int run_frontend(const struct ml_cc_input *in, const char *bc)
+static int run_frontend(const struct ml_cc_input *in, const char *bc, struct ml_cc_buf *keep)
 {
     struct ml_strv v = {0};
 
-    ml_strv_push(&v, g.clang);
-    push_args(&v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_DEP) | KEEP(ML_ARG_LTO));
-    /* A one-shot build's link flags are unused here, but were not in the user's command. */
-    if (g.cmd.mode == ML_MODE_LINK)
-        ml_strv_push(&v, "-Qunused-arguments");
-    ml_strv_push(&v, "-c");
-    ml_strv_push(&v, "-emit-llvm");
-    push_dep_names(&v, in);
-    push_memlens_defs(&v);
-    push_input(&v, in);
-    ml_strv_push(&v, "-o");
-    ml_strv_push(&v, bc);
-    return run_free(&v);
+    push_frontend(&v, in, true);
+    return run_out(&v, bc, keep, in);
 }
 
 /*
@@ -274,9 +405,7 @@ static int run_codegen(const char *bc, const char *out, bool assembly)
     ml_strv_push(&v, "-disable-llvm-passes");
     ml_strv_push(&v, assembly ? "-S" : "-c");
     ml_strv_push(&v, bc);
-    ml_strv_push(&v, "-o");
-    ml_strv_push(&v, out);
-    return run_free(&v);
+    return run_out(&v, out, NULL, NULL);
 }
 
 static int run_assembler(const struct ml_cc_input *in, const char *out)
@@ -284,15 +413,12 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     struct ml_strv v = {0};
 
     ml_strv_push(&v, g.clang);
-    push_args(&v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_DEP));
+    push_args_deps(&v, KEEP(ML_ARG_PLAIN) | KEEP(ML_ARG_PP) | KEEP(ML_ARG_DEP), in);
     if (g.cmd.mode == ML_MODE_LINK)
         ml_strv_push(&v, "-Qunused-arguments");
     ml_strv_push(&v, "-c");
-    push_dep_names(&v, in);
     push_input(&v, in);
-    ml_strv_push(&v, "-o");
-    ml_strv_push(&v, out);
-    return run_free(&v);
+    return run_out(&v, out, NULL, in);
 }
 
 static void print_warning(void *ctx, const char *msg)
@@ -301,20 +427,118 @@ static void print_warning(void *ctx, const char *msg)
     warning("%s", msg);
 }
 
-static void instrument(const char *in, const char *out, const char *what)
+static struct ml_ir_opts ir_opts(void)
 {
-    struct ml_ir_opts o = {.warn = print_warning,
-                           .exact = g.exact,
-                           .all = g.all,
-                           .trace = g.trace || g.trace_functions || g.trace_loops,
-                           .trace_functions = g.trace_functions,
-                           .trace_loops = g.trace_loops};
+    return (struct ml_ir_opts){.warn = print_warning,
+                               .exact = g.exact,
+                               .all = g.all,
+                               .trace = g.trace || g.trace_functions || g.trace_loops,
+                               .trace_functions = g.trace_functions,
+                               .trace_loops = g.trace_loops};
+}
+
+/* Length of the "<file>:<line>[:<column>]" that starts msg, or 0. */
+static size_t location_len(const char *msg)
+{
+    const char *sep = strstr(msg, ": ");
+    const char *p = sep;
+
+    if (!sep || !strncmp(msg, "function '", 10))
+        return 0;
+    while (p > msg && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p < sep && p > msg && p[-1] == ':' ? (size_t)(sep - msg) : 0;
+}
+
+/*
+ * An error in the markers of a source. Reported like clang's errors, at the
+ * marker: without debug information the instrumenter knows only the function,
+ * so the front end runs again with line tables (which do not change the
+ * optimised code) to find the line.
+ */
+static int marker_error(const struct ml_cc_input *in, const char *msg)
+{
+    struct ml_strv v = {0};
+    struct ml_cc_buf bc = {0}, none;
+    struct ml_ir_opts o = ir_opts();
+    LLVMMemoryBufferRef out = NULL;
+    char err[512] = "";
+    size_t n;
+
+    if (!location_len(msg)) {
+        const char *tmp = ml_cc_tmp_path(ml_cc_strfmt("%s.g.bc", stem(in->path)));
+
+        push_frontend(&v, in, false);
+        ml_strv_push(&v, "-gline-tables-only");
+        ml_strv_push(&v, "-o");
+        ml_strv_push(&v, tmp);
+        o.warn = NULL;
+        if (!ml_cc_run_capture(v.v, &none, NULL, true) && !ml_cc_read(tmp, &bc)) {
+            struct ml_ir_input src = {in->path, bc.data, bc.len};
+
+            if (ml_ir_instrument_bitcode(&src, 1, &o, &out, err, sizeof(err)) && location_len(err))
+                msg = err;
+        }
+        free(v.v);
+        free(none.data);
+        free(bc.data);
+        if (out)
+            LLVMDisposeMemoryBuffer(out);
+    }
+    n = location_len(msg);
+    fflush(stdout);
+    if (n)
+        fprintf(stderr, "%.*s: error: %s\n", (int)n, msg, msg + n + 2);
+    else
+        error("cannot instrument '%s': %s", in->path, msg);
+    return 1;
+}
+
+/* Instruments the bitcode of one source into ml, the file code generation reads. */
+static int instrument_source(const struct ml_cc_input *in, const struct ml_cc_buf *bc,
+                             const char *ml)
+{
+    struct ml_ir_input src = {in->path, bc->data, bc->len};
+    struct ml_ir_opts o = ir_opts();
+    LLVMMemoryBufferRef out;
+    char err[512];
+    int rc;
+
+    if (ml_cc_verbose)
+        fprintf(stderr, "memlens: instrument %s -> %s\n", in->path, ml);
+    rc = ml_ir_instrument_bitcode(&src, 1, &o, &out, err, sizeof(err));
+    if (rc == -EINVAL)
+        return marker_error(in, err);
+    if (rc)
+        die("cannot instrument '%s': %s", in->path, err);
+    /* Nothing to instrument: the front end's own bytes keep clang's use-list order. */
+    if (!out) {
+        write_or_fail(ml, bc->data, bc->len);
+        return 0;
+    }
+    write_or_fail(ml, LLVMGetBufferStart(out), LLVMGetBufferSize(out));
+    LLVMDisposeMemoryBuffer(out);
+    return 0;
+}
+
+/* Instruments a whole-program bitcode file; returns the file code generation reads. */
+static const char *instrument_file(const char *in, const char *what)
+{
+    struct ml_ir_input src = {in, NULL, 0};
+    struct ml_ir_opts o = ir_opts();
+    LLVMMemoryBufferRef out;
+    const char *ml = ml_cc_tmp_path("whole-program.ml.bc");
     char err[512];
 
     if (ml_cc_verbose)
-        fprintf(stderr, "memlens: instrument %s -> %s\n", in, out);
-    if (ml_ir_instrument_files(&in, 1, out, &o, err, sizeof(err)))
+        fprintf(stderr, "memlens: instrument %s -> %s\n", in, ml);
+    if (ml_ir_instrument_bitcode(&src, 1, &o, &out, err, sizeof(err)))
         die("cannot instrument '%s': %s", what, err);
+    if (!out)
+        return in;
+    write_or_fail(ml, LLVMGetBufferStart(out), LLVMGetBufferSize(out));
+    LLVMDisposeMemoryBuffer(out);
+    return ml;
 }
 
 /* --trace=asm: bitcode to an object through rewritten assembly (cli/cc-asm.c). */
@@ -336,15 +560,20 @@ static int compile_asm(const char *bc, const char *s, const char *what, const ch
 static int compile_source(const struct ml_cc_input *in, const char *out, bool assembly)
 {
     char *s = stem(in->path);
-    const char *bc = ml_cc_tmp_path(ml_cc_strfmt("%s.bc", s));
-    const char *ml = ml_cc_tmp_path(ml_cc_strfmt("%s.ml.bc", s));
-    int st = run_frontend(in, bc);
+    const char *ml = temp_for(s, "ml.bc");
+    struct ml_cc_buf bc;
+    /* --trace=asm generates code from a file; instrumented IR needs the bitcode in memory. */
+    const char *bc_file = ml_cc_asm.on ? temp_for(s, "bc") : g.direct ? temp_for(s, "opt.bc") : NULL;
+    int st = run_frontend(in, bc_file, ml_cc_asm.on ? NULL : &bc);
 
     if (st)
         return st;
     if (ml_cc_asm.on)
-        return compile_asm(bc, s, in->path, out, assembly);
-    instrument(bc, ml, in->path);
+        return compile_asm(bc_file, s, in->path, out, assembly);
+    st = instrument_source(in, &bc, ml);
+    free(bc.data);
+    if (st)
+        return st;
     return run_codegen(ml, out, assembly);
 }
 
@@ -363,7 +592,7 @@ static int compile_only(void)
             out = ml_cc_strfmt("%s.%s", stem(in->path), assembly ? "s" : "o");
         /* Whole-program objects are optimised bitcode, instrumented when linked. */
         if (in->kind == ML_IN_SRC && g.whole_program && !assembly)
-            st = run_frontend(in, out);
+            st = run_frontend(in, out, NULL);
         else if (in->kind == ML_IN_SRC)
             st = compile_source(in, out, assembly);
         else if (in->kind == ML_IN_ASM)
@@ -498,21 +727,18 @@ static const char *whole_program(int *first)
         ml_strv_push(&v, "-c");
         ml_strv_push(&v, "-emit-llvm");
         ml_strv_push(&v, merged);
-        ml_strv_push(&v, "-o");
-        ml_strv_push(&v, opt);
-        int st = run_free(&v);
+        int st = run_out(&v, opt, NULL, NULL);
 
         if (st)
             exit(st);
     }
-    ml = ml_cc_tmp_path("whole-program.ml.bc");
     obj = ml_cc_tmp_path("whole-program.o");
     int st;
 
     if (ml_cc_asm.on) {
         st = compile_asm(opt, "whole-program", g.cmd.out ? g.cmd.out : "a.out", obj, false);
     } else {
-        instrument(opt, ml, g.cmd.out ? g.cmd.out : "a.out");
+        ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
         st = run_codegen(ml, obj, false);
     }
 
@@ -539,13 +765,13 @@ static int compile_and_link(void)
         int st = 0;
 
         if (in->kind == ML_IN_SRC && wp) {
-            g.obj[i] = ml_cc_tmp_path(ml_cc_strfmt("%s.bc", s));
-            st = run_frontend(in, g.obj[i]);
+            g.obj[i] = temp_for(s, "bc");
+            st = run_frontend(in, g.obj[i], NULL);
         } else if (in->kind == ML_IN_SRC) {
-            g.obj[i] = ml_cc_tmp_path(ml_cc_strfmt("%s.o", s));
+            g.obj[i] = temp_for(s, "o");
             st = compile_source(in, g.obj[i], false);
         } else if (in->kind == ML_IN_ASM) {
-            g.obj[i] = ml_cc_tmp_path(ml_cc_strfmt("%s.o", s));
+            g.obj[i] = temp_for(s, "o");
             st = run_assembler(in, g.obj[i]);
         }
         g.compiled |= in->kind != ML_IN_LINK;
@@ -588,6 +814,22 @@ static int compile_and_link(void)
         ml_strv_push(&v, "-Qunused-arguments");
     push_runtime(&v);
     return run_free(&v);
+}
+
+/*
+ * Options with which clang writes files named after its -o (so -o must be the
+ * real name) or prints to standard output (which must not be the pipe).
+ */
+static const char *const side_file_opts[] = {
+    "-gsplit-dwarf", "-ftime-trace", "-fstack-usage",      "--coverage", "-ftest-coverage",
+    "-save-stats",   "-fdump-",      "-fproc-stat-report", NULL,
+};
+
+static void llvm_fatal(const char *reason)
+{
+    fflush(stdout);
+    fprintf(stderr, "memlens: %s\n", reason);
+    exit(1); /* atexit removes the temporary directory */
 }
 
 int cmd_cc(int argc, char **argv)
@@ -640,18 +882,27 @@ int cmd_cc(int argc, char **argv)
 
     struct ml_strv v = {0};
 
-    if (g.cmd.mode == ML_MODE_PASS || (g.cmd.mode == ML_MODE_ASM && g.cmd.flto)) {
-        push_raw(&v, NULL);
-        ml_cc_exec(v.v);
-    }
     g.incdir = dirs("include");
-    if (g.cmd.mode == ML_MODE_OBJ && g.cmd.flto) {
-        /* Bitcode objects: instrumented when the program is linked. */
+    /*
+     * Untouched commands (and -flto objects: bitcode, instrumented when the
+     * program is linked). Whatever preprocesses C or C++ (-E, -M, -fsyntax-only,
+     * a precompiled header) sees the macros and include path a compile sees.
+     */
+    if (g.cmd.mode == ML_MODE_PASS ||
+        ((g.cmd.mode == ML_MODE_ASM || g.cmd.mode == ML_MODE_OBJ) && g.cmd.flto)) {
         const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
 
-        push_raw(&v, extra);
+        push_raw(&v, g.cmd.cfamily ? extra : NULL);
         ml_cc_exec(v.v);
     }
+    /* Code generation writes through a pipe unless clang names side files after its -o. */
+    g.direct = g.cmd.save_temps != ML_SAVE_NONE;
+    for (int k = 0; k < g.cmd.args.n && !g.direct; k++)
+        for (const char *const *p = side_file_opts; *p && !g.direct; p++)
+            g.direct = g.cmd.role[k] != ML_ARG_INPUT && g.cmd.role[k] != ML_ARG_OUT &&
+                       !strncmp(g.cmd.args.v[k], *p, strlen(*p));
+    /* LLVM's fatal errors (a failed write, say) end the compile cleanly: one line, exit 1. */
+    LLVMInstallFatalErrorHandler(llvm_fatal);
     if (g.cmd.mode == ML_MODE_LINK)
         return compile_and_link();
     return compile_only();

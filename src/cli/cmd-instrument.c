@@ -1,8 +1,11 @@
-/* memlens instrument: bitcode in, instrumented bitcode out (used by 'memlens cc', handy for debugging). */
+/* memlens instrument: bitcode in, instrumented bitcode out (used by 'memlens cc', handy for
+ * debugging). */
+#include "cli/cc-exec.h"
 #include "cli/cli.h"
 #include "instrument/ir/instrument.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char instrument_usage[] =
@@ -24,10 +27,12 @@ static void print_warning(void *ctx, const char *msg)
 int cmd_instrument(int argc, char **argv)
 {
     const char *out = "a.ml.bc";
-    const char *in[argc];
+    struct ml_ir_input in[argc];
     struct ml_ir_opts o = {.warn = print_warning};
+    LLVMMemoryBufferRef bc;
+    struct ml_cc_buf same;
     char err[512];
-    int n = 0;
+    int n = 0, rc;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -43,12 +48,24 @@ int cmd_instrument(int argc, char **argv)
             error("unknown option '%s'", argv[i]);
             usage(instrument_usage);
         } else {
-            in[n++] = argv[i];
+            in[n++] = (struct ml_ir_input){.path = argv[i]};
         }
     }
     if (!n)
         usage(instrument_usage);
-    if (ml_ir_instrument_files(in, n, out, &o, err, sizeof(err)))
+    if (ml_ir_instrument_bitcode(in, n, &o, &bc, err, sizeof(err)))
         die("%s", err);
+    if (bc) {
+        rc = ml_cc_write(out, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+        LLVMDisposeMemoryBuffer(bc);
+    } else if (!(rc = ml_cc_read(in[0].path, &same))) {
+        /* nothing to instrument: the input as it is */
+        rc = ml_cc_write(out, same.data, same.len);
+        free(same.data);
+    }
+    if (rc) {
+        error("cannot write '%s': %s", out, strerror(-rc));
+        return 1;
+    }
     return 0;
 }

@@ -177,7 +177,7 @@ static void print_csv(FILE *f, const struct ml_report *r, const struct row *rows
         ml_csv_str(f, ml_profile_str(d, d->regions[w->region]));
         char tid[ML_REPORT_CELL];
         fprintf(f, ",%u,%s,%" PRIu64 ",", d->threads[w->thread].index,
-                ml_report_tid(&d->threads[w->thread], tid, sizeof(tid)), w->entries);
+                ml_report_tid(d, w->thread, tid, sizeof(tid)), w->entries);
         if (w->seconds >= 0)
             fprintf(f, "%.9f", w->seconds);
         fprintf(f, ",%" PRIu64 ",%" PRIu64 ",", w->rd, w->wr);
@@ -207,12 +207,14 @@ static void print_table(FILE *f, const struct ml_report *r, const struct row *ro
     size_t wname = 6;
     char a[ML_REPORT_CELL], b[ML_REPORT_CELL], c[ML_REPORT_CELL], e[ML_REPORT_CELL],
         g[ML_REPORT_CELL], h[ML_REPORT_CELL], t[ML_REPORT_CELL], t2[ML_REPORT_CELL],
-        t3[ML_REPORT_CELL], tid[ML_REPORT_CELL];
+        t3[ML_REPORT_CELL], tid[ML_REPORT_CELL], name[ML_REPORT_NAME];
 
     if (n > max_rows)
         n = max_rows;
+    /* Names are the program's: escaped, so that they cannot drive the terminal. */
     for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(ml_profile_str(d, d->regions[rows[i].region]));
+        size_t k = strlen(
+            ml_report_esc(name, sizeof(name), ml_profile_str(d, d->regions[rows[i].region])));
         if (k > wname)
             wname = k;
     }
@@ -221,8 +223,8 @@ static void print_table(FILE *f, const struct ml_report *r, const struct row *ro
     for (size_t i = 0; i < n; i++) {
         const struct row *w = &rows[i];
         fprintf(f, "  %-*s  %6u  %7s  %6s  %9s  %9s  %9s  %8s  %8s\n", (int)wname,
-                ml_profile_str(d, d->regions[w->region]), d->threads[w->thread].index,
-                ml_report_tid(&d->threads[w->thread], tid, sizeof(tid)),
+                ml_report_esc(name, sizeof(name), ml_profile_str(d, d->regions[w->region])),
+                d->threads[w->thread].index, ml_report_tid(d, w->thread, tid, sizeof(tid)),
                 ml_report_fmt_count(a, w->entries),
                 paren(b, ml_report_fmt_time(t, w->seconds), w->borrowed),
                 ml_report_fmt_bytes(c, w->rd), ml_report_fmt_bytes(e, w->wr),
@@ -274,7 +276,7 @@ int cmd_top(int argc, char **argv)
     double delay = 1.0;
     long frames = -1;
     int batch = 0, csv = 0, i, rc, interactive;
-    char *end, err[512], name[64];
+    char *end, err[512], name[64], ename[ML_REPORT_NAME];
     struct ml_live *l;
     struct ml_profile *prev = NULL, *cur = NULL, *d = NULL;
     struct ml_report *r = NULL;
@@ -377,15 +379,17 @@ int cmd_top(int argc, char **argv)
                 fputc('\n', stdout);
             fprintf(stdout,
                     "memlens top  pid %d (%s)  %" PRIu64 " thread%s  frame %u  interval %s\n",
-                    (int)pid, name, d->nthreads, d->nthreads == 1 ? "" : "s", frame,
+                    (int)pid, ml_report_esc(ename, sizeof(ename), name), d->nthreads,
+                    d->nthreads == 1 ? "" : "s", frame,
                     ml_report_fmt_time(iv, (double)d->hdr.wall_ns / 1e9));
             if (d->hdr.sample > 1)
                 fprintf(stdout, "  sampling: 1 in %" PRIu64 " region executions measured\n",
                         d->hdr.sample);
             print_table(stdout, r, rows, n, interactive ? screen_rows() : n);
         }
-        if (fflush(stdout) == EOF)
-            die("cannot write the output: %s", strerror(errno));
+        rc = ml_report_flush(stdout);
+        if (rc)
+            die("cannot write the output: %s", strerror(-rc));
         ml_report_free(r);
         r = NULL;
         ml_profile_free(d);

@@ -21,6 +21,7 @@ static const struct cmd commands[] = {
     {"top", cmd_top, "live per-region, per-thread bandwidth of a running profiled program"},
     {"trace", cmd_trace, "run a program built with --trace and list its memory traces"},
     {"analyze", cmd_analyze, "analyses of memory traces: summary per thread and marker, dump"},
+    {"profile", cmd_profile, "run a program built for events, feeding profiling modules"},
     {"bb", cmd_bb, "steady-state throughput of an x86-64 basic block"},
     {"instrument", cmd_instrument, NULL},
 };

@@ -534,6 +534,32 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
     return check_refs(p, err, errlen);
 }
 
+/*
+ * The fixed header: magic, version and size, checked before anything else is
+ * read. buf holds the file's first len bytes; *hsize gets the header's size
+ * for the file's version.
+ */
+static int check_header(const void *buf, size_t len, size_t *hsize, char *err, size_t errlen)
+{
+    struct ml_prof_header h;
+
+    if (len < ML_PROF_HEADER_V2)
+        return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
+    memcpy(&h, buf, ML_PROF_HEADER_V2);
+    if (memcmp(h.magic, ML_PROF_MAGIC, sizeof(h.magic)) != 0)
+        return fail(err, errlen, "not a memlens profile (bad magic)");
+    if (h.version < ML_PROF_VERSION_MIN || h.version > ML_PROF_VERSION)
+        return fail(err, errlen, "profile version %u, this memlens reads versions %d to %d",
+                    h.version, ML_PROF_VERSION_MIN, ML_PROF_VERSION);
+    *hsize = h.version == 2 ? ML_PROF_HEADER_V2 : sizeof(struct ml_prof_header);
+    if (h.header_size != *hsize)
+        return fail(err, errlen, "header size %u, expected %zu for version %u", h.header_size,
+                    *hsize, h.version);
+    if (len < *hsize)
+        return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
+    return 0;
+}
+
 int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p;
@@ -541,10 +567,9 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
     int rc;
 
     *out = NULL;
-    if (len < ML_PROF_HEADER_V2)
-        return fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
-    if (memcmp(buf, ML_PROF_MAGIC, 8) != 0)
-        return fail(err, errlen, "not a memlens profile (bad magic)");
+    rc = check_header(buf, len, &hsize, err, errlen);
+    if (rc)
+        return rc;
     p = calloc(1, sizeof(*p));
     if (!p)
         goto nomem;
@@ -557,26 +582,9 @@ int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char 
     }
     p->size = len;
     /* Fields of a later version than the file's read as 0. */
-    memcpy(&p->hdr, buf, ML_PROF_HEADER_V2);
-    if (p->hdr.version < ML_PROF_VERSION_MIN || p->hdr.version > ML_PROF_VERSION) {
-        rc = fail(err, errlen, "profile version %u, this memlens reads versions %d to %d",
-                  p->hdr.version, ML_PROF_VERSION_MIN, ML_PROF_VERSION);
-        goto out;
-    }
-    hsize = p->hdr.version == 2 ? ML_PROF_HEADER_V2 : sizeof(struct ml_prof_header);
-    if (p->hdr.header_size != hsize) {
-        rc = fail(err, errlen, "header size %u, expected %zu for version %u", p->hdr.header_size,
-                  hsize, p->hdr.version);
-        goto out;
-    }
-    if (len < hsize) {
-        rc = fail(err, errlen, "file is %zu bytes, shorter than a profile header", len);
-        goto out;
-    }
     memcpy(&p->hdr, buf, hsize);
     memcpy(p->data, &p->hdr, sizeof(p->hdr));
     rc = parse_sections(p, buf, len, err, errlen);
-out:
     if (rc) {
         ml_profile_free(p);
         return rc;
@@ -589,17 +597,102 @@ nomem:
     return -ENOMEM;
 }
 
-int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen)
+/* Reads exactly n bytes at buf; -errno, or -EIO when the file ends first (it shrank). */
+static int read_full(int fd, void *buf, size_t n, char *err, size_t errlen)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t k = read(fd, (char *)buf + got, n - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            snprintf(err, errlen, "%s", k < 0 ? strerror(errno) : "file shrank while reading");
+            return k < 0 ? -errno : -EIO;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+/*
+ * Reads the file's sections after its header, as far as the END record:
+ * each section header is checked against the file size before its payload
+ * is read, so a corrupt length costs nothing. Reads are large (the buffer
+ * doubles, up to the file size), so at most about twice what the sections
+ * declare is read. Returns the bytes that make up the profile in *len, or
+ * fails with the reason. On entry *len bytes (the header, hsize bytes, and
+ * maybe more) are in *bufp.
+ */
+static int read_sections(int fd, uint64_t size, size_t hsize, unsigned char **bufp, size_t *len,
+                         char *err, size_t errlen)
+{
+    unsigned char *buf = *bufp;
+    uint64_t have = *len, walk = hsize, cap = have;
+
+    for (;;) {
+        uint64_t want;
+        unsigned char *nb;
+        int rc;
+
+        while (have >= walk && have - walk >= sizeof(struct ml_prof_section)) {
+            struct ml_prof_section s;
+            memcpy(&s, buf + walk, sizeof(s));
+            if (s.length > size - walk - sizeof(s))
+                return fail(
+                    err, errlen, "section '%s' at offset %llu claims %llu bytes, only %llu remain",
+                    sec_name(s.type), (unsigned long long)walk, (unsigned long long)s.length,
+                    (unsigned long long)(size - walk - sizeof(s)));
+            walk += sizeof(s) + s.length;
+            if (s.type == ML_SEC_END) {
+                *len = (size_t)walk;
+                return 0;
+            }
+        }
+        /* Whatever comes next (a payload or a section header) ends before the file does. */
+        want = (walk > have ? walk : have) + sizeof(struct ml_prof_section);
+        if (want > size)
+            want = size;
+        if (want <= have) {
+            *len = (size_t)have; /* no END: the parser says where the file was cut */
+            return 0;
+        }
+        if (want > cap) {
+            cap = cap * 2 > want ? cap * 2 : want;
+            if (cap > size)
+                cap = size;
+            if ((size_t)cap != cap)
+                return fail(err, errlen, "file too large for this machine");
+            nb = realloc(buf, (size_t)cap);
+            if (!nb) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+            }
+            *bufp = buf = nb;
+        }
+        /* Read on to the end of the buffer: one large read serves many small sections. */
+        rc = read_full(fd, buf + have, (size_t)(cap - have), err, errlen);
+        if (rc)
+            return rc;
+        have = cap;
+    }
+}
+
+int ml_profile_read(const char *path, int flags, struct ml_profile **out, char *err, size_t errlen)
 {
     struct stat st;
-    void *buf = NULL;
-    size_t got = 0;
-    int fd, rc;
+    unsigned char *buf = NULL;
+    size_t len = 0, hsize = 0;
+    int fd, rc, fl;
 
     *out = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO or a device must not wait; it is refused below. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK |
+                        (flags & ML_PROF_NOFOLLOW ? O_NOFOLLOW : 0));
     if (fd < 0) {
         rc = -errno;
+        if (rc == -ELOOP && (flags & ML_PROF_NOFOLLOW))
+            return fail(err, errlen, "a symbolic link (links inside a directory are not followed)");
         snprintf(err, errlen, "%s", strerror(errno));
         return rc;
     }
@@ -612,24 +705,28 @@ int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t
         rc = fail(err, errlen, "not a regular file");
         goto out;
     }
-    buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "%s", strerror(errno));
+        goto out;
+    }
+    /* The header first: a file that is no profile costs 80 bytes, whatever its size. */
+    buf = malloc(sizeof(struct ml_prof_header));
     if (!buf) {
         rc = -ENOMEM;
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, (char *)buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO;
-            snprintf(err, errlen, "%s", n < 0 ? strerror(errno) : "file shrank while reading");
-            goto out;
-        }
-        got += (size_t)n;
-    }
-    rc = ml_profile_parse(buf, got, out, err, errlen);
+    len = (uint64_t)st.st_size < sizeof(struct ml_prof_header) ? (size_t)st.st_size
+                                                               : sizeof(struct ml_prof_header);
+    rc = read_full(fd, buf, len, err, errlen);
+    if (!rc)
+        rc = check_header(buf, len, &hsize, err, errlen);
+    if (!rc)
+        rc = read_sections(fd, (uint64_t)st.st_size, hsize, &buf, &len, err, errlen);
+    if (!rc)
+        rc = ml_profile_parse(buf, len, out, err, errlen);
     if (!rc) {
         (*out)->path = strdup(path);
         if (!(*out)->path) {

@@ -313,6 +313,17 @@ struct ml_profile {
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */
     size_t size; /* bytes in the file */
+    /*
+     * `memlens report --merge` (src/report/merge.c) builds profiles that sum
+     * others: merged counts them (0 for a profile read from a file), and per
+     * region merged_ticks and merged_cal hold the sum over them of each one's
+     * total time and calibrated total time (-1: unknown), in this profile's
+     * ticks; merged_fingerprint identifies their common tables.
+     */
+    uint64_t merged;
+    uint64_t merged_fingerprint;
+    const uint64_t *merged_ticks;
+    const double *merged_cal;
 };
 
 /*
@@ -324,8 +335,16 @@ struct ml_profile {
  */
 int ml_profile_parse(const void *buf, size_t len, struct ml_profile **out, char *err,
                      size_t errlen);
-/* Reads and parses a file; -errno on I/O failure (err says which). */
-int ml_profile_read(const char *path, struct ml_profile **out, char *err, size_t errlen);
+/*
+ * Reads and parses a file; -errno on I/O failure (err says which). Anyone
+ * may have written it: it is opened without blocking (a FIFO or a device is
+ * refused as "not a regular file", never waited on), its header is checked
+ * before anything else is read, and every section length is checked against
+ * the file size before its payload is read. ML_PROF_NOFOLLOW refuses a
+ * symbolic link (for files found by listing a directory).
+ */
+#define ML_PROF_NOFOLLOW 1
+int ml_profile_read(const char *path, int flags, struct ml_profile **out, char *err, size_t errlen);
 void ml_profile_free(struct ml_profile *p);
 
 /* Position in threads[] of the thread with the given index, or -1. */

@@ -6,6 +6,16 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* The first two columns: the profile's name and pid (empty for a merged profile). */
+static void csv_who(FILE *f, const struct ml_report *r)
+{
+    ml_csv_str(f, r->name);
+    if (r->prof->merged)
+        fputs(",,", f);
+    else
+        fprintf(f, ",%u,", r->prof->hdr.pid);
+}
+
 /* Unknown quantities (no time, so no bandwidth) are empty fields. */
 static void csv_double(FILE *f, double x, const char *fmt)
 {
@@ -22,13 +32,20 @@ static void csv_count(FILE *f, int known, uint64_t v)
         fprintf(f, "%" PRIu64, v);
 }
 
-/* The last column: the MPI rank of the process, empty when it was not part of a job. */
-static void csv_rank(FILE *f, const struct ml_profile *p)
+/*
+ * The last columns: the MPI rank of the process (empty when it was not part of
+ * a job, and for a merged profile; not in --top rows, whose rank is the
+ * ranking's), then how many profiles the row sums (1 without --merge).
+ */
+static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
 {
-    if (p->hdr.flags & ML_PROF_F_RANK)
-        fprintf(f, ",%u\n", p->hdr.rank);
-    else
-        fputs(",\n", f);
+    const struct ml_profile *p = r->prof;
+
+    if (mpi_rank && (p->hdr.flags & ML_PROF_F_RANK))
+        fprintf(f, ",%u", p->hdr.rank);
+    else if (mpi_rank)
+        fputc(',', f);
+    fprintf(f, ",%" PRIu64 "\n", p->merged ? p->merged : 1);
 }
 
 /* Sampling, overhead corrections and event sums: the columns after time_borrowed. */
@@ -62,7 +79,7 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
                       r->prof->event_names[e], s->ev[e]);
     fputc(',', f);
     ml_csv_str(f, ev);
-    csv_rank(f, r->prof);
+    csv_end(f, r, 1);
 }
 
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
@@ -74,8 +91,7 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
                                ML_F_RD_STACK, ML_F_WR_HEAP, ML_F_WR_GLOBAL, ML_F_WR_STACK};
     double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
 
-    ml_csv_str(f, r->name);
-    fprintf(f, ",%u,", r->prof->hdr.pid);
+    csv_who(f, r);
     ml_csv_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
     fprintf(f, ",%s,%s,%" PRIu64, thread, tid, s->entries);
     csv_double(f, sec, "%.9f");
@@ -87,35 +103,42 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
     csv_more(f, r, s);
 }
 
-int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
+static void csv_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
     fputs("profile,pid,region,thread,tid,executions,seconds,instr_int,instr_fp,instr_vec,"
           "instr_mem,instr_branch,instr_call,instr_other,instructions,loads,stores,rd_heap,"
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
-          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank\n",
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles\n",
           f);
-    for (size_t i = 0; i < n; i++) {
-        const struct ml_report *r = reps[i];
-        for (uint64_t reg = 0; reg < r->nregions; reg++) {
-            if (!r->totals[reg].active || !ml_report_region_shown(r, reg, o))
-                continue;
-            for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
-                const struct ml_rstats *c = ml_report_cell(r, reg, t);
-                char idx[16], tid[32];
-                if (!c->active)
-                    continue;
-                snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-                ml_report_tid(&r->prof->threads[t], tid, sizeof(tid));
-                csv_stats(f, r, reg, idx, tid, c);
-            }
-            csv_stats(f, r, reg, "total", "", &r->totals[reg]);
-        }
-    }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
 }
+
+static int csv_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                       const struct ml_report_opts *o)
+{
+    (void)t, (void)i;
+    for (uint64_t reg = 0; reg < r->nregions; reg++) {
+        if (!r->totals[reg].active || !ml_report_region_shown(r, reg, o))
+            continue;
+        for (uint64_t th = 0; th < r->nthreads && o->rows != ML_REPORT_TOTALS; th++) {
+            const struct ml_rstats *c = ml_report_cell(r, reg, th);
+            char idx[16], tid[32] = "";
+            if (!c->active)
+                continue;
+            snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
+            /* A merged row has no tid: empty, as unknown values are. */
+            if (!r->prof->merged || r->prof->threads[th].exited)
+                ml_report_tid(r->prof, th, tid, sizeof(tid));
+            csv_stats(f, r, reg, idx, tid, c);
+        }
+        csv_stats(f, r, reg, "total", "", &r->totals[reg]);
+    }
+    return 0;
+}
+
+const struct ml_renderer ml_render_csv = {.begin = csv_begin, .profile = csv_profile};
 
 static void csv_regions(FILE *f, const struct ml_report *r, const struct ml_prof_unit *u)
 {
@@ -142,48 +165,62 @@ static void csv_regions(FILE *f, const struct ml_report *r, const struct ml_prof
         fputc('"', f);
 }
 
-int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
-                         const struct ml_report_opts *o)
+static void blocks_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
+    fputs("profile,pid,unit,kind,regions,module,function,file,line,executions,instructions,"
+          "loads,stores,bytes_read,bytes_written,rank,profiles\n",
+          f);
+}
+
+/*
+ * The columns of a unit from its regions on (--blocks and --top rows):
+ * regions, module, function, file, line, executions, instructions, loads,
+ * stores, bytes_read, bytes_written, [rank,] profiles.
+ */
+static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_rank)
+{
+    const struct ml_profile *p = r->prof;
+    const struct ml_prof_unit *u = &p->units[ui];
+    const uint64_t c = r->unit_counts[ui], *fa = u->facts;
     char buf[4096];
 
-    fputs("profile,pid,unit,kind,regions,module,function,file,line,executions,instructions,"
-          "loads,stores,bytes_read,bytes_written,rank\n",
-          f);
-    for (size_t i = 0; i < n; i++) {
-        const struct ml_report *r = reps[i];
-        const struct ml_profile *p = r->prof;
-        for (uint64_t ui = 0; ui < p->nunits; ui++) {
-            const struct ml_prof_unit *u = &p->units[ui];
-            const uint64_t c = r->unit_counts[ui];
-            const uint64_t *fa = u->facts;
-            if (!ml_report_unit_shown(r, u, o))
-                continue;
-            ml_csv_str(f, r->name);
-            fprintf(f, ",%u,%" PRIu64 ",%s,", p->hdr.pid, ui,
-                    u->kind == ML_UNIT_BYTES ? "bytes" : "block");
-            csv_regions(f, r, u);
-            fputc(',', f);
-            ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name)
-                                                  : "");
-            fputc(',', f);
-            ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
-            fputc(',', f);
-            ml_csv_str(f, ml_profile_str(p, u->file));
-            fprintf(f, ",%u,", u->line);
-            /* A bytes unit counts bytes moved, not executions. */
-            if (u->kind != ML_UNIT_BYTES)
-                fprintf(f, "%" PRIu64, c);
-            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-                    c * fa[ML_F_INSTR], c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
-                    c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
-                    c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
-            csv_rank(f, p);
-        }
-    }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    csv_regions(f, r, u);
+    fputc(',', f);
+    ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+    fputc(',', f);
+    ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    fputc(',', f);
+    ml_csv_str(f, ml_profile_str(p, u->file));
+    fprintf(f, ",%u,", u->line);
+    /* A bytes unit counts bytes moved, not executions. */
+    if (u->kind != ML_UNIT_BYTES)
+        fprintf(f, "%" PRIu64, c);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, c * fa[ML_F_INSTR],
+            c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
+            c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
+            c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+    csv_end(f, r, mpi_rank);
 }
+
+static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                          const struct ml_report_opts *o)
+{
+    const struct ml_profile *p = r->prof;
+
+    (void)t, (void)i;
+    for (uint64_t ui = 0; ui < p->nunits; ui++) {
+        const struct ml_prof_unit *u = &p->units[ui];
+        if (!ml_report_unit_shown(r, u, o))
+            continue;
+        csv_who(f, r);
+        fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
+        csv_unit(f, r, (uint32_t)ui, 1);
+    }
+    return 0;
+}
+
+const struct ml_renderer ml_render_blocks = {.begin = blocks_begin, .profile = blocks_profile};
 
 /* ---- --top ---- */
 
@@ -194,8 +231,8 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
     const uint64_t *v = fn->v;
     char buf[4096];
 
-    ml_csv_str(f, r->name);
-    fprintf(f, ",%u,%s,%zu,function,,,", p->hdr.pid, ranking, rank);
+    csv_who(f, r);
+    fprintf(f, "%s,%zu,function,,,", ranking, rank);
     ml_csv_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
     fputc(',', f);
     ml_csv_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
@@ -204,60 +241,48 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
     fprintf(f, ",%u,", fn->line);
     if (fn->known)
         fprintf(f, "%" PRIu64, fn->executions);
-    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", v[ML_F_INSTR],
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, v[ML_F_INSTR],
             v[ML_F_LOADS], v[ML_F_STORES], v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_RD_STACK],
             v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
+    csv_end(f, r, 0);
 }
 
 static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
                          uint32_t ui)
 {
-    const struct ml_profile *p = r->prof;
-    const struct ml_prof_unit *u = &p->units[ui];
-    const uint64_t c = r->unit_counts[ui], *fa = u->facts;
-    char buf[4096];
-
-    ml_csv_str(f, r->name);
-    fprintf(f, ",%u,%s,%zu,%s,%u,", p->hdr.pid, ranking, rank,
-            u->kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
-    csv_regions(f, r, u);
-    fputc(',', f);
-    ml_csv_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
-    fputc(',', f);
-    ml_csv_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
-    fputc(',', f);
-    ml_csv_str(f, ml_profile_str(p, u->file));
-    fprintf(f, ",%u,", u->line);
-    if (u->kind != ML_UNIT_BYTES)
-        fprintf(f, "%" PRIu64, c);
-    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", c * fa[ML_F_INSTR],
-            c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
-            c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
-            c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
+    csv_who(f, r);
+    fprintf(f, "%s,%zu,%s,%u,", ranking, rank,
+            r->prof->units[ui].kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
+    csv_unit(f, r, ui, 0);
 }
 
-int ml_report_top_csv(FILE *f, struct ml_report *const *reps, size_t n,
-                      const struct ml_report_opts *o)
+static void top_csv_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
     fputs("profile,pid,ranking,rank,kind,unit,regions,module,function,file,line,executions,"
-          "instructions,loads,stores,bytes_read,bytes_written\n",
+          "instructions,loads,stores,bytes_read,bytes_written,profiles\n",
           f);
-    for (size_t i = 0; i < n; i++) {
-        const struct ml_report *r = reps[i];
-        struct ml_top *t;
-        int rc = ml_top_build(r, o, &t);
-        if (rc)
-            return rc;
-        for (size_t k = 0; k < t->nfns && k < o->top; k++)
-            csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]]);
-        for (size_t k = 0; k < t->nunits && k < o->top; k++)
-            csv_top_unit(f, r, "bytes", k + 1, t->units_by_bytes[k]);
-        for (size_t k = 0; k < t->nfns && k < o->top; k++)
-            csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]]);
-        for (size_t k = 0; k < t->nunits_by_execs && k < o->top; k++)
-            csv_top_unit(f, r, "executions", k + 1, t->units_by_execs[k]);
-        ml_top_free(t);
-    }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
 }
+
+static int top_csv_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *tl,
+                           size_t i, const struct ml_report_opts *o)
+{
+    struct ml_top *t;
+    int rc = ml_top_build(r, o, &t);
+
+    (void)tl, (void)i;
+    if (rc)
+        return rc;
+    for (size_t k = 0; k < t->nfns && k < o->top; k++)
+        csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]]);
+    for (size_t k = 0; k < t->nunits && k < o->top; k++)
+        csv_top_unit(f, r, "bytes", k + 1, t->units_by_bytes[k]);
+    for (size_t k = 0; k < t->nfns && k < o->top; k++)
+        csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]]);
+    for (size_t k = 0; k < t->nunits_by_execs && k < o->top; k++)
+        csv_top_unit(f, r, "executions", k + 1, t->units_by_execs[k]);
+    ml_top_free(t);
+    return 0;
+}
+
+const struct ml_renderer ml_render_top_csv = {.begin = top_csv_begin, .profile = top_csv_profile};

@@ -113,8 +113,7 @@ static void summary(FILE *f, const struct ml_report *r, const struct ml_report_o
             if (o->rows == ML_REPORT_TOTALS)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[t].index);
-            ml_report_tid(&r->prof->threads[t], tid, sizeof(tid));
-            summary_row(f, r, reg, idx, tid, c, 0);
+            summary_row(f, r, reg, idx, ml_report_tid(r->prof, t, tid, sizeof(tid)), c, 0);
         }
         if (nact > 1 || o->rows == ML_REPORT_TOTALS)
             summary_row(f, r, reg, "total", "", &r->totals[reg], 1);
@@ -298,14 +297,20 @@ static void profile_head(FILE *f, const struct ml_report *r)
     char b[ML_REPORT_CELL];
 
     fputs("<section class=\"profile\">\n<h2>", f);
+    if (p->merged)
+        fprintf(f, "merged %" PRIu64 " profiles of ", p->merged);
     esc(f, r->name);
-    fprintf(f, "</h2>\n<p class=\"meta\">pid %u, ppid %u, ", p->hdr.pid, p->hdr.ppid);
+    if (p->merged)
+        fprintf(f, "</h2>\n<p class=\"meta\">tables %016" PRIx64 ", ", p->merged_fingerprint);
+    else
+        fprintf(f, "</h2>\n<p class=\"meta\">pid %u, ppid %u, ", p->hdr.pid, p->hdr.ppid);
     if (p->hdr.flags & ML_PROF_F_RANK)
         fprintf(f, p->hdr.nranks ? "rank %u of %u, " : "rank %u, ", p->hdr.rank, p->hdr.nranks);
     fputs("host ", f);
     esc(f, host ? host : "?");
-    fprintf(f, ", %" PRIu64 " threads, %s wall</p>\n", p->nthreads,
-            ml_report_fmt_time(b, (double)p->hdr.wall_ns / 1e9));
+    fprintf(f, ", %" PRIu64 " threads%s, %s wall%s</p>\n", p->nthreads,
+            p->merged ? " by index" : "", ml_report_fmt_time(b, (double)p->hdr.wall_ns / 1e9),
+            p->merged ? " in all" : "");
     if (prog) {
         fputs("<p class=\"meta\">program ", f);
         esc(f, prog);
@@ -323,27 +328,40 @@ static void profile_head(FILE *f, const struct ml_report *r)
                 p->hdr.sample);
 }
 
-int ml_report_html(FILE *f, struct ml_report *const *reps, struct ml_timeline *const *tls, size_t n,
-                   const struct ml_report_opts *o)
+static void html_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
     fprintf(f,
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             "<title>memlens report</title>\n<style>%s</style>\n</head>\n<body>\n"
             "<h1>memlens report</h1>\n",
             style);
-    for (size_t i = 0; i < n; i++) {
-        profile_head(f, reps[i]);
-        summary(f, reps[i], o);
-        bytes_chart(f, reps[i], o);
-        if (tls[i])
-            timeline_charts(f, tls[i], o);
-        else
-            fputs("<p class=\"meta\">no timeline: run the program with MEMLENS_INTERVAL=100ms "
-                  "for bandwidth over time</p>\n",
-                  f);
-        fputs("</section>\n", f);
-    }
-    fputs("</body>\n</html>\n", f);
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
 }
+
+static void html_end(FILE *f, const struct ml_report_opts *o)
+{
+    (void)o;
+    fputs("</body>\n</html>\n", f);
+}
+
+static int html_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                        const struct ml_report_opts *o)
+{
+    (void)i;
+    profile_head(f, r);
+    summary(f, r, o);
+    bytes_chart(f, r, o);
+    if (t)
+        timeline_charts(f, t, o);
+    else if (r->prof->merged)
+        fputs("<p class=\"meta\">timelines belong to single runs: they are not merged</p>\n", f);
+    else
+        fputs("<p class=\"meta\">no timeline: run the program with MEMLENS_INTERVAL=100ms "
+              "for bandwidth over time</p>\n",
+              f);
+    fputs("</section>\n", f);
+    return 0;
+}
+
+const struct ml_renderer ml_render_html = {
+    .begin = html_begin, .profile = html_profile, .end = html_end};

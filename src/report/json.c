@@ -1,63 +1,10 @@
 /* JSON report renderer: every profile with its regions, threads, not-seen calls and units. */
 #include "report/report.h"
+#include "format/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-
-/* Length of the valid UTF-8 sequence at s, or 0 if s does not start one. */
-static size_t utf8_len(const unsigned char *s)
-{
-    size_t n;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0) {
-        n = 2;
-        cp = s[0] & 0x1f;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        n = 3;
-        cp = s[0] & 0x0f;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        n = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
-/* Names come from the profile as raw bytes: bytes that are not UTF-8 become U+FFFD. */
-static void json_str(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-
-    fputc('"', f);
-    while (*s) {
-        size_t n = utf8_len(s);
-        if (n == 0) {
-            fputs("\\ufffd", f);
-            s++;
-        } else if (*s == '"' || *s == '\\') {
-            fprintf(f, "\\%c", *s++);
-        } else if (*s < 0x20 || *s == 0x7f) {
-            fprintf(f, "\\u%04x", *s++);
-        } else {
-            fwrite(s, 1, n, f);
-            s += n;
-        }
-    }
-    fputc('"', f);
-}
 
 /* JSON has no NaN or infinity: unknown values are null. */
 static void json_num(FILE *f, double x)
@@ -66,6 +13,15 @@ static void json_num(FILE *f, double x)
         fprintf(f, "%.9g", x);
     else
         fputs("null", f);
+}
+
+/* The tid of thread t, or null in a merged profile (its rows sum several processes). */
+static void json_tid(FILE *f, const struct ml_profile *p, uint64_t t)
+{
+    if (p->merged)
+        fputs("null", f);
+    else
+        fprintf(f, "%u", p->threads[t].tid);
 }
 
 /* A count, or null when unknown (known = 0). */
@@ -116,7 +72,7 @@ static void json_more(FILE *f, const struct ml_report *r, const struct ml_rstats
     fputs("}, \"events\": {", f);
     for (uint32_t e = 0; e < r->prof->nevents; e++) {
         fputs(e ? ", " : "", f);
-        json_str(f, r->prof->event_names[e]);
+        ml_json_str(f, r->prof->event_names[e]);
         fprintf(f, ": %" PRIu64, s->ev[e]);
     }
     fputc('}', f);
@@ -162,7 +118,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
     int first = 1;
 
     fprintf(f, "{\"id\": %" PRIu64 ", \"name\": ", reg);
-    json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
+    ml_json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
     fputs(", \"total\": {", f);
     json_stats(f, r, &r->totals[reg]);
     fputs("},\n       \"threads\": [", f);
@@ -170,8 +126,10 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         const struct ml_rstats *c = ml_report_cell(r, reg, t);
         if (!c->active)
             continue;
-        fprintf(f, "%s\n        {\"index\": %u, \"tid\": %u, ", first ? "" : ",",
-                r->prof->threads[t].index, r->prof->threads[t].tid);
+        fprintf(f, "%s\n        {\"index\": %u, \"tid\": ", first ? "" : ",",
+                r->prof->threads[t].index);
+        json_tid(f, r->prof, t);
+        fputs(", ", f);
         if (r->prof->threads[t].exited)
             fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
         json_stats(f, r, c);
@@ -185,7 +143,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         if (c->region != reg)
             continue;
         fprintf(f, "%s\n        {\"callee\": ", first ? "" : ",");
-        json_str(f, c->name);
+        ml_json_str(f, c->name);
         fprintf(f, ", \"calls\": %" PRIu64 ", \"per_thread\": [", c->total);
         for (uint64_t t = 0; t < r->nthreads; t++)
             fprintf(f, "%s%" PRIu64, t ? ", " : "", c->calls[t]);
@@ -216,13 +174,14 @@ static void json_units(FILE *f, const struct ml_report *r, const struct ml_repor
         for (uint32_t k = 0; k < n; k++)
             fprintf(f, "%s%u", k ? ", " : "", ids[k]);
         fputs("], \"module\": ", f);
-        json_str(f, u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
+        ml_json_str(f,
+                    u->module < p->nmodules ? ml_profile_str(p, p->modules[u->module].name) : "");
         fputs(", \"function\": ", f);
-        json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+        ml_json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
         fputs(", \"symbol\": ", f);
-        json_str(f, ml_profile_str(p, u->func));
+        ml_json_str(f, ml_profile_str(p, u->func));
         fputs(", \"file\": ", f);
-        json_str(f, ml_profile_str(p, u->file));
+        ml_json_str(f, ml_profile_str(p, u->file));
         fprintf(f, ", \"line\": %u, \"count\": %" PRIu64 ", \"facts\": {", u->line,
                 r->unit_counts[ui]);
         for (int k = 0; k < ML_NFACTS; k++)
@@ -239,15 +198,19 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     int first = 1;
 
     fputs("    {\"profile\": ", f);
-    json_str(f, r->name);
+    ml_json_str(f, r->name);
+    if (p->merged)
+        fprintf(f, ", \"profiles\": %" PRIu64 ", \"tables\": \"%016" PRIx64 "\", \"pid\": null",
+                p->merged, p->merged_fingerprint);
+    else
+        fprintf(f, ", \"profiles\": 1, \"pid\": %u, \"ppid\": %u", p->hdr.pid, p->hdr.ppid);
     fprintf(f,
-            ", \"pid\": %u, \"ppid\": %u, \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
+            ", \"tsc_hz\": %" PRIu64 ", \"clock\": \"%s\""
             ", \"start_ns\": %" PRIu64 ", \"wall_ns\": %" PRIu64 ", \"sample\": %" PRIu64
             ", \"signal\": %s,\n     ",
-            p->hdr.pid, p->hdr.ppid, p->hdr.tsc_hz,
-            p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns, p->hdr.wall_ns,
-            p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
-    /* Version 2 profiles have no token; processes outside an MPI job no rank. */
+            p->hdr.tsc_hz, p->hdr.clock < 4 ? clocks[p->hdr.clock] : "unknown", p->hdr.start_ns,
+            p->hdr.wall_ns, p->hdr.sample, p->hdr.flags & ML_PROF_F_SIGNAL ? "true" : "false");
+    /* Version 2 profiles have no token; processes outside an MPI job (and merges) no rank. */
     if (p->hdr.token)
         fprintf(f, "\"token\": \"%016" PRIx64 "\", ", p->hdr.token);
     else
@@ -263,9 +226,9 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     for (uint64_t i = 0; i < p->nmeta; i++) {
         if (i)
             fputs(", ", f);
-        json_str(f, ml_profile_str(p, p->meta[2 * i]));
+        ml_json_str(f, ml_profile_str(p, p->meta[2 * i]));
         fputs(": ", f);
-        json_str(f, ml_profile_str(p, p->meta[2 * i + 1]));
+        ml_json_str(f, ml_profile_str(p, p->meta[2 * i + 1]));
     }
     fputs("},\n     \"calibration\": ", f);
     if (p->calib)
@@ -276,12 +239,12 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     fputs(", \"events\": [", f);
     for (uint32_t e = 0; e < p->nevents; e++) {
         fputs(e ? ", " : "", f);
-        json_str(f, p->event_names[e]);
+        ml_json_str(f, p->event_names[e]);
     }
     fputs("],\n     \"threads\": [", f);
     for (uint64_t t = 0; t < p->nthreads; t++) {
-        fprintf(f, "%s{\"index\": %u, \"tid\": %u", t ? ", " : "", p->threads[t].index,
-                p->threads[t].tid);
+        fprintf(f, "%s{\"index\": %u, \"tid\": ", t ? ", " : "", p->threads[t].index);
+        json_tid(f, p, t);
         if (p->threads[t].exited)
             fprintf(f, ", \"exited\": %" PRIu64, p->threads[t].exited);
         fputc('}', f);
@@ -299,18 +262,30 @@ static void json_profile(FILE *f, const struct ml_report *r, const struct ml_rep
     fputs("]}", f);
 }
 
-int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o)
+static void json_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
     fputs("{\"profiles\": [\n", f);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            fputs(",\n", f);
-        json_profile(f, reps[i], o);
-    }
-    fputs("\n]}\n", f);
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
 }
+
+static void json_end(FILE *f, const struct ml_report_opts *o)
+{
+    (void)o;
+    fputs("\n]}\n", f);
+}
+
+static int json_one(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                    const struct ml_report_opts *o)
+{
+    (void)t;
+    if (i)
+        fputs(",\n", f);
+    json_profile(f, r, o);
+    return 0;
+}
+
+const struct ml_renderer ml_render_json = {
+    .begin = json_begin, .profile = json_one, .end = json_end};
 
 /* ---- --top ---- */
 
@@ -321,13 +296,13 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
     char buf[4096];
 
     fputs("{\"function\": ", f);
-    json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
+    ml_json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
-    json_str(f, ml_profile_str(p, fn->func));
+    ml_json_str(f, ml_profile_str(p, fn->func));
     fputs(", \"module\": ", f);
-    json_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
+    ml_json_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
     fputs(", \"file\": ", f);
-    json_str(f, fn->line ? ml_profile_str(p, fn->file) : "");
+    ml_json_str(f, fn->line ? ml_profile_str(p, fn->file) : "");
     fprintf(f, ", \"line\": %u, \"calls\": ", fn->line);
     if (fn->known)
         fprintf(f, "%" PRIu64, fn->executions);
@@ -353,17 +328,17 @@ static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
     fprintf(f, "{\"unit\": %u, \"kind\": \"%s\", \"entry\": %s, \"function\": ", ui,
             u->kind == ML_UNIT_BYTES ? "bytes" : "block",
             ml_top_is_entry(p, ui) ? "true" : "false");
-    json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    ml_json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
-    json_str(f, ml_profile_str(p, u->func));
+    ml_json_str(f, ml_profile_str(p, u->func));
     fputs(", \"regions\": [", f);
     for (uint32_t k = 0; k < n; k++) {
         if (k)
             fputs(", ", f);
-        json_str(f, ml_profile_str(p, p->regions[ids[k]]));
+        ml_json_str(f, ml_profile_str(p, p->regions[ids[k]]));
     }
     fputs("], \"file\": ", f);
-    json_str(f, ml_profile_str(p, u->file));
+    ml_json_str(f, ml_profile_str(p, u->file));
     fprintf(f, ", \"line\": %u, \"executions\": ", u->line);
     /* A bytes unit counts bytes moved, not executions. */
     if (u->kind == ML_UNIT_BYTES)
@@ -390,9 +365,12 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     nu = t->nunits < o->top ? t->nunits : o->top;
     ne = t->nunits_by_execs < o->top ? t->nunits_by_execs : o->top;
     fputs("    {\"profile\": ", f);
-    json_str(f, r->name);
-    fprintf(f, ", \"pid\": %u, \"bytes\": %" PRIu64 ",\n     \"functions_by_bytes\": [",
-            r->prof->hdr.pid, t->bytes);
+    ml_json_str(f, r->name);
+    if (r->prof->merged)
+        fprintf(f, ", \"profiles\": %" PRIu64 ", \"pid\": null", r->prof->merged);
+    else
+        fprintf(f, ", \"profiles\": 1, \"pid\": %u", r->prof->hdr.pid);
+    fprintf(f, ", \"bytes\": %" PRIu64 ",\n     \"functions_by_bytes\": [", t->bytes);
     for (size_t i = 0; i < nf; i++) {
         fputs(i ? ",\n      " : "\n      ", f);
         json_top_fn(f, r, &t->fns[t->fns_by_bytes[i]]);
@@ -417,19 +395,14 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     return 0;
 }
 
-int ml_report_top_json(FILE *f, struct ml_report *const *reps, size_t n,
-                       const struct ml_report_opts *o)
+static int json_top_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t,
+                            size_t i, const struct ml_report_opts *o)
 {
-    fputs("{\"profiles\": [\n", f);
-    for (size_t i = 0; i < n; i++) {
-        int rc;
-        if (i)
-            fputs(",\n", f);
-        rc = json_top_one(f, reps[i], o);
-        if (rc)
-            return rc;
-    }
-    fputs("\n]}\n", f);
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    (void)t;
+    if (i)
+        fputs(",\n", f);
+    return json_top_one(f, r, o);
 }
+
+const struct ml_renderer ml_render_top_json = {
+    .begin = json_begin, .profile = json_top_profile, .end = json_end};

@@ -21,6 +21,110 @@
 #define MAX_WORDS   (1u << 26)
 #define MAX_THREADS (1u << 20)
 #define MAX_NAME    256
+#define MAX_RECORD  4096u      /* bytes of a unit or region state (both copied here) */
+#define MAX_OFFSET  (1u << 20) /* of a field in the runtime's structs (read in place) */
+#define MAX_REGIONS (1u << 16)
+#define MAX_RAW     (1ull << 30) /* bytes of one module's units copied at once */
+
+static const char *const field_names[ML_LIVE_NFIELDS] = {
+    [ML_LF_RT_MODS] = "rt.mods",
+    [ML_LF_RT_NMODS] = "rt.nmods",
+    [ML_LF_RT_NUNITS] = "rt.nunits",
+    [ML_LF_RT_NAMES] = "rt.names",
+    [ML_LF_RT_NREGIONS] = "rt.nregions",
+    [ML_LF_RT_THREADS] = "rt.threads",
+    [ML_LF_RT_TICK0] = "rt.tick0",
+    [ML_LF_RT_MONO0] = "rt.mono0",
+    [ML_LF_MOD_NEXT] = "module.next",
+    [ML_LF_MOD_NUNITS] = "module.nunits",
+    [ML_LF_MOD_NREGSET] = "module.nregset",
+    [ML_LF_MOD_NREGIONS] = "module.nregions",
+    [ML_LF_MOD_REGSETS] = "module.regsets",
+    [ML_LF_MOD_UNITS] = "module.units",
+    [ML_LF_MOD_REGION_IDS] = "module.region_ids",
+    [ML_LF_UNIT_SIZE] = "unit size",
+    [ML_LF_UNIT_KIND] = "unit.kind",
+    [ML_LF_UNIT_REGSET] = "unit.regset",
+    [ML_LF_UNIT_FACTS] = "unit.facts",
+    [ML_LF_THR_NEXT] = "thread.next",
+    [ML_LF_THR_TID] = "thread.tid",
+    [ML_LF_THR_INDEX] = "thread.index",
+    [ML_LF_THR_DONE] = "thread.done",
+    [ML_LF_THR_NMODS] = "thread.nmods",
+    [ML_LF_THR_TLS] = "thread.tls",
+    [ML_LF_THR_SNAP] = "thread.snap",
+    [ML_LF_THR_SNAPN] = "thread.snapn",
+    [ML_LF_THR_RS] = "thread.rs",
+    [ML_LF_RS_SIZE] = "region state size",
+    [ML_LF_RS_ENTRIES] = "region_state.entries",
+    [ML_LF_RS_TICKS] = "region_state.ticks",
+    [ML_LF_RS_START] = "region_state.start",
+    [ML_LF_RS_DEPTH] = "region_state.depth",
+    [ML_LF_RT_SAMPLE] = "rt.sample",
+};
+
+/* Whether field f (n bytes) lies inside a record of size bytes; else says so in err. */
+static int field_in(const struct ml_live_header *h, enum ml_live_field f, uint64_t n, uint32_t size,
+                    char *err, size_t errlen)
+{
+    if (h->off[f] + n <= size)
+        return 1;
+    snprintf(err, errlen, "%s: %llu bytes at offset %u of a %u-byte record", field_names[f],
+             (unsigned long long)n, h->off[f], size);
+    return 0;
+}
+
+int ml_live_check_layout(const struct ml_live_header *h, char *err, size_t errlen)
+{
+    uint32_t usize = h->off[ML_LF_UNIT_SIZE], rsz = h->off[ML_LF_RS_SIZE];
+
+    for (int f = 0; f < ML_LIVE_NFIELDS; f++)
+        if (f != ML_LF_UNIT_SIZE && f != ML_LF_RS_SIZE && h->off[f] > MAX_OFFSET) {
+            snprintf(err, errlen, "%s at offset %u", field_names[f], h->off[f]);
+            return -EPROTO;
+        }
+    if (!usize || usize > MAX_RECORD || !rsz || rsz > MAX_RECORD) {
+        snprintf(err, errlen, "records of %u and %u bytes", usize, rsz);
+        return -EPROTO;
+    }
+    if (!h->max_regions || h->max_regions > MAX_REGIONS) {
+        snprintf(err, errlen, "%u regions at most", h->max_regions);
+        return -EPROTO;
+    }
+    /* Records are copied here whole and their fields read from the copy: all must fit. */
+    if (!field_in(h, ML_LF_UNIT_KIND, 4, usize, err, errlen) ||
+        !field_in(h, ML_LF_UNIT_REGSET, 4, usize, err, errlen) ||
+        !field_in(h, ML_LF_UNIT_FACTS, 8ull * h->nfacts, usize, err, errlen) ||
+        !field_in(h, ML_LF_RS_ENTRIES, 8, rsz, err, errlen) ||
+        !field_in(h, ML_LF_RS_TICKS, 8, rsz, err, errlen) ||
+        !field_in(h, ML_LF_RS_START, 8, rsz, err, errlen) ||
+        !field_in(h, ML_LF_RS_DEPTH, 4, rsz, err, errlen))
+        return -EPROTO;
+    return 0;
+}
+
+void ml_live_unit(const struct ml_live_header *h, const unsigned char *rec, struct ml_prof_unit *u,
+                  uint32_t *regset)
+{
+    const uint32_t *o = h->off;
+
+    memset(u->facts, 0, sizeof(u->facts));
+    memcpy(&u->kind, rec + o[ML_LF_UNIT_KIND], 4);
+    memcpy(regset, rec + o[ML_LF_UNIT_REGSET], 4);
+    memcpy(u->facts, rec + o[ML_LF_UNIT_FACTS],
+           8ull * (h->nfacts < ML_NFACTS ? h->nfacts : ML_NFACTS));
+}
+
+void ml_live_rstate(const struct ml_live_header *h, const unsigned char *rec, uint64_t *entries,
+                    uint64_t *ticks, uint64_t *start, uint32_t *depth)
+{
+    const uint32_t *o = h->off;
+
+    memcpy(entries, rec + o[ML_LF_RS_ENTRIES], 8);
+    memcpy(ticks, rec + o[ML_LF_RS_TICKS], 8);
+    memcpy(start, rec + o[ML_LF_RS_START], 8);
+    memcpy(depth, rec + o[ML_LF_RS_DEPTH], 4);
+}
 
 struct ml_live {
     pid_t pid;
@@ -136,6 +240,7 @@ static int check_cookie(const struct ml_live *l, char *err, size_t errlen)
 
 int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
 {
+    char why[128];
     struct ml_live *l = NULL;
     ssize_t n;
     int rc;
@@ -160,9 +265,9 @@ int ml_live_open(pid_t pid, struct ml_live **out, char *err, size_t errlen)
                   (int)pid);
         goto out;
     }
-    if (l->h.off[ML_LF_UNIT_FACTS] + 8ull * l->h.nfacts > l->h.off[ML_LF_UNIT_SIZE] ||
-        l->h.off[ML_LF_RS_DEPTH] + 4ull > l->h.off[ML_LF_RS_SIZE] || !l->h.max_regions) {
-        rc = fail(err, errlen, -EPROTO, "'%s' describes impossible struct layouts", l->path);
+    if (ml_live_check_layout(&l->h, why, sizeof(why))) {
+        rc = fail(err, errlen, -EPROTO, "'%s' describes an impossible struct layout (%s)", l->path,
+                  why);
         goto out;
     }
     rc = check_cookie(l, err, errlen);
@@ -257,7 +362,6 @@ static int read_modules(struct ml_live *l, uint32_t nmods, char *err, size_t err
     unsigned char *raw = NULL;
     uint64_t addr, nunits = 0, nwords = 0, ub = 0, wb = 0;
     uint32_t usize = o[ML_LF_UNIT_SIZE];
-    uint32_t nfacts = l->h.nfacts < ML_NFACTS ? l->h.nfacts : ML_NFACTS;
     int rc;
 
     if (nmods > MAX_MODS)
@@ -313,6 +417,13 @@ static int read_modules(struct ml_live *l, uint32_t nmods, char *err, size_t err
 
         free(raw);
         free(ids);
+        raw = NULL;
+        ids = NULL;
+        if ((uint64_t)m->nunits * usize > MAX_RAW) {
+            rc = fail(err, errlen, -EPROTO, "process %d: module %u has %u units of %u bytes",
+                      (int)l->pid, k, m->nunits, usize);
+            goto out;
+        }
         raw = malloc((size_t)m->nunits * usize + 1);
         ids = malloc((size_t)m->nregions * 4 + 4);
         if (!raw || !ids) {
@@ -349,9 +460,7 @@ static int read_modules(struct ml_live *l, uint32_t nmods, char *err, size_t err
             const unsigned char *r = raw + (size_t)i * usize;
             struct ml_prof_unit *u = &units[ub + i];
             uint32_t rs;
-            memcpy(&u->kind, r + o[ML_LF_UNIT_KIND], 4);
-            memcpy(&rs, r + o[ML_LF_UNIT_REGSET], 4);
-            memcpy(u->facts, r + o[ML_LF_UNIT_FACTS], nfacts * 8ull);
+            ml_live_unit(&l->h, r, u, &rs);
             /* The reader indexes by these ids: the unit's own set must hold only region ids. */
             if (rs >= m->nwords || w[rs] >= m->nwords - rs) {
                 rc = fail(err, errlen, -EPROTO, "process %d: unit %u has no region set",
@@ -541,13 +650,10 @@ static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread
     if (rc)
         return rc;
     for (uint32_t g = 0; g < nreg; g++) {
-        const unsigned char *r = rsbuf + (size_t)g * rsz;
         uint64_t start;
         uint32_t depth;
-        memcpy(&out[g].entries, r + o[ML_LF_RS_ENTRIES], 8);
-        memcpy(&out[g].ticks, r + o[ML_LF_RS_TICKS], 8);
-        memcpy(&start, r + o[ML_LF_RS_START], 8);
-        memcpy(&depth, r + o[ML_LF_RS_DEPTH], 4);
+        ml_live_rstate(&l->h, rsbuf + (size_t)g * rsz, &out[g].entries, &out[g].ticks, &start,
+                       &depth);
         if (depth && !done && now > start) { /* open: count it up to now, as the writer does */
             out[g].entries++;
             out[g].ticks += now - start;

@@ -62,4 +62,18 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
  */
 int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct ml_profile **out);
 
+/*
+ * The published layout is as hostile as any file: every offset and size of h
+ * is checked before anything is read with it. Returns 0, or -EPROTO with
+ * what is wrong in err: a field that does not fit in its record (unit,
+ * region state: both are copied here whole), a record or offset beyond what
+ * any runtime uses, or a region count out of range.
+ */
+int ml_live_check_layout(const struct ml_live_header *h, char *err, size_t errlen);
+/* Fields of one unit and one region state copied from the process (h checked). */
+void ml_live_unit(const struct ml_live_header *h, const unsigned char *rec, struct ml_prof_unit *u,
+                  uint32_t *regset);
+void ml_live_rstate(const struct ml_live_header *h, const unsigned char *rec, uint64_t *entries,
+                    uint64_t *ticks, uint64_t *start, uint32_t *depth);
+
 #endif

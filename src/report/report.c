@@ -168,6 +168,9 @@ static void derive(struct ml_report *r)
         }
         tot->cal_ticks = -1;
         derive_row(tot, scale, cal, 0);
+        /* Merged: the runs' calibrated totals add up, as their times do. */
+        if (r->prof->merged_cal)
+            best = r->prof->merged_cal[reg];
         tot->cal_ticks = best;
         for (uint64_t t = 0; t < r->nthreads; t++) {
             struct ml_rstats *c = &r->cells[reg * r->nthreads + t];
@@ -252,6 +255,9 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
                     tot->ticks = c->ticks;
             }
         }
+        /* Merged: each run took its longest thread's time, and the runs' times add up. */
+        if (p->merged_ticks)
+            tot->ticks = p->merged_ticks[reg];
         for (uint64_t t = 0; t < nt; t++) {
             struct ml_rstats *c = &r->cells[reg * nt + t];
             c->counters = tot->counters;
@@ -335,12 +341,14 @@ double ml_report_gbs(uint64_t bytes, double seconds)
     return (double)bytes / seconds / 1e9;
 }
 
-const char *ml_report_tid(const struct ml_profile_thread *t, char *buf, size_t len)
+const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, size_t len)
 {
-    if (t->exited)
-        snprintf(buf, len, "exited:%" PRIu64, t->exited);
+    if (p->threads[t].exited)
+        snprintf(buf, len, "exited:%" PRIu64, p->threads[t].exited);
+    else if (p->merged)
+        snprintf(buf, len, "-");
     else
-        snprintf(buf, len, "%u", t->tid);
+        snprintf(buf, len, "%u", p->threads[t].tid);
     return buf;
 }
 

@@ -101,10 +101,12 @@ int ml_report_sampled(const struct ml_report *r);
 double ml_report_gbs(uint64_t bytes, double seconds);
 
 /*
- * The tid cell of a thread row: its tid, or "exited:N" for the record that
- * sums N threads which exited long ago (docs/report.md, "Threads").
+ * The tid cell of thread row t of p: its tid, "exited:N" for the record that
+ * sums N threads which exited long ago (docs/report.md, "Threads"), or "-"
+ * in a merged profile, whose rows sum threads of one index from several
+ * processes (docs/report.md, "Merging profiles").
  */
-const char *ml_report_tid(const struct ml_profile_thread *t, char *buf, size_t len);
+const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, size_t len);
 
 /* Demangled C++ name into buf (or name unchanged if not mangled or not demanglable). */
 const char *ml_report_demangle(const char *name, char *buf, size_t len);
@@ -126,16 +128,55 @@ int ml_report_region_shown(const struct ml_report *r, uint64_t region,
                            const struct ml_report_opts *o);
 
 /*
- * Renderers: write reps[0..n-1] to f, in the given order. Each returns 0, or
- * -EIO if writing to f failed. The layouts are documented in docs/report.md.
+ * A renderer writes profiles one at a time, so that `memlens report` holds
+ * one profile in memory however many it reads: begin once before the first
+ * profile, profile for each (i counts from 0; t is the report's timeline, or
+ * NULL), end once after the last. begin and end may be NULL. profile returns
+ * 0 or -ENOMEM; write errors stay on the stream for the caller to check
+ * (ml_report_flush). The layouts are documented in docs/report.md.
  */
-int ml_report_table(FILE *f, struct ml_report *const *reps, size_t n,
-                    const struct ml_report_opts *o);
-int ml_report_csv(FILE *f, struct ml_report *const *reps, size_t n, const struct ml_report_opts *o);
-int ml_report_blocks_csv(FILE *f, struct ml_report *const *reps, size_t n,
-                         const struct ml_report_opts *o);
-int ml_report_json(FILE *f, struct ml_report *const *reps, size_t n,
+struct ml_timeline;
+struct ml_renderer {
+    void (*begin)(FILE *f, const struct ml_report_opts *o);
+    int (*profile)(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
                    const struct ml_report_opts *o);
+    void (*end)(FILE *f, const struct ml_report_opts *o);
+};
+
+extern const struct ml_renderer ml_render_table;        /* table.c */
+extern const struct ml_renderer ml_render_top;          /* --top, table.c */
+extern const struct ml_renderer ml_render_csv;          /* csv.c */
+extern const struct ml_renderer ml_render_blocks;       /* --blocks, csv.c */
+extern const struct ml_renderer ml_render_top_csv;      /* csv.c */
+extern const struct ml_renderer ml_render_json;         /* json.c */
+extern const struct ml_renderer ml_render_top_json;     /* json.c */
+extern const struct ml_renderer ml_render_timeline;     /* --timeline, timeline.c */
+extern const struct ml_renderer ml_render_timeline_csv; /* timeline.c */
+extern const struct ml_renderer ml_render_html;         /* html.c: every profile's timeline */
+
+/*
+ * Renders reps[0..n-1] (with their timelines tls[], or tls NULL) in that
+ * order, then flushes f: 0, -ENOMEM, or the write error (ml_report_flush).
+ */
+int ml_report_render(FILE *f, const struct ml_renderer *rd, struct ml_report *const *reps,
+                     struct ml_timeline *const *tls, size_t n, const struct ml_report_opts *o);
+
+/*
+ * Flushes f and says whether everything written to it so far reached the
+ * file: 0, or the negative errno of the failed write (-EIO when the stream
+ * kept no errno). stdio retries the buffer on every flush, so the error of
+ * a disk that stays full or a pipe that stays closed is seen again here.
+ */
+int ml_report_flush(FILE *f);
+
+/*
+ * A name from a profile for a terminal: bytes that could move the cursor or
+ * change the terminal's state (C0 and C1 controls, DEL) and bytes that are
+ * not UTF-8 become \xHH; other text is kept. Anyone can put any bytes into a
+ * region name. Writes into buf (len bytes), cutting long names with "...".
+ */
+#define ML_REPORT_NAME 512
+const char *ml_report_esc(char *buf, size_t len, const char *s);
 
 /*
  * Hottest code (--top N, src/report/top.c): units and functions ranked over
@@ -177,14 +218,6 @@ void ml_top_free(struct ml_top *t);
 uint64_t ml_top_unit_bytes(const struct ml_report *r, uint32_t u);
 /* Whether unit u holds its function's entry. */
 int ml_top_is_entry(const struct ml_profile *p, uint32_t u);
-
-/* --top renderers: the rankings of docs/report.md, at most o->top rows each. */
-int ml_report_top_table(FILE *f, struct ml_report *const *reps, size_t n,
-                        const struct ml_report_opts *o);
-int ml_report_top_csv(FILE *f, struct ml_report *const *reps, size_t n,
-                      const struct ml_report_opts *o);
-int ml_report_top_json(FILE *f, struct ml_report *const *reps, size_t n,
-                       const struct ml_report_opts *o);
 
 /*
  * The table's number formats, for other human-readable renderers: buf holds

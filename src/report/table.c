@@ -16,16 +16,18 @@
 struct tbl {
     size_t ncols, nrows, cap;
     char (*cells)[CELL];
-    const char **first; /* column 0 of each row: a region name, not copied */
+    char **first; /* column 0 of each row: a region or function name, escaped */
 };
 
-/* Makes room for one more row and starts it with first; 0 or -ENOMEM. */
+/* Makes room for one more row and starts it with first (escaped); 0 or -ENOMEM. */
 static int tbl_grow(struct tbl *t, const char *first)
 {
+    char e[ML_REPORT_NAME];
+
     if (t->nrows == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
         char(*cells)[CELL] = realloc(t->cells, cap * t->ncols * CELL);
-        const char **fst;
+        char **fst;
         if (!cells)
             return -ENOMEM;
         t->cells = cells;
@@ -35,8 +37,8 @@ static int tbl_grow(struct tbl *t, const char *first)
         t->first = fst;
         t->cap = cap;
     }
-    t->first[t->nrows] = first;
-    return 0;
+    t->first[t->nrows] = strdup(ml_report_esc(e, sizeof(e), first));
+    return t->first[t->nrows] ? 0 : -ENOMEM;
 }
 
 static int tbl_row(struct tbl *t, const char *first, ...)
@@ -88,6 +90,8 @@ static void tbl_print(FILE *f, const struct tbl *t)
 
 static void tbl_free(struct tbl *t)
 {
+    for (size_t r = 0; r < t->nrows; r++)
+        free(t->first[r]);
     free(t->cells);
     free(t->first);
 }
@@ -330,7 +334,7 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
             if (!c->active)
                 continue;
             snprintf(idx, sizeof(idx), "%u", r->prof->threads[th].index);
-            ml_report_tid(&r->prof->threads[th], tid, sizeof(tid));
+            ml_report_tid(r->prof, th, tid, sizeof(tid));
             *borrowed |= c->borrowed && which == T_MAIN;
             rc = add_rows(t, which, name, idx, tid, c, hz);
         }
@@ -346,19 +350,26 @@ static void print_header(FILE *f, const struct ml_report *r)
     const char *prog = ml_profile_meta(p, "program");
     const char *cmd = ml_profile_meta(p, "cmdline");
     const char *host = ml_profile_meta(p, "hostname");
-    char wall[CELL];
+    char wall[CELL], e[ML_REPORT_NAME];
 
     fmt_seconds(wall, sizeof(wall), (double)p->hdr.wall_ns / 1e9);
-    fprintf(f, "profile %s\n", r->name);
-    fprintf(f, "  pid %u, ppid %u", p->hdr.pid, p->hdr.ppid);
+    if (p->merged) {
+        fprintf(f, "merged %" PRIu64 " profiles of %s\n", p->merged,
+                ml_report_esc(e, sizeof(e), r->name));
+        fprintf(f, "  tables %016" PRIx64, p->merged_fingerprint);
+    } else {
+        fprintf(f, "profile %s\n", ml_report_esc(e, sizeof(e), r->name));
+        fprintf(f, "  pid %u, ppid %u", p->hdr.pid, p->hdr.ppid);
+    }
     if (p->hdr.flags & ML_PROF_F_RANK)
         fprintf(f, p->hdr.nranks ? ", rank %u of %u" : ", rank %u", p->hdr.rank, p->hdr.nranks);
-    fprintf(f, "%s%s, %" PRIu64 " thread%s, %s wall\n", host ? ", host " : "", host ? host : "",
-            p->nthreads, p->nthreads == 1 ? "" : "s", wall);
+    fprintf(f, "%s%s, %" PRIu64 " thread%s%s, %s wall%s\n", host ? ", host " : "",
+            host ? ml_report_esc(e, sizeof(e), host) : "", p->nthreads, p->nthreads == 1 ? "" : "s",
+            p->merged ? " by index" : "", wall, p->merged ? " in all" : "");
     if (prog)
-        fprintf(f, "  program %s\n", prog);
+        fprintf(f, "  program %s\n", ml_report_esc(e, sizeof(e), prog));
     if (cmd)
-        fprintf(f, "  cmdline %s\n", cmd);
+        fprintf(f, "  cmdline %s\n", ml_report_esc(e, sizeof(e), cmd));
     if (ml_report_sampled(r))
         fprintf(f,
                 "  note: sampled, 1 in %" PRIu64
@@ -366,7 +377,9 @@ static void print_header(FILE *f, const struct ml_report *r)
                 "measured ones, est. figures scale them to all\n",
                 p->hdr.sample);
     if (p->hdr.flags & ML_PROF_F_SIGNAL)
-        fputs("  note: written when a signal ended the process; figures cover the run up to it\n",
+        fputs(p->merged ? "  note: some profiles were written when a signal ended the process\n"
+                        : "  note: written when a signal ended the process; figures cover the run "
+                          "up to it\n",
               f);
     if (!p->hdr.tsc_hz)
         fputs("  note: the profile has no clock rate; times and bandwidths are unknown\n", f);
@@ -375,10 +388,12 @@ static void print_header(FILE *f, const struct ml_report *r)
 static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     const uint64_t limit = 10;
+    char e[ML_REPORT_NAME];
     int any = 0, w = 0;
 
     for (uint64_t i = 0; i < r->ncallees; i++) {
-        int n = (int)strlen(ml_profile_str(r->prof, r->prof->regions[r->callees[i].region]));
+        int n = (int)strlen(ml_report_esc(
+            e, sizeof(e), ml_profile_str(r->prof, r->prof->regions[r->callees[i].region])));
         if (n > w && ml_report_region_shown(r, r->callees[i].region, o))
             w = n;
     }
@@ -395,9 +410,11 @@ static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_r
                       "above)\n",
                       f);
             any = 1;
-            fprintf(f, "  %-*s  not seen:", w, ml_profile_str(r->prof, r->prof->regions[reg]));
+            fprintf(f, "  %-*s  not seen:", w,
+                    ml_report_esc(e, sizeof(e), ml_profile_str(r->prof, r->prof->regions[reg])));
             for (uint64_t k = i; k < j && shown < limit; k++, shown++)
-                fprintf(f, "%s %s \xc3\x97%s", shown ? "," : "", r->callees[k].name,
+                fprintf(f, "%s %s \xc3\x97%s", shown ? "," : "",
+                        ml_report_esc(e, sizeof(e), r->callees[k].name),
                         fmt_count(b, r->callees[k].total));
             if (j - i > limit)
                 fprintf(f, ", and %" PRIu64 " more (see --json)", j - i - limit);
@@ -410,6 +427,7 @@ static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_r
 static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     int borrowed = 0, rc = 0, any = 0, idle = 0;
+    char e[ML_REPORT_NAME];
 
     print_header(f, r);
     for (uint64_t reg = 0; reg < r->nregions; reg++) {
@@ -420,7 +438,7 @@ static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_
             continue;
         }
         fprintf(f, idle++ ? ", %s" : "  not executed: %s",
-                ml_profile_str(r->prof, r->prof->regions[reg]));
+                ml_report_esc(e, sizeof(e), ml_profile_str(r->prof, r->prof->regions[reg])));
     }
     if (idle)
         fputc('\n', f);
@@ -456,28 +474,24 @@ static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_
     return 0;
 }
 
-int ml_report_table(FILE *f, struct ml_report *const *reps, size_t n,
-                    const struct ml_report_opts *o)
+static int table_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                         const struct ml_report_opts *o)
 {
-    for (size_t i = 0; i < n; i++) {
-        int rc;
-        if (i)
-            fputc('\n', f);
-        rc = table_one(f, reps[i], o);
-        if (rc)
-            return rc;
-    }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    (void)t;
+    if (i)
+        fputc('\n', f);
+    return table_one(f, r, o);
 }
+
+const struct ml_renderer ml_render_table = {.profile = table_profile};
 
 /* ---- --top: hottest functions and blocks ---- */
 
 /* "file:line", keeping the end of a long path (the file name matters most). */
 static const char *fmt_where(char *buf, const struct ml_profile *p, uint32_t file, uint32_t line)
 {
-    const char *s = ml_profile_str(p, file);
-    char full[4096];
+    char e[ML_REPORT_NAME], full[ML_REPORT_NAME + 16];
+    const char *s = ml_report_esc(e, sizeof(e), ml_profile_str(p, file));
     size_t n;
 
     if (!line || !*s)
@@ -499,22 +513,19 @@ static const char *fmt_share(char *buf, uint64_t part, uint64_t whole)
     return buf;
 }
 
-/* Demangled names live until the table is printed: column 0 is not copied. */
-static const char *top_name(const struct ml_profile *p, uint32_t func, char **keep)
+/* A function's demangled name, in buf (the table copies column 0). */
+static const char *top_name(const struct ml_profile *p, uint32_t func, char *buf, size_t len)
 {
-    char buf[4096];
-
-    *keep = strdup(ml_report_demangle(ml_profile_str(p, func), buf, sizeof(buf)));
-    return *keep ? *keep : "?";
+    return ml_report_demangle(ml_profile_str(p, func), buf, len);
 }
 
 enum { TOP_FN_BYTES, TOP_UNIT_BYTES, TOP_FN_EXECS, TOP_UNIT_EXECS, TOP_N };
 
 static int top_fill(struct tbl *t, int which, const struct ml_report *r, const struct ml_top *top,
-                    size_t rows, char **names)
+                    size_t rows)
 {
     const struct ml_profile *p = r->prof;
-    char c[8][CELL];
+    char c[8][CELL], name[4096];
     int rc;
 
     if (which == TOP_FN_BYTES || which == TOP_FN_EXECS) {
@@ -524,10 +535,11 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
                 &top->fns[(which == TOP_FN_BYTES ? top->fns_by_bytes : top->fns_by_execs)[i]];
             uint64_t rd = f->v[ML_F_RD_HEAP] + f->v[ML_F_RD_GLOBAL] + f->v[ML_F_RD_STACK];
             uint64_t wr = f->v[ML_F_WR_HEAP] + f->v[ML_F_WR_GLOBAL] + f->v[ML_F_WR_STACK];
-            rc = tbl_row(
-                t, top_name(p, f->func, &names[i]), f->known ? fmt_count(c[0], f->executions) : "-",
-                fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd), fmt_bytes(c[3], wr),
-                fmt_share(c[4], rd + wr, top->bytes), fmt_where(c[5], p, f->file, f->line));
+            rc =
+                tbl_row(t, top_name(p, f->func, name, sizeof(name)),
+                        f->known ? fmt_count(c[0], f->executions) : "-",
+                        fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd), fmt_bytes(c[3], wr),
+                        fmt_share(c[4], rd + wr, top->bytes), fmt_where(c[5], p, f->file, f->line));
         }
         return rc;
     }
@@ -541,7 +553,7 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
         uint64_t wr = cnt * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]);
         snprintf(c[0], CELL, "%u", ui);
         rc =
-            tbl_row(t, top_name(p, u->func, &names[i]), c[0],
+            tbl_row(t, top_name(p, u->func, name, sizeof(name)), c[0],
                     u->kind == ML_UNIT_BYTES ? "-" : fmt_count(c[1], cnt),
                     fmt_count(c[2], cnt * fa[ML_F_INSTR]), fmt_bytes(c[3], rd), fmt_bytes(c[4], wr),
                     fmt_share(c[5], rd + wr, top->bytes), fmt_where(c[6], p, u->file, u->line));
@@ -571,19 +583,11 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
                                                                       : top->nunits_by_execs;
         size_t rows = avail < o->top ? avail : o->top;
         struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8};
-        char **names = calloc(rows + 1, sizeof(*names));
-        if (!names) {
-            rc = -ENOMEM;
-            break;
-        }
-        rc = top_fill(&t, which, r, top, rows, names);
+        rc = top_fill(&t, which, r, top, rows);
         if (!rc) {
             fprintf(f, "\n  %s (%zu of %zu)\n", titles[which], rows, avail);
             tbl_print(f, &t);
         }
-        for (size_t i = 0; i < rows; i++)
-            free(names[i]);
-        free(names);
         tbl_free(&t);
     }
     if (!rc && top->nunits)
@@ -594,20 +598,16 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
     return rc;
 }
 
-int ml_report_top_table(FILE *f, struct ml_report *const *reps, size_t n,
-                        const struct ml_report_opts *o)
+static int top_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
+                       const struct ml_report_opts *o)
 {
-    for (size_t i = 0; i < n; i++) {
-        int rc;
-        if (i)
-            fputc('\n', f);
-        rc = top_one(f, reps[i], o);
-        if (rc)
-            return rc;
-    }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    (void)t;
+    if (i)
+        fputc('\n', f);
+    return top_one(f, r, o);
 }
+
+const struct ml_renderer ml_render_top = {.profile = top_profile};
 
 const char *ml_report_fmt_count(char *buf, uint64_t v)
 {

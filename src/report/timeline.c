@@ -174,11 +174,12 @@ static void table_one(FILE *f, const struct ml_timeline *t, const struct ml_repo
 {
     const struct ml_profile *p = t->rep->prof;
     const struct ml_prof_timeline *h = p->timeline;
-    char b[10][ML_REPORT_CELL];
+    char b[10][ML_REPORT_CELL], e[ML_REPORT_NAME];
     int w = 6;
 
     for (uint64_t s = 0; s < t->nseries; s++) {
-        int n = (int)strlen(ml_profile_str(p, p->regions[t->series[s].region]));
+        int n = (int)strlen(
+            ml_report_esc(e, sizeof(e), ml_profile_str(p, p->regions[t->series[s].region])));
         if (n > w)
             w = n;
     }
@@ -208,14 +209,14 @@ static void table_one(FILE *f, const struct ml_timeline *t, const struct ml_repo
                 hi = i + 1;
         if (se->thread >= 0) {
             snprintf(th, sizeof(th), "%u", p->threads[se->thread].index);
-            ml_report_tid(&p->threads[se->thread], tid, sizeof(tid));
+            ml_report_tid(p, (uint64_t)se->thread, tid, sizeof(tid));
         }
         for (uint64_t i = lo; i < hi; i++) {
             const struct ml_tl_delta *d = &se->d[i];
             double from = ml_timeline_start(t, i), to = ml_timeline_end(t, i);
             double sec = p->hdr.tsc_hz ? (double)d->ticks / (double)p->hdr.tsc_hz : -1;
             fprintf(f, "  %-*s  %-6s  %7s  %9s  %9s  %6s  %9s  %9s  %9s  %8s  %8s\n", w,
-                    ml_profile_str(p, p->regions[se->region]), th, tid,
+                    ml_report_esc(e, sizeof(e), ml_profile_str(p, p->regions[se->region])), th, tid,
                     ml_report_fmt_time(b[0], from), ml_report_fmt_time(b[1], to),
                     ml_report_fmt_count(b[2], d->entries), ml_report_fmt_time(b[3], sec),
                     ml_report_fmt_bytes(b[4], d->bytes_read),
@@ -226,19 +227,20 @@ static void table_one(FILE *f, const struct ml_timeline *t, const struct ml_repo
     }
 }
 
-int ml_report_timeline_table(FILE *f, struct ml_report *const *reps, struct ml_timeline *const *tls,
-                             size_t n, const struct ml_report_opts *o)
+static int timeline_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t,
+                            size_t i, const struct ml_report_opts *o)
 {
-    for (size_t i = 0; i < n; i++) {
-        fprintf(f, "%sprofile %s\n", i ? "\n" : "", reps[i]->name);
-        if (!tls[i])
-            fputs("  no timeline: run the program with MEMLENS_INTERVAL=100ms\n", f);
-        else
-            table_one(f, tls[i], o);
-    }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    char e[ML_REPORT_NAME];
+
+    fprintf(f, "%sprofile %s\n", i ? "\n" : "", ml_report_esc(e, sizeof(e), r->name));
+    if (!t)
+        fputs("  no timeline: run the program with MEMLENS_INTERVAL=100ms\n", f);
+    else
+        table_one(f, t, o);
+    return 0;
 }
+
+const struct ml_renderer ml_render_timeline = {.profile = timeline_profile};
 
 static void csv_num(FILE *f, double x, const char *fmt)
 {
@@ -247,46 +249,52 @@ static void csv_num(FILE *f, double x, const char *fmt)
         fprintf(f, fmt, x);
 }
 
-int ml_report_timeline_csv(FILE *f, struct ml_report *const *reps, struct ml_timeline *const *tls,
-                           size_t n, const struct ml_report_opts *o)
+static void timeline_csv_begin(FILE *f, const struct ml_report_opts *o)
 {
+    (void)o;
     fputs("profile,pid,region,thread,tid,interval,start_s,end_s,executions,region_seconds,"
           "instructions,bytes_read,bytes_written,read_gbs,write_gbs\n",
           f);
-    for (size_t k = 0; k < n; k++) {
-        const struct ml_timeline *t = tls[k];
-        const struct ml_profile *p = reps[k]->prof;
+}
 
-        for (uint64_t s = 0; t && s < t->nseries; s++) {
-            const struct ml_tl_series *se = &t->series[s];
-            if (!series_shown(t, se, o))
-                continue;
-            for (uint64_t i = 0; i < t->nsnaps; i++) {
-                const struct ml_tl_delta *d = &se->d[i];
-                double from = ml_timeline_start(t, i), to = ml_timeline_end(t, i);
+static int timeline_csv_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t,
+                                size_t k, const struct ml_report_opts *o)
+{
+    const struct ml_profile *p = r->prof;
 
-                ml_csv_str(f, reps[k]->name);
-                fprintf(f, ",%u,", p->hdr.pid);
-                ml_csv_str(f, ml_profile_str(p, p->regions[se->region]));
-                if (se->thread >= 0) {
-                    char tid[32];
-                    fprintf(f, ",%u,%s", p->threads[se->thread].index,
-                            ml_report_tid(&p->threads[se->thread], tid, sizeof(tid)));
-                } else
-                    fputs(",total,", f);
-                fprintf(f, ",%" PRIu64, i);
-                csv_num(f, from, "%.9f");
-                csv_num(f, to, "%.9f");
-                fprintf(f, ",%" PRIu64, d->entries);
-                csv_num(f, p->hdr.tsc_hz ? (double)d->ticks / (double)p->hdr.tsc_hz : -1, "%.9f");
-                fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, d->instructions, d->bytes_read,
-                        d->bytes_written);
-                csv_num(f, rate(d->bytes_read, from, to), "%.6f");
-                csv_num(f, rate(d->bytes_written, from, to), "%.6f");
-                fputc('\n', f);
+    (void)k;
+    for (uint64_t s = 0; t && s < t->nseries; s++) {
+        const struct ml_tl_series *se = &t->series[s];
+        if (!series_shown(t, se, o))
+            continue;
+        for (uint64_t i = 0; i < t->nsnaps; i++) {
+            const struct ml_tl_delta *d = &se->d[i];
+            double from = ml_timeline_start(t, i), to = ml_timeline_end(t, i);
+
+            ml_csv_str(f, r->name);
+            fprintf(f, ",%u,", p->hdr.pid);
+            ml_csv_str(f, ml_profile_str(p, p->regions[se->region]));
+            if (se->thread >= 0) {
+                char tid[32];
+                fprintf(f, ",%u,%s", p->threads[se->thread].index,
+                        ml_report_tid(p, (uint64_t)se->thread, tid, sizeof(tid)));
+            } else {
+                fputs(",total,", f);
             }
+            fprintf(f, ",%" PRIu64, i);
+            csv_num(f, from, "%.9f");
+            csv_num(f, to, "%.9f");
+            fprintf(f, ",%" PRIu64, d->entries);
+            csv_num(f, p->hdr.tsc_hz ? (double)d->ticks / (double)p->hdr.tsc_hz : -1, "%.9f");
+            fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, d->instructions, d->bytes_read,
+                    d->bytes_written);
+            csv_num(f, rate(d->bytes_read, from, to), "%.6f");
+            csv_num(f, rate(d->bytes_written, from, to), "%.6f");
+            fputc('\n', f);
         }
     }
-    fflush(f);
-    return ferror(f) ? -EIO : 0;
+    return 0;
 }
+
+const struct ml_renderer ml_render_timeline_csv = {.begin = timeline_csv_begin,
+                                                   .profile = timeline_csv_profile};

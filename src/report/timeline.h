@@ -45,15 +45,9 @@ double ml_timeline_start(const struct ml_timeline *t, uint64_t i);
 double ml_timeline_end(const struct ml_timeline *t, uint64_t i);
 
 /*
- * Renderers (layouts in docs/report.md). tls[i] is the timeline of reps[i],
- * or NULL when that profile has none. Each returns 0 or -EIO (or -ENOMEM).
+ * Renderers of timelines are struct ml_renderer (report.h): ml_render_timeline
+ * and ml_render_timeline_csv in timeline.c, ml_render_html in html.c; a
+ * profile without a timeline is rendered with t == NULL.
  */
-int ml_report_timeline_table(FILE *f, struct ml_report *const *reps, struct ml_timeline *const *tls,
-                             size_t n, const struct ml_report_opts *o);
-int ml_report_timeline_csv(FILE *f, struct ml_report *const *reps, struct ml_timeline *const *tls,
-                           size_t n, const struct ml_report_opts *o);
-/* One self-contained HTML page: inline CSS and SVG, no script, nothing fetched. */
-int ml_report_html(FILE *f, struct ml_report *const *reps, struct ml_timeline *const *tls, size_t n,
-                   const struct ml_report_opts *o);
 
 #endif

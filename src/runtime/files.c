@@ -1,7 +1,7 @@
 /* Process identity taken at start (token, rank, program) and the output directory it writes to. */
 #include "runtime/rt.h"
 #include "runtime/clock.h"
-#include "runtime/safefile.h"
+#include "format/safefile.h"
 #include "format/live.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  */
 #include "runtime/rt.h"
 #include "runtime/clock.h"
-#include "runtime/safefile.h"
+#include "format/safefile.h"
 #include "format/live.h"
 
 #include <errno.h>

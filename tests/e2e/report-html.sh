@@ -1,6 +1,6 @@
 #!/bin/bash
-# memlens report --html: the page of a real two-thread run with a timeline is rendered by headless
-# Chromium with networking off. The DOM Chromium builds must hold one bar per region and kind
+# memlens report --html: the page of a real two-thread run with a timeline (run until it has at
+# least 3 snapshots) is rendered by headless Chromium with networking off. The DOM Chromium builds must hold one bar per region and kind
 # with the profile's exact bytes, and one read and one write line per thread and region with one
 # point per timeline snapshot; a screenshot must come out as a non-empty PNG.
 . "$(dirname "$0")/region-lib.bash"
@@ -10,7 +10,16 @@ CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
 
 M=$MEMLENS_BUILD/bin/memlens
 ml_build tl 2 -pthread "$ML_KERNELS/timeline.c" || ml_finish
-MEMLENS_INTERVAL=20ms ml_run tl "$ML_TMP/p" 65536 4000 || ml_finish
+# At least 3 snapshots at 20 ms: the run must last long enough, whatever the machine's speed, so
+# the work doubles until it does (generous bound: 128 times the first try, 8 runs).
+passes=4000
+for try in $(seq 8); do
+    MEMLENS_INTERVAL=20ms ml_run tl "$ML_TMP/p" 65536 $passes || ml_finish
+    PYTHONPATH=$ML_ROOT/tests/lib python3 -c '
+import sys, mlp
+sys.exit(len(mlp.load_dir(sys.argv[1])[0].timeline["snaps"]) < 3)' "$ML_TMP/p" && break
+    [ $try = 8 ] || passes=$((passes * 2))
+done
 "$M" report --html "$ML_TMP/r.html" "$ML_TMP/p" || ml_error "report --html failed"
 
 # No network, no profile, no GPU: the page must render from the file alone.

@@ -73,20 +73,31 @@ wait_file() { # file: waits up to 60 s
 wait_file "$T/d/ready"
 "$MEMLENS" top --csv -d 0.1 $prog >"$T/frames.csv" 2>"$T/top.err" &
 top=$!
-# top has read its baseline once the CSV header is out; then one more interval to be sure
-wait_file "$T/frames.csv"
-sleep 0.3
+rows() { # column: the sum of a column of top's rows for region t (a row being written is skipped)
+    python3 -c 'import csv, sys
+s = 0
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["region"] == "t" and (r.get("time_borrowed") or "") != "":
+        s += int(r[sys.argv[2]])
+print(s)' "$T/frames.csv" "$1"
+}
+# top has read its baseline once the CSV header is out (not when the file exists: the shell
+# creates it); no clock is trusted on either side of the phase (docs/testing.md).
+for _ in $(seq 600); do
+    [ -s "$T/frames.csv" ] && break
+    sleep 0.1
+done
+[ -s "$T/frames.csv" ] || { kill $prog $top 2>/dev/null; fail "top printed no header in 60 s"; }
 touch "$T/d/go"
 wait_file "$T/d/done"
-sleep 0.5 # more than two intervals: top's last read follows the phase
+# The phase is over; top's frames reach its executions once one of its reads follows it.
+for _ in $(seq 600); do
+    [ "$(rows executions)" -ge $phase ] && break
+    sleep 0.1
+done
 touch "$T/d/stop"
 wait $prog || fail "the program failed"
 wait $top
-rows() { # column: the sum of a column of top's rows for region t
-    python3 -c 'import csv, sys
-print(sum(int(r[sys.argv[2]]) for r in csv.DictReader(open(sys.argv[1])) if r["region"] == "t"))' \
-        "$T/frames.csv" "$1"
-}
 ex=$(rows executions) rd=$(rows bytes_read)
 check_py "$T/top" "(P[0].totals('t')['entries'] == $phase + 100 and $ex == $phase and
 $rd * P[0].totals('t')['entries'] == $phase * P[0].totals('t')['bytes_read'])"

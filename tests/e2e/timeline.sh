@@ -1,6 +1,6 @@
 #!/bin/bash
 # Timelines (MEMLENS_INTERVAL): two threads stream a known number of bytes in one region
-# execution each for about a second. The sampler must see the region in progress (several
+# execution each, long enough for several snapshots (the work grows until it is, on any machine). The sampler must see the region in progress (several
 # snapshots per thread with bytes strictly between 0 and the total), cumulative figures never
 # decrease, no snapshot exceeds the final totals, the last one equals them, and the per-interval
 # bytes of `memlens report --timeline --csv` add up to the closed form. Also: a bad interval is
@@ -11,7 +11,20 @@ ml_setup
 M=$MEMLENS_BUILD/bin/memlens
 n=262144 passes=8000
 ml_build tl 2 -pthread "$ML_KERNELS/timeline.c" || ml_finish
-MEMLENS_INTERVAL=50ms ml_run tl "$ML_TMP/p" $n $passes || ml_finish
+# The sampler must see each stream thread inside its execution at least 3 times: the execution
+# must outlast a few intervals on any machine, so the work doubles until it does (generous
+# bound: 64 times the first try, 7 runs).
+for try in $(seq 7); do
+    MEMLENS_INTERVAL=50ms ml_run tl "$ML_TMP/p" $n $passes || ml_finish
+    PYTHONPATH=$ML_ROOT/tests/lib python3 -c '
+import sys, mlp
+n, passes, p = int(sys.argv[2]), int(sys.argv[3]), mlp.load_dir(sys.argv[1])[0]
+r = p.region_id("tl_stream")
+inside = [sum(1 for _, pt in p.series("tl_stream", t["index"]) if pt and 0 < pt["bytes_read"] < 8 * n * passes)
+          for t in p.threads if t["entries"][r]]
+sys.exit(len(inside) != 2 or min(inside) < 3)' "$ML_TMP/p" $n $passes && break
+    [ $try = 7 ] || passes=$((passes * 2))
+done
 
 ml_check "timeline" '
 n, passes, p = int(sys.argv[1]), int(sys.argv[2]), profile(sys.argv[3])
@@ -84,10 +97,19 @@ eq("tl_init total: sum of interval bytes", sums.get(("tl_init", "total")), [0, 3
 ' $n $passes "$ML_TMP/p" "$ML_TMP/tl.csv"
 
 # A small buffer (MEMLENS_TIMELINE_MAX) at 1 ms: the runtime halves the resolution, the whole
-# span stays covered, and the figures stay exact.
-rm -rf "$ML_TMP/small"
-MEMLENS_OUT=$ML_TMP/small MEMLENS_INTERVAL=1ms MEMLENS_TIMELINE_MAX=8192 "$ML_TMP/tl.ml" $n 4000 >/dev/null ||
-    ml_error "run with a small timeline buffer failed"
+# span stays covered, and the figures stay exact. Halving needs more snapshots than the buffer
+# holds, so the work doubles until the run lasts long enough (bound: 64 times, 7 runs).
+small=4000
+for try in $(seq 7); do
+    rm -rf "$ML_TMP/small"
+    MEMLENS_OUT=$ML_TMP/small MEMLENS_INTERVAL=1ms MEMLENS_TIMELINE_MAX=8192 "$ML_TMP/tl.ml" $n $small >/dev/null ||
+        ml_error "run with a small timeline buffer failed"
+    PYTHONPATH=$ML_ROOT/tests/lib python3 -c '
+import sys, mlp
+tl = mlp.load_dir(sys.argv[1])[0].timeline
+sys.exit(tl["interval_ns"] == tl["requested_ns"])' "$ML_TMP/small" && break
+    [ $try = 7 ] || small=$((small * 2))
+done
 "$M" report --timeline --csv "$ML_TMP/small" >"$ML_TMP/small.csv" || ml_error "report of the small timeline failed"
 ml_check "timeline halved" '
 import csv
@@ -107,7 +129,7 @@ for r in csv.DictReader(open(sys.argv[4])):
     k = (r["region"], r["thread"])
     sums[k] = sums.get(k, 0) + int(r["bytes_read"]) + int(r["bytes_written"])
 eq("tl_stream total bytes over the intervals", sums.get(("tl_stream", "total")), 4 * stream)
-' $n 4000 "$ML_TMP/small" "$ML_TMP/small.csv"
+' $n $small "$ML_TMP/small" "$ML_TMP/small.csv"
 
 # A bad interval: one line on stderr, no timeline, and --timeline says how to get one.
 rm -rf "$ML_TMP/bad"

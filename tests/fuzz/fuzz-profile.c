@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "format/profile.h"
+#include "report/merge.h"
 #include "report/report.h"
 #include "report/timeline.h"
 
@@ -30,25 +31,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ml_profile_free(p);
         return 0;
     }
-    ml_report_table(sink, &r, 1, &all);
-    ml_report_csv(sink, &r, 1, &all);
-    ml_report_blocks_csv(sink, &r, 1, &all);
-    ml_report_json(sink, &r, 1, &all);
+    ml_report_render(sink, &ml_render_table, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_csv, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_blocks, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_json, &r, NULL, 1, &all);
     all.top = 3;
-    ml_report_top_table(sink, &r, 1, &all);
-    ml_report_top_csv(sink, &r, 1, &all);
-    ml_report_top_json(sink, &r, 1, &all);
+    ml_report_render(sink, &ml_render_top, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_top_csv, &r, NULL, 1, &all);
+    ml_report_render(sink, &ml_render_top_json, &r, NULL, 1, &all);
     if (ml_timeline_build(r, &t) == 0) {
-        ml_report_timeline_table(sink, &r, &t, 1, &all);
-        ml_report_timeline_csv(sink, &r, &t, 1, &all);
-        ml_report_html(sink, &r, &t, 1, &all);
+        ml_report_render(sink, &ml_render_timeline, &r, &t, 1, &all);
+        ml_report_render(sink, &ml_render_timeline_csv, &r, &t, 1, &all);
+        ml_report_render(sink, &ml_render_html, &r, &t, 1, &all);
         ml_timeline_free(t);
     }
     if (p->nregions) {
         names[0] = ml_profile_str(p, p->regions[0]);
-        ml_report_table(sink, &r, 1, &one);
-        ml_report_csv(sink, &r, 1, &one);
-        ml_report_json(sink, &r, 1, &one);
+        ml_report_render(sink, &ml_render_table, &r, NULL, 1, &one);
+        ml_report_render(sink, &ml_render_csv, &r, NULL, 1, &one);
+        ml_report_render(sink, &ml_render_json, &r, NULL, 1, &one);
+    }
+    /* --merge of the profile with a second copy of itself: same tables, so one group. */
+    {
+        struct ml_merge *m = ml_merge_new();
+        struct ml_profile *q;
+        const struct ml_profile *mp;
+        struct ml_report *mr;
+        const char *name;
+        if (m && !ml_merge_add(m, p, r) && !ml_profile_parse(data, size, &q, err, sizeof(err)) &&
+            !ml_merge_add(m, q, r) && (mp = ml_merge_profile(m, 0, &name)) &&
+            !ml_report_build(mp, name, &mr)) {
+            ml_report_render(sink, &ml_render_table, &mr, NULL, 1, &all);
+            ml_report_render(sink, &ml_render_json, &mr, NULL, 1, &all);
+            ml_report_free(mr);
+        }
+        p = NULL; /* the merge owns it */
+        ml_merge_free(m);
     }
     ml_report_free(r);
     ml_profile_free(p);

@@ -23,7 +23,7 @@
  */
 #include "../../src/runtime/files.c"
 #include "../../src/runtime/publish.c"
-#include "../../src/runtime/safefile.c"
+#include "../../src/format/safefile.c"
 
 struct ml_rt ml_rt;
 
@@ -229,6 +229,79 @@ static void test_corrupt(void **state)
     build_state();
 }
 
+/* Writes the (changed) header to the published file: the file and the memory copy agree. */
+static void republish(void)
+{
+    int fd = open(pub_path, O_WRONLY | O_TRUNC);
+
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, &pub, sizeof(pub)), sizeof(pub));
+    close(fd);
+}
+
+/*
+ * Hostile layouts: a process may publish any offsets. Each field the reader
+ * copies out of a unit or region state must lie inside the record (else the
+ * reader would read past its copy: ASan found 6 of 6 such layouts), records
+ * and offsets must be of sane size; each is refused at attach, naming the
+ * field.
+ */
+static void test_hostile_layouts(void **state)
+{
+    const struct ml_live_header good = pub;
+    const uint32_t usize = pub.off[ML_LF_UNIT_SIZE], rsz = pub.off[ML_LF_RS_SIZE];
+    struct {
+        enum ml_live_field f;
+        uint32_t off;
+        const char *want;
+    } cases[] = {
+        {ML_LF_UNIT_KIND, usize, "unit.kind"},
+        {ML_LF_UNIT_REGSET, usize - 2, "unit.regset"},
+        {ML_LF_UNIT_FACTS, usize - 8, "unit.facts"},
+        {ML_LF_RS_ENTRIES, rsz, "region_state.entries"},
+        {ML_LF_RS_TICKS, rsz - 4, "region_state.ticks"},
+        {ML_LF_RS_START, 0xfffffff0u, "region_state.start"},
+        {ML_LF_RS_DEPTH, rsz - 3, "region_state.depth"},
+        {ML_LF_UNIT_SIZE, 0x80000000u, "records of"},
+        {ML_LF_RS_SIZE, 0, "records of"},
+        {ML_LF_RT_NAMES, 0x40000000u, "rt.names"},
+    };
+    struct ml_live *l = NULL;
+    struct ml_profile *p = NULL;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        pub.off[cases[i].f] = cases[i].off;
+        republish();
+        if (ml_live_open(getpid(), &l, err, sizeof(err)) == 0) {
+            /* Before the check, reading went past the copied records. */
+            ml_live_read(l, &p, err, sizeof(err));
+            ml_profile_free(p);
+            ml_live_close(l);
+            fail_msg("layout %zu (%s) accepted", i, cases[i].want);
+        }
+        assert_null(l);
+        assert_non_null(strstr(err, "impossible struct layout"));
+        if (!strstr(err, cases[i].want))
+            fail_msg("layout %zu: '%s' does not name '%s'", i, err, cases[i].want);
+        pub = good;
+    }
+    pub.nfacts = 1000;
+    republish();
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -EPROTO);
+    pub = good;
+    pub.max_regions = 0xffffffffu;
+    republish();
+    assert_int_equal(ml_live_open(getpid(), &l, err, sizeof(err)), -EPROTO);
+    assert_non_null(strstr(err, "regions at most"));
+    pub = good;
+    republish();
+    l = attach();
+    assert_int_equal(ml_live_read(l, &p, err, sizeof(err)), 0);
+    ml_profile_free(p);
+    ml_live_close(l);
+}
+
 /* A file whose copy in memory differs: stale at attach, gone (exec'd) once attached. */
 static void test_stale(void **state)
 {
@@ -348,9 +421,10 @@ static void test_find(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read),     cmocka_unit_test(test_diff),
-        cmocka_unit_test(test_corrupt),  cmocka_unit_test(test_stale),
-        cmocka_unit_test(test_refusals), cmocka_unit_test(test_find),
+        cmocka_unit_test(test_read),    cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_corrupt), cmocka_unit_test(test_hostile_layouts),
+        cmocka_unit_test(test_stale),   cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_find),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -3,7 +3,10 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "mlp-build.h"
@@ -111,20 +114,134 @@ static void test_read_file(void **state)
     assert_true(fd >= 0);
     assert_int_equal(write(fd, buf, len), (ssize_t)len);
     close(fd);
-    assert_int_equal(ml_profile_read(path, &p, err, sizeof(err)), 0);
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), 0);
     assert_string_equal(p->path, path);
     assert_int_equal(p->nthreads, 2);
     ml_profile_free(p);
     /* A truncated file on disk gives the same clean error as in memory. */
     assert_int_equal(truncate(path, (off_t)len - 1), 0);
-    assert_int_equal(ml_profile_read(path, &p, err, sizeof(err)), -EINVAL);
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), -EINVAL);
     assert_null(p);
     assert_non_null(strstr(err, "truncated section header"));
     unlink(path);
-    assert_int_equal(ml_profile_read(path, &p, err, sizeof(err)), -ENOENT);
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), -ENOENT);
     assert_string_equal(err, "No such file or directory");
-    assert_int_equal(ml_profile_read("/tmp", &p, err, sizeof(err)), -EINVAL);
+    assert_int_equal(ml_profile_read("/tmp", 0, &p, err, sizeof(err)), -EINVAL);
     assert_string_equal(err, "not a regular file");
+    free(buf);
+    free(b);
+}
+
+/* Peak resident memory of this process since the last reset_peak(), in MiB (VmHWM). */
+static long peak_mib(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmHWM: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb / 1024;
+}
+
+static void reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+
+    assert_non_null(f);
+    fputs("5", f);
+    fclose(f);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    fail_msg("ml_profile_read blocked");
+}
+
+/*
+ * Files anyone could have planted in a profile directory: a FIFO is refused
+ * at once (not waited on), a symbolic link is refused when asked, and a huge
+ * file is judged by its header and section lengths before its body is read:
+ * peak memory stays far below the file's size.
+ */
+static void test_read_hostile(void **state)
+{
+    struct mlb *b = sample();
+    char dir[] = "/tmp/ml-test-hostile-XXXXXX", path[128], link[128];
+    const off_t big = 256 << 20;
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256] = "";
+    int fd;
+
+    (void)state;
+    buf = mlb_write(b, &len);
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/fifo.mlp", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    signal(SIGALRM, on_alarm);
+    alarm(10);
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), -EINVAL);
+    alarm(0);
+    assert_string_equal(err, "not a regular file");
+    unlink(path);
+
+    /* A good profile, and a link to it. */
+    snprintf(path, sizeof(path), "%s/good.mlp", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, buf, len), (ssize_t)len);
+    close(fd);
+    snprintf(link, sizeof(link), "%s/link.mlp", dir);
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(ml_profile_read(link, 0, &p, err, sizeof(err)), 0);
+    ml_profile_free(p);
+    assert_int_equal(ml_profile_read(link, ML_PROF_NOFOLLOW, &p, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "symbolic link"));
+    unlink(link);
+
+    /* 256 MiB after the END record are not read. */
+    assert_int_equal(truncate(path, big), 0);
+    reset_peak();
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->size, len);
+    ml_profile_free(p);
+    assert_true(peak_mib() < 64);
+
+    /* A section claiming more than the file holds is refused before its payload is read. */
+    fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    {
+        struct ml_prof_section s = {.type = ML_SEC_STRTAB, .length = (uint64_t)big};
+        assert_int_equal(pwrite(fd, &s, sizeof(s), sizeof(struct ml_prof_header)), sizeof(s));
+    }
+    close(fd);
+    reset_peak();
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), -EINVAL);
+    {
+        char want[96];
+        snprintf(want, sizeof(want), "section 'strtab' at offset %zu claims 268435456 bytes",
+                 sizeof(struct ml_prof_header));
+        assert_non_null(strstr(err, want));
+    }
+    assert_true(peak_mib() < 64);
+
+    /* Not a profile at all: 64 bytes read, whatever the size. */
+    fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, "JUNK", 4, 0), 4);
+    close(fd);
+    reset_peak();
+    assert_int_equal(ml_profile_read(path, 0, &p, err, sizeof(err)), -EINVAL);
+    assert_string_equal(err, "not a memlens profile (bad magic)");
+    assert_true(peak_mib() < 64);
+    unlink(path);
+    rmdir(dir);
     free(buf);
     free(b);
 }
@@ -775,15 +892,15 @@ static void test_writer_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_read_file),
-        cmocka_unit_test(test_truncation),   cmocka_unit_test(test_bad_header),
-        cmocka_unit_test(test_version2),     cmocka_unit_test(test_bad_lengths),
-        cmocka_unit_test(test_bad_strings),  cmocka_unit_test(test_bad_regsets),
-        cmocka_unit_test(test_bad_threads),  cmocka_unit_test(test_section_order),
-        cmocka_unit_test(test_writer_error), cmocka_unit_test(test_events_calib),
-        cmocka_unit_test(test_entries),      cmocka_unit_test(test_timeline),
-        cmocka_unit_test(test_bad_timeline), cmocka_unit_test(test_timeline_halve),
-        cmocka_unit_test(test_exited),
+        cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_read_file),
+        cmocka_unit_test(test_read_hostile),   cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_bad_header),     cmocka_unit_test(test_version2),
+        cmocka_unit_test(test_bad_lengths),    cmocka_unit_test(test_bad_strings),
+        cmocka_unit_test(test_bad_regsets),    cmocka_unit_test(test_bad_threads),
+        cmocka_unit_test(test_section_order),  cmocka_unit_test(test_writer_error),
+        cmocka_unit_test(test_events_calib),   cmocka_unit_test(test_entries),
+        cmocka_unit_test(test_timeline),       cmocka_unit_test(test_bad_timeline),
+        cmocka_unit_test(test_timeline_halve), cmocka_unit_test(test_exited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

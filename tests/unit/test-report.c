@@ -232,16 +232,15 @@ static void test_not_seen(void **state)
     assert_int_equal(c[4].calls[1], 30);
 }
 
-/* Renders with fn into a string (caller frees). */
-static char *render(int (*fn)(FILE *, struct ml_report *const *, size_t,
-                              const struct ml_report_opts *),
-                    struct ml_report *r, const struct ml_report_opts *o)
+/* Renders with rd into a string (caller frees). */
+static char *render(const struct ml_renderer *rd, struct ml_report *r,
+                    const struct ml_report_opts *o)
 {
     char *s = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&s, &n);
 
-    assert_int_equal(fn(f, &r, 1, o), 0);
+    assert_int_equal(ml_report_render(f, rd, &r, NULL, 1, o), 0);
     fclose(f);
     return s;
 }
@@ -255,7 +254,7 @@ static void test_csv(void **state)
 {
     struct fixture *fx = *state;
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
-    char *s = render(ml_report_csv, fx->r, &o);
+    char *s = render(&ml_render_csv, fx->r, &o);
 
     assert_true(starts_with(s, "profile,pid,region,thread,tid,executions,seconds,instr_int,"
                                "instr_fp,instr_vec,instr_mem,instr_branch,instr_call,instr_other,"
@@ -264,13 +263,13 @@ static void test_csv(void **state)
                                "increments,measured,scale,est_seconds,est_instructions,est_loads,"
                                "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,"
                                "cal_seconds,read_gbs_cf,write_gbs_cf,read_gbs_cal,write_gbs_cal,"
-                               "events,rank\n"));
+                               "events,rank,profiles\n"));
     /* outer: units u0, u1 and u2 (3 counters); u0 increments once per execution. Not sampled:
        scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
                               "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,3,10,1,1.000000,"
                               "2.000000000,90,25,10,1200,1080,1.571429,1.272727273,,"
-                              "0.000001,0.000001,,,,\n"));
+                              "0.000001,0.000001,,,,,1\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
                               "120,0,0,0,120,0,0.000000,0.000000,1,1,0,0,1.000000,"));
@@ -285,11 +284,11 @@ static void test_csv(void **state)
         o.rows = ML_REPORT_TOTALS;
         o.regions = names;
         o.nregion_names = 1;
-        s = render(ml_report_csv, fx->r, &o);
+        s = render(&ml_render_csv, fx->r, &o);
         assert_string_equal(strchr(s, '\n') + 1,
                             "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
                             "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
-                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,\n");
+                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1\n");
         free(s);
     }
 }
@@ -298,17 +297,17 @@ static void test_blocks(void **state)
 {
     struct fixture *fx = *state;
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
-    char *s = render(ml_report_blocks_csv, fx->r, &o);
+    char *s = render(&ml_render_blocks, fx->r, &o);
 
     assert_true(starts_with(s, "profile,pid,unit,kind,regions,module,function,file,line,"
                                "executions,instructions,loads,stores,bytes_read,bytes_written,"
-                               "rank\n"));
+                               "rank,profiles\n"));
     /* Demangled name; bytes unit has no execution count; comma in a file name is quoted. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,0,block,outer,,ns::foo(int),a.cc,10,14,98,28,"
-                              "14,224,112,\n"));
+                              "14,224,112,,1\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,2,bytes,outer;inner,,main,a.cc,21,,0,0,0,1000,"
-                              "1000,\n"));
-    assert_non_null(strstr(s, "\nt/app.mlp,4242,4,block,,,init,\"b,c.c\",5,7,700,0,0,0,0,\n"));
+                              "1000,,1\n"));
+    assert_non_null(strstr(s, "\nt/app.mlp,4242,4,block,,,init,\"b,c.c\",5,7,700,0,0,0,0,,1\n"));
     free(s);
 }
 
@@ -316,7 +315,7 @@ static void test_table(void **state)
 {
     struct fixture *fx = *state;
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
-    char *s = render(ml_report_table, fx->r, &o);
+    char *s = render(&ml_render_table, fx->r, &o);
 
     assert_non_null(strstr(s, "profile t/app.mlp\n  pid 4242, ppid 1, host node1, 3 threads, "
                               "1.50 s wall\n  program ./app\n"));
@@ -339,7 +338,7 @@ static void test_table(void **state)
     free(s);
 
     fx->p->hdr.sample = 8;
-    s = render(ml_report_table, fx->r, &o);
+    s = render(&ml_render_table, fx->r, &o);
     assert_non_null(strstr(s, "note: sampled, 1 in 8 region executions measured"));
     assert_non_null(strstr(s, "est. time"));
     fx->p->hdr.sample = 1;
@@ -351,7 +350,7 @@ static void test_json(void **state)
 {
     struct fixture *fx = *state;
     struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
-    char *s = render(ml_report_json, fx->r, &o);
+    char *s = render(&ml_render_json, fx->r, &o);
     FILE *py;
 
     assert_non_null(strstr(s, "\"cmdline\": \"./app \\\"quoted\\\", arg\""));
@@ -381,28 +380,28 @@ static void test_rank(void **state)
     struct ml_prof_header saved = fx->p->hdr;
     char *s;
 
-    s = render(ml_report_json, fx->r, &o);
+    s = render(&ml_render_json, fx->r, &o);
     assert_non_null(strstr(s, "\"token\": null, \"rank\": null, \"nranks\": null,"));
     free(s);
     fx->p->hdr.flags |= ML_PROF_F_RANK;
     fx->p->hdr.rank = 3;
     fx->p->hdr.nranks = 4;
     fx->p->hdr.token = 0xfedcba9876543210ull;
-    s = render(ml_report_table, fx->r, &o);
+    s = render(&ml_render_table, fx->r, &o);
     assert_non_null(strstr(s, "  pid 4242, ppid 1, rank 3 of 4, host node1, 3 threads"));
     free(s);
-    s = render(ml_report_csv, fx->r, &o);
+    s = render(&ml_render_csv, fx->r, &o);
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,"));
-    assert_non_null(strstr(s, ",,,3\nt/app.mlp,4242,"));
+    assert_non_null(strstr(s, ",,,3,1\nt/app.mlp,4242,"));
     free(s);
-    s = render(ml_report_blocks_csv, fx->r, &o);
-    assert_non_null(strstr(s, "14,224,112,3\n"));
+    s = render(&ml_render_blocks, fx->r, &o);
+    assert_non_null(strstr(s, "14,224,112,3,1\n"));
     free(s);
-    s = render(ml_report_json, fx->r, &o);
+    s = render(&ml_render_json, fx->r, &o);
     assert_non_null(strstr(s, "\"token\": \"fedcba9876543210\", \"rank\": 3, \"nranks\": 4,"));
     free(s);
     fx->p->hdr.nranks = 0;
-    s = render(ml_report_table, fx->r, &o);
+    s = render(&ml_render_table, fx->r, &o);
     assert_non_null(strstr(s, "  pid 4242, ppid 1, rank 3, host node1"));
     free(s);
     fx->p->hdr = saved;
@@ -429,13 +428,13 @@ static void test_json_escapes(void **state)
     buf = mlb_write(b, &len);
     assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
     assert_int_equal(ml_report_build(p, "x", &r), 0);
-    s = render(ml_report_json, r, &o);
+    s = render(&ml_render_json, r, &o);
     assert_non_null(strstr(s, "\"name\": \"a\\\"b\\\\c\\u000a\\u0001\\ufffd\xc3\xa9\""));
     /* tsc_hz 0: times unknown, shown as null, never NaN. */
     assert_non_null(strstr(s, "\"seconds\": null"));
     assert_null(strstr(s, "nan"));
     free(s);
-    s = render(ml_report_table, r, &o);
+    s = render(&ml_render_table, r, &o);
     assert_non_null(strstr(s, "note: the profile has no clock rate"));
     free(s);
     ml_report_free(r);
@@ -488,17 +487,17 @@ static void test_sampled(void **state)
     assert_true(c->cal_ticks == 280);
     assert_true(r->totals[0].cal_ticks == 280);
     assert_true(ml_report_sampled(r));
-    s = render(ml_report_csv, r, &o);
+    s = render(&ml_render_csv, r, &o);
     assert_non_null(strstr(s, "\ns,4242,k,0,9,10,0.400000000,0,0,0,0,0,0,0,200,40,0,320,0,0,0,0,0,"
                               "0.000001,0.000000,0,1,40,4,2.500000,1.000000000,500,100,0,800,0,"
                               "3.000000,0.133333333,0.280000000,0.000002,0.000000,0.000001,"
-                              "0.000000,,\n"));
+                              "0.000000,,,1\n"));
     free(s);
-    s = render(ml_report_table, r, &o);
+    s = render(&ml_render_table, r, &o);
     assert_non_null(strstr(s, "note: sampled, 1 in 3 region executions measured"));
     assert_non_null(strstr(s, "est. time"));
     free(s);
-    s = render(ml_report_json, r, &o);
+    s = render(&ml_render_json, r, &o);
     assert_non_null(strstr(s, "\"measured\": 4, \"scale\": 2.5, \"estimated\": {\"seconds\": 1, "
                               "\"instructions\": 500, \"loads\": 100"));
     assert_non_null(strstr(s, "\"calibration\": {\"increment_ticks\": 2.000, \"timer_ticks\": "
@@ -516,8 +515,8 @@ static void test_sampled(void **state)
     c = ml_report_cell(r, 0, 0);
     assert_true(c->scale < 0 && c->est_ticks < 0 && c->cal_ticks < 0);
     assert_true(ml_rstats_seconds(c, 1000) < 0);
-    s = render(ml_report_csv, r, &o);
-    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,\n"));
+    s = render(&ml_render_csv, r, &o);
+    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,,1\n"));
     free(s);
     ml_report_free(r);
     ml_profile_free(p);

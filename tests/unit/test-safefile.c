@@ -1,4 +1,4 @@
-/* Unit tests of the runtime's safe file creation (src/runtime/safefile.c): the directory walk's
+/* Unit tests of safe file creation (src/format/safefile.c): the directory walk's
  * link rules, O_EXCL creation and renames that never replace. */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "../../src/runtime/safefile.c"
+#include "../../src/format/safefile.c"
 
 static char root[PATH_MAX / 2];
 

@@ -142,15 +142,14 @@ static void test_build(void **state)
     assert_float_equal(ml_timeline_end(t, 2), 0.3, 1e-12);
 }
 
-static char *render(int (*fn)(FILE *, struct ml_report *const *, struct ml_timeline *const *,
-                              size_t, const struct ml_report_opts *),
-                    struct fixture *fx, const struct ml_report_opts *o)
+static char *render(const struct ml_renderer *rd, struct fixture *fx,
+                    const struct ml_report_opts *o)
 {
     char *s = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&s, &n);
 
-    assert_int_equal(fn(f, &fx->r, &fx->t, 1, o), 0);
+    assert_int_equal(ml_report_render(f, rd, &fx->r, &fx->t, 1, o), 0);
     fclose(f);
     return s;
 }
@@ -161,7 +160,7 @@ static void test_csv(void **state)
     struct ml_report_opts all = {.rows = ML_REPORT_THREADS_AND_TOTALS};
     const char *names[] = {"b&c"};
     struct ml_report_opts one = {.rows = ML_REPORT_TOTALS, .regions = names, .nregion_names = 1};
-    char *s = render(ml_report_timeline_csv, fx, &all);
+    char *s = render(&ml_render_timeline_csv, fx, &all);
 
     assert_non_null(strstr(s, "profile,pid,region,thread,tid,interval,start_s,end_s,executions,"
                               "region_seconds,instructions,bytes_read,bytes_written,read_gbs,"
@@ -181,7 +180,7 @@ static void test_csv(void **state)
         assert_int_equal(lines, 21);
     }
     free(s);
-    s = render(ml_report_timeline_csv, fx, &one);
+    s = render(&ml_render_timeline_csv, fx, &one);
     assert_null(strstr(s, ",a,"));
     assert_null(strstr(s, "b&c,2,"));
     assert_non_null(strstr(s, "b&c,total,,0,"));
@@ -213,7 +212,7 @@ static void test_table(void **state)
 {
     struct fixture *fx = *state;
     struct ml_report_opts all = {.rows = ML_REPORT_THREADS_AND_TOTALS};
-    char *s = render(ml_report_timeline_table, fx, &all);
+    char *s = render(&ml_render_timeline, fx, &all);
 
     assert_non_null(strstr(s, "profile t/app.mlp\n  timeline: 4 snapshots, every 100 ms\n"));
     /* Thread 1 only changed in interval 1: one row. */
@@ -245,7 +244,7 @@ static void test_html(void **state)
 {
     struct fixture *fx = *state;
     struct ml_report_opts all = {.rows = ML_REPORT_THREADS_AND_TOTALS};
-    char *s = render(ml_report_html, fx, &all);
+    char *s = render(&ml_render_html, fx, &all);
 
     assert_true(!strncmp(s, "<!DOCTYPE html>", 15));
     assert_non_null(strstr(s, "</html>\n"));

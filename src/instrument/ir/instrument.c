@@ -125,7 +125,13 @@ int ml_string_literal(LLVMValueRef v, const char **s, size_t *len)
 {
     LLVMValueRef g = global_base(v), init = g ? LLVMGetInitializer(g) : NULL;
 
-    if (!init || !LLVMIsConstantString(init))
+    /* "" is a zeroinitializer, not a ConstantDataSequential: LLVMIsConstantString would crash. */
+    if (init && LLVMIsAConstantAggregateZero(init)) {
+        *s = "";
+        *len = 0;
+        return 1;
+    }
+    if (!init || !LLVMIsAConstantDataSequential(init) || !LLVMIsConstantString(init))
         return 0;
     *s = LLVMGetAsString(init, len);
     if (*len && (*s)[*len - 1] == 0)
@@ -138,9 +144,14 @@ void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len)
     unsigned flen = 0;
     const char *file = LLVMGetDebugLocFilename(inst, &flen);
     size_t nlen;
-    const char *fn = LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
+    const char *fn =
+        LLVMGetValueName2(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)), &nlen);
 
-    if (file && flen)
+    unsigned col = file && flen ? LLVMGetDebugLocColumn(inst) : 0;
+
+    if (file && flen && col)
+        snprintf(buf, len, "%.*s:%u:%u", (int)flen, file, LLVMGetDebugLocLine(inst), col);
+    else if (file && flen)
         snprintf(buf, len, "%.*s:%u", (int)flen, file, LLVMGetDebugLocLine(inst));
     else
         snprintf(buf, len, "function '%.*s'", (int)nlen, fn);
@@ -191,10 +202,15 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
         ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
     }
+    if (!len || memchr(s, 0, len)) {
+        ml_describe_loc(call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL, "%s: region name %s", where,
+                          len ? "holds a NUL byte" : "is empty");
+    }
     if (LLVMIsAInvokeInst(call)) {
         ml_describe_loc(call, where, sizeof(where));
-        return ml_ir_fail(ir, -EINVAL,
-                          "%s: region marker may throw; declare it through memlens.h", where);
+        return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
+                          where);
     }
     return region_intern(ir, s, len, id);
 }
@@ -243,6 +259,32 @@ static void fwork_free(struct fwork *w)
     ml_ptrmap_free(&w->index);
 }
 
+/*
+ * An END ends a region only in the function that began it (a region also ends
+ * when that function returns), so an END whose region no BEGIN of the same
+ * function names ends nothing: a misspelt or mismatched name, reported.
+ */
+static int check_ends(struct ml_ir *ir, const struct fwork *w)
+{
+    for (size_t i = 0; i < w->nmarkers; i++) {
+        size_t k = 0;
+        char where[256];
+
+        while (k < w->nmarkers &&
+               (!w->markers[k].begin || w->markers[k].region != w->markers[i].region))
+            k++;
+        if (w->markers[i].begin || k < w->nmarkers)
+            continue;
+        ml_describe_loc(w->markers[i].call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL,
+                          "%s: MEMLENS_ROI_END(\"%s\") without a MEMLENS_ROI_BEGIN(\"%s\") in "
+                          "the same function",
+                          where, ir->regions[w->markers[i].region],
+                          ir->regions[w->markers[i].region]);
+    }
+    return 0;
+}
+
 static int fwork_build(struct ml_ir *ir, struct fwork *w)
 {
     LLVMBasicBlockRef bb;
@@ -289,7 +331,7 @@ static int fwork_build(struct ml_ir *ir, struct fwork *w)
             w->markers[w->nmarkers++] = (struct marker){in, r, k == 1};
         }
     }
-    return 0;
+    return check_ends(ir, w);
 }
 
 static const struct marker *find_marker(const struct fwork *w, LLVMValueRef inst)
@@ -539,7 +581,8 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Exact mode: tell the runtime about each access of the segment's instructions, with its address. */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its address.
+ */
 static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
 {
     for (size_t i = 0; i < n; i++) {
@@ -548,7 +591,7 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
         uint64_t size = 0;
         int mk = 0;
 
-    switch (LLVMGetInstructionOpcode(in)) {
+        switch (LLVMGetInstructionOpcode(in)) {
         case LLVMLoad:
             ptr[0] = LLVMGetOperand(in, 0);
             size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
@@ -947,8 +990,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
-                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at,
-                                   set, job->src_name, &holder, whole ? lf.factor[c] : 1,
+                rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
+                                   job->src_name, &holder, whole ? lf.factor[c] : 1,
                                    host == c && !hoist, in ? 0 : lf.adds[b]);
                 if (rc)
                     goto out;
@@ -1195,7 +1238,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
     if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
         (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && (o->all || o->trace)))
-        return 0; /* no regions: leave the module untouched */
+        return 1; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
@@ -1299,21 +1342,23 @@ out:
     return rc;
 }
 
-/* ---- file entry point ---- */
+/* ---- bitcode entry point ---- */
 
-static int read_module(LLVMContextRef ctx, const char *path, LLVMModuleRef *m, char *err,
-                       size_t errlen)
+static int read_module(LLVMContextRef ctx, const struct ml_ir_input *in, LLVMModuleRef *m,
+                       char *err, size_t errlen)
 {
     LLVMMemoryBufferRef buf;
     char *msg = NULL;
 
-    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-        snprintf(err, errlen, "cannot read bitcode '%s': %s", path, msg ? msg : "?");
+    if (in->data) {
+        buf = LLVMCreateMemoryBufferWithMemoryRange(in->data, in->len, in->path, 0);
+    } else if (LLVMCreateMemoryBufferWithContentsOfFile(in->path, &buf, &msg)) {
+        snprintf(err, errlen, "cannot read bitcode '%s': %s", in->path, msg ? msg : "?");
         LLVMDisposeMessage(msg);
         return -EIO;
     }
     if (LLVMParseBitcodeInContext2(ctx, buf, m)) {
-        snprintf(err, errlen, "'%s' is not LLVM 14 bitcode", path);
+        snprintf(err, errlen, "'%s' is not LLVM 14 bitcode", in->path);
         LLVMDisposeMemoryBuffer(buf);
         return -EINVAL;
     }
@@ -1329,46 +1374,43 @@ static void first_line(char *s)
         *nl = 0;
 }
 
-int ml_ir_instrument_files(const char *const *in, int n, const char *out,
-                           const struct ml_ir_opts *o, char *err, size_t errlen)
+int ml_ir_instrument_bitcode(const struct ml_ir_input *in, int n, const struct ml_ir_opts *o,
+                             LLVMMemoryBufferRef *out, char *err, size_t errlen)
 {
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef m = NULL;
-    char tmp[4096], *msg = NULL;
+    char *msg = NULL;
     int rc;
 
     err[0] = 0;
-    rc = read_module(ctx, in[0], &m, err, errlen);
+    *out = NULL;
+    rc = read_module(ctx, &in[0], &m, err, errlen);
     for (int i = 1; i < n && !rc; i++) {
         LLVMModuleRef other;
-        rc = read_module(ctx, in[i], &other, err, errlen);
+        rc = read_module(ctx, &in[i], &other, err, errlen);
         if (!rc && LLVMLinkModules2(m, other)) {
-            snprintf(err, errlen, "cannot link bitcode '%s' into '%s'", in[i], in[0]);
+            snprintf(err, errlen, "cannot link bitcode '%s' into '%s'", in[i].path, in[0].path);
             rc = -EINVAL;
         }
     }
     if (rc)
         goto out;
     rc = ml_ir_instrument(m, o, err, errlen);
-    if (rc)
+    if (rc < 0 || (rc == 1 && n == 1)) {
+        rc = rc < 0 ? rc : 0; /* untouched: the input is the result, use-list order and all */
         goto out;
+    }
     if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
         first_line(msg);
-        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s", in[0], msg);
+        snprintf(err, errlen, "internal error: instrumented '%s' does not verify: %s", in[0].path,
+                 msg);
         rc = -EINVAL;
         goto out;
     }
-    snprintf(tmp, sizeof(tmp), "%s.tmp%d", out, (int)getpid());
-    if (LLVMWriteBitcodeToFile(m, tmp)) {
-        snprintf(err, errlen, "cannot write bitcode '%s'", tmp);
-        rc = -EIO;
-        goto out;
-    }
-    if (rename(tmp, out)) {
-        rc = -errno;
-        snprintf(err, errlen, "cannot write bitcode '%s': %s", out, strerror(errno));
-        unlink(tmp);
-    }
+    *out = LLVMWriteBitcodeToMemoryBuffer(m);
+    rc = *out ? 0 : -ENOMEM;
+    if (rc)
+        snprintf(err, errlen, "out of memory");
 out:
     LLVMDisposeMessage(msg);
     if (m)

@@ -36,16 +36,30 @@ struct ml_ir_opts {
 /*
  * Instruments module m in place: finds MEMLENS_ROI_* regions, clones callees
  * reached from regions, adds thread-local counters and embeds the static
- * facts and a constructor that registers them with the runtime. A module
- * without regions is left unchanged. Returns 0 or -errno with a reason in err.
+ * facts and a constructor that registers them with the runtime. Returns 0,
+ * or 1 when the module has no regions (and o->all is off): it is left
+ * unchanged. Returns -errno with a reason in err on failure; a reason about a
+ * marker starts with its place, "<file>:<line>:<column>: " when the module has
+ * debug locations, else "function '<name>': ".
  */
 int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, size_t errlen);
 
+/* Bitcode to read: the file path, or when data is not NULL, len bytes named path. */
+struct ml_ir_input {
+    const char *path;
+    const void *data;
+    size_t len;
+};
+
 /*
- * Reads the bitcode files in[0..n-1], links them into one module when n > 1,
- * instruments it and writes bitcode to out (via a temporary and rename).
+ * Reads the bitcode in[0..n-1], links it into one module when n > 1,
+ * instruments it and returns the new bitcode in *out (dispose with
+ * LLVMDisposeMemoryBuffer). With one input that has nothing to instrument,
+ * *out is NULL: the input is the result as it is (rewriting it would lose the
+ * use-list order and so change the code generated from it). Returns 0 or
+ * -errno with a reason in err.
  */
-int ml_ir_instrument_files(const char *const *in, int n, const char *out,
-                           const struct ml_ir_opts *o, char *err, size_t errlen);
+int ml_ir_instrument_bitcode(const struct ml_ir_input *in, int n, const struct ml_ir_opts *o,
+                             LLVMMemoryBufferRef *out, char *err, size_t errlen);
 
 #endif

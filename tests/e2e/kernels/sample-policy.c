@@ -15,6 +15,14 @@ void *volatile sample_escape;
 
 static long execs;
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* "outer" reads K longs and holds "inner", which writes one: 8 K and 8 bytes per execution. */
 static void *frequent(void *arg)
 {
@@ -57,14 +65,25 @@ int main(int argc, char **argv)
             MEMLENS_ROI_END("rare");
         }
     } else if (!strcmp(mode, "sparse")) {
-        /* Three 2 ms executions 300 ms apart: sparse in time, the time rule measures them. */
-        struct timespec run = {0, 2 * 1000 * 1000}, idle = {0, 300 * 1000 * 1000};
+        /*
+         * Three 2 ms executions at least 300 ms apart: sparse in time, the time rule measures
+         * them. The pause is also at least 20 times the last execution, whatever a loaded
+         * machine made of its 2 ms, so that the rule (9 times) holds on any machine.
+         */
+        struct timespec run = {0, 2 * 1000 * 1000};
+        double took = 0;
         for (int e = 0; e < 3; e++) {
-            if (e)
+            double t0;
+            if (e) {
+                double pause = 20 * took > 0.3 ? 20 * took : 0.3;
+                struct timespec idle = {(time_t)pause, (long)((pause - (time_t)pause) * 1e9)};
                 nanosleep(&idle, NULL);
+            }
+            t0 = now_s();
             MEMLENS_ROI_BEGIN("sparse");
             nanosleep(&run, NULL);
             MEMLENS_ROI_END("sparse");
+            took = now_s() - t0;
         }
     } else if (!strcmp(mode, "dense")) {
         /* Five 30 ms executions back to back: the time rule must not measure them all. */

@@ -1,12 +1,13 @@
-/* Safe creation of the files the runtime writes: no link followed, nothing replaced, mode 0600. */
-#ifndef ML_RUNTIME_SAFEFILE_H
-#define ML_RUNTIME_SAFEFILE_H
+/* Safe creation of the files memlens writes: no link followed, nothing replaced, mode 0600. */
+#ifndef ML_FORMAT_SAFEFILE_H
+#define ML_FORMAT_SAFEFILE_H
 
 #include <stddef.h>
 
 /*
- * Every file the runtime creates (profiles, traces, the live-view file) goes
- * through these functions; the rules are in docs/files.md. None of them
+ * Every file the runtime creates (profiles, traces, the live-view file) and
+ * the files of memlens profile go through these functions; the rules are in
+ * docs/files.md. Shared by the runtime and the tools, hence in format/. None of them
  * allocates or uses stdio, so they may run in a fork child or a signal handler.
  */
 

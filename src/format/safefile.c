@@ -1,5 +1,5 @@
-/* Safe file creation for the runtime: directory walk without foreign links, O_EXCL, no replace. */
-#include "runtime/safefile.h"
+/* Safe file creation (runtime and tools): directory walk without foreign links, O_EXCL, no replace. */
+#include "format/safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,19 @@
+/* Registry of profiling modules: one struct ml_module per file in src/backend/modules/. */
+#include "backend/backend.h"
+
+#include <string.h>
+
+extern const struct ml_module ml_module_stats;
+
+const struct ml_module *const ml_modules[] = {
+    &ml_module_stats,
+    NULL,
+};
+
+const struct ml_module *ml_module_find(const char *name)
+{
+    for (size_t i = 0; ml_modules[i]; i++)
+        if (!strcmp(ml_modules[i]->name, name))
+            return ml_modules[i];
+    return NULL;
+}
