@@ -1,4 +1,5 @@
-/* Trace analyses: a driver that streams traces chunk by chunk, and analyses as structs of callbacks. */
+/* Trace analyses: a driver that streams traces chunk by chunk, and analyses as structs of
+ * callbacks. */
 #ifndef ML_ANALYZE_H
 #define ML_ANALYZE_H
 
@@ -16,9 +17,9 @@ struct ml_an_input {
 };
 
 struct ml_an_opts {
-    FILE *out;              /* where reports (and streaming analyses) write */
-    enum ml_an_format fmt;  /* table, CSV or JSON */
-    int progress;           /* chunks read so far on stderr */
+    FILE *out;             /* where reports (and streaming analyses) write */
+    enum ml_an_format fmt; /* table, CSV or JSON */
+    int progress;          /* chunks read so far on stderr */
     /* Damage (chunks that do not decode) is reported on this stream and skipped; NULL: silent. */
     FILE *warn;
 };

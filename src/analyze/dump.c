@@ -30,8 +30,8 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
-        const struct ml_trace_site *s = x->site != ML_EV_NOID ? ml_trace_site(in->trace, x->site)
-                                                              : NULL;
+        const struct ml_trace_site *s =
+            x->site != ML_EV_NOID ? ml_trace_site(in->trace, x->site) : NULL;
         fprintf(d->out, "%u %u %.0f %s %#llx %u %u ", in->info->hdr.pid, x->thread,
                 ml_trace_ns(in->trace, x->time), ml_ev_kind_name(x->kind),
                 (unsigned long long)x->addr, x->size, x->weight);
@@ -41,8 +41,7 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
             fprintf(d->out, "- - ");
         if (ml_ev_is_marker(x->kind)) {
             const struct ml_trace_marker *m = ml_trace_marker(in->trace, x->aux2);
-            fprintf(d->out, "%s:%s\n", m ? ml_marker_kind_name(m->kind) : "?",
-                    m ? m->name : "?");
+            fprintf(d->out, "%s:%s\n", m ? ml_marker_kind_name(m->kind) : "?", m ? m->name : "?");
         } else if (x->kind == ML_EV_IO) {
             fprintf(d->out, "fd=%u %s %s got=%llu\n", x->aux2 >> 16,
                     ml_fd_kind_name((x->aux2 >> 8) & 0xff), ml_io_call_name(x->aux2 & 0xff),

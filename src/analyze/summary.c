@@ -23,6 +23,7 @@ struct thr {
     int seen;
     struct counts all;
     struct counts *by_marker; /* [nmarkers] */
+    unsigned char *entered;   /* [nmarkers] the region was open on this thread */
     uint32_t *depth;          /* [nmarkers] open depth of each region */
     uint32_t *open;           /* open regions */
     uint32_t nopen;
@@ -39,10 +40,11 @@ struct row {
 
 struct tsum { /* one trace */
     char *path;
-    uint32_t pid;
+    uint32_t pid, ppid;
     uint64_t records, markers, events, faults, dropped, waits, wait_ticks, lost;
     uint64_t raw, stored, file;
-    double seconds, wait_ms;
+    double seconds, wait_ms, writer_s;
+    uint64_t raw_words;
     int ended;
     uint32_t end_reason, end_signal;
     size_t problems;
@@ -82,12 +84,14 @@ static struct thr *thread_of(struct summary *s, uint32_t index)
     if (!s->thr[index].seen) {
         struct thr *t = &s->thr[index];
         t->by_marker = calloc(s->nmarkers + 1, sizeof(*t->by_marker));
+        t->entered = calloc(s->nmarkers + 1, 1);
         t->depth = calloc(s->nmarkers + 1, sizeof(*t->depth));
         t->open = calloc(s->nmarkers + 1, sizeof(*t->open));
-        if (!t->by_marker || !t->depth || !t->open)
+        if (!t->by_marker || !t->entered || !t->depth || !t->open)
             return NULL;
         t->seen = 1;
         t->index = index;
+        t->tid = ml_trace_thread_tid(s->t, index);
         t->phase = ML_EV_NOID;
     }
     return &s->thr[index];
@@ -156,9 +160,10 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
             s->traces[s->ntraces - 1].markers++;
             if (m >= s->nmarkers)
                 continue;
-            if (x->kind == ML_EV_REGION_BEGIN && t->depth[m]++ == 0)
+            if (x->kind == ML_EV_REGION_BEGIN && t->depth[m]++ == 0) {
                 t->open[t->nopen++] = m;
-            else if (x->kind == ML_EV_REGION_END && t->depth[m] && --t->depth[m] == 0) {
+                t->entered[m] = 1;
+            } else if (x->kind == ML_EV_REGION_END && t->depth[m] && --t->depth[m] == 0) {
                 for (uint32_t k = 0; k < t->nopen; k++)
                     if (t->open[k] == m)
                         t->open[k] = t->open[--t->nopen];
@@ -221,6 +226,19 @@ static int add_row(struct tsum *ts, uint32_t thread, uint32_t tid, const char *k
     return 0;
 }
 
+static void free_threads(struct summary *s)
+{
+    for (uint32_t i = 0; i < s->nthr; i++) {
+        free(s->thr[i].by_marker);
+        free(s->thr[i].entered);
+        free(s->thr[i].depth);
+        free(s->thr[i].open);
+    }
+    free(s->thr);
+    s->thr = NULL;
+    s->nthr = 0;
+}
+
 /* Closes the trace being read: its rows, then its per-thread state is freed. */
 static int finish_trace(struct summary *s)
 {
@@ -239,7 +257,7 @@ static int finish_trace(struct summary *s)
             const char *kind = mk->kind == ML_MK_REGION ? "region"
                                : mk->kind == ML_MK_MARK ? "mark"
                                                         : NULL;
-            if (kind && (t->by_marker[m].records || mk->kind == ML_MK_REGION || t->phase == m))
+            if (kind && (t->by_marker[m].records || t->entered[m] || t->phase == m))
                 rc = add_row(ts, i, t->tid, kind, mk->name, &t->by_marker[m]);
         }
         ts->waits += t->waits;
@@ -249,14 +267,7 @@ static int finish_trace(struct summary *s)
     }
     if (!rc)
         rc = add_row(ts, UINT32_MAX, 0, "", "all", &total);
-    for (uint32_t i = 0; i < s->nthr; i++) {
-        free(s->thr[i].by_marker);
-        free(s->thr[i].depth);
-        free(s->thr[i].open);
-    }
-    free(s->thr);
-    s->thr = NULL;
-    s->nthr = 0;
+    free_threads(s);
     if (s->have_time)
         ts->seconds = (ml_trace_ns(s->t, s->t_last) - ml_trace_ns(s->t, s->t_first)) / 1e9;
     ts->wait_ms = (ml_trace_ns(s->t, ts->wait_ticks) - ml_trace_ns(s->t, 0)) / 1e6;
@@ -278,6 +289,7 @@ static int begin_trace(void *st, const struct ml_an_input *in)
     if (!ts->path)
         return -ENOMEM;
     ts->pid = in->info->hdr.pid;
+    ts->ppid = in->info->hdr.ppid;
     ts->raw = in->info->data_raw;
     ts->stored = in->info->data_stored;
     ts->file = in->info->file_size;
@@ -286,6 +298,8 @@ static int begin_trace(void *st, const struct ml_an_input *in)
     ts->end_reason = in->info->end.reason;
     ts->end_signal = in->info->end.signal;
     ts->lost = in->info->end.lost;
+    ts->writer_s = in->info->end.writer_ns / 1e9;
+    ts->raw_words = in->info->end.raw_words;
     ts->problems = in->info->nproblems;
     ts->pfn = !!(in->info->hdr.flags & ML_TF_PFN);
     return begin(st, in);
@@ -349,8 +363,10 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
         const struct tsum *ts = &s->traces[i];
         char th[16];
         if (fmt == ML_AN_TABLE) {
-            fprintf(out, "trace %s: pid %u, %.3f s, %s\n", ts->path, ts->pid, ts->seconds,
-                    reason(ts));
+            fprintf(out, "trace %s: pid %u", ts->path, ts->pid);
+            if (ts->ppid)
+                fprintf(out, " (forked from %u)", ts->ppid);
+            fprintf(out, ", %.3f s, %s\n", ts->seconds, reason(ts));
             fprintf(out,
                     "  %llu records (%llu markers, %llu events), %.3f B/record raw, %.3f "
                     "B/record compressed (file %llu bytes)\n",
@@ -360,29 +376,31 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
             fprintf(out,
                     "  dropped %llu records, %llu waits for the writer (%.3f ms), %llu page "
                     "faults%s, %llu damaged raw records, %zu problems\n",
-                    (unsigned long long)ts->dropped, (unsigned long long)ts->waits,
-                    ts->wait_ms, (unsigned long long)ts->faults,
-                    ts->pfn ? " (with frames)" : "", (unsigned long long)ts->lost, ts->problems);
+                    (unsigned long long)ts->dropped, (unsigned long long)ts->waits, ts->wait_ms,
+                    (unsigned long long)ts->faults, ts->pfn ? " (with frames)" : "",
+                    (unsigned long long)ts->lost, ts->problems);
             fprintf(out, "%-6s %-8s %-24s %14s %14s %14s %16s %16s\n", "thread", "tid", "marker",
                     "records", "loads", "stores", "bytes_read", "bytes_written");
         } else if (fmt == ML_AN_JSON) {
             fprintf(out, "%s\n {\"path\": ", i ? "," : "");
             json_str(out, ts->path);
-            fprintf(out,
-                    ", \"pid\": %u, \"seconds\": %.6f, \"end\": ", ts->pid, ts->seconds);
+            fprintf(out, ", \"pid\": %u, \"ppid\": %u, \"seconds\": %.6f, \"end\": ", ts->pid,
+                    ts->ppid, ts->seconds);
             json_str(out, reason(ts));
-            fprintf(out,
-                    ", \"records\": %llu, \"markers\": %llu, \"events\": %llu, "
-                    "\"raw_bytes\": %llu, \"file_bytes\": %llu, \"raw_bytes_per_record\": %.4f, "
-                    "\"compressed_bytes_per_record\": %.4f, \"dropped\": %llu, \"waits\": %llu, "
-                    "\"wait_ms\": %.3f, \"page_faults\": %llu, \"damaged\": %llu, \"problems\": %zu, "
-                    "\"rows\": [",
-                    (unsigned long long)ts->records, (unsigned long long)ts->markers,
-                    (unsigned long long)ts->events, (unsigned long long)ts->raw,
-                    (unsigned long long)ts->file, per_record(ts->raw, ts->records),
-                    per_record(ts->file, ts->records), (unsigned long long)ts->dropped,
-                    (unsigned long long)ts->waits, ts->wait_ms, (unsigned long long)ts->faults,
-                    (unsigned long long)ts->lost, ts->problems);
+            fprintf(
+                out,
+                ", \"records\": %llu, \"markers\": %llu, \"events\": %llu, "
+                "\"raw_bytes\": %llu, \"file_bytes\": %llu, \"raw_bytes_per_record\": %.4f, "
+                "\"compressed_bytes_per_record\": %.4f, \"dropped\": %llu, \"waits\": %llu, "
+                "\"wait_ms\": %.3f, \"page_faults\": %llu, \"damaged\": %llu, \"problems\": %zu, "
+                "\"writer_seconds\": %.6f, \"buffer_words\": %llu, \"rows\": [",
+                (unsigned long long)ts->records, (unsigned long long)ts->markers,
+                (unsigned long long)ts->events, (unsigned long long)ts->raw,
+                (unsigned long long)ts->file, per_record(ts->raw, ts->records),
+                per_record(ts->file, ts->records), (unsigned long long)ts->dropped,
+                (unsigned long long)ts->waits, ts->wait_ms, (unsigned long long)ts->faults,
+                (unsigned long long)ts->lost, ts->problems, ts->writer_s,
+                (unsigned long long)ts->raw_words);
         }
         for (size_t k = 0; k < ts->nrows; k++) {
             const struct row *r = &ts->rows[k];
@@ -392,9 +410,8 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
                 if (r->thread != UINT32_MAX)
                     snprintf(tid, sizeof(tid), "%u", r->tid);
                 fprintf(out, "%-6s %-8s %-24s %14llu %14llu %14llu %16llu %16llu\n", th, tid,
-                        r->marker, (unsigned long long)r->c.records,
-                        (unsigned long long)r->c.loads, (unsigned long long)r->c.stores,
-                        (unsigned long long)r->c.bytes_read,
+                        r->marker, (unsigned long long)r->c.records, (unsigned long long)r->c.loads,
+                        (unsigned long long)r->c.stores, (unsigned long long)r->c.bytes_read,
                         (unsigned long long)r->c.bytes_written);
             } else if (fmt == ML_AN_CSV) {
                 fprintf(out, "%u,%s,", ts->pid, th);
@@ -445,12 +462,7 @@ static void sum_free(void *st)
 
     if (!s)
         return;
-    for (uint32_t i = 0; i < s->nthr; i++) {
-        free(s->thr[i].by_marker);
-        free(s->thr[i].depth);
-        free(s->thr[i].open);
-    }
-    free(s->thr);
+    free_threads(s);
     for (size_t i = 0; i < s->ntraces; i++) {
         for (size_t k = 0; k < s->traces[i].nrows; k++)
             free(s->traces[i].rows[k].marker);

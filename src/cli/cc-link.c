@@ -54,7 +54,7 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     ml_strv_push(v, "-ldl");
     /*
      * A static program loads no library that could bind to them; and exported
-     * thread-local variables (the trace buffer's) would leave TLS relocations
+     * thread-local variables (trace buffers, the queue's cursor) would leave TLS relocations
      * that a -static-pie program cannot resolve at start.
      */
     for (size_t i = 0; !static_link(c) && i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)

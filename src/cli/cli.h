@@ -2,6 +2,7 @@
 #ifndef ML_CLI_H
 #define ML_CLI_H
 
+#include <stddef.h>
 #include <stdnoreturn.h>
 
 /* Each subcommand lives in cmd-<name>.c; argv[0] is the subcommand name. */
@@ -22,6 +23,16 @@ int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the usage text to stderr and exits 129. */
 noreturn void usage(const char *text);
+
+/* child.c: dir made absolute (dies when it cannot be). */
+char *ml_cli_absolute(const char *dir);
+/* Names of the files in dir ending in suffix, sorted; NULL with *n = 0 when dir is missing. */
+char **ml_cli_files_in(const char *dir, const char *suffix, size_t *n);
+/* Whether name is not among before (sorted), i.e. was written since. */
+int ml_cli_is_new(char *const *before, size_t nbefore, const char *name);
+void ml_cli_free_files(char **v, size_t n);
+/* Runs argv[0] with argv and waits; its exit status, 128 + signal when killed. */
+int ml_cli_run_child(char **argv);
 
 /* Directory holding the running memlens executable (for finding the runtime). */
 const char *ml_self_dir(void);

@@ -16,7 +16,9 @@ static const char instrument_usage[] =
     "\n"
     "    -o <file>   output bitcode (default: a.ml.bc)\n"
     "    --exact     also report every access with its address (slow; for checking)\n"
-    "    --all       count every function, not only region code\n";
+    "    --all       count every function, not only region code\n"
+    "    --trace     instrument for memory traces instead (as memlens cc --trace)\n"
+    "    --trace-functions, --trace-loops   with function or loop markers\n";
 
 static void print_warning(void *ctx, const char *msg)
 {
@@ -42,6 +44,12 @@ int cmd_instrument(int argc, char **argv)
             o.exact = 1;
         } else if (!strcmp(argv[i], "--all")) {
             o.all = 1;
+        } else if (!strcmp(argv[i], "--trace")) {
+            o.trace = 1;
+        } else if (!strcmp(argv[i], "--trace-functions")) {
+            o.trace = o.trace_functions = 1;
+        } else if (!strcmp(argv[i], "--trace-loops")) {
+            o.trace = o.trace_loops = 1;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-') {

@@ -1,14 +1,10 @@
 /* memlens run: runs a program with the runtime configured and says where its profiles went. */
 #include "cli/cli.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static const char run_usage[] =
     "usage: memlens run [-o <dir>] [-i <interval>] [-q] [--sample <n>] [--events <list>] [--]\n"
@@ -28,47 +24,6 @@ static const char run_usage[] =
     "\n"
     "The program's exit status is passed through.\n";
 
-static int is_profile(const char *name)
-{
-    size_t len = strlen(name);
-
-    return len > 4 && !strcmp(name + len - 4, ".mlp");
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Names of the profiles in dir, sorted; *n = 0 when there is no such directory. */
-static char **profiles_in(const char *dir, size_t *n)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char **v = NULL;
-    size_t cap = 0;
-
-    *n = 0;
-    if (!d)
-        return NULL;
-    while ((e = readdir(d))) {
-        if (!is_profile(e->d_name))
-            continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            v = realloc(v, cap * sizeof(*v));
-            if (!v)
-                die("out of memory");
-        }
-        if (!(v[(*n)++] = strdup(e->d_name)))
-            die("out of memory");
-    }
-    closedir(d);
-    if (*n)
-        qsort(v, *n, sizeof(*v), name_cmp);
-    return v;
-}
-
 /*
  * Lists the profiles in dir that were not there before the run: names carry
  * a token unique to each process start, so a new name is a new profile.
@@ -76,34 +31,18 @@ static char **profiles_in(const char *dir, size_t *n)
 static void list_new(const char *dir, char **before, size_t nbefore)
 {
     size_t n, shown = 0;
-    char **now = profiles_in(dir, &n);
+    char **now = ml_cli_files_in(dir, ".mlp", &n);
 
-    for (size_t i = 0; i < n; i++) {
-        if (!nbefore || !bsearch(&now[i], before, nbefore, sizeof(*before), name_cmp)) {
+    for (size_t i = 0; i < n; i++)
+        if (ml_cli_is_new(before, nbefore, now[i])) {
             fprintf(stderr, "memlens: profile '%s/%s'\n", dir, now[i]);
             shown++;
         }
-        free(now[i]);
-    }
-    free(now);
+    ml_cli_free_files(now, n);
     if (!shown)
         fprintf(stderr,
                 "memlens: no profile written to '%s' (was the program built with memlens-cc?)\n",
                 dir);
-}
-
-/* MEMLENS_OUT made absolute, so that the program and this listing agree whatever it does. */
-static char *absolute(const char *dir)
-{
-    char cwd[4096], *abs;
-
-    if (dir[0] == '/')
-        return strdup(dir);
-    if (!getcwd(cwd, sizeof(cwd)))
-        die("cannot resolve '%s': the current directory is unknown: %s", dir, strerror(errno));
-    if (asprintf(&abs, "%s/%s", cwd, dir) < 0)
-        die("out of memory");
-    return abs;
 }
 
 int cmd_run(int argc, char **argv)
@@ -112,7 +51,6 @@ int cmd_run(int argc, char **argv)
     int quiet = 0, i, status;
     char *dir, **before;
     size_t nbefore;
-    pid_t pid;
 
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--")) {
@@ -148,32 +86,14 @@ int cmd_run(int argc, char **argv)
         usage(run_usage);
     if (!out || !*out)
         out = "memlens-out";
-    dir = absolute(out);
-    if (!dir)
-        die("out of memory");
+    dir = ml_cli_absolute(out);
     if (setenv("MEMLENS_OUT", dir, 1))
         die("cannot set MEMLENS_OUT: %s", strerror(errno));
-    before = profiles_in(dir, &nbefore);
-    pid = fork();
-    if (pid < 0)
-        die("cannot fork: %s", strerror(errno));
-    if (pid == 0) {
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "memlens: cannot run '%s': %s\n", argv[i], strerror(errno));
-        _exit(127);
-    }
-    /* The child gets the terminal's SIGINT; we wait for it to write its profile. */
-    signal(SIGINT, SIG_IGN);
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            die("cannot wait for '%s': %s", argv[i], strerror(errno));
+    before = ml_cli_files_in(dir, ".mlp", &nbefore);
+    status = ml_cli_run_child(argv + i);
     if (!quiet)
         list_new(dir, before, nbefore);
-    for (size_t k = 0; k < nbefore; k++)
-        free(before[k]);
-    free(before);
+    ml_cli_free_files(before, nbefore);
     free(dir);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
+    return status;
 }

@@ -1,17 +1,13 @@
-/* memlens trace: runs a program built with --trace, with the trace configured, and lists its traces. */
+/* memlens trace: runs a program built with --trace, with the trace configured, and lists its
+ * traces. */
 #include "cli/cli.h"
 #include "format/trace.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 static const char trace_usage[] =
     "usage: memlens trace [<options>] [--] <program> [<args>...]\n"
@@ -34,7 +30,7 @@ static const char trace_usage[] =
     "    --no-pfn            no physical frame numbers at page faults\n"
     "    -q, --quiet         do not list the traces afterwards\n"
     "\n"
-    "These set MEMLENS_TRACE (comma-separated: start=off, regions-only, markers-only,\n"
+    "These replace MEMLENS_TRACE (comma-separated: start=off, regions-only, markers-only,\n"
     "collapse, drop, no-faults, no-pfn), which a traced program also reads when run\n"
     "directly. The program's exit status is passed through. Then:\n"
     "'memlens analyze <trace> summary'. See docs/trace.md.\n";
@@ -46,38 +42,34 @@ static void add_opt(char *buf, size_t n, const char *o)
     snprintf(buf + len, n - len, "%s%s", len ? "," : "", o);
 }
 
-/* Lists the traces in dir written since t0, with their sizes and records. */
-static void list_new(const char *dir, time_t t0)
+/* Lists the traces in dir that were not there before the run, with sizes and records. */
+static void list_new(const char *dir, char **before, size_t nbefore)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
+    size_t n, shown = 0;
+    char **now = ml_cli_files_in(dir, ".mlt", &n);
 
-    if (d) {
-        while ((e = readdir(d))) {
-            char path[4096], err[256];
-            struct stat st;
-            struct ml_trace *t;
-            size_t len = strlen(e->d_name);
-            if (len < 5 || strcmp(e->d_name + len - 4, ".mlt"))
-                continue;
-            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            if (stat(path, &st) || st.st_mtime < t0)
-                continue;
-            n++;
-            if (ml_trace_open(path, &t, err, sizeof(err))) {
-                fprintf(stderr, "memlens: trace '%s' (%lld bytes): %s\n", path,
-                        (long long)st.st_size, err);
-                continue;
-            }
-            fprintf(stderr, "memlens: trace '%s' (%lld bytes, %llu records%s)\n", path,
-                    (long long)st.st_size, (unsigned long long)ml_trace_info(t)->records,
-                    ml_trace_info(t)->ended ? "" : ", incomplete");
-            ml_trace_close(t);
+    for (size_t i = 0; i < n; i++) {
+        char path[4096], err[256];
+        struct stat st;
+        struct ml_trace *t;
+        if (!ml_cli_is_new(before, nbefore, now[i]))
+            continue;
+        shown++;
+        snprintf(path, sizeof(path), "%s/%s", dir, now[i]);
+        if (stat(path, &st))
+            st.st_size = 0;
+        if (ml_trace_open(path, &t, err, sizeof(err))) {
+            fprintf(stderr, "memlens: trace '%s' (%lld bytes): %s\n", path, (long long)st.st_size,
+                    err);
+            continue;
         }
-        closedir(d);
+        fprintf(stderr, "memlens: trace '%s' (%lld bytes, %llu records%s)\n", path,
+                (long long)st.st_size, (unsigned long long)ml_trace_info(t)->records,
+                ml_trace_info(t)->ended ? "" : ", incomplete");
+        ml_trace_close(t);
     }
-    if (!n)
+    ml_cli_free_files(now, n);
+    if (!shown)
         fprintf(stderr,
                 "memlens: no trace written to '%s' (was the program built with 'memlens cc "
                 "--trace'?)\n",
@@ -87,10 +79,9 @@ static void list_new(const char *dir, time_t t0)
 int cmd_trace(int argc, char **argv)
 {
     const char *out = getenv("MEMLENS_OUT");
-    char opts[256] = "";
+    char opts[256] = "", *dir, **before;
     int quiet = 0, i, status;
-    time_t t0 = time(NULL);
-    pid_t pid;
+    size_t nbefore;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -114,8 +105,8 @@ int cmd_trace(int argc, char **argv)
             else if (strcmp(a + 8, "on"))
                 die("bad --start '%s': expected on or off", a + 8);
         } else if (!strcmp(a, "--regions-only") || !strcmp(a, "--markers-only") ||
-                   !strcmp(a, "--collapse") || !strcmp(a, "--drop") ||
-                   !strcmp(a, "--no-faults") || !strcmp(a, "--no-pfn")) {
+                   !strcmp(a, "--collapse") || !strcmp(a, "--drop") || !strcmp(a, "--no-faults") ||
+                   !strcmp(a, "--no-pfn")) {
             add_opt(opts, sizeof(opts), a + 2);
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
@@ -128,28 +119,17 @@ int cmd_trace(int argc, char **argv)
     }
     if (i >= argc)
         usage(trace_usage);
-    if (!out)
+    if (!out || !*out)
         out = "memlens-out";
-    if (setenv("MEMLENS_OUT", out, 1) || (opts[0] && setenv("MEMLENS_TRACE", opts, 1)))
+    dir = ml_cli_absolute(out);
+    /* Options replace MEMLENS_TRACE; without any, the one in the environment holds. */
+    if (setenv("MEMLENS_OUT", dir, 1) || (opts[0] && setenv("MEMLENS_TRACE", opts, 1)))
         die("cannot set the environment: %s", strerror(errno));
-    if (!opts[0])
-        unsetenv("MEMLENS_TRACE");
-    pid = fork();
-    if (pid < 0)
-        die("cannot fork: %s", strerror(errno));
-    if (pid == 0) {
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "memlens: cannot run '%s': %s\n", argv[i], strerror(errno));
-        _exit(127);
-    }
-    /* The child gets the terminal's SIGINT; we wait for it to finish its trace. */
-    signal(SIGINT, SIG_IGN);
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            die("cannot wait for '%s': %s", argv[i], strerror(errno));
+    before = ml_cli_files_in(dir, ".mlt", &nbefore);
+    status = ml_cli_run_child(argv + i);
     if (!quiet)
-        list_new(out, t0 - 1);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
+        list_new(dir, before, nbefore);
+    ml_cli_free_files(before, nbefore);
+    free(dir);
+    return status;
 }

@@ -21,36 +21,35 @@
  * A *segment* is a run of records that generated code appends at once: one
  * header word, then the payload words of each site of the segment in order.
  * The append sequence, for a segment of W words (header included, W <=
- * ML_TB_MAX_SEG):
+ * ML_TB_MAX_SEG), placed after the segment's last access:
  *
  *     p  = __memlens_tb_ptr
- *     np = p + W                       (in words)
- *     __memlens_tb_ptr = np            (unconditionally)
- *     if (np > __memlens_tb_end)       (unsigned compare; rarely true)
+ *     if (p + W > __memlens_tb_end)    (unsigned compare; rarely true)
  *         p = __memlens_trace_flush(W)
  *     p[0] = (uint64_t)&descriptor     (the segment descriptor, below)
- *     p[1..W-1] = payload words        (each may be stored just before its access)
+ *     p[1..W-1] = payload words
+ *     __memlens_tb_ptr = p + W         (commit, last)
  *
- * Above __memlens_tb_end every buffer has ML_TB_SLACK spare words, so the
- * unconditional advance never leaves the buffer. No lock, no call on the
- * common path: on x86-64 about 8 instructions per segment plus one store (and
- * usually an lea) per address.
+ * Words count only once committed, so the writer, a thread finishing the
+ * process, or a signal handler never sees a half-written segment. No lock,
+ * no call on the common path: on x86-64 about 7 instructions per segment
+ * plus one store (and usually an lea) per address.
  *
  * __memlens_trace_flush(W): C calling convention of the platform (SysV on
  * x86-64: clobbers rax, rcx, rdx, rsi, rdi, r8-r11, flags and all vector
- * registers; the stack must be 16-byte aligned at the call). It hands the full
- * buffer to the writer thread (waiting for a free one, or dropping with
- * --drop), and returns a pointer to W reserved words of a fresh buffer, with
- * __memlens_tb_ptr already past them. It never fails: when tracing cannot
- * continue it returns scratch space whose content is discarded. Rewritten
- * assembly must save what it needs (flags, live caller-saved and vector
- * registers, the red zone) around the call.
+ * registers; the stack must be 16-byte aligned at the call). It hands the
+ * committed part of the buffer to the writer thread (waiting for a free one,
+ * or dropping with --drop) and returns a buffer with room for W words;
+ * __memlens_tb_ptr points at it (nothing is reserved: the caller fills and
+ * commits as above). It never fails: when tracing cannot continue it
+ * returns scratch space whose content is discarded. Rewritten assembly must
+ * save what it needs (flags, live caller-saved and vector registers, the red
+ * zone) around the call.
  */
 #define ML_TB_SYM_PTR   "__memlens_tb_ptr"
 #define ML_TB_SYM_END   "__memlens_tb_end"
 #define ML_TB_SYM_FLUSH "__memlens_trace_flush"
 #define ML_TB_MAX_SEG   256 /* words per segment, header included */
-#define ML_TB_SLACK     512 /* spare words past __memlens_tb_end */
 
 /*
  * Segment descriptor: static, in the module's ml_ev_module.segs array, at an
@@ -75,9 +74,7 @@
  *                             site id; payload: address, then the length
  *                             (variable-size sites), then the weight when the
  *                             payload has one more word.
- * A zero header word is never written: buffers are zeroed before reuse, so a
- * zero marks space reserved but never filled (a segment interrupted by a
- * fatal signal).
+ * A zero header word is never written.
  */
 #define ML_TB_TAG_MASK   7u
 #define ML_TB_TAG_EVENT  1u

@@ -25,6 +25,7 @@ struct ml_trace {
     struct ml_trace_problem problems[MAX_PROBLEMS];
     size_t nproblems_total;
     struct ml_trace_chunk *chunks; /* data chunks */
+    uint32_t *tids;                /* [info.nthreads] OS thread ids */
     size_t nchunks, capchunks;
     struct ml_trace_site *sites;
     struct ml_tsite *tsites; /* the decoder's view of the same table */
@@ -235,46 +236,45 @@ static const char *rd_str(struct ml_trace *t, struct rd *r)
     return s;
 }
 
+/* Grows *v from *n to n elements of size elem, zeroing the new ones; 0 or -ENOMEM. */
+static int grow_zeroed(void **v, uint32_t *have, uint32_t n, size_t elem)
+{
+    void *p;
+
+    if (n <= *have)
+        return 0;
+    p = realloc(*v, (size_t)n * elem);
+    if (!p)
+        return -ENOMEM;
+    memset((char *)p + (size_t)*have * elem, 0, (size_t)(n - *have) * elem);
+    *v = p;
+    *have = n;
+    return 0;
+}
+
 static int grow_sites(struct ml_trace *t, uint32_t n)
 {
-    struct ml_trace_site *s;
-    struct ml_tsite *ts;
+    uint32_t old = t->nsites, have = t->nsites;
 
-    if (n <= t->nsites)
-        return 0;
-    s = realloc(t->sites, (size_t)n * sizeof(*s));
-    if (!s)
+    if (grow_zeroed((void **)&t->tsites, &have, n, sizeof(*t->tsites)) ||
+        grow_zeroed((void **)&t->sites, &t->nsites, n, sizeof(*t->sites)))
         return -ENOMEM;
-    t->sites = s;
-    ts = realloc(t->tsites, (size_t)n * sizeof(*ts));
-    if (!ts)
-        return -ENOMEM;
-    t->tsites = ts;
-    memset(s + t->nsites, 0, (size_t)(n - t->nsites) * sizeof(*s));
-    memset(ts + t->nsites, 0, (size_t)(n - t->nsites) * sizeof(*ts));
-    for (uint32_t i = t->nsites; i < n; i++) {
-        s[i].marker = ML_EV_NOID;
-        s[i].func = s[i].file = s[i].text = "";
-        ts[i].marker = ML_EV_NOID;
+    for (uint32_t i = old; i < n; i++) {
+        t->sites[i].marker = ML_EV_NOID;
+        t->sites[i].func = t->sites[i].file = t->sites[i].text = "";
+        t->tsites[i].marker = ML_EV_NOID;
     }
-    t->nsites = n;
     return 0;
 }
 
 static int grow_markers(struct ml_trace *t, uint32_t n)
 {
-    struct ml_trace_marker *m;
+    uint32_t old = t->nmarkers;
 
-    if (n <= t->nmarkers)
-        return 0;
-    m = realloc(t->markers, (size_t)n * sizeof(*m));
-    if (!m)
+    if (grow_zeroed((void **)&t->markers, &t->nmarkers, n, sizeof(*t->markers)))
         return -ENOMEM;
-    memset(m + t->nmarkers, 0, (size_t)(n - t->nmarkers) * sizeof(*m));
-    for (uint32_t i = t->nmarkers; i < n; i++)
-        m[i].name = m[i].file = m[i].func = "";
-    t->markers = m;
-    t->nmarkers = n;
+    for (uint32_t i = old; i < n; i++)
+        t->markers[i].name = t->markers[i].file = t->markers[i].func = "";
     return 0;
 }
 
@@ -445,8 +445,19 @@ static int index_chunks(struct ml_trace *t, char *err, size_t errlen)
                 t->info.records += h.count;
                 t->info.data_raw += h.raw_size;
                 t->info.data_stored += h.size;
-                if (h.thread + 1u > t->info.nthreads && h.thread < MAX_TABLE_IDS)
+                if (h.thread + 1u > t->info.nthreads && h.thread < MAX_TABLE_IDS) {
+                    uint32_t *v = realloc(t->tids, (h.thread + 1u) * sizeof(*v));
+                    if (!v) {
+                        rc = fail(err, errlen, -ENOMEM, "out of memory");
+                        goto out;
+                    }
+                    memset(v + t->info.nthreads, 0,
+                           (h.thread + 1u - t->info.nthreads) * sizeof(*v));
+                    t->tids = v;
                     t->info.nthreads = h.thread + 1;
+                }
+                if (h.thread < t->info.nthreads && h.tid)
+                    t->tids[h.thread] = h.tid;
                 if (h.clk_ns) {
                     if (!have || h.clk_tick < lo.tick)
                         lo = (struct clkpair){h.clk_tick, h.clk_ns};
@@ -585,6 +596,7 @@ void ml_trace_close(struct ml_trace *t)
         free(t->strings[i]);
     free(t->strings);
     free(t->chunks);
+    free(t->tids);
     free(t->sites);
     free(t->tsites);
     free(t->markers);
@@ -626,6 +638,11 @@ uint32_t ml_trace_nmarkers(const struct ml_trace *t)
 const struct ml_trace_marker *ml_trace_marker(const struct ml_trace *t, uint32_t id)
 {
     return id < t->nmarkers ? &t->markers[id] : NULL;
+}
+
+uint32_t ml_trace_thread_tid(const struct ml_trace *t, uint32_t thread)
+{
+    return thread < t->info.nthreads ? t->tids[thread] : 0;
 }
 
 double ml_trace_ns(const struct ml_trace *t, uint64_t tick)

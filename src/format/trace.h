@@ -96,7 +96,9 @@ struct ml_trace_end {
     uint64_t dropped; /* records dropped (--drop) */
     uint64_t waits;   /* times a producer waited for a free buffer */
     uint64_t wait_ticks;
-    uint64_t lost; /* raw records found damaged */
+    uint64_t lost;      /* raw records found damaged */
+    uint64_t writer_ns; /* CPU time the writer thread spent (encoding, compressing, writing) */
+    uint64_t raw_words; /* words of records the threads appended */
 };
 
 enum ml_end_reason { ML_END_EXIT = 1, ML_END_SIGNAL = 2, ML_END_EXEC = 3 };
@@ -422,6 +424,8 @@ uint32_t ml_trace_nsites(const struct ml_trace *t);
 const struct ml_trace_site *ml_trace_site(const struct ml_trace *t, uint32_t id);
 uint32_t ml_trace_nmarkers(const struct ml_trace *t);
 const struct ml_trace_marker *ml_trace_marker(const struct ml_trace *t, uint32_t id);
+/* The OS id of trace thread `thread` (from its data chunks), 0 when unknown. */
+uint32_t ml_trace_thread_tid(const struct ml_trace *t, uint32_t thread);
 /* Nanoseconds since the trace began (fit from the chunks' clock pairs). */
 double ml_trace_ns(const struct ml_trace *t, uint64_t tick);
 

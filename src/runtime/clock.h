@@ -42,6 +42,14 @@ static inline uint64_t ml_rt_ticks(void)
 }
 #endif
 
+static inline uint64_t ml_rt_real_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static inline uint64_t ml_rt_mono_ns(void)
 {
     struct timespec ts;

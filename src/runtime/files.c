@@ -248,6 +248,11 @@ static void resolve_out(void)
 
 void ml_rt_files_start(void)
 {
+    static int started;
+
+    /* Region profiles and traces may both start the runtime: one identity per process. */
+    if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL))
+        return;
     ml_rt_id.token = ml_rt_random();
     ml_rt_id.start_time = start_time();
     read_rank();

@@ -2,6 +2,7 @@
 #include "runtime/trace-rt.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -92,8 +93,8 @@ ML_EXPORT ssize_t __memlens_tr_write(int fd, const void *buf, size_t n, struct m
     return r;
 }
 
-ML_EXPORT ssize_t __memlens_tr_pread(int fd, void *buf, size_t n, off_t off,
-                                     struct ml_ev_module *m, uint32_t site)
+ML_EXPORT ssize_t __memlens_tr_pread(int fd, void *buf, size_t n, off_t off, struct ml_ev_module *m,
+                                     uint32_t site)
 {
     ssize_t r = pread(fd, buf, n, off);
 
@@ -131,8 +132,8 @@ ML_EXPORT ssize_t __memlens_tr_readv(int fd, const struct iovec *v, int n, struc
     return r;
 }
 
-ML_EXPORT ssize_t __memlens_tr_writev(int fd, const struct iovec *v, int n,
-                                      struct ml_ev_module *m, uint32_t site)
+ML_EXPORT ssize_t __memlens_tr_writev(int fd, const struct iovec *v, int n, struct ml_ev_module *m,
+                                      uint32_t site)
 {
     ssize_t r = writev(fd, v, n);
 
@@ -140,8 +141,8 @@ ML_EXPORT ssize_t __memlens_tr_writev(int fd, const struct iovec *v, int n,
     return r;
 }
 
-ML_EXPORT ssize_t __memlens_tr_recv(int fd, void *buf, size_t n, int flags,
-                                    struct ml_ev_module *m, uint32_t site)
+ML_EXPORT ssize_t __memlens_tr_recv(int fd, void *buf, size_t n, int flags, struct ml_ev_module *m,
+                                    uint32_t site)
 {
     ssize_t r = recv(fd, buf, n, flags);
 
@@ -164,8 +165,8 @@ ML_EXPORT ssize_t __memlens_tr_recvmsg(int fd, struct msghdr *msg, int flags,
 {
     ssize_t r = recvmsg(fd, msg, flags);
 
-    KEEP_ERRNO(iov(ML_IO_RECVMSG, fd, msg ? msg->msg_iov : NULL, msg ? msg->msg_iovlen : 0, r,
-                   m, site));
+    KEEP_ERRNO(
+        iov(ML_IO_RECVMSG, fd, msg ? msg->msg_iov : NULL, msg ? msg->msg_iovlen : 0, r, m, site));
     return r;
 }
 
@@ -193,8 +194,8 @@ ML_EXPORT ssize_t __memlens_tr_sendmsg(int fd, const struct msghdr *msg, int fla
 {
     ssize_t r = sendmsg(fd, msg, flags);
 
-    KEEP_ERRNO(iov(ML_IO_SENDMSG, fd, msg ? msg->msg_iov : NULL, msg ? msg->msg_iovlen : 0, r,
-                   m, site));
+    KEEP_ERRNO(
+        iov(ML_IO_SENDMSG, fd, msg ? msg->msg_iov : NULL, msg ? msg->msg_iovlen : 0, r, m, site));
     return r;
 }
 
@@ -211,8 +212,8 @@ ML_EXPORT void *__memlens_tr_mmap(void *addr, size_t len, int prot, int flags, i
     return r;
 }
 
-ML_EXPORT void *__memlens_tr_mmap64(void *addr, size_t len, int prot, int flags, int fd,
-                                    off_t off, struct ml_ev_module *m, uint32_t site)
+ML_EXPORT void *__memlens_tr_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off,
+                                    struct ml_ev_module *m, uint32_t site)
 {
     return __memlens_tr_mmap(addr, len, prot, flags, fd, off, m, site);
 }
@@ -222,8 +223,8 @@ ML_EXPORT int __memlens_tr_munmap(void *addr, size_t len, struct ml_ev_module *m
     int r = munmap(addr, len);
 
     if (!r)
-        KEEP_ERRNO(ml_tr_event(ML_EV_MUNMAP, (uint64_t)(uintptr_t)addr, len, 0, 0,
-                               ml_tr_gsite(m, site)));
+        KEEP_ERRNO(
+            ml_tr_event(ML_EV_MUNMAP, (uint64_t)(uintptr_t)addr, len, 0, 0, ml_tr_gsite(m, site)));
     return r;
 }
 
@@ -247,8 +248,8 @@ ML_EXPORT int __memlens_tr_brk(void *addr, struct ml_ev_module *m, uint32_t site
     int r = brk(addr);
 
     if (!r)
-        KEEP_ERRNO(ml_tr_event(ML_EV_BRK, (uint64_t)(uintptr_t)sbrk(0), (uint64_t)(uintptr_t)old,
-                               0, 0, ml_tr_gsite(m, site)));
+        KEEP_ERRNO(ml_tr_event(ML_EV_BRK, (uint64_t)(uintptr_t)sbrk(0), (uint64_t)(uintptr_t)old, 0,
+                               0, ml_tr_gsite(m, site)));
     return r;
 }
 
@@ -256,7 +257,7 @@ ML_EXPORT void *__memlens_tr_sbrk(intptr_t inc, struct ml_ev_module *m, uint32_t
 {
     void *r = sbrk(inc);
 
-    if (r != (void *)-1)
+    if (r != (void *)-1 && inc) /* sbrk(0) only asks where the break is */
         KEEP_ERRNO(ml_tr_event(ML_EV_BRK, (uint64_t)(uintptr_t)r + (uint64_t)inc,
                                (uint64_t)(uintptr_t)r, 0, 0, ml_tr_gsite(m, site)));
     return r;
@@ -272,6 +273,23 @@ ML_EXPORT pid_t __memlens_tr_fork(struct ml_ev_module *m, uint32_t site)
     if (pid > 0)
         KEEP_ERRNO(ml_tr_event(ML_EV_FORK, 0, (uint64_t)pid, 0, 0, ml_tr_gsite(m, site)));
     return pid;
+}
+
+/* _exit skips atexit handlers: the trace is finished here instead. */
+ML_EXPORT void __memlens_tr__exit(int status, struct ml_ev_module *m, uint32_t site)
+{
+    (void)m;
+    (void)site;
+    ml_tr_before_exit();
+    _exit(status);
+}
+
+ML_EXPORT void __memlens_tr__Exit(int status, struct ml_ev_module *m, uint32_t site)
+{
+    (void)m;
+    (void)site;
+    ml_tr_before_exit();
+    _Exit(status);
 }
 
 ML_EXPORT int __memlens_tr_execve(const char *path, char *const argv[], char *const envp[],

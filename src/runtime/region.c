@@ -22,19 +22,6 @@ static pthread_key_t exit_key;
 static const int fatal_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV,
                                     SIGBUS, SIGFPE,  SIGILL, SIGABRT};
 
-static uint32_t gettid_u32(void)
-{
-    return (uint32_t)syscall(SYS_gettid);
-}
-
-static uint64_t real_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Records this thread's counter arrays of every registered module; caller
  * holds the lock. An unloaded module has none left: its entry stays NULL.
@@ -198,7 +185,7 @@ static struct ml_thread_rec *thread_new_locked(void)
         *ml_rt.threads_tail = t;
         ml_rt.threads_tail = &t->next;
     }
-    t->tid = gettid_u32();
+    t->tid = ml_rt_gettid();
     t->index = ml_rt.nthreads++;
     t->rng = (ml_rt_ticks() ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1;
     t->hint = ml_rt_ticks();
@@ -311,7 +298,7 @@ static void after_fork_child(void)
     ml_rt.written = 0;
     ml_rt.tick0 = now;
     ml_rt.mono0 = ml_rt_mono_ns();
-    ml_rt.real0 = real_ns();
+    ml_rt.real0 = ml_rt_real_ns();
     ml_rt_files_fork();
     if (!t)
         return;
@@ -324,7 +311,7 @@ static void after_fork_child(void)
             t->rs[i].start = now;
         }
     ml_pmu_after_fork(t);
-    t->tid = gettid_u32();
+    t->tid = ml_rt_gettid();
     t->rng = (now ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1; /* not the parent's phases */
     t->index = ml_rt.nthreads++;
     t->next = NULL;
@@ -395,7 +382,7 @@ static void init_locked(void)
     ml_rt.exited_tail = &ml_rt.exited_head;
     ml_rt.tick0 = ml_rt_ticks();
     ml_rt.mono0 = ml_rt_mono_ns();
-    ml_rt.real0 = real_ns();
+    ml_rt.real0 = ml_rt_real_ns();
     ml_rt_files_start();
     pthread_key_create(&exit_key, thread_exit);
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);

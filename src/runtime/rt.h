@@ -4,6 +4,8 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -98,6 +100,12 @@ struct ml_rt {
 
 extern struct ml_rt ml_rt;
 
+/* The calling thread's OS id. */
+static inline uint32_t ml_rt_gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
 /*
  * Who this process is, taken when the runtime starts (files.c), so that
  * neither chdir, pthread_exit from main nor a chroot changes it. A fork child
@@ -120,7 +128,8 @@ extern struct ml_rt_ident ml_rt_id;
  * files_start: takes the identity above and resolves MEMLENS_OUT (default
  * memlens-out, relative to the current directory at start) to an absolute
  * path, creating the directory and keeping a descriptor to it; called once
- * by init with ml_rt.lock held. files_fork: the identity of a fork child.
+ * by init with ml_rt.lock held (and by the trace sink's init; the first call
+ * counts). files_fork: the identity of a fork child.
  */
 void ml_rt_files_start(void);
 void ml_rt_files_fork(void);

@@ -1,4 +1,5 @@
-/* Page faults for traces: the kernel's software page-fault event per thread, frames from pagemap. */
+/* Page faults for traces: the kernel's software page-fault event per thread, frames from pagemap.
+ */
 #include "runtime/clock.h"
 #include "runtime/trace-rt.h"
 
@@ -216,8 +217,7 @@ static void ring_copy(const struct ml_tr_pf *pf, uint64_t off, void *dst, size_t
 }
 
 void ml_tr_pf_read(struct ml_tr_pf *pf, uint64_t upto,
-                   void (*fn)(void *ctx, uint64_t tick, uint64_t addr), void *ctx,
-                   uint64_t *lost)
+                   void (*fn)(void *ctx, uint64_t tick, uint64_t addr), void *ctx, uint64_t *lost)
 {
     uint64_t head;
 

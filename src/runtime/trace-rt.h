@@ -1,4 +1,5 @@
-/* Trace sink internals shared by the sink (trace.c), its page-fault reader and the libc wrappers. */
+/* Trace sink internals shared by the sink (trace.c), its page-fault reader and the libc wrappers.
+ */
 #ifndef ML_RUNTIME_TRACE_RT_H
 #define ML_RUNTIME_TRACE_RT_H
 
@@ -37,6 +38,9 @@ static inline uint32_t ml_tr_gsite(const struct ml_ev_module *m, uint32_t site)
  */
 void ml_tr_before_exec(uint32_t gsite);
 
+/* Before _exit: everything recorded goes to disk with an END chunk (reason exit). */
+void ml_tr_before_exit(void);
+
 /* Page faults (trace-pf.c): per-thread software page-fault sampling and frame numbers. */
 struct ml_tr_pf;
 /* Probes once whether the kernel allows the event and pagemap shows frames; fills the reasons. */
@@ -56,8 +60,7 @@ void ml_tr_pf_close(struct ml_tr_pf *pf);
  * next call). Lost samples are added to *lost.
  */
 void ml_tr_pf_read(struct ml_tr_pf *pf, uint64_t upto,
-                   void (*fn)(void *ctx, uint64_t tick, uint64_t addr), void *ctx,
-                   uint64_t *lost);
+                   void (*fn)(void *ctx, uint64_t tick, uint64_t addr), void *ctx, uint64_t *lost);
 /* The tick of the next unread fault, UINT64_MAX when there is none yet. */
 uint64_t ml_tr_pf_peek(struct ml_tr_pf *pf);
 /* The frame number of the page holding addr (0: not present or unreadable), and flags. */

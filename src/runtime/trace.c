@@ -1,7 +1,10 @@
-/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks. */
+/* Trace sink: per-thread buffers filled inline, a writer thread that encodes and compresses chunks.
+ */
 #include "format/trace-abi.h"
 #include "format/trace.h"
 #include "runtime/clock.h"
+#include "runtime/rt.h"
+#include "runtime/safefile.h"
 #include "runtime/trace-rt.h"
 
 #include <dlfcn.h>
@@ -26,12 +29,18 @@
 #define ML_VERSION "0.1.0"
 #endif
 
+/* Segments a thread's writer state remembers as checked for seg_fast. */
+#define NHCACHE 1024
+/* Prepared descriptor flag: all sites are one-word accesses. */
+#define SEG_SIMPLE 0x8000u
 /* A buffer holds BUF_WORDS words of records (plus the ABI's slack); NBUFS per thread. */
-#define BUF_WORDS 8192
-#define NBUFS 8
+#define BUF_WORDS 32768
+#define NBUFS     8
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
-#define CHUNK_NS 1000000000ull
+#define CHUNK_NS      1000000000ull
+/* How often the writer notes where each thread is in its buffer (time points, see sample()). */
+#define SAMPLE_NS 200000
 /* How long exit and fatal signals wait for the writer to put everything on disk. */
 #define FINISH_WAIT_NS 30000000000ull
 
@@ -40,7 +49,7 @@ ML_EXPORT __thread uint64_t *__memlens_tb_end __attribute__((tls_model("initial-
 /* Bit 0: off (MEMLENS_TRACE_ON/OFF, start=off); bit 1: no region open (regions-only). */
 ML_EXPORT volatile uint32_t __memlens_trace_gate;
 
-enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC };
+enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC, JOB_UNMODULE };
 
 struct tjob {
     struct tjob *next;
@@ -48,6 +57,9 @@ struct tjob {
 };
 
 struct tthread;
+
+/* Positions of a thread in its buffer that the writer saw, with the time (see sample()). */
+#define NSAMPLES 32
 
 struct tbuf {
     struct tjob job;
@@ -57,6 +69,10 @@ struct tbuf {
     uint32_t used;  /* words of records */
     uint32_t final; /* the thread's last buffer */
     uint64_t t_start, t_end;
+    /* Writer only: time points inside the buffer, in order. */
+    uint32_t nsamp, samp_skip;
+    uint32_t samp_pos[NSAMPLES];
+    uint64_t samp_tick[NSAMPLES];
 };
 
 struct pending { /* --collapse: the record being merged */
@@ -69,7 +85,9 @@ struct tthread {
     struct tthread *next; /* every thread ever set up */
     uint32_t index, tid;
     struct tbuf *volatile cur;
-    struct tbuf *free; /* pushed by the writer, popped by the thread */
+    struct tbuf *free;       /* pushed by the writer, popped by the thread */
+    volatile uint32_t freed; /* futex word: buffers the writer gave back */
+    volatile int waiting;    /* the thread sleeps on freed */
     struct tbuf bufs[NBUFS];
     void *mem;
     size_t memlen;
@@ -83,11 +101,25 @@ struct tthread {
     uint64_t open_ns;
     struct pending pend;
     int retired; /* final buffer processed, memory released */
+    /*
+     * Segment headers seen in the current chunk (gen) whose descriptor is valid, simple and
+     * whose sites are all seen and chained: seg_fast may encode them without looking again.
+     */
+    struct hcache {
+        uint64_t h;
+        const uint32_t *d;
+        uint32_t gen, n;
+    } * hc; /* [NHCACHE], allocated with the thread */
+    /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
+    uint64_t fast_h;
+    const uint32_t *fast_d;
+    uint32_t fast_n;
 };
 
 struct tmodule {
     struct tjob job;
     struct ml_ev_module *m;
+    volatile uint32_t done; /* JOB_UNMODULE: the writer has forgotten the module */
 };
 
 struct sync {
@@ -98,9 +130,9 @@ struct sync {
 
 /* Writer-side view of a module's segment descriptors: global ids and word counts. */
 struct segmap {
-    uintptr_t lo, hi;   /* address range of the module's segs */
-    uint32_t *prep;     /* per descriptor: n | words << 16, then gid | words << 30 per site */
-    uint8_t *starts;    /* bit per 8-byte slot: a descriptor starts here */
+    uintptr_t lo, hi; /* address range of the module's segs */
+    uint32_t *prep;   /* per descriptor: n | words << 16, then gid | words << 30 per site */
+    uint8_t *starts;  /* bit per 8-byte slot: a descriptor starts here */
 };
 
 static struct {
@@ -124,7 +156,7 @@ static struct {
     int writer_started;
     pid_t writer_tid;
     /* totals (writer) */
-    uint64_t records, dropped, waits, wait_ticks, lost;
+    uint64_t records, dropped, waits, wait_ticks, lost, raw_words;
     volatile uint64_t p_dropped, p_waits, p_wait_ticks; /* producers */
     /* writer state */
     int fd;
@@ -146,7 +178,7 @@ static struct {
 static __thread struct tthread *self __attribute__((tls_model("initial-exec")));
 /* Set once a thread's record is gone (it exited): later records go to scratch. */
 static __thread int self_gone __attribute__((tls_model("initial-exec")));
-static uint64_t scratch[BUF_WORDS + ML_TB_SLACK];
+static uint64_t scratch[BUF_WORDS];
 static pthread_key_t exit_key;
 
 static void say(const char *a, const char *b, const char *c)
@@ -160,19 +192,6 @@ static void say(const char *a, const char *b, const char *c)
             msg[n++] = *s;
     if (write(2, msg, n) < 0)
         return;
-}
-
-static uint32_t gettid_u32(void)
-{
-    return (uint32_t)syscall(SYS_gettid);
-}
-
-static uint64_t real_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void futex_wake(volatile uint32_t *w)
@@ -195,8 +214,8 @@ static void push_job(struct tjob *j)
 
     do
         j->next = head;
-    while (!__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    while (
+        !__atomic_compare_exchange_n(&tr.queue, &head, j, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
     __atomic_add_fetch(&tr.wake, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&tr.writer_sleeping, __ATOMIC_ACQUIRE))
         futex_wake(&tr.wake);
@@ -208,8 +227,10 @@ static void push_free(struct tthread *t, struct tbuf *b)
 
     do
         b->free_next = head;
-    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED));
+    while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    __atomic_add_fetch(&t->freed, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
+        futex_wake(&t->freed);
 }
 
 /* Only the owning thread pops, so the stack cannot see ABA. */
@@ -227,9 +248,10 @@ static void writer_ensure(void);
 
 /* ---- producer side ---- */
 
-static void use_scratch(uint64_t words)
+/* Records appended now go where nobody reads them. */
+static void use_scratch(void)
 {
-    __memlens_tb_ptr = scratch + words;
+    __memlens_tb_ptr = scratch;
     __memlens_tb_end = scratch + BUF_WORDS;
 }
 
@@ -247,41 +269,48 @@ enum { HAND_NEXT, HAND_EXIT, HAND_DETACH };
  */
 static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
 {
-    struct tbuf *b = __atomic_exchange_n(&t->cur, NULL, __ATOMIC_ACQ_REL), *nb;
+    struct tbuf *b = __atomic_exchange_n(&t->cur, NULL, __ATOMIC_ACQ_REL), *nb = NULL;
     uint64_t now = ml_rt_ticks();
 
     if (b) {
         b->used = used_end > b->words ? (uint32_t)(used_end - b->words) : 0;
-        if (b->used > BUF_WORDS + ML_TB_SLACK - ML_TB_MAX_SEG)
+        if (b->used > BUF_WORDS)
             b->used = 0; /* a torn pointer; nothing trustworthy here */
         b->t_start = t->t_last;
         b->t_end = now;
         b->final = mode == HAND_EXIT;
         t->t_last = now;
+        if (mode == HAND_NEXT && (tr.options & ML_TF_DROP) && !(nb = pop_free(t))) {
+            /*
+             * --drop and no free buffer: b's records are lost and b stays
+             * current. It is never queued: the writer would read it while
+             * it is refilled, and queueing it again would corrupt the queue.
+             */
+            uint64_t lost = b->used;
+            __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
+            t->cur = b;
+            __memlens_tb_ptr = b->words;
+            __memlens_tb_end = b->words + BUF_WORDS;
+            ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
+            return;
+        }
         push_job(&b->job);
     }
     if (mode != HAND_NEXT)
         return;
-    nb = pop_free(t);
-    if (!nb && (tr.options & ML_TF_DROP) && b) {
-        /* --drop: take back the buffer just queued unread, and count its records as lost. */
-        uint64_t lost = b->used;
-        nb = b;
-        b->used = 0;
-        __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
-        t->cur = nb;
-        __memlens_tb_ptr = nb->words;
-        __memlens_tb_end = nb->words + BUF_WORDS;
-        ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
-        return;
-    }
+    if (!nb)
+        nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
-        long ns = 2000;
-        while (!(nb = pop_free(t)) && !tr.disabled) {
-            pause_ns(ns);
-            if (ns < 1000000)
-                ns *= 2;
+        for (;;) {
+            uint32_t seen = __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE);
+            struct timespec ts = {0, 10000000};
+            if ((nb = pop_free(t)) || tr.disabled)
+                break;
+            __atomic_store_n(&t->waiting, 1, __ATOMIC_RELEASE);
+            if (!__atomic_load_n(&t->free, __ATOMIC_ACQUIRE))
+                syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+            __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
         __atomic_add_fetch(&tr.p_waits, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&tr.p_wait_ticks, ml_rt_ticks() - w0, __ATOMIC_RELAXED);
@@ -298,42 +327,50 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
     __memlens_tb_end = nb->words + BUF_WORDS;
 }
 
+/*
+ * The slow path of an append (format/trace-abi.h): the current buffer, up to
+ * the committed __memlens_tb_ptr, goes to the writer; returns a buffer with
+ * room for `words` words, __memlens_tb_ptr pointing at it, for the caller to
+ * fill and then commit.
+ */
 ML_EXPORT uint64_t *__memlens_trace_flush(uint64_t words)
 {
     struct tthread *t = self;
-    uint64_t *p;
 
-    if (words > ML_TB_MAX_SEG)
-        words = ML_TB_MAX_SEG;
+    (void)words; /* every buffer has room for the largest segment */
     if (!t) {
         if (self_gone || tr.disabled || tr.finishing || !(t = thread_setup())) {
-            use_scratch(words);
+            use_scratch();
             return scratch;
         }
     } else if (tr.disabled || tr.finishing) {
-        use_scratch(words);
+        use_scratch();
         return scratch;
     } else {
-        hand_over(t, __memlens_tb_ptr - words, HAND_NEXT);
+        hand_over(t, __memlens_tb_ptr, HAND_NEXT);
     }
-    if (!t->cur) {
-        use_scratch(words);
-        return scratch;
-    }
-    p = __memlens_tb_ptr;
-    __memlens_tb_ptr = p + words;
+    if (!t->cur)
+        use_scratch();
+    return __memlens_tb_ptr;
+}
+
+/*
+ * Room for words in the calling thread's buffer, as generated code appends:
+ * fill it, then commit (the records count from then on, so a snapshot of the
+ * buffer never holds a half-written entry).
+ */
+static uint64_t *reserve(unsigned words)
+{
+    uint64_t *p = __memlens_tb_ptr;
+
+    if (!p || p + words > __memlens_tb_end)
+        p = __memlens_trace_flush(words);
     return p;
 }
 
-/* Reserves words in the calling thread's buffer, as generated code does. */
-static uint64_t *reserve(unsigned words)
+static void commit(uint64_t *end)
 {
-    uint64_t *p = __memlens_tb_ptr, *np = p + words;
-
-    __memlens_tb_ptr = np;
-    if (np > __memlens_tb_end || !p)
-        p = __memlens_trace_flush(words);
-    return p;
+    __atomic_store_n(&__memlens_tb_ptr, end, __ATOMIC_RELEASE);
 }
 
 void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint64_t aux2,
@@ -350,6 +387,7 @@ void ml_tr_event(unsigned kind, uint64_t addr, uint64_t aux, uint64_t size, uint
     p[4] = size;
     p[5] = aux2;
     p[0] = ml_tb_event_word(kind, 5, gsite == ML_EV_NOID ? 0 : (uint64_t)gsite + 1);
+    commit(p + 6);
 }
 
 void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
@@ -362,6 +400,7 @@ void ml_tr_access(uint32_t gsite, uint64_t addr, uint64_t len)
     p[1] = addr;
     p[2] = len;
     p[0] = ml_tb_access_word(gsite, 2);
+    commit(p + 3);
 }
 
 int ml_tr_recording(void)
@@ -373,7 +412,8 @@ static void update_gate(uint32_t off)
 {
     uint32_t g = off ? 1 : 0;
 
-    if ((tr.options & ML_TF_REGIONS_ONLY) && __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
+    if ((tr.options & ML_TF_REGIONS_ONLY) &&
+        __atomic_load_n(&tr.open_regions, __ATOMIC_RELAXED) <= 0)
         g |= 2;
     __atomic_store_n(&__memlens_trace_gate, g, __ATOMIC_RELEASE);
 }
@@ -412,6 +452,7 @@ ML_EXPORT uint32_t __memlens_trace_marker(struct ml_ev_module *m, uint32_t site)
         p = reserve(2);
         p[1] = ml_rt_ticks();
         p[0] = ml_tb_event_word(0, 1, gsite);
+        commit(p + 2);
     }
     return __memlens_trace_gate == 0;
 }
@@ -423,7 +464,7 @@ static void thread_exit(void *arg);
 static struct tthread *thread_setup(void)
 {
     struct tthread *t;
-    size_t words = (size_t)NBUFS * (BUF_WORDS + ML_TB_SLACK), len = words * 8;
+    size_t words = (size_t)NBUFS * BUF_WORDS, len = words * 8;
     uint64_t *mem;
 
     if (!tr.init)
@@ -433,9 +474,15 @@ static struct tthread *thread_setup(void)
     t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-               0);
+    t->hc = calloc(NHCACHE, sizeof(*t->hc));
+    if (!t->hc) {
+        free(t);
+        return NULL;
+    }
+    mem =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
+        free(t->hc);
         free(t);
         return NULL;
     }
@@ -444,12 +491,12 @@ static struct tthread *thread_setup(void)
     for (int i = 0; i < NBUFS; i++) {
         t->bufs[i].job.type = JOB_BUF;
         t->bufs[i].t = t;
-        t->bufs[i].words = mem + (size_t)i * (BUF_WORDS + ML_TB_SLACK);
+        t->bufs[i].words = mem + (size_t)i * BUF_WORDS;
         if (i)
             push_free(t, &t->bufs[i]);
     }
     t->cur = &t->bufs[0];
-    t->tid = gettid_u32();
+    t->tid = ml_rt_gettid();
     t->ptr_slot = &__memlens_tb_ptr;
     t->t_last = ml_rt_ticks();
     t->pf = ml_tr_pf_open();
@@ -463,7 +510,19 @@ static struct tthread *thread_setup(void)
     pthread_setspecific(exit_key, t);
     __memlens_tb_ptr = t->cur->words;
     __memlens_tb_end = t->cur->words + BUF_WORDS;
-    ml_tr_event(ML_EV_THREAD_START, 0, t->tid, 0, 0, ML_EV_NOID);
+    {
+        /* The stack, so that analyses can tell stack from heap by address. */
+        pthread_attr_t attr;
+        void *lo = NULL;
+        size_t size = 0;
+        if (!pthread_getattr_np(pthread_self(), &attr)) {
+            if (pthread_attr_getstack(&attr, &lo, &size))
+                lo = NULL, size = 0;
+            pthread_attr_destroy(&attr);
+        }
+        ml_tr_event(ML_EV_THREAD_START, (uint64_t)(uintptr_t)lo, t->tid,
+                    size / 1024 > UINT32_MAX ? UINT32_MAX : size / 1024, 0, ML_EV_NOID);
+    }
     return t;
 }
 
@@ -478,7 +537,7 @@ static void thread_exit(void *arg)
     hand_over(t, __memlens_tb_ptr, HAND_EXIT);
     self = NULL;
     self_gone = 1;
-    use_scratch(0);
+    use_scratch();
 }
 
 /* ---- the writer ---- */
@@ -490,19 +549,29 @@ static size_t zstd_compress(void *ctx, void *dst, size_t cap, const void *src, s
     return tr.z_iserror(r) ? 0 : r;
 }
 
-/* libzstd is loaded at run time, so traced programs do not link it; without it chunks are raw. */
+/*
+ * libzstd is loaded at run time, so traced programs do not link it; without it chunks are
+ * raw. dlopen is referenced weakly: a static program does not get the C library's static
+ * dlopen (and the linker's warning about it) for this.
+ */
+#pragma weak dlopen
+
 static void load_zstd(void)
 {
-    void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen ? dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
     void *(*create)(void);
 
+    if (!dlopen) {
+        strcpy(tr.zstd_why, "none: a static program loads no libzstd (chunks stored uncompressed)");
+        return;
+    }
     if (!h) {
         strcpy(tr.zstd_why, "none: libzstd.so.1 not found (chunks stored uncompressed)");
         return;
     }
     create = (void *(*)(void))dlsym(h, "ZSTD_createCCtx");
-    tr.z_compress = (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(
-        h, "ZSTD_compressCCtx");
+    tr.z_compress =
+        (size_t(*)(void *, void *, size_t, const void *, size_t, int))dlsym(h, "ZSTD_compressCCtx");
     tr.z_bound = (size_t(*)(size_t))dlsym(h, "ZSTD_compressBound");
     tr.z_iserror = (unsigned (*)(size_t))dlsym(h, "ZSTD_isError");
     if (create && tr.z_compress && tr.z_bound && tr.z_iserror)
@@ -529,6 +598,24 @@ static int write_all(const void *p, size_t n)
     return 0;
 }
 
+/*
+ * Data chunks are compressed while the writer keeps up; when a program had
+ * to wait for it since the last data chunk, the next ones are stored raw
+ * (zstd costs the writer more per record than encoding on irregular streams)
+ * until the waits stop. Tables are always compressed.
+ */
+static int compress_now(const struct ml_chunk_header *h)
+{
+    static uint64_t waits_seen;
+    uint64_t w = __atomic_load_n(&tr.p_waits, __ATOMIC_RELAXED);
+    int behind = w != waits_seen;
+
+    if (h->type != ML_CK_DATA)
+        return 1;
+    waits_seen = w;
+    return !behind;
+}
+
 static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n)
 {
     struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
@@ -538,23 +625,13 @@ static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n
     h->clk_tick = ml_rt_ticks();
     h->clk_ns = ml_rt_mono_ns();
     tr.out.len = 0;
-    if (ml_chunk_build(&tr.out, tr.zctx ? &z : NULL, h, payload, n) ||
+    if (ml_chunk_build(&tr.out, tr.zctx && compress_now(h) ? &z : NULL, h, payload, n) ||
         write_all(tr.out.p, tr.out.len)) {
         say("cannot write trace '", tr.path, "': tracing stops here");
         close(tr.fd);
         tr.fd = -1;
         tr.disabled = 1;
     }
-}
-
-static const char *prog_name(char *buf, size_t n)
-{
-    ssize_t r = readlink("/proc/self/exe", buf, n - 1);
-    const char *base;
-
-    buf[r > 0 ? r : 0] = 0;
-    base = strrchr(buf, '/');
-    return base ? base + 1 : buf[0] ? buf : "program";
 }
 
 static char *append(char *p, char *end, const char *s)
@@ -565,82 +642,34 @@ static char *append(char *p, char *end, const char *s)
     return p;
 }
 
-static char *append_u(char *p, char *end, uint64_t v, int base)
-{
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = "0123456789abcdef"[v % (uint64_t)base];
-        v /= (uint64_t)base;
-    } while (v);
-    while (n && p < end - 1)
-        *p++ = tmp[--n];
-    *p = 0;
-    return p;
-}
-
-/* Creates every missing directory of path (mode 0700 for the ones memlens makes). */
-static int mkdirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(path, 0700) && errno != EEXIST) {
-            *p = '/';
-            return -1;
-        }
-        *p = '/';
-    }
-    return mkdir(path, 0700) && errno != EEXIST ? -1 : 0;
-}
-
 /*
- * Creates <dir>/<prog>.<pid>.<token>.mlt: never following a link, never
- * replacing a file (O_EXCL; another token on a clash), mode 0600.
+ * Creates <dir>/<prog>.<pid>.<token>.mlt the way every runtime file is made
+ * (docs/files.md): in the output directory resolved at start, no link
+ * followed, O_EXCL, mode 0600, another token when the name is taken. Chunks
+ * are appended to it as they are made, so that a killed process leaves them.
  */
 static int create_file(void)
 {
-    const char *env = getenv("MEMLENS_OUT");
-    char dir[3072], exe[4096], *p, *end = tr.path + sizeof(tr.path);
-    const char *base = prog_name(exe, sizeof(exe));
-    int dfd;
+    char name[512] = "";
+    uint64_t token = ml_rt_id.token;
+    int dfd = ml_rt_out_dir("trace"), fd = -EEXIST;
+    char *p, *end = tr.path + sizeof(tr.path);
 
-    append(dir, dir + sizeof(dir), env && *env ? env : "memlens-out");
-    if (mkdirs(dir)) {
-        say("cannot create trace directory '", dir, "' (set MEMLENS_OUT)");
+    if (dfd < 0)
+        return -1;
+    for (int i = 0; i < 8 && fd == -EEXIST; i++, token = ml_rt_random()) {
+        fd = ml_rt_file_name(name, sizeof(name), token, ".mlt");
+        if (!fd)
+            fd = ml_sf_create(dfd, name);
+    }
+    if (fd < 0) {
+        ml_rt_say_file("trace", name, fd);
         return -1;
     }
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        say("cannot open trace directory '", dir, "'");
-        return -1;
-    }
-    for (int tries = 0; tries < 16; tries++) {
-        char name[512];
-        uint32_t token = 0;
-        if (getrandom(&token, sizeof(token), GRND_NONBLOCK) != sizeof(token))
-            token = (uint32_t)(ml_rt_ticks() * 2654435761u);
-        p = append(name, name + sizeof(name), base);
-        p = append(p, name + sizeof(name), ".");
-        p = append_u(p, name + sizeof(name), tr.pid, 10);
-        p = append(p, name + sizeof(name), ".");
-        p = append_u(p, name + sizeof(name), token, 16);
-        append(p, name + sizeof(name), ".mlt");
-        tr.fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (tr.fd >= 0 || errno != EEXIST) {
-            p = append(tr.path, end, dir);
-            p = append(p, end, "/");
-            append(p, end, name);
-            break;
-        }
-    }
-    close(dfd);
-    if (tr.fd < 0) {
-        say("cannot create trace in '", dir, "'");
-        return -1;
-    }
+    tr.fd = fd;
+    p = append(tr.path, end, ml_rt_out_path());
+    p = append(p, end, "/");
+    append(p, end, name);
     return 0;
 }
 
@@ -648,13 +677,15 @@ static void write_meta(void)
 {
     struct ml_tbuf b = {0};
     struct ml_chunk_header h = {.type = ML_CK_META};
-    char exe[4096], opts[256], *p = opts, *end = opts + sizeof(opts);
+    char opts[256], *p = opts, *end = opts + sizeof(opts);
     struct utsname un;
     static const struct {
         uint32_t flag;
         const char *name;
-    } names[] = {{ML_TF_START_OFF, "start=off"},   {ML_TF_REGIONS_ONLY, "regions-only"},
-                 {ML_TF_MARKERS_ONLY, "markers-only"}, {ML_TF_COLLAPSE, "collapse"},
+    } names[] = {{ML_TF_START_OFF, "start=off"},
+                 {ML_TF_REGIONS_ONLY, "regions-only"},
+                 {ML_TF_MARKERS_ONLY, "markers-only"},
+                 {ML_TF_COLLAPSE, "collapse"},
                  {ML_TF_DROP, "drop"}};
 
     opts[0] = 0;
@@ -664,17 +695,17 @@ static void write_meta(void)
                 p = append(p, end, ",");
             p = append(p, end, names[i].name);
         }
-    prog_name(exe, sizeof(exe));
     if (uname(&un))
         un.nodename[0] = 0;
-    if (ml_tbuf_meta(&b, "program", exe) || ml_tbuf_meta(&b, "hostname", un.nodename) ||
-        ml_tbuf_meta(&b, "memlens", ML_VERSION) || ml_tbuf_meta(&b, "options", opts) ||
-        ml_tbuf_meta(&b, "faults", tr.faults_why) || ml_tbuf_meta(&b, "pfn", tr.pfn_why) ||
-        ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
+    if (ml_tbuf_meta(&b, "program", ml_rt_id.exe) ||
+        ml_tbuf_meta(&b, "cmdline", ml_rt_id.cmdline) ||
+        ml_tbuf_meta(&b, "hostname", un.nodename) || ml_tbuf_meta(&b, "memlens", ML_VERSION) ||
+        ml_tbuf_meta(&b, "options", opts) || ml_tbuf_meta(&b, "faults", tr.faults_why) ||
+        ml_tbuf_meta(&b, "pfn", tr.pfn_why) || ml_tbuf_meta(&b, "compression", tr.zstd_why)) {
         free(b.p);
         return;
     }
-    h.count = 7;
+    h.count = 8;
     write_chunk(&h, b.p, b.len);
     free(b.p);
 }
@@ -749,8 +780,8 @@ static void add_module(struct ml_ev_module *m)
     for (uint32_t i = 0; i < m->nmarkers; i++)
         if (ml_tbuf_marker(&b, &m->markers[i]))
             goto out;
-    h = (struct ml_chunk_header){.type = ML_CK_MARKERS, .seq = m->marker_base,
-                                 .count = m->nmarkers};
+    h = (struct ml_chunk_header){
+        .type = ML_CK_MARKERS, .seq = m->marker_base, .count = m->nmarkers};
     if (m->nmarkers)
         write_chunk(&h, b.p, b.len);
     if (!m->nsegwords || !m->segs)
@@ -784,7 +815,8 @@ static void add_module(struct ml_ev_module *m)
         }
         if (!ok || words + 1 > ML_TB_MAX_SEG)
             break;
-        sm->prep[at] = n | (words << 16);
+        /* Bit 15: every site is a fixed-size access (one word each), for seg_fast. */
+        sm->prep[at] = n | (words << 16) | (words == n ? SEG_SIMPLE : 0);
         sm->starts[at / 16] |= (uint8_t)(1u << ((at / 2) % 8));
         at += (1 + n + 1) & ~1u;
     }
@@ -799,7 +831,7 @@ out:
     free(b.p);
 }
 
-static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
+static inline const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
 {
     uint32_t lo = 0, hi = tr.nmaps;
 
@@ -819,6 +851,7 @@ static const struct segmap *find_map(uintptr_t h, const struct segmap *hint)
 
 static void chunk_begin(struct tthread *t, uint64_t t_first)
 {
+    t->fast_h = 0; /* the prediction state starts again */
     t->enc.sites = tr.sites;
     t->enc.nsites = tr.wsites;
     ml_tenc_begin(&t->enc, t_first);
@@ -839,9 +872,13 @@ static void chunk_end(struct tthread *t, uint64_t t_last)
         return;
     if (t_last < t->enc.t_cur)
         t_last = t->enc.t_cur;
-    h = (struct ml_chunk_header){.type = ML_CK_DATA, .thread = t->index, .seq = t->seq++,
-                                 .count = t->enc.count, .t_first = t->enc.t_first,
-                                 .t_last = t_last, .tid = t->tid};
+    h = (struct ml_chunk_header){.type = ML_CK_DATA,
+                                 .thread = t->index,
+                                 .seq = t->seq++,
+                                 .count = t->enc.count,
+                                 .t_first = t->enc.t_first,
+                                 .t_last = t_last,
+                                 .tid = t->tid};
     tr.records += t->enc.count;
     write_chunk(&h, t->enc.out, t->enc.len);
 }
@@ -869,8 +906,7 @@ static void put_access(struct tthread *t, uint32_t s, uint64_t addr, uint64_t le
 {
     const struct ml_tsite *si = &tr.sites[s];
 
-    /* Address 0 is a slot a fatal signal left unwritten (no access to it can succeed). */
-    if ((tr.options & ML_TF_MARKERS_ONLY) || __builtin_expect(!addr, 0))
+    if (tr.options & ML_TF_MARKERS_ONLY)
         return;
     while (len > 0x80000000ull) { /* sizes are 32-bit: split huge ranges */
         ml_tenc_put(&t->enc, s, addr, 0x80000000u, w, 0, 0);
@@ -967,8 +1003,146 @@ static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
         return b->words;
     if (f >= b->t_end)
         return b->words + b->used + 1;
-    return b->words + (uint64_t)((double)b->used * (double)(f - b->t_start) /
-                                 (double)(b->t_end - b->t_start));
+    return b->words +
+           (uint64_t)((double)b->used * (double)(f - b->t_start) / (double)(b->t_end - b->t_start));
+}
+
+/*
+ * Fast path: segments equal to the one just encoded (h) whose every site has
+ * one address word that follows its site's stride, as a loop walking arrays
+ * produces. Such a segment's records are all predicted (site successors
+ * included: prev is the segment's last site, whose successor must be its
+ * first), so they only lengthen the pending run. Returns where it stopped.
+ */
+static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint64_t *stop)
+{
+    const uint32_t *d = t->fast_d;
+    uint32_t n = t->fast_n, budget, k;
+    struct ml_tenc *e = &t->enc;
+    struct ml_tstate *st = e->st;
+    const uint64_t h = t->fast_h, *w0 = w;
+    uint64_t pred[ML_TB_MAX_SEG], stride[ML_TB_MAX_SEG];
+
+    if (st[d[n] & 0x3fffffffu].succ != (d[1] & 0x3fffffffu) || e->count >= CHUNK_RECORDS)
+        return w;
+    /* The sites' next predicted addresses, side by side: the loop below only compares. */
+    for (k = 0; k < n; k++) {
+        const struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        stride[k] = (uint64_t)x->stride;
+        pred[k] = x->last + stride[k];
+    }
+    budget = (CHUNK_RECORDS - e->count) / n;
+    while (budget && w + 1 + n <= stop && w[0] == h) {
+        uint64_t diff = 0;
+        for (k = 0; k < n; k++)
+            diff |= w[1 + k] ^ pred[k];
+        if (diff)
+            break;
+        for (k = 0; k < n; k++)
+            pred[k] += stride[k];
+        w += 1 + n;
+        budget--;
+    }
+    if (w == w0)
+        return w;
+    for (k = 0; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        x->last = pred[k] - stride[k];
+        x->cand = x->stride;
+    }
+    e->run += (uint64_t)n * (uint64_t)((w - w0) / (1 + n));
+    e->count += (uint32_t)((uint64_t)n * (uint64_t)((w - w0) / (1 + n)));
+    e->prev_addr = pred[n - 1] - stride[n - 1];
+    return w;
+}
+
+/*
+ * Whether segment d (n simple sites) may take seg_fast in this chunk: every
+ * site seen, each followed by the next. Remembered in the thread's cache.
+ */
+static int seg_check(struct tthread *t, uint64_t h, const uint32_t *d, uint32_t n)
+{
+    struct ml_tenc *e = &t->enc;
+    struct hcache *c = &t->hc[(h >> 3) % NHCACHE];
+
+    for (uint32_t k = 0; k < n; k++) {
+        const struct ml_tstate *x = &e->st[d[k + 1] & 0x3fffffffu];
+        if (x->gen != e->gen || !x->seen || (k + 1 < n && x->succ != (d[k + 2] & 0x3fffffffu)))
+            return 0;
+    }
+    *c = (struct hcache){h, d, e->gen, n};
+    return 1;
+}
+
+/*
+ * A checked segment (seg_check): every site after the first follows its
+ * predecessor and every size is as before, so each record is part of the
+ * run or a REC token with its address (and, for the first site, its site
+ * when the previous record's successor was another). The arithmetic of
+ * ml_tenc_put without its general cases.
+ */
+/* Writes a pending run of n records (n > 0): what ml_tenc_flush_run does, from locals. */
+static inline uint8_t *put_run(uint8_t *p, uint64_t n)
+{
+    if (n < 128) {
+        *p++ = (uint8_t)n;
+        return p;
+    }
+    *p++ = 0;
+    return ml_put_varint(p, n);
+}
+
+static inline int seg_fast(struct tthread *t, const uint64_t *a, const uint32_t *d, uint32_t n)
+{
+    struct ml_tenc *e = &t->enc;
+    struct ml_tstate *st = e->st;
+    uint32_t g0 = d[1] & 0x3fffffffu, prev = e->prev;
+    uint8_t *p = e->out + e->len, *p0 = p;
+    uint64_t run = e->run; /* locals: the stores into st may not alias them */
+    uint32_t k = 0;
+
+    if (prev == ML_EV_NOID || st[prev].succ != g0) {
+        /* The first record names its site (and its address when that is not predicted). */
+        struct ml_tstate *x = &st[g0];
+        uint64_t last = x->last, pred = last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(a[0] - last);
+        if (run)
+            p = put_run(p, run);
+        run = 0;
+        *p = a[0] != pred ? 0xb0 : 0xa0;
+        p = ml_put_varint(p + 1, ml_zigzag((int64_t)g0 - (int64_t)(uint32_t)(prev + 1)));
+        if (a[0] != pred)
+            p = ml_put_varint(p, ml_zigzag((int64_t)(a[0] - pred)));
+        x->stride = dd == x->cand ? dd : x->stride;
+        x->cand = dd;
+        x->last = a[0];
+        if (prev != ML_EV_NOID)
+            st[prev].succ = g0;
+        k = 1;
+    }
+    for (; k < n; k++) {
+        struct ml_tstate *x = &st[d[k + 1] & 0x3fffffffu];
+        uint64_t ak = a[k], last = x->last, pred = last + (uint64_t)x->stride;
+        int64_t dd = (int64_t)(ak - last);
+        if (ak == pred) {
+            run++;
+        } else {
+            if (run)
+                p = put_run(p, run);
+            run = 0;
+            *p = 0x90;
+            p = ml_put_varint(p + 1, ml_zigzag((int64_t)(ak - pred)));
+        }
+        x->stride = dd == x->cand ? dd : x->stride;
+        x->cand = dd;
+        x->last = ak;
+    }
+    e->run = run;
+    e->len = (size_t)(p - e->out);
+    e->count += n;
+    e->prev = d[n] & 0x3fffffffu;
+    e->prev_addr = a[n - 1];
+    return p == p0; /* all predicted: the next one may well be too (fast_run) */
 }
 
 /* Encodes one buffer of raw words into t's open chunk. */
@@ -978,13 +1152,23 @@ static void process_buffer(struct tbuf *b)
     const uint64_t *w = b->words, *end = b->words + b->used;
     const struct segmap *hint = NULL;
     const uint64_t *fw = fault_word(b, ml_tr_pf_peek(t->pf));
+    uint32_t si = 0;
+    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY));
 
     if (!t->open)
         chunk_begin(t, b->t_start);
     while (w < end) {
-        uint64_t h = *w;
-        unsigned tag = (unsigned)(h & ML_TB_TAG_MASK);
+        uint64_t h;
+        unsigned tag;
+        const uint64_t *stop = end;
 
+        while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
+            if (b->samp_tick[si] <= b->t_end && !room(t, 1)) {
+                put_pending(t);
+                ml_tenc_time(&t->enc, b->samp_tick[si]);
+            }
+            si++;
+        }
         if (w >= fw) {
             put_pending(t);
             faults_upto(t, time_at(b, (uint64_t)(w - b->words)));
@@ -998,11 +1182,51 @@ static void process_buffer(struct tbuf *b)
             chunk_end(t, cut);
             chunk_begin(t, cut);
         }
+        /* Segments the fast paths take, up to the next time point or fault. */
+        if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
+            stop = b->words + b->samp_pos[si];
+        if (fw < stop)
+            stop = fw;
+        if (fast_ok && !room(t, 4096)) {
+            /* Within the room just made and the chunk's record bound, no check per segment. */
+            size_t budget = (t->enc.cap - t->enc.len) / ML_TENC_MAX_REC;
+            if (budget > CHUNK_RECORDS - t->enc.count)
+                budget = CHUNK_RECORDS - t->enc.count;
+            while (w < stop) {
+                const struct hcache *c;
+                h = *w;
+                if (h == t->fast_h) {
+                    const uint64_t *nw = fast_run(t, w, stop);
+                    if (nw != w) {
+                        budget = t->enc.count >= CHUNK_RECORDS ? 0 : budget;
+                        if (budget > CHUNK_RECORDS - t->enc.count)
+                            budget = CHUNK_RECORDS - t->enc.count;
+                        w = nw;
+                        continue;
+                    }
+                }
+                c = &t->hc[(h >> 3) % NHCACHE];
+                if (c->h != h || c->gen != t->enc.gen || c->n > budget || w + 1 + c->n > end)
+                    break;
+                budget -= c->n;
+                t->fast_h = seg_fast(t, w + 1, c->d, c->n) ? h : 0;
+                t->fast_d = c->d;
+                t->fast_n = c->n;
+                w += 1 + c->n;
+            }
+        }
+        if (w >= end)
+            break;
+        if (w >= stop || t->enc.count >= CHUNK_RECORDS)
+            continue; /* a time point, a fault or a chunk boundary first */
+        h = *w;
+        tag = (unsigned)(h & ML_TB_TAG_MASK);
+        t->fast_h = 0;
         if (!h)
-            break; /* reserved but never written (a fatal signal): the rest is lost */
+            break; /* no entry starts with 0: the rest is damaged */
         if (tag == 0) {
             const struct segmap *sm = find_map((uintptr_t)h, hint);
-            uint32_t off, n, words;
+            uint32_t off, n, words, simple = fast_ok;
             const uint32_t *d;
             if (!sm || (h - sm->lo) & 7)
                 break;
@@ -1011,7 +1235,7 @@ static void process_buffer(struct tbuf *b)
                 break;
             hint = sm;
             d = sm->prep + off;
-            n = d[0] & 0xffff;
+            n = d[0] & 0x7fff;
             words = d[0] >> 16;
             if (w + 1 + words > end)
                 break;
@@ -1020,15 +1244,22 @@ static void process_buffer(struct tbuf *b)
             w++;
             for (uint32_t k = 1; k <= n; k++) {
                 uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
-                if (nw == 1)
+                if (nw == 1) {
                     put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
-                else if (nw == 2)
+                } else if (nw == 2) {
+                    simple = 0;
                     put_access(t, gs, w[0], w[1], tr.sites[gs].weight);
-                else {
+                } else {
+                    simple = 0;
                     put_pending(t);
                     ml_tenc_put(&t->enc, gs, 0, 0, 1, 0, 0);
                 }
                 w += nw;
+            }
+            if (simple && (d[0] & SEG_SIMPLE) && seg_check(t, h, d, n)) {
+                t->fast_h = h;
+                t->fast_d = d;
+                t->fast_n = n;
             }
             continue;
         }
@@ -1083,6 +1314,8 @@ static void retire(struct tthread *t)
     ml_tr_pf_close(t->pf);
     t->pf = NULL;
     ml_tenc_free(&t->enc);
+    free(t->hc);
+    t->hc = NULL;
     munmap(t->mem, t->memlen);
 }
 
@@ -1106,6 +1339,12 @@ static void do_sync(struct sync *s)
     e.waits = tr.p_waits;
     e.wait_ticks = tr.p_wait_ticks;
     e.lost = tr.lost;
+    e.raw_words = tr.raw_words;
+    {
+        struct timespec ts;
+        if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+            e.writer_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
     write_chunk(&h, &e, sizeof(e));
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 }
@@ -1115,9 +1354,10 @@ static void run_job(struct tjob *j)
     if (j->type == JOB_BUF) {
         struct tbuf *b = (struct tbuf *)j;
         struct tthread *t = b->t;
+        tr.raw_words += b->used;
         if (!tr.disabled)
             process_buffer(b);
-        memset(b->words, 0, (size_t)b->used * 8 + 8 * ML_TB_MAX_SEG);
+        b->nsamp = b->samp_skip = 0;
         if (b->final)
             retire(t);
         else
@@ -1125,28 +1365,95 @@ static void run_job(struct tjob *j)
     } else if (j->type == JOB_MODULE) {
         add_module(((struct tmodule *)j)->m);
         free(j);
+    } else if (j->type == JOB_UNMODULE) {
+        struct tmodule *u = (struct tmodule *)j;
+        uintptr_t lo = (uintptr_t)u->m->segs;
+        for (uint32_t i = 0; i < tr.nmaps; i++)
+            if (tr.maps[i].lo == lo) {
+                free(tr.maps[i].prep);
+                free(tr.maps[i].starts);
+                memmove(&tr.maps[i], &tr.maps[i + 1], (tr.nmaps - i - 1) * sizeof(*tr.maps));
+                tr.nmaps--;
+                break;
+            }
+        /* The threads' caches may point into the descriptors just freed. */
+        for (struct tthread *t = tr.threads; t; t = t->next) {
+            if (t->hc)
+                memset(t->hc, 0, NHCACHE * sizeof(*t->hc));
+            t->fast_h = 0;
+        }
+        __atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
     } else if (j->type == JOB_SYNC) {
         do_sync((struct sync *)j);
     }
 }
 
+/*
+ * Time points for records between hand-overs: every so often the writer
+ * reads where each thread is in its buffer (its __memlens_tb_ptr) and the
+ * clock. Records before that position were appended before that time, so a
+ * thread that stops recording (an OpenMP worker at a barrier) gets its
+ * records placed in time within a sampling period, at no cost to it.
+ * Returns whether any thread moved.
+ */
+static int sample(void)
+{
+    int moved = 0;
+
+    for (struct tthread *t = tr.threads; t; t = t->next) {
+        struct tbuf *b = __atomic_load_n(&t->cur, __ATOMIC_ACQUIRE);
+        uint64_t *p, tick, pos;
+        if (t->retired || !b)
+            continue;
+        p = __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
+        tick = ml_rt_ticks();
+        if (p < b->words || p > b->words + BUF_WORDS)
+            continue; /* the thread is changing buffers */
+        pos = (uint64_t)(p - b->words);
+        if (b->nsamp && b->samp_pos[b->nsamp - 1] >= pos)
+            continue;
+        moved = 1;
+        if (b->samp_skip && (b->samp_skip++ & 1))
+            continue;
+        if (b->nsamp == NSAMPLES) { /* full: keep every other one, sample half as often */
+            for (uint32_t i = 0; i < NSAMPLES / 2; i++) {
+                b->samp_pos[i] = b->samp_pos[2 * i + 1];
+                b->samp_tick[i] = b->samp_tick[2 * i + 1];
+            }
+            b->nsamp = NSAMPLES / 2;
+            b->samp_skip = 1;
+        }
+        b->samp_pos[b->nsamp] = (uint32_t)pos;
+        b->samp_tick[b->nsamp++] = tick;
+    }
+    return moved;
+}
+
 static void *writer_main(void *arg)
 {
     sigset_t all;
+    uint64_t last_sample = 0;
+    int active = 1;
 
     (void)arg;
     /* Signals are the program's business, never the writer's. */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    tr.writer_tid = (pid_t)gettid_u32();
+    tr.writer_tid = (pid_t)ml_rt_gettid();
     load_zstd();
     open_file();
     for (;;) {
         uint32_t seen = __atomic_load_n(&tr.wake, __ATOMIC_ACQUIRE);
         struct tjob *list = __atomic_exchange_n(&tr.queue, NULL, __ATOMIC_ACQUIRE), *rev = NULL;
+        uint64_t now = ml_rt_mono_ns();
 
+        if (now - last_sample >= SAMPLE_NS) {
+            active = sample();
+            last_sample = now;
+        }
         if (!list) {
-            struct timespec ts = {0, 100000000};
+            /* While threads record, wake for the next sample; otherwise rarely. */
+            struct timespec ts = {0, active ? SAMPLE_NS : 20000000};
             __atomic_store_n(&tr.writer_sleeping, 1, __ATOMIC_RELEASE);
             if (!__atomic_load_n(&tr.queue, __ATOMIC_ACQUIRE))
                 syscall(SYS_futex, &tr.wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
@@ -1171,7 +1478,7 @@ static void *writer_main(void *arg)
 /* Starts the writer thread once per process (again in a fork child). */
 static void writer_ensure(void)
 {
-    static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    ml_pthread_create_fn create;
     pthread_attr_t attr;
 
     if (__atomic_load_n(&tr.writer_started, __ATOMIC_ACQUIRE))
@@ -1179,12 +1486,10 @@ static void writer_ensure(void)
     pthread_mutex_lock(&tr.lock);
     if (!tr.writer_started) {
         /* The C library's, not memlens' own wrapper: the writer is not a traced thread. */
-        if (!real_create)
-            real_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
-                                   void *))dlsym(RTLD_NEXT, "pthread_create");
+        create = ml_rt_real_pthread_create();
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (!real_create || real_create(&tr.writer, &attr, writer_main, NULL)) {
+        if (!create || create(&tr.writer, &attr, writer_main, NULL)) {
             say("cannot start the trace writer thread", "", ": tracing is off");
             tr.disabled = 1;
         }
@@ -1216,7 +1521,7 @@ static void finish(uint32_t reason, uint32_t sig)
     if (!tr.init || tr.disabled || !tr.writer_started ||
         __atomic_exchange_n(&tr.finishing, 1, __ATOMIC_ACQ_REL))
         return;
-    if ((pid_t)gettid_u32() == tr.writer_tid)
+    if ((pid_t)ml_rt_gettid() == tr.writer_tid)
         return; /* the writer itself is dying: nothing can be saved */
     for (struct tthread *t = tr.threads; t; t = t->next) {
         uint64_t *used;
@@ -1225,7 +1530,7 @@ static void finish(uint32_t reason, uint32_t sig)
         used = t == self ? __memlens_tb_ptr : __atomic_load_n(t->ptr_slot, __ATOMIC_ACQUIRE);
         hand_over(t, used, HAND_DETACH);
     }
-    use_scratch(0);
+    use_scratch();
     s.reason = reason;
     s.signal = sig;
     push_job(&s.job);
@@ -1233,6 +1538,11 @@ static void finish(uint32_t reason, uint32_t sig)
 }
 
 static void on_exit_finish(void)
+{
+    finish(ML_END_EXIT, 0);
+}
+
+void ml_tr_before_exit(void)
 {
     finish(ML_END_EXIT, 0);
 }
@@ -1263,8 +1573,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 {
     (void)uc;
     if (self && !tr.finishing && !tr.disabled)
-        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0,
-                    (uint64_t)sig, ML_EV_NOID);
+        ml_tr_event(ML_EV_SIGNAL, (uint64_t)(uintptr_t)(si ? si->si_addr : 0), 0, 0, (uint64_t)sig,
+                    ML_EV_NOID);
     finish(ML_END_SIGNAL, (uint32_t)sig);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -1302,7 +1612,8 @@ static void after_fork_child(void)
     tr.pid = (uint32_t)getpid();
     tr.tick0 = ml_rt_ticks();
     tr.mono0 = ml_rt_mono_ns();
-    tr.real0 = real_ns();
+    tr.real0 = ml_rt_real_ns();
+    ml_rt_files_fork();
     ml_tr_pf_clock(tr.tick0, tr.mono0);
     tr.queue = NULL;
     tr.writer_started = 0;
@@ -1318,7 +1629,7 @@ static void after_fork_child(void)
     free(tr.maps);
     tr.maps = NULL;
     self = NULL;
-    use_scratch(0);
+    use_scratch();
     __memlens_tb_ptr = __memlens_tb_end = NULL;
     /* Every registered module again, so that the child's file names its sites. */
     if (!tr.disabled)
@@ -1370,8 +1681,9 @@ void ml_tr_init(void)
     if (!tr.init) {
         tr.tick0 = ml_rt_ticks();
         tr.mono0 = ml_rt_mono_ns();
-        tr.real0 = real_ns();
+        tr.real0 = ml_rt_real_ns();
         tr.pid = (uint32_t)getpid();
+        ml_rt_files_start();
         ml_tr_pf_clock(tr.tick0, tr.mono0);
         parse_options();
         update_gate((tr.options & ML_TF_START_OFF) != 0);
@@ -1423,4 +1735,39 @@ ML_EXPORT void __memlens_trace_register(struct ml_ev_module *m)
     j->m = m;
     writer_ensure();
     push_job(&j->job);
+}
+
+/*
+ * From the module's destructor, before dlclose unmaps it: the calling
+ * thread's records go to the writer, which reads every job queued so far
+ * (the module's tables among them), then forgets where the module's segment
+ * descriptors were, so that a library loaded there later is not mistaken for
+ * it. Records of the module still in other threads' buffers are lost.
+ */
+ML_EXPORT void __memlens_trace_unregister(struct ml_ev_module *m)
+{
+    struct tmodule u = {.job = {.type = JOB_UNMODULE}, .m = m};
+    struct ml_ev_module **pp;
+    uint64_t t0;
+
+    if (m->abi != ML_EV_ABI || !tr.init)
+        return;
+    pthread_mutex_lock(&tr.lock);
+    for (pp = &modules; *pp && *pp != m; pp = &(*pp)->next)
+        ;
+    if (*pp) {
+        *pp = m->next;
+        if (modules_tail == &m->next)
+            modules_tail = pp;
+    }
+    pthread_mutex_unlock(&tr.lock);
+    if (tr.disabled || tr.finishing || !tr.writer_started)
+        return;
+    if (self && self->cur)
+        hand_over(self, __memlens_tb_ptr, HAND_NEXT);
+    push_job(&u.job);
+    t0 = ml_rt_mono_ns();
+    while (!__atomic_load_n(&u.done, __ATOMIC_ACQUIRE) && !tr.disabled &&
+           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS)
+        pause_ns(100000);
 }

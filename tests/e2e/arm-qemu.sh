@@ -85,7 +85,7 @@ for p in (x86, arm):
 
 # The AArch64 runtime, like the host's, exports only its entry points.
 extra=$(aarch64-linux-gnu-nm -g --defined-only "$MEMLENS_BUILD/lib/aarch64-linux-gnu/libmemlens-rt.a" |
-    awk 'NF == 3 { print $3 }' | grep -vE '^(__memlens_[a-z0-9_]+|pthread_create)$')
+    awk 'NF == 3 { print $3 }' | grep -vE '^(__memlens_[A-Za-z0-9_]+|pthread_create)$')
 [ -z "$extra" ] || ml_error "the AArch64 runtime exports internal symbols: $extra"
 # The separate spelling -target selects the target as well; ELF e_machine 0xb7 is AArch64.
 "$MEMLENS_BUILD/bin/memlens-cc" -target aarch64-linux-gnu -I"$ML_ROOT/include" \

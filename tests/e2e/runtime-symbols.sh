@@ -5,11 +5,11 @@
 ml_require_cc
 rt=$ML_BUILD/lib/libmemlens-rt.a
 extra=$(nm -g --defined-only "$rt" | awk 'NF == 3 { print $3 }' |
-    grep -vE '^(__memlens_[a-z0-9_]+|pthread_create)$')
+    grep -vE '^(__memlens_[A-Za-z0-9_]+|pthread_create)$')
 [ -z "$extra" ] || fail "the runtime exports internal symbols: $extra"
 so=$ML_BUILD/lib/libmemlens-rt.so
 extra=$(nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' |
-    grep -vE '^(__memlens_[a-z0-9_]+|pthread_create)$')
+    grep -vE '^(__memlens_[A-Za-z0-9_]+|pthread_create)$')
 [ -z "$extra" ] || fail "the shared runtime exports internal symbols: $extra"
 cat >"$T/clash.c" <<'C'
 #include <stdio.h>

@@ -4,6 +4,7 @@
 #include "runtime/abi.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,11 +95,7 @@ static LLVMValueRef i32c(struct ml_ir *ir, uint64_t v)
     return LLVMConstInt(ir->t_i32, v, 0);
 }
 
-/*
- * Appends fn to list, llvm.global_ctors or llvm.global_dtors, rebuilding the
- * appending array (LLVM-C cannot extend it).
- */
-static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority)
+void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority)
 {
     LLVMValueRef old = LLVMGetNamedGlobal(ir->m, list), init = NULL, g;
     LLVMTypeRef fnp = LLVMPointerType(LLVMGlobalGetValueType(fn), 0);
@@ -115,7 +112,8 @@ static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsign
     LLVMValueRef elems[n + 1];
     for (unsigned i = 0; i < n; i++)
         elems[i] = LLVMGetOperand(init, i);
-    LLVMValueRef vals[3] = {i32c(ir, priority), LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
+    LLVMValueRef vals[3] = {i32c(ir, priority),
+                            LLVMConstBitCast(fn, LLVMStructGetTypeAtIndex(ety, 1)),
                             LLVMConstNull(LLVMStructGetTypeAtIndex(ety, 2))};
     elems[n] = LLVMConstNamedStruct(ety, vals, 3);
     if (old)
@@ -126,9 +124,25 @@ static void add_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsign
     LLVMSetLinkage(g, LLVMAppendingLinkage);
 }
 
-void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority)
+void ml_emit_register(struct ml_ir *ir, LLVMValueRef desc, const char *reg, const char *unreg,
+                      const char *prefix, unsigned priority)
 {
-    add_xtor(ir, fn, "llvm.global_ctors", priority);
+    for (int k = 0; k < 2; k++) {
+        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
+        const char *callee = k ? unreg : reg;
+        LLVMValueRef f = LLVMGetNamedFunction(ir->m, callee), fn;
+        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
+        char name[64];
+        if (!f)
+            f = LLVMAddFunction(ir->m, callee, reg_t);
+        snprintf(name, sizeof(name), "%s_%s", prefix, k ? "dtor" : "ctor");
+        fn = LLVMAddFunction(ir->m, name, LLVMFunctionType(ir->t_void, NULL, 0, 0));
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, ""));
+        LLVMBuildCall2(ir->b, reg_t, f, &arg, 1, "");
+        LLVMBuildRetVoid(ir->b);
+        ml_emit_xtor(ir, fn, k ? "llvm.global_dtors" : "llvm.global_ctors", priority);
+    }
 }
 
 int ml_emit_module(struct ml_ir *ir)
@@ -146,7 +160,7 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMValueRef *calls = calloc(ir->ncalls + 1, sizeof(*calls));
     LLVMValueRef *names = calloc(ir->nregions + 1, sizeof(*names));
     LLVMValueRef *words = calloc(ir->nwords + 1, sizeof(*words));
-    LLVMValueRef ctr, tls_fn, desc, ctor, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
+    LLVMValueRef ctr, tls_fn, desc, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
     LLVMValueRef zero2[2];
     const char *modname;
     size_t len;
@@ -239,30 +253,15 @@ int ml_emit_module(struct ml_ir *ir)
             ml_emit_array_ptr(ir, g_ids, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module",
-                              0);
+        desc =
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module", 0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);
 
     /* The constructor registers the module; the destructor unregisters it before dlclose
        unmaps it (the runtime then keeps its own copy of what the profile needs). */
-    for (int k = 0; k < 2; k++) {
-        LLVMTypeRef reg_params[1] = {ir->t_i8p};
-        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, reg_params, 1, 0);
-        const char *callee = k ? "__memlens_unregister" : "__memlens_register";
-        LLVMValueRef reg = LLVMGetNamedFunction(ir->m, callee);
-        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
-        if (!reg)
-            reg = LLVMAddFunction(ir->m, callee, reg_t);
-        ctor = LLVMAddFunction(ir->m, k ? "__memlens_dtor" : "__memlens_ctor",
-                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
-        LLVMSetLinkage(ctor, LLVMInternalLinkage);
-        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
-        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
-        LLVMBuildRetVoid(ir->b);
-        add_xtor(ir, ctor, k ? "llvm.global_dtors" : "llvm.global_ctors", 65535);
-    }
+    ml_emit_register(ir, desc, "__memlens_register", "__memlens_unregister", "__memlens", 65535);
     rc = 0;
 out:
     if (rc)

@@ -38,6 +38,8 @@ static const struct ml_ev_wrap wraps[] = {
     {"brk", 1, 0, 0, {0, 0}, 1},
     {"sbrk", 1, 0, 0, {0, 0}, 1},
     {"fork", 0, 0, 0, {0, 0}, 1},
+    {"_exit", 1, 0, 0, {0, 0}, 1},
+    {"_Exit", 1, 0, 0, {0, 0}, 1},
     {"execv", 2, 0, 0, {0, 0}, 1},
     {"execve", 3, 0, 0, {0, 0}, 1},
     {"execvp", 2, 0, 0, {0, 0}, 1},
@@ -58,7 +60,12 @@ static const struct ml_ev_wrap wraps[] = {
     {"strdup", 1, 0, 2, {ML_EV_LOAD, ML_EV_STORE}, 0},
 };
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+const char *ml_ev_wrapped(size_t i)
+{
+    return i < sizeof(wraps) / sizeof(wraps[0]) ? wraps[i].name : NULL;
+}
+
+int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
     uint32_t c = *cap ? *cap : 64;
     void *q;
@@ -144,7 +151,7 @@ static int64_t add_site(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t
     unsigned flen, line, col;
     size_t nlen;
 
-    if (grow((void **)&ev->sites, &ev->capsites, ev->nsites + 1, sizeof(*ev->sites)))
+    if (ml_ev_grow((void **)&ev->sites, &ev->capsites, ev->nsites + 1, sizeof(*ev->sites)))
         return -ENOMEM;
     loc_of(inst, &file, &flen, &line, &col);
     name = fn_name(fn, &nlen);
@@ -177,7 +184,7 @@ static int64_t add_marker(struct ml_ev *ev, uint32_t kind, const char *name, siz
             if (ev->markers[i].kind == kind && strlen(ev->markers[i].name) == len &&
                 !memcmp(ev->markers[i].name, name, len))
                 return i;
-    if (grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
+    if (ml_ev_grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
         return -ENOMEM;
     loc_of(inst, &file, &flen, &line, &col);
     fname = fn_name(fn, &nlen);
@@ -207,7 +214,8 @@ static const struct ml_ev_wrap *wrap_of(LLVMValueRef fn)
             unsigned np = LLVMCountParams(fn);
             int va = LLVMIsFunctionVarArg(LLVMGlobalGetValueType(fn));
             /* Only the libc function itself: same parameters (or fewer before ...). */
-            if (wraps[i].variadic ? (va && np <= wraps[i].nparams) : (!va && np == wraps[i].nparams))
+            if (wraps[i].variadic ? (va && np <= wraps[i].nparams)
+                                  : (!va && np == wraps[i].nparams))
                 return &wraps[i];
             return NULL;
         }
@@ -260,7 +268,7 @@ int ml_ev_calls(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_call **out, size
             f = ml_called_function(in);
             if (!f)
                 continue;
-            if (grow((void **)&v, &cap, count + 1, sizeof(*v))) {
+            if (ml_ev_grow((void **)&v, &cap, count + 1, sizeof(*v))) {
                 rc = -ENOMEM;
                 break;
             }
@@ -314,7 +322,12 @@ unsigned ml_ev_point_words(const struct ml_ev_point *p)
 {
     if (!ml_ev_is_access(p->kind))
         return 0;
-    return p->len ? 2 : 1;
+    return p->len_op >= 0 ? 2 : 1;
+}
+
+LLVMValueRef ml_ev_operand(const struct ml_ev_point *p, int op)
+{
+    return op == -2 ? p->at : op < 0 ? NULL : LLVMGetOperand(p->at, (unsigned)op);
 }
 
 struct plist {
@@ -323,20 +336,21 @@ struct plist {
 };
 
 static int push_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, uint32_t kind,
-                      LLVMValueRef at, LLVMValueRef addr, LLVMValueRef len, uint64_t size,
-                      LLVMValueRef value, uint32_t marker)
+                      LLVMValueRef at, int addr_op, int len_op, uint64_t size, int value_op,
+                      uint32_t marker)
 {
     int64_t site;
 
-    if (ml_ev_is_access(kind) && !len && !size)
+    if (ml_ev_is_access(kind) && len_op < 0 && !size)
         return 0; /* zero bytes: nothing happens */
     if (!(ev->o.kinds & ML_EV_BIT(kind)))
         return 0;
-    site = add_site(ev, kind, len ? 0 : size, marker, fn, at, NULL);
-    if (site < 0 || grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+    site = add_site(ev, kind, len_op >= 0 ? 0 : size, marker, fn, at, NULL);
+    if (site < 0 || ml_ev_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
         return -ENOMEM;
-    l->v[l->n++] = (struct ml_ev_point){kind,  (uint32_t)site, at, addr, len, size,
-                                        ev->o.fields & ML_EVF_VALUE ? value : NULL};
+    l->v[l->n++] = (struct ml_ev_point){
+        kind, (uint32_t)site, at, addr_op, len_op, ev->o.fields & ML_EVF_VALUE ? value_op : -1,
+        size};
     return 0;
 }
 
@@ -348,29 +362,38 @@ static int name_starts(LLVMValueRef fn, const char *prefix)
     return len >= strlen(prefix) && !memcmp(name, prefix, strlen(prefix));
 }
 
-/* The accesses of one instruction. */
-static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in)
+int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out[2])
 {
-    LLVMTargetDataRef td = ev->ir->td;
     LLVMValueRef f;
     int mk;
 
     switch (LLVMGetInstructionOpcode(in)) {
     case LLVMLoad:
-        return push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), in, ML_EV_NOID);
-    case LLVMStore: {
-        LLVMValueRef v = LLVMGetOperand(in, 0);
-        return push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 1), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(v)), v, ML_EV_NOID);
-    }
+        out[0] = (struct ml_ev_point){
+            ML_EV_LOAD, 0, in, 0, -1, -2, LLVMStoreSizeOfType(td, LLVMTypeOf(in))};
+        return 1;
+    case LLVMStore:
+        out[0] = (struct ml_ev_point){ML_EV_STORE,
+                                      0,
+                                      in,
+                                      1,
+                                      -1,
+                                      0,
+                                      LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0)))};
+        return 1;
     case LLVMAtomicRMW:
-        return push_point(ev, l, fn, ML_EV_RMW, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), NULL, ML_EV_NOID);
+        out[0] = (struct ml_ev_point){
+            ML_EV_RMW, 0, in, 0, -1, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in))};
+        return 1;
     case LLVMAtomicCmpXchg:
-        return push_point(ev, l, fn, ML_EV_RMW, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1))), NULL,
-                          ML_EV_NOID);
+        out[0] = (struct ml_ev_point){ML_EV_RMW,
+                                      0,
+                                      in,
+                                      0,
+                                      -1,
+                                      -1,
+                                      LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 1)))};
+        return 1;
     case LLVMCall:
     case LLVMInvoke:
         break;
@@ -380,33 +403,50 @@ static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLV
     f = ml_called_function(in);
     mk = ml_mem_call_kind(in);
     if (mk) {
-        LLVMValueRef n = LLVMGetOperand(in, 2), len = NULL;
+        LLVMValueRef n = LLVMGetOperand(in, 2);
+        int len_op = -1, k = 0;
         uint64_t size = 0;
-        int rc = 0;
         if (LLVMIsAConstantInt(n) && LLVMConstIntGetZExtValue(n) <= UINT32_MAX)
             size = LLVMConstIntGetZExtValue(n);
         else
-            len = n;
-        /* The copy reads, then writes. */
+            len_op = 2;
+        /* A copy reads, then writes. */
         if (mk == 1)
-            rc = push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 1), len, size, NULL,
-                            ML_EV_NOID);
-        if (!rc)
-            rc = push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 0), len, size, NULL,
-                            ML_EV_NOID);
-        return rc;
+            out[k++] = (struct ml_ev_point){ML_EV_LOAD, 0, in, 1, len_op, -1, size};
+        out[k++] = (struct ml_ev_point){ML_EV_STORE, 0, in, 0, len_op, -1, size};
+        return k;
     }
     if (!f || !LLVMGetIntrinsicID(f))
         return 0;
     /* Masked vector accesses: the full width, as region counts do (an upper bound). */
-    if (name_starts(f, "llvm.masked.load."))
-        return push_point(ev, l, fn, ML_EV_LOAD, in, LLVMGetOperand(in, 0), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(in)), NULL, ML_EV_NOID);
-    if (name_starts(f, "llvm.masked.store."))
-        return push_point(ev, l, fn, ML_EV_STORE, in, LLVMGetOperand(in, 1), NULL,
-                          LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0))), NULL,
-                          ML_EV_NOID);
+    if (name_starts(f, "llvm.masked.load.")) {
+        out[0] = (struct ml_ev_point){
+            ML_EV_LOAD, 0, in, 0, -1, -1, LLVMStoreSizeOfType(td, LLVMTypeOf(in))};
+        return 1;
+    }
+    if (name_starts(f, "llvm.masked.store.")) {
+        out[0] = (struct ml_ev_point){ML_EV_STORE,
+                                      0,
+                                      in,
+                                      1,
+                                      -1,
+                                      -1,
+                                      LLVMStoreSizeOfType(td, LLVMTypeOf(LLVMGetOperand(in, 0)))};
+        return 1;
+    }
     return 0;
+}
+
+/* The accesses of one instruction, as points with sites. */
+static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in)
+{
+    struct ml_ev_point a[2];
+    int n = ml_ev_accesses(ev->ir->td, in, a), rc = 0;
+
+    for (int k = 0; k < n && !rc; k++)
+        rc = push_point(ev, l, fn, a[k].kind, in, a[k].addr_op, a[k].len_op, a[k].size,
+                        a[k].value_op, ML_EV_NOID);
+    return rc;
 }
 
 /* Marker points waiting for the block made for them (split loop edges). */
@@ -422,7 +462,7 @@ struct emlist {
 
 static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, uint32_t marker)
 {
-    if (grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v)))
+    if (ml_ev_grow((void **)&e->v, &e->cap, e->n + 1, sizeof(*e->v)))
         return -ENOMEM;
     e->v[e->n++] = (struct edge_mark){bb, kind, marker};
     return 0;
@@ -494,7 +534,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             unsigned s = cfg.succ[k];
             if (cfg.loop_of[p] == cfg.loop_of[s])
                 continue;
-            if (grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
+            if (ml_ev_grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
                 rc = -ENOMEM;
                 goto out;
             }
@@ -571,18 +611,16 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
             LLVMValueRef at = in;
             while (at && LLVMIsAAllocaInst(at))
                 at = LLVMGetNextInstruction(at);
-            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, NULL, NULL, 0, NULL,
-                            (uint32_t)fmark);
+            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
         }
         for (uint32_t i = 0; i < em.n && !rc; i++)
             if (em.v[i].bb == bb)
-                rc = push_point(ev, &l, fn, em.v[i].kind, LLVMGetBasicBlockTerminator(bb), NULL,
-                                NULL, 0, NULL, em.v[i].marker);
+                rc = push_point(ev, &l, fn, em.v[i].kind, LLVMGetBasicBlockTerminator(bb), -1, -1,
+                                0, -1, em.v[i].marker);
         for (; in && !rc; in = LLVMGetNextInstruction(in)) {
             LLVMOpcode op = LLVMGetInstructionOpcode(in);
             if (fmark >= 0 && (op == LLVMRet || op == LLVMResume))
-                rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, NULL, NULL, 0, NULL,
-                                (uint32_t)fmark);
+                rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, -1, -1, 0, -1, (uint32_t)fmark);
             else
                 rc = access_points(ev, &l, fn, in);
         }

@@ -12,16 +12,24 @@
  * locations included); a sink decides how the records are stored.
  */
 
-/* One event at one IR point, in program order within its block. */
+/*
+ * One event at one IR point, in program order within its block. Fields are
+ * operands of `at`, named by index and read when needed (ml_ev_operand):
+ * sinks split blocks, which rebuilds phis, so values other than `at` itself
+ * may be replaced meanwhile.
+ */
 struct ml_ev_point {
-    uint32_t kind;      /* enum ml_ev_kind */
-    uint32_t site;      /* module-local site id */
-    LLVMValueRef at;    /* the event happens at this instruction: records go just before it */
-    LLVMValueRef addr;  /* accesses: the pointer */
-    LLVMValueRef len;   /* accesses of variable size: the length in bytes (any integer type) */
-    uint64_t size;      /* accesses of constant size: bytes */
-    LLVMValueRef value; /* with ML_EVF_VALUE: the loaded or stored value */
+    uint32_t kind;   /* enum ml_ev_kind */
+    uint32_t site;   /* module-local site id */
+    LLVMValueRef at; /* the event happens at this instruction (never erased by sinks) */
+    int addr_op;     /* accesses: operand index of the pointer; -1 for none */
+    int len_op;      /* accesses of variable size: operand index of the length in bytes */
+    int value_op;    /* with ML_EVF_VALUE: operand index of the value, -2: `at` itself, -1 none */
+    uint64_t size;   /* accesses of constant size: bytes */
 };
+
+/* The operand of p->at with index op (-2: p->at itself), or NULL for -1. */
+LLVMValueRef ml_ev_operand(const struct ml_ev_point *p, int op);
 
 /* A libc function whose calls the runtime wraps (src/runtime/interpose.c). */
 struct ml_ev_wrap {
@@ -33,6 +41,9 @@ struct ml_ev_wrap {
     unsigned events; /* 1: records events (kept in uninstrumented copies too) */
 };
 
+/* The i-th wrapped libc function's name (its wrapper is __memlens_tr_<name>), NULL past the end. */
+const char *ml_ev_wrapped(size_t i);
+
 /* A call the layer recognises: a marker of memlens.h or a wrapped libc function. */
 struct ml_ev_call {
     LLVMValueRef call;
@@ -42,7 +53,7 @@ struct ml_ev_call {
 };
 
 struct ml_ev_opts {
-    uint64_t kinds; /* bit k: the sinks want events of kind k */
+    uint64_t kinds;  /* bit k: the sinks want events of kind k */
     unsigned fields; /* ML_EVF_* */
     int functions;   /* function entry and exit markers */
     int loops;       /* loop entry and exit markers */
@@ -78,8 +89,18 @@ int ml_ev_calls(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_call **out, size
  */
 int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, size_t *n);
 
+/*
+ * The accesses instruction `in` makes, at most two (a copy reads, then
+ * writes): kind, operands and size, site 0. The one classification every
+ * per-access emitter uses (exact mode, the trace sink). Returns how many.
+ */
+int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out[2]);
+
 /* Whether inst may run other code (a call that is not an intrinsic): sinks batch between these. */
 int ml_ev_is_barrier(LLVMValueRef inst);
+
+/* Grows *p (elements of elem bytes) to hold need; 0 or -ENOMEM. */
+int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
 
 /* Payload words of a point in the trace buffer (format/trace-abi.h). */
 unsigned ml_ev_point_words(const struct ml_ev_point *p);

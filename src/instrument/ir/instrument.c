@@ -1,6 +1,7 @@
 /* Region instrumenter: finds regions, clones callees, places counters and collects static facts. */
 #include "instrument/ir/ir.h"
 #include "instrument/ir/cfg.h"
+#include "instrument/ir/events.h"
 #include "instrument/ir/loops.h"
 
 #include <errno.h>
@@ -581,64 +582,28 @@ static LLVMValueRef first_insertion_point(LLVMBasicBlockRef bb)
     return in;
 }
 
-/* Exact mode: tell the runtime about each access of the segment's instructions, with its address.
- */
+/* Exact mode: tell the runtime about each access of the segment's instructions, with its
+ * address. */
 static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t unit)
 {
     for (size_t i = 0; i < n; i++) {
-        LLVMValueRef in = insts[i], ptr[2] = {NULL, NULL}, len = NULL;
-        unsigned flags[2] = {0, 0};
-        uint64_t size = 0;
-        int mk = 0;
-
-        switch (LLVMGetInstructionOpcode(in)) {
-        case LLVMLoad:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
-            flags[0] = 1;
-            break;
-        case LLVMStore:
-            ptr[0] = LLVMGetOperand(in, 1);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 0)));
-            flags[0] = 2;
-            break;
-        case LLVMAtomicRMW:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(in));
-            flags[0] = 3;
-            break;
-        case LLVMAtomicCmpXchg:
-            ptr[0] = LLVMGetOperand(in, 0);
-            size = LLVMStoreSizeOfType(ir->td, LLVMTypeOf(LLVMGetOperand(in, 1)));
-            flags[0] = 3;
-            break;
-        case LLVMCall:
-        case LLVMInvoke:
-            mk = ml_mem_call_kind(in);
-            if (mk) {
-                ptr[0] = LLVMGetOperand(in, 0);
-                flags[0] = 2;
-                if (mk == 1) {
-                    ptr[1] = LLVMGetOperand(in, 1);
-                    flags[1] = 1;
-                }
-                len = LLVMGetOperand(in, 2);
-            }
-            break;
-        default:
-            break;
-        }
-        for (int k = 0; k < 2; k++) {
-            LLVMValueRef args[5];
-            if (!ptr[k])
-                continue;
-            LLVMPositionBuilderBefore(ir->b, in);
+        struct ml_ev_point a[2];
+        int na = ml_ev_accesses(ir->td, insts[i], a);
+        for (int k = 0; k < na; k++) {
+            LLVMValueRef args[5], len = ml_ev_operand(&a[k], a[k].len_op);
+            LLVMPositionBuilderBefore(ir->b, insts[i]);
             args[0] = ir->desc_ph;
             args[1] = LLVMConstInt(ir->t_i32, unit, 0);
-            args[2] = LLVMBuildPointerCast(ir->b, ptr[k], ir->t_i8p, "");
+            args[2] =
+                LLVMBuildPointerCast(ir->b, ml_ev_operand(&a[k], a[k].addr_op), ir->t_i8p, "");
             args[3] = len ? LLVMBuildZExtOrBitCast(ir->b, len, ir->t_i64, "")
-                          : LLVMConstInt(ir->t_i64, size, 0);
-            args[4] = LLVMConstInt(ir->t_i32, flags[k], 0);
+                          : LLVMConstInt(ir->t_i64, a[k].size, 0);
+            /* flags: bit 0 read, bit 1 write */
+            args[4] = LLVMConstInt(ir->t_i32,
+                                   a[k].kind == ML_EV_LOAD    ? 1
+                                   : a[k].kind == ML_EV_STORE ? 2
+                                                              : 3,
+                                   0);
             LLVMBuildCall2(ir->b, ir->ty_access, ir->f_access, args, 5, "");
         }
     }

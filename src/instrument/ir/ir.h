@@ -15,8 +15,8 @@
 struct ml_unit {
     uint32_t kind; /* enum ml_unit_kind */
     uint32_t line;
-    uint32_t regset; /* word offset into ml_ir.words */
-    uint32_t flags;  /* ML_RT_UNIT_* */
+    uint32_t regset;  /* word offset into ml_ir.words */
+    uint32_t flags;   /* ML_RT_UNIT_* */
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
@@ -87,7 +87,7 @@ struct ml_ir {
     size_t nclones, capclones;
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
-    uint32_t noregion; /* all-blocks mode: the empty region set; else ML_NOSET */
+    uint32_t noregion;          /* all-blocks mode: the empty region set; else ML_NOSET */
     struct ml_version *versions;
     size_t nversions, capversions;
 };
@@ -143,6 +143,8 @@ int ml_version_prepare(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *plain);
 int ml_version_merge(struct ml_ir *ir, const struct ml_version *v);
 /* Can fn be versioned (cloneable, not too large for the SSA repair)? */
 int ml_version_supported(LLVMValueRef fn);
+/* Moves instruction in to the builder's position, keeping its name. */
+void ml_move_to_builder(struct ml_ir *ir, LLVMValueRef in);
 /*
  * Moves everything after `at` into a new block placed after at's block and
  * returns it; at's block is left without a terminator. Successors' phis are
@@ -178,7 +180,16 @@ void ml_emit_strtab_free(struct ml_strtab *t);
 LLVMValueRef ml_emit_global(struct ml_ir *ir, LLVMValueRef init, const char *name, int ro);
 /* Pointer to element 0 of an array global, or null for an empty table (g NULL). */
 LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef elem);
-/* Appends fn to llvm.global_ctors (LLVM-C cannot extend the appending array in place). */
-void ml_emit_ctor(struct ml_ir *ir, LLVMValueRef fn, unsigned priority);
+/*
+ * Appends fn to list, llvm.global_ctors or llvm.global_dtors, with a priority,
+ * rebuilding the appending array (LLVM-C cannot extend it in place).
+ */
+void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority);
+/*
+ * A constructor <prefix>_ctor calling reg(desc) and a destructor <prefix>_dtor
+ * calling unreg(desc), at the given priority.
+ */
+void ml_emit_register(struct ml_ir *ir, LLVMValueRef desc, const char *reg, const char *unreg,
+                      const char *prefix, unsigned priority);
 
 #endif

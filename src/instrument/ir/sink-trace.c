@@ -1,4 +1,5 @@
-/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning. */
+/* Trace sink of the instrumenter: inline appends to the thread's buffer, descriptors, versioning.
+ */
 #include "format/trace-abi.h"
 #include "instrument/ir/events.h"
 
@@ -14,7 +15,9 @@
  * format/trace-abi.h) and a plain one, the original code. The entry block
  * reads __memlens_trace_gate and picks one, so a program built with
  * --trace but recording nothing pays a load and a branch per call.
- * Markers and wrapped libc calls go to the runtime in both copies.
+ * Functions that switch recording themselves are the exception (see
+ * do_function). Markers and wrapped libc calls go to the runtime in both
+ * copies.
  */
 struct tsink {
     struct ml_ir *ir;
@@ -29,23 +32,6 @@ struct tsink {
     unsigned md_prof;
     LLVMValueRef prof_unlikely;
 };
-
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    uint32_t c = *cap ? *cap : 256;
-    void *q;
-
-    if (need <= *cap)
-        return 0;
-    while (c < need)
-        c *= 2;
-    q = realloc(*p, (size_t)c * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 static LLVMValueRef extern_global(struct tsink *s, LLVMTypeRef t, const char *name, int tls)
 {
@@ -67,10 +53,9 @@ static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty
 
     if (!f) {
         f = LLVMAddFunction(s->ir->m, name, ty);
-        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                                LLVMCreateEnumAttribute(s->ir->ctx,
-                                                        LLVMGetEnumAttributeKindForName("nounwind", 8),
-                                                        0));
+        LLVMAddAttributeAtIndex(
+            f, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(s->ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
     }
     return f;
 }
@@ -78,7 +63,8 @@ static LLVMValueRef runtime_fn(struct tsink *s, const char *name, LLVMTypeRef ty
 static void setup(struct tsink *s)
 {
     struct ml_ir *ir = s->ir;
-    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32}, p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
+    LLVMTypeRef p2[2] = {ir->t_i8p, ir->t_i32},
+                p4[4] = {ir->t_i8p, ir->t_i32, ir->t_i8p, ir->t_i64};
     LLVMTypeRef i64t = ir->t_i64;
     LLVMMetadataRef w[3];
 
@@ -112,8 +98,8 @@ static LLVMValueRef rebuild_call(struct tsink *s, LLVMValueRef old, LLVMTypeRef 
     LLVMPositionBuilderBefore(b, old);
     LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(old));
     if (LLVMIsAInvokeInst(old))
-        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old),
-                             LLVMGetUnwindDest(old), "");
+        c = LLVMBuildInvoke2(b, fty, f, args, nargs, LLVMGetNormalDest(old), LLVMGetUnwindDest(old),
+                             "");
     else
         c = LLVMBuildCall2(b, fty, f, args, nargs, "");
     LLVMSetCurrentDebugLocation2(b, NULL);
@@ -217,7 +203,7 @@ static int add_descriptor(struct tsink *s, const struct ml_ev_point *p, uint32_t
 {
     uint32_t words = (1 + n + 1) & ~1u;
 
-    if (grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
+    if (ml_ev_grow((void **)&s->segs, &s->capsegs, s->nsegs + words, sizeof(*s->segs)))
         return -ENOMEM;
     *off = s->nsegs;
     s->segs[s->nsegs] = n;
@@ -236,14 +222,21 @@ static LLVMValueRef word_ptr(struct tsink *s, LLVMValueRef p, unsigned slot)
     return LLVMBuildGEP2(s->ir->b, s->ir->t_i64, p, &idx, 1, "");
 }
 
-/* The inline append of one segment (format/trace-abi.h). */
-static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n)
+/*
+ * The inline append of one segment (format/trace-abi.h), placed after its
+ * last event (before it when that is a terminator): the addresses are SSA
+ * values by then, so reservation and stores sit together. guarded: the
+ * function may switch recording on or off itself, so the append is skipped
+ * while __memlens_trace_gate is closed.
+ */
+static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n, int guarded)
 {
     struct ml_ir *ir = s->ir;
     LLVMBuilderRef b = ir->b;
     uint32_t W = 1, off, slot = 1;
-    LLVMValueRef p0, np, lim, full, q, ph, hdr, idx, incoming[2], br;
-    LLVMBasicBlockRef bb, cont, slow, blocks[2];
+    LLVMValueRef last = p[n - 1].at, ins, p0, np, lim, full, q, ph, hdr, idx, incoming[2], br;
+    LLVMBasicBlockRef bb, cont, rec, slow, fill, blocks[2];
+    LLVMMetadataRef loc = LLVMInstructionGetDebugLoc(last);
     int rc;
 
     for (uint32_t k = 0; k < n; k++)
@@ -251,33 +244,52 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
     rc = add_descriptor(s, p, n, &off);
     if (rc)
         return rc;
-    LLVMPositionBuilderBefore(b, p[0].at);
-    LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(p[0].at));
+    ins = LLVMIsATerminatorInst(last) ? last : LLVMGetNextInstruction(last);
+    LLVMPositionBuilderBefore(b, ins);
+    LLVMSetCurrentDebugLocation2(b, loc);
+    if (guarded) {
+        LLVMValueRef g = LLVMBuildLoad2(b, ir->t_i32, s->g_gate, "");
+        LLVMValueRef on = LLVMBuildICmp(b, LLVMIntEQ, g, LLVMConstInt(ir->t_i32, 0, 0), "");
+        bb = LLVMGetInstructionParent(on);
+        cont = ml_split_after(ir, on);
+        rec = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.rec");
+        LLVMPositionBuilderAtEnd(b, bb);
+        LLVMBuildCondBr(b, on, rec, cont);
+        LLVMPositionBuilderAtEnd(b, rec);
+    } else {
+        cont = NULL;
+        rec = LLVMGetInstructionParent(ins);
+    }
     p0 = LLVMBuildLoad2(b, s->t_wordp, s->g_ptr, "");
     np = word_ptr(s, p0, W);
-    LLVMBuildStore(b, np, s->g_ptr);
     lim = LLVMBuildLoad2(b, s->t_wordp, s->g_end, "");
     full = LLVMBuildICmp(b, LLVMIntUGT, np, lim, "");
-    bb = LLVMGetInstructionParent(full);
-    cont = ml_split_after(ir, full);
-    slow = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.flush");
-    LLVMPositionBuilderAtEnd(b, bb);
-    br = LLVMBuildCondBr(b, full, slow, cont);
+    if (guarded) {
+        fill = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.fill");
+    } else {
+        fill = ml_split_after(ir, full);
+        rec = LLVMGetInstructionParent(full);
+    }
+    slow = LLVMInsertBasicBlockInContext(ir->ctx, fill, "memlens.flush");
+    LLVMPositionBuilderAtEnd(b, rec);
+    br = LLVMBuildCondBr(b, full, slow, fill);
     LLVMSetMetadata(br, s->md_prof, s->prof_unlikely);
     LLVMPositionBuilderAtEnd(b, slow);
     {
         LLVMValueRef wv = LLVMConstInt(ir->t_i64, W, 0);
         q = LLVMBuildCall2(b, s->ty_flush, s->f_flush, &wv, 1, "");
     }
-    LLVMBuildBr(b, cont);
-    LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(cont));
+    LLVMBuildBr(b, fill);
+    if (guarded)
+        LLVMPositionBuilderAtEnd(b, fill);
+    else
+        LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(fill));
     ph = LLVMBuildPhi(b, s->t_wordp, "");
     incoming[0] = p0;
     incoming[1] = q;
-    blocks[0] = bb;
+    blocks[0] = rec;
     blocks[1] = slow;
     LLVMAddIncoming(ph, incoming, blocks, 2);
-    LLVMPositionBuilderBefore(b, p[0].at);
     idx = LLVMConstInt(ir->t_i64, off, 0);
     hdr = LLVMConstPtrToInt(LLVMConstGEP2(ir->t_i32, s->segs_ph, &idx, 1), ir->t_i64);
     LLVMBuildStore(b, hdr, ph);
@@ -285,14 +297,18 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
         unsigned w = ml_ev_point_words(&p[k]);
         if (!w)
             continue;
-        LLVMPositionBuilderBefore(b, p[k].at);
-        LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(p[k].at));
-        LLVMBuildStore(b, LLVMBuildPtrToInt(b, p[k].addr, ir->t_i64, ""), word_ptr(s, ph, slot));
+        LLVMBuildStore(b, LLVMBuildPtrToInt(b, ml_ev_operand(&p[k], p[k].addr_op), ir->t_i64, ""),
+                       word_ptr(s, ph, slot));
         if (w == 2)
-            LLVMBuildStore(b, LLVMBuildZExtOrBitCast(b, p[k].len, ir->t_i64, ""),
-                           word_ptr(s, ph, slot + 1));
+            LLVMBuildStore(
+                b, LLVMBuildZExtOrBitCast(b, ml_ev_operand(&p[k], p[k].len_op), ir->t_i64, ""),
+                word_ptr(s, ph, slot + 1));
         slot += w;
     }
+    /* Committed last: a snapshot of the buffer (at exit, from a signal) holds whole segments. */
+    LLVMBuildStore(b, word_ptr(s, ph, W), s->g_ptr);
+    if (guarded)
+        LLVMBuildBr(b, cont);
     LLVMSetCurrentDebugLocation2(b, NULL);
     return 0;
 }
@@ -306,7 +322,7 @@ static int barrier_between(LLVMValueRef from, LLVMValueRef to)
     return 0;
 }
 
-static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n)
+static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n, int guarded)
 {
     size_t start = 0;
     unsigned words = 1;
@@ -320,7 +336,7 @@ static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n)
                   words + ml_ev_point_words(c) > ML_TB_MAX_SEG;
         }
         if (cut && i > start) {
-            int rc = emit_segment(s, p + start, (uint32_t)(i - start));
+            int rc = emit_segment(s, p + start, (uint32_t)(i - start), guarded);
             if (rc)
                 return rc;
             start = i;
@@ -339,21 +355,14 @@ static int static_alloca(LLVMValueRef in)
     return LLVMIsAAllocaInst(in) && LLVMIsAConstant(LLVMGetOperand(in, 0));
 }
 
-static void hoist_allocas(LLVMBasicBlockRef from, LLVMBasicBlockRef to, LLVMBuilderRef b)
+static void hoist_allocas(struct ml_ir *ir, LLVMBasicBlockRef from, LLVMBasicBlockRef to)
 {
     for (LLVMValueRef in = LLVMGetFirstInstruction(from), next; in; in = next) {
         next = LLVMGetNextInstruction(in);
         if (!static_alloca(in))
             continue;
-        size_t len;
-        const char *nm = LLVMGetValueName2(in, &len);
-        char buf[len + 1];
-        memcpy(buf, nm, len);
-        buf[len] = 0;
-        LLVMInstructionRemoveFromParent(in);
-        LLVMPositionBuilderBefore(b, LLVMGetBasicBlockTerminator(to));
-        LLVMInsertIntoBuilder(b, in);
-        LLVMSetValueName2(in, buf, len);
+        LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(to));
+        ml_move_to_builder(ir, in);
     }
 }
 
@@ -379,8 +388,8 @@ static void merge(struct tsink *s, LLVMValueRef fn, LLVMValueRef plain)
     on = LLVMBuildICmp(ir->b, LLVMIntEQ, g, LLVMConstInt(ir->t_i32, 0, 0), "");
     br = LLVMBuildCondBr(ir->b, on, tentry, pentry);
     (void)br;
-    hoist_allocas(tentry, gate, ir->b);
-    hoist_allocas(pentry, gate, ir->b);
+    hoist_allocas(ir, tentry, gate);
+    hoist_allocas(ir, pentry, gate);
     LLVMDeleteFunction(plain);
 }
 
@@ -398,14 +407,19 @@ static int wanted(LLVMValueRef fn)
                                         LLVMGetEnumAttributeKindForName("naked", 5));
 }
 
-static int do_function(struct tsink *s, LLVMValueRef fn)
+/*
+ * A function that switches recording itself (region markers, on/off, or a
+ * call of a function of this module that does) keeps one copy whose appends
+ * check the gate; any other gets a traced and a plain copy chosen at entry.
+ */
+static int do_function(struct tsink *s, LLVMValueRef fn, int guarded)
 {
     struct ml_ev_point *pts = NULL;
     LLVMValueRef plain = NULL;
     size_t n = 0;
-    int rc, cloneable = ml_can_clone(fn);
+    int rc;
 
-    if (cloneable) {
+    if (!guarded && ml_can_clone(fn)) {
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
         char pname[len + 16];
@@ -416,7 +430,7 @@ static int do_function(struct tsink *s, LLVMValueRef fn)
     }
     rc = ml_ev_points(&s->ev, fn, &pts, &n);
     if (!rc)
-        rc = emit_points(s, pts, n);
+        rc = emit_points(s, pts, n, guarded || !plain);
     free(pts);
     if (rc) {
         if (plain)
@@ -431,6 +445,54 @@ static int do_function(struct tsink *s, LLVMValueRef fn)
     }
     merge(s, fn, plain);
     return 0;
+}
+
+/* Does fn call the runtime's marker for a site that switches recording? */
+static int switches_directly(struct tsink *s, LLVMValueRef fn)
+{
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            uint32_t site, k;
+            if (!LLVMIsACallInst(in) || ml_called_function(in) != s->f_marker)
+                continue;
+            site = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(in, 1));
+            k = site < s->ev.nsites ? s->ev.sites[site].kind : 0;
+            if (k == ML_EV_REGION_BEGIN || k == ML_EV_REGION_END || k == ML_EV_TRACE_ON ||
+                k == ML_EV_TRACE_OFF)
+                return 1;
+        }
+    return 0;
+}
+
+/* Marks every function that switches recording, directly or through calls within the module. */
+static void find_switching(struct tsink *s, LLVMValueRef *fns, size_t n, unsigned char *sw)
+{
+    int changed = 1;
+
+    for (size_t i = 0; i < n; i++)
+        sw[i] = (unsigned char)switches_directly(s, fns[i]);
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (sw[i])
+                continue;
+            for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[i]); bb && !sw[i];
+                 bb = LLVMGetNextBasicBlock(bb))
+                for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !sw[i];
+                     in = LLVMGetNextInstruction(in)) {
+                    LLVMValueRef f;
+                    if (!LLVMIsACallInst(in) && !LLVMIsAInvokeInst(in))
+                        continue;
+                    f = ml_called_function(in);
+                    for (size_t k = 0; f && k < n; k++)
+                        if (fns[k] == f && sw[k]) {
+                            sw[i] = 1;
+                            changed = 1;
+                            break;
+                        }
+                }
+        }
+    }
 }
 
 /* ---- the module descriptor ---- */
@@ -448,7 +510,7 @@ static int emit_module(struct tsink *s)
     LLVMValueRef *sites = calloc(ev->nsites + 1, sizeof(*sites));
     LLVMValueRef *marks = calloc(ev->nmarkers + 1, sizeof(*marks));
     LLVMValueRef *words = calloc(s->nsegs + 1, sizeof(*words));
-    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, ctor, segs_ptr;
+    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, segs_ptr;
     const char *modname;
     size_t len;
     int rc = -ENOMEM;
@@ -479,14 +541,14 @@ static int emit_module(struct tsink *s)
     for (uint32_t i = 0; i < s->nsegs; i++)
         words[i] = LLVMConstInt(ir->t_i32, s->segs[i], 0);
     if (ev->nsites)
-        g_sites = ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites),
-                                 "__memlens_tsites", 1);
+        g_sites =
+            ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites), "__memlens_tsites", 1);
     if (ev->nmarkers)
         g_marks = ml_emit_global(ir, LLVMConstArray(mark_t, marks, ev->nmarkers),
                                  "__memlens_tmarkers", 1);
     if (s->nsegs) {
-        g_segs = ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs",
-                                1);
+        g_segs =
+            ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs", 1);
         LLVMSetAlignment(g_segs, 8);
     }
     segs_ptr = ml_emit_array_ptr(ir, g_segs, ir->t_i32);
@@ -517,24 +579,15 @@ static int emit_module(struct tsink *s)
             LLVMConstInt(ir->t_i32, 0, 0),
             LLVMConstNull(ir->t_i8p),
         };
-        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule",
-                              0);
+        desc =
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule", 0);
     }
     LLVMReplaceAllUsesWith(s->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(s->desc_ph);
-    {
-        LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
-        LLVMValueRef reg = runtime_fn(s, ML_TB_SYM_REGISTER, reg_t);
-        LLVMValueRef arg = LLVMConstBitCast(desc, ir->t_i8p);
-        ctor = LLVMAddFunction(ir->m, "__memlens_trace_ctor",
-                               LLVMFunctionType(ir->t_void, NULL, 0, 0));
-        LLVMSetLinkage(ctor, LLVMInternalLinkage);
-        LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, ctor, ""));
-        LLVMBuildCall2(ir->b, reg_t, reg, &arg, 1, "");
-        LLVMBuildRetVoid(ir->b);
-        /* Before the program's own constructors, which may already run traced code. */
-        ml_emit_ctor(ir, ctor, 101);
-    }
+    /* Registered before the program's own constructors, which may run traced code;
+       unregistered before dlclose unmaps the tables. */
+    ml_emit_register(ir, desc, ML_TB_SYM_REGISTER, "__memlens_trace_unregister", "__memlens_trace",
+                     101);
     rc = 0;
 out:
     if (rc)
@@ -551,6 +604,7 @@ int ml_sink_trace(struct ml_ir *ir)
     struct tsink s = {.ir = ir};
     struct ml_ev_opts eo = {0};
     LLVMValueRef *fns = NULL;
+    unsigned char *sw = NULL;
     size_t nfns = 0, cap = 0;
     int rc = 0;
 
@@ -580,14 +634,20 @@ int ml_sink_trace(struct ml_ir *ir)
     }
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_calls(&s, fns[i]);
+    sw = calloc(nfns + 1, 1);
+    if (!sw && !rc)
+        rc = ml_ir_fail(ir, -ENOMEM, "out of memory");
+    if (!rc)
+        find_switching(&s, fns, nfns, sw);
     for (size_t i = 0; i < nfns && !rc; i++)
-        rc = do_function(&s, fns[i]);
+        rc = do_function(&s, fns[i], sw[i]);
     if (!rc)
         rc = emit_module(&s);
 out:
     if (rc == -ENOMEM)
         ml_ir_fail(ir, rc, "out of memory");
     free(fns);
+    free(sw);
     free(s.segs);
     ml_ev_free(&s.ev);
     return rc;

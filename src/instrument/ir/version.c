@@ -46,8 +46,9 @@ int ml_version_prepare(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *plain)
     return 0;
 }
 
-void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
-                      LLVMBasicBlockRef to)
+/* ml_phis_retarget; once: keep only the first entry from `from` (its edges became one). */
+static void phis_rebuild(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
+                         LLVMBasicBlockRef to, int once)
 {
     for (LLVMValueRef phi = LLVMGetFirstInstruction(bb); phi && LLVMIsAPHINode(phi);) {
         LLVMValueRef next = LLVMGetNextInstruction(phi), np;
@@ -64,13 +65,16 @@ void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef 
         }
         LLVMPositionBuilderBefore(ir->b, phi);
         np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
+        hit = 0;
         for (unsigned i = 0; i < cnt; i++) {
             LLVMValueRef v = LLVMGetIncomingValue(phi, i);
             LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
-            if (b == from && !to)
+            if (b == from && (!to || (once && hit)))
                 continue;
-            if (b == from)
+            if (b == from) {
                 b = to;
+                hit = 1;
+            }
             LLVMAddIncoming(np, &v, &b, 1);
         }
         LLVMSetMetadata(np, ir->md_id, tag_of(ir, phi));
@@ -85,6 +89,12 @@ void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef 
         }
         phi = next;
     }
+}
+
+void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
+                      LLVMBasicBlockRef to)
+{
+    phis_rebuild(ir, bb, from, to, 0);
 }
 
 LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasicBlockRef sb,
@@ -103,37 +113,21 @@ LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasi
         if (LLVMGetSuccessor(term, k) == sb)
             LLVMSetSuccessor(term, k, nb);
     /* Several edges p->s became one nb->s: each phi keeps one entry for it. */
-    for (LLVMValueRef phi = first; phi && LLVMIsAPHINode(phi);) {
-        LLVMValueRef next = LLVMGetNextInstruction(phi), np;
-        unsigned cnt = LLVMCountIncoming(phi);
-        int done = 0;
-        LLVMPositionBuilderBefore(ir->b, phi);
-        np = LLVMBuildPhi(ir->b, LLVMTypeOf(phi), "");
-        for (unsigned i = 0; i < cnt; i++) {
-            LLVMValueRef v = LLVMGetIncomingValue(phi, i);
-            LLVMBasicBlockRef b = LLVMGetIncomingBlock(phi, i);
-            if (b == pb) {
-                if (done)
-                    continue;
-                b = nb;
-                done = 1;
-            }
-            LLVMAddIncoming(np, &v, &b, 1);
-        }
-        LLVMSetMetadata(np, ir->md_id, LLVMGetMetadata(phi, ir->md_id));
-        LLVMReplaceAllUsesWith(phi, np);
-        {
-            size_t len;
-            const char *nm = LLVMGetValueName2(phi, &len);
-            char buf[len + 1];
-            memcpy(buf, nm, len);
-            buf[len] = 0;
-            LLVMInstructionEraseFromParent(phi);
-            LLVMSetValueName2(np, buf, len);
-        }
-        phi = next;
-    }
+    phis_rebuild(ir, sb, pb, nb, 1);
     return nb;
+}
+
+void ml_move_to_builder(struct ml_ir *ir, LLVMValueRef in)
+{
+    size_t len;
+    const char *nm = LLVMGetValueName2(in, &len);
+    char buf[len + 1];
+
+    memcpy(buf, nm, len);
+    buf[len] = 0;
+    LLVMInstructionRemoveFromParent(in);
+    LLVMInsertIntoBuilder(ir->b, in); /* the builder clears the name: put it back */
+    LLVMSetValueName2(in, buf, len);
 }
 
 LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at)
@@ -149,14 +143,7 @@ LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at)
     LLVMSetCurrentDebugLocation2(ir->b, NULL);
     while (in) {
         LLVMValueRef n = LLVMGetNextInstruction(in);
-        size_t len;
-        const char *nm = LLVMGetValueName2(in, &len);
-        char buf[len + 1];
-        memcpy(buf, nm, len);
-        buf[len] = 0;
-        LLVMInstructionRemoveFromParent(in);
-        LLVMInsertIntoBuilder(ir->b, in); /* the builder clears the name: put it back */
-        LLVMSetValueName2(in, buf, len);
+        ml_move_to_builder(ir, in);
         in = n;
     }
     term = LLVMGetBasicBlockTerminator(cont);
