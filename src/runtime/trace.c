@@ -4,7 +4,7 @@
 #include "format/trace.h"
 #include "runtime/clock.h"
 #include "runtime/rt.h"
-#include "runtime/safefile.h"
+#include "format/safefile.h"
 #include "runtime/trace-rt.h"
 
 #include <dlfcn.h>
