@@ -563,7 +563,9 @@ static int compile_source(const struct ml_cc_input *in, const char *out, bool as
     const char *ml = temp_for(s, "ml.bc");
     struct ml_cc_buf bc;
     /* --trace=asm generates code from a file; instrumented IR needs the bitcode in memory. */
-    const char *bc_file = ml_cc_asm.on ? temp_for(s, "bc") : g.direct ? temp_for(s, "opt.bc") : NULL;
+    const char *bc_file = ml_cc_asm.on ? temp_for(s, "bc")
+                          : g.direct   ? temp_for(s, "opt.bc")
+                                       : NULL;
     int st = run_frontend(in, bc_file, ml_cc_asm.on ? NULL : &bc);
 
     if (st)

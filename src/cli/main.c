@@ -15,7 +15,8 @@ struct cmd {
 };
 
 static const struct cmd commands[] = {
-    {"cc", cmd_cc, "compile and instrument C/C++ (drop-in for clang-14; also memlens-cc, memlens-c++)"},
+    {"cc", cmd_cc,
+     "compile and instrument C/C++ (drop-in for clang-14; also memlens-cc, memlens-c++)"},
     {"run", cmd_run, "run a program with the runtime configured (output dir, sampling)"},
     {"report", cmd_report, "per-region, per-thread instruction mix, bytes and bandwidth"},
     {"top", cmd_top, "live per-region, per-thread bandwidth of a running profiled program"},
@@ -26,12 +27,11 @@ static const struct cmd commands[] = {
     {"instrument", cmd_instrument, NULL},
 };
 
-static const char main_usage[] =
-    "usage: memlens [--version] [--help] <command> [<args>]\n"
-    "\n"
-    "Shows how programs use memory.\n"
-    "\n"
-    "Commands:\n";
+static const char main_usage[] = "usage: memlens [--version] [--help] <command> [<args>]\n"
+                                 "\n"
+                                 "Shows how programs use memory.\n"
+                                 "\n"
+                                 "Commands:\n";
 
 static void print_help(FILE *f)
 {

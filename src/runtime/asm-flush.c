@@ -4,9 +4,10 @@
 #if defined(__x86_64__)
 /*
  * __memlens_asm_flush: called from rewritten assembly (docs/select.md) when a
- * reservation passed __memlens_tb_end, with the segment's word count pushed
+ * segment would pass __memlens_tb_end, with the segment's word count pushed
  * by the caller (at 8(%rsp) on entry); it replaces that word with the address
- * of the reserved words. Unlike __memlens_trace_flush it preserves every
+ * of room for the segment (filled and committed by the caller). Unlike
+ * __memlens_trace_flush it preserves every
  * register, the flags and the x87, SSE, AVX and AVX-512 state (XSAVE of
  * components 0-2 and 5-7, 2688 bytes at most in the standard format), since
  * the rewritten code around it may hold live values anywhere. The caller has

@@ -404,7 +404,11 @@ static void address(struct buf *b, const struct ml_asm_access *a, const struct m
         bprintf(b, "\taddq\t%%fs:0, %%%s\n", reg64[B]); /* %fs:0 holds the thread block's address */
 }
 
-/* Register saves, the reservation of W words and the slow path; leaves p in %A. */
+/*
+ * Register saves, the room check for W words and the slow path; leaves p in
+ * %A. The words are filled next and committed last (epilogue), as the trace
+ * buffer ABI wants: the runtime never sees a half-written segment.
+ */
 static void prologue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, int W)
 {
     int c = r->cfa, n = e->nlabel++, A = r->A, B = r->B;
@@ -430,32 +434,39 @@ static void prologue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, 
         /* initial exec through the GOT: the variables live in the executable's runtime */
         bprintf(b, "\tmovq\t" ML_TB_SYM_PTR "@GOTTPOFF(%%rip), %%%s\n", reg64[B]);
         bprintf(b, "\tmovq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[A]);
-        bprintf(b, "\taddq\t$%d, %%%s\n", 8 * W, reg64[A]);
-        bprintf(b, "\tmovq\t%%%s, %%fs:(%%%s)\n", reg64[A], reg64[B]);
         bprintf(b, "\tmovq\t" ML_TB_SYM_END "@GOTTPOFF(%%rip), %%%s\n", reg64[B]);
-        bprintf(b, "\tcmpq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[A]);
+        bprintf(b, "\tmovq\t%%fs:(%%%s), %%%s\n", reg64[B], reg64[B]);
+        /* end - p < W words: p never passes end, and a new thread's are both NULL */
+        bprintf(b, "\tsubq\t%%%s, %%%s\n", reg64[A], reg64[B]);
+        bprintf(b, "\tcmpq\t$%d, %%%s\n", 8 * W, reg64[B]);
+        bprintf(b, "\tjae\t.Lmemlens_ok%d\n", n);
     } else {
-        /* local exec: an executable, linked with the runtime */
+        /* local exec: an executable, linked with the runtime; p + W > end, unsigned */
         bprintf(b, "\tmovq\t%%fs:" ML_TB_SYM_PTR "@TPOFF, %%%s\n", reg64[A]);
-        bprintf(b, "\taddq\t$%d, %%%s\n", 8 * W, reg64[A]);
-        bprintf(b, "\tmovq\t%%%s, %%fs:" ML_TB_SYM_PTR "@TPOFF\n", reg64[A]);
-        bprintf(b, "\tcmpq\t%%fs:" ML_TB_SYM_END "@TPOFF, %%%s\n", reg64[A]);
+        bprintf(b, "\tleaq\t%d(%%%s), %%%s\n", 8 * W, reg64[A], reg64[B]);
+        bprintf(b, "\tcmpq\t%%fs:" ML_TB_SYM_END "@TPOFF, %%%s\n", reg64[B]);
+        bprintf(b, "\tjbe\t.Lmemlens_ok%d\n", n);
     }
-    bprintf(b, "\tjbe\t.Lmemlens_ok%d\n", n);
     bprintf(b, "\tpushq\t$%d\n", W);
     cfa(b, c, 8);
     bprintf(b, "\tcall\t*__memlens_asm_flush@GOTPCREL(%%rip)\n");
     bprintf(b, "\tpopq\t%%%s\n", reg64[A]);
     cfa(b, c, -8);
-    bprintf(b, "\tleaq\t%d(%%%s), %%%s\n", 8 * W, reg64[A], reg64[A]);
     bprintf(b, ".Lmemlens_ok%d:\n", n);
-    bprintf(b, "\tleaq\t-%d(%%%s), %%%s\n", 8 * W, reg64[A], reg64[A]);
 }
 
-static void epilogue(struct buf *b, const struct rec *r)
+/* Commits the W words at %A, then restores what the prologue saved. */
+static void epilogue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, int W)
 {
     int c = r->cfa;
 
+    bprintf(b, "\tleaq\t%d(%%%s), %%%s\n", 8 * W, reg64[r->A], reg64[r->A]);
+    if (e->pic) {
+        bprintf(b, "\tmovq\t" ML_TB_SYM_PTR "@GOTTPOFF(%%rip), %%%s\n", reg64[r->B]);
+        bprintf(b, "\tmovq\t%%%s, %%fs:(%%%s)\n", reg64[r->A], reg64[r->B]);
+    } else {
+        bprintf(b, "\tmovq\t%%%s, %%fs:" ML_TB_SYM_PTR "@TPOFF\n", reg64[r->A]);
+    }
     if (r->flags) {
         bprintf(b, "\tpopfq\n");
         cfa(b, c, -8);
@@ -521,7 +532,7 @@ static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
         address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i], shift_of(&r), B);
         bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[B], 8 * (i + 1), reg64[A]);
     }
-    epilogue(b, &r);
+    epilogue(e, b, &r, 1 + n);
     return b->s ? 0 : -ENOMEM;
 }
 
@@ -558,7 +569,7 @@ static int emit_rep(struct ml_asm_emit *e, const struct ml_asm_block *blk, int k
         bprintf(b, "\tmovq\t$%u, %d(%%%s)\n", a->size, 32 * i + 16, reg64[A]);
         bprintf(b, "\tmovq\t%%rcx, %d(%%%s)\n", 32 * i + 24, reg64[A]);
     }
-    epilogue(b, &r);
+    epilogue(e, b, &r, 4 * n);
     return b->s ? 0 : -ENOMEM;
 }
 
