@@ -7,7 +7,8 @@
 # every malloc mmap'ed so that addresses agree); and the IR-level trace (--trace) beside ns for
 # loads, stores and bytes.
 #
-#   bench/select.sh [kernel...]     RUNS=5 (pairs per variant), KERNELS as in bench/regions.sh
+#   bench/select.sh [kernel...]     RUNS=5 (pairs per variant), KERNELS as in bench/regions.sh,
+#                                   VARIANTS: lines "<name> <asm options>", ns first
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 RUNS=${RUNS:-5}
@@ -32,7 +33,7 @@ pagerank|100000 16 15|
 parser|3000000 3|
 smallfn|250000 20|
 omp|1000000 40|-fopenmp'}
-VARIANTS="ns mode=ns
+VARIANTS=${VARIANTS:-"ns mode=ns
 w0.1c64 omega=0.1,chunk=64
 w0.25c64 omega=0.25,chunk=64
 w0.5c64 omega=0.5,chunk=64
@@ -40,7 +41,7 @@ w0.75c64 omega=0.75,chunk=64
 w0.1c4096 omega=0.1,chunk=4096
 w0.25c4096 omega=0.25,chunk=4096
 w0.5c4096 omega=0.5,chunk=4096
-w0.75c4096 omega=0.75,chunk=4096"
+w0.75c4096 omega=0.75,chunk=4096"}
 
 want=" $* "
 rows=()
