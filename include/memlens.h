@@ -55,11 +55,11 @@ extern "C" {
 /* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
 void __memlens_roi_begin(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
 void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
-#undef MEMLENS_NAME_CHECK_
 void __memlens_mark(const char *name) __attribute__((nothrow));
 void __memlens_trace_on(void) __attribute__((nothrow));
 void __memlens_trace_off(void) __attribute__((nothrow));
 void __memlens_pages(const void *p, unsigned long n) __attribute__((nothrow));
+#undef MEMLENS_NAME_CHECK_
 #pragma clang diagnostic pop
 #ifdef __cplusplus
 }

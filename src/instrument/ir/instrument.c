@@ -203,15 +203,15 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
         ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
     }
-    if (!len || memchr(s, 0, len)) {
-        ml_describe_loc(call, where, sizeof(where));
-        return ml_ir_fail(ir, -EINVAL, "%s: region name %s", where,
-                          len ? "holds a NUL byte" : "is empty");
-    }
     if (LLVMIsAInvokeInst(call)) {
         ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region marker may throw; declare it through memlens.h",
                           where);
+    }
+    if (!len || memchr(s, 0, len)) {
+        ml_describe_loc(call, where, sizeof(where));
+        return ml_ir_fail(ir, -EINVAL, "%s: region name %s", where,
+                          len ? "holds a NUL byte" : "is empty");
     }
     return region_intern(ir, s, len, id);
 }
