@@ -250,6 +250,7 @@ static const char *temp_for(const char *s, const char *ext)
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
+    ml_strv_push(v, "-D__MEMLENS_CC__");
     ml_strv_push(v, "-I");
     ml_strv_push(v, g.incdir);
 }
@@ -394,12 +395,20 @@ static int run_frontend(const struct ml_cc_input *in, const char *bc, struct ml_
  * generation flags. The optimisation pipeline already ran on the bitcode and
  * must not run again, so that instrumented code matches uninstrumented code.
  */
-static int run_codegen(const char *bc, const char *out, bool assembly)
+/*
+ * Code generation of instrumented bitcode. whole: the whole program at the
+ * link, whose command often has no -O (many Makefiles link without it): code
+ * is then generated at -O2, the level the link's optimisation pipeline uses,
+ * not at -O0 (docs/cc.md, whole-program mode).
+ */
+static int run_codegen(const char *bc, const char *out, bool assembly, bool whole)
 {
     struct ml_strv v = {0};
 
     ml_strv_push(&v, g.clang);
     push_args(&v, KEEP(ML_ARG_PLAIN));
+    if (whole && !g.cmd.olevel)
+        ml_strv_push(&v, "-O2");
     ml_strv_push(&v, "-Qunused-arguments");
     ml_strv_push(&v, "-Xclang");
     ml_strv_push(&v, "-disable-llvm-passes");
@@ -421,10 +430,14 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     return run_out(&v, out, NULL, in);
 }
 
+/* A message that names its source location ("file:line:col: warning: ...") prints as clang's do. */
 static void print_warning(void *ctx, const char *msg)
 {
     (void)ctx;
-    warning("%s", msg);
+    if (strstr(msg, ": warning: "))
+        fprintf(stderr, "%s\n", msg);
+    else
+        warning("%s", msg);
 }
 
 static struct ml_ir_opts ir_opts(void)
@@ -576,7 +589,7 @@ static int compile_source(const struct ml_cc_input *in, const char *out, bool as
     free(bc.data);
     if (st)
         return st;
-    return run_codegen(ml, out, assembly);
+    return run_codegen(ml, out, assembly, false);
 }
 
 /* -c and -S: one output per input, named like clang names them. Failures do not stop the rest. */
@@ -741,7 +754,7 @@ static const char *whole_program(int *first)
         st = compile_asm(opt, "whole-program", g.cmd.out ? g.cmd.out : "a.out", obj, false);
     } else {
         ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
-        st = run_codegen(ml, obj, false);
+        st = run_codegen(ml, obj, false, true);
     }
 
     if (st)
@@ -892,7 +905,7 @@ int cmd_cc(int argc, char **argv)
      */
     if (g.cmd.mode == ML_MODE_PASS ||
         ((g.cmd.mode == ML_MODE_ASM || g.cmd.mode == ML_MODE_OBJ) && g.cmd.flto)) {
-        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
+        const char *extra[] = {"-D__MEMLENS__", "-D__MEMLENS_CC__", "-I", g.incdir, NULL};
 
         push_raw(&v, g.cmd.cfamily ? extra : NULL);
         ml_cc_exec(v.v);
