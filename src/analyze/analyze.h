@@ -154,5 +154,6 @@ extern const struct ml_analysis ml_an_hotpages;
 extern const struct ml_analysis ml_an_bandwidth;
 extern const struct ml_analysis ml_an_io;
 extern const struct ml_analysis ml_an_export;
+extern const struct ml_analysis ml_an_select;
 
 #endif

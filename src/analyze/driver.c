@@ -12,8 +12,9 @@
 #include <unistd.h>
 
 const struct ml_analysis *const ml_analyses[] = {
-    &ml_an_summary,   &ml_an_membus, &ml_an_reuse,  &ml_an_streams, &ml_an_hotpages,
-    &ml_an_bandwidth, &ml_an_io,     &ml_an_export, &ml_an_dump,    NULL};
+    &ml_an_summary,  &ml_an_membus,    &ml_an_reuse, &ml_an_streams,
+    &ml_an_hotpages, &ml_an_bandwidth, &ml_an_io,    &ml_an_export,
+    &ml_an_dump,     &ml_an_select,    NULL};
 
 const struct ml_analysis *ml_analysis_find(const char *name)
 {

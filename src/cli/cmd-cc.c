@@ -1,5 +1,6 @@
 /* memlens cc: a drop-in for clang-14 / clang++-14 that instruments each translation unit. */
 #include "cli/cc-args.h"
+#include "cli/cc-asm.h"
 #include "cli/cc-exec.h"
 #include "cli/cc-link.h"
 #include "cli/cli.h"
@@ -53,6 +54,14 @@ static const char cc_usage[] =
     "                      store with markers (see 'memlens trace --help')\n"
     "    --trace-functions with --trace, also record function entries and exits\n"
     "    --trace-loops     with --trace, also record loop entries and exits\n"
+    "    --trace=asm[,omega=W][,chunk=C][,mode=ns|ma|aia][,scores=S1:S2:S3]\n"
+    "                      selective machine-code tracing: rewrite the x86-64\n"
+    "                      assembly of each unit so that per basic block about W of\n"
+    "                      its memory accesses (default 0.25) record their address\n"
+    "                      and stand for the others at granularity C bytes (default\n"
+    "                      4096); mode ns records every access (docs/select.md)\n"
+    "    --explain         with --trace=asm: print per function and block what was\n"
+    "                      selected and why\n"
     "    --verbose         print every command memlens runs\n"
     "    --keep-temps      keep the temporary directory and print its name\n"
     "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
@@ -110,6 +119,10 @@ static bool set_option(const char *name)
         g.trace_functions = true;
     else if (!strcmp(name, "trace-loops"))
         g.trace_loops = true;
+    else if (!strncmp(name, "trace=asm", 9))
+        ml_cc_asm_option(name + 9);
+    else if (!strcmp(name, "explain"))
+        ml_cc_asm.explain = true;
     else if (!strcmp(name, "verbose"))
         ml_cc_verbose = true;
     else if (!strcmp(name, "keep-temps"))
@@ -541,16 +554,37 @@ static const char *instrument_file(const char *in, const char *what)
     return ml;
 }
 
+/* --trace=asm: bitcode to an object through rewritten assembly (cli/cc-asm.c). */
+static int compile_asm(const char *bc, const char *s, const char *what, const char *out,
+                       bool assembly)
+{
+    struct ml_strv plain = {0};
+    int st;
+
+    push_args(&plain, KEEP(ML_ARG_PLAIN));
+    ml_strv_push(&plain, NULL);
+    plain.n--;
+    st = ml_cc_asm_compile(g.clang, plain.v, g.cmd.olevel, bc, s, what, out, assembly);
+    free(plain.v);
+    return st;
+}
+
 /* Compiles one source to an instrumented object or assembly file. */
 static int compile_source(const struct ml_cc_input *in, const char *out, bool assembly)
 {
     char *s = stem(in->path);
     const char *ml = temp_for(s, "ml.bc");
     struct ml_cc_buf bc;
-    int st = run_frontend(in, g.direct ? temp_for(s, "opt.bc") : NULL, &bc);
+    /* --trace=asm generates code from a file; instrumented IR needs the bitcode in memory. */
+    const char *bc_file = ml_cc_asm.on ? temp_for(s, "bc")
+                          : g.direct   ? temp_for(s, "opt.bc")
+                                       : NULL;
+    int st = run_frontend(in, bc_file, ml_cc_asm.on ? NULL : &bc);
 
     if (st)
         return st;
+    if (ml_cc_asm.on)
+        return compile_asm(bc_file, s, in->path, out, assembly);
     st = instrument_source(in, &bc, ml);
     free(bc.data);
     if (st)
@@ -714,8 +748,14 @@ static const char *whole_program(int *first)
             exit(st);
     }
     obj = ml_cc_tmp_path("whole-program.o");
-    ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
-    int st = run_codegen(ml, obj, false, true);
+    int st;
+
+    if (ml_cc_asm.on) {
+        st = compile_asm(opt, "whole-program", g.cmd.out ? g.cmd.out : "a.out", obj, false);
+    } else {
+        ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
+        st = run_codegen(ml, obj, false, true);
+    }
 
     if (st)
         exit(st);
@@ -847,7 +887,13 @@ int cmd_cc(int argc, char **argv)
     if (!g.clang || !*g.clang)
         g.clang = g.cxx ? ML_CLANGXX : ML_CLANG;
     ml_cc_expand_rsp(&g.cmd.args, g.raw.v, g.raw.n);
+    if (ml_cc_asm.explain && !ml_cc_asm.on)
+        die("--explain needs --trace=asm");
+    if (ml_cc_asm.on)
+        ml_cc_asm_take_save_temps(&g.cmd.args);
     ml_cc_parse(&g.cmd);
+    if (ml_cc_asm.on && g.cmd.mode != ML_MODE_PASS)
+        ml_cc_asm_check(g.cmd.target);
 
     struct ml_strv v = {0};
 
