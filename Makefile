@@ -11,10 +11,10 @@ OPT ?= -O2
 LLVM_INCDIR := $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 WARN := -Wall -Wextra -Werror
-BASE_CFLAGS := -std=c11 -g $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -isystem $(LLVM_INCDIR) \
+BASE_CFLAGS := -std=c11 -g $(WARN) -D_GNU_SOURCE -Iinclude -Isrc -I$(B)/gen -isystem $(LLVM_INCDIR) \
 	-DML_CLANG='"clang-14"'
 CFLAGS ?= $(OPT)
-TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -lzstd -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
+TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -lZydis -lzstd -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Every room below src/ except cli/ and runtime/ forms the tool library.
@@ -54,6 +54,12 @@ fuzz: $(FUZZ_BIN)
 
 deps:
 	@scripts/deps.sh
+
+# The runtime's global symbols, which memlens cc exports from executables by name (cc-link.c).
+$(B)/gen/rt-exports.h: $(B)/rt/memlens-rt.o
+	@mkdir -p $(dir $@)
+	nm -g --defined-only $< | awk 'NF == 3 { printf "\"%s\",\n", $$3 }' >$@.tmp && mv $@.tmp $@
+$(B)/obj/src/cli/cc-link.o $(B)/asan/obj/src/cli/cc-link.o: $(B)/gen/rt-exports.h
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -55,6 +55,8 @@ extern "C" {
 /* nothrow: C++ must emit plain calls, never invokes, even with live destructors around. */
 void __memlens_roi_begin(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
 void __memlens_roi_end(const char *name) __attribute__((nothrow)) MEMLENS_NAME_CHECK_;
+/* The same checks for annotation markers (below): named only in sizeof, it generates no code. */
+int __memlens_name_check(const char *name) MEMLENS_NAME_CHECK_;
 void __memlens_mark(const char *name) __attribute__((nothrow));
 void __memlens_trace_on(void) __attribute__((nothrow));
 void __memlens_trace_off(void) __attribute__((nothrow));
@@ -64,8 +66,21 @@ void __memlens_pages(const void *p, unsigned long n) __attribute__((nothrow));
 #ifdef __cplusplus
 }
 #endif
+#if defined(__MEMLENS_CC__) && defined(__clang__)
+/*
+ * memlens cc instruments the optimised code: until then the markers are
+ * annotations, which the optimiser knows touch none of the program's memory,
+ * so marked code is optimised like unmarked code (docs/regions.md, "The
+ * optimiser and the markers"). The instrumenter turns them into runtime calls.
+ */
+#define MEMLENS_ROI_BEGIN(name)                                                                    \
+    ((void)sizeof(__memlens_name_check(name)), (void)__builtin_annotation(0x4d4c5242, name))
+#define MEMLENS_ROI_END(name)                                                                      \
+    ((void)sizeof(__memlens_name_check(name)), (void)__builtin_annotation(0x4d4c5245, name))
+#else
 #define MEMLENS_ROI_BEGIN(name) __memlens_roi_begin(name)
 #define MEMLENS_ROI_END(name)   __memlens_roi_end(name)
+#endif
 #define MEMLENS_MARK(name)      __memlens_mark(name)
 #define MEMLENS_TRACE_ON()      __memlens_trace_on()
 #define MEMLENS_TRACE_OFF()     __memlens_trace_off()

@@ -2,7 +2,7 @@
 # Installs the Debian packages memlens needs to build, test and run its demo; no-op when present.
 set -e
 PKGS="clang-14 llvm-14-dev libclang-rt-14-dev libomp-14-dev libcmocka-dev libzstd-dev
-libcapstone-dev hyperfine valgrind binutils make gcc python3 cmake chromium
+libcapstone-dev libzydis-dev llvm-14 hyperfine valgrind binutils make gcc python3 cmake chromium
 qemu-user libc6-dev-arm64-cross libgcc-12-dev-arm64-cross libstdc++-12-dev-arm64-cross
 binutils-aarch64-linux-gnu openmpi-bin libopenmpi-dev googletest"
 missing=""

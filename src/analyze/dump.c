@@ -15,12 +15,12 @@ struct dump {
     FILE *out;
 };
 
-static void *start(const struct ml_an_opts *o)
+static void *start(const struct ml_an_run *run)
 {
     struct dump *d = calloc(1, sizeof(*d));
 
     if (d)
-        d->out = o->out ? o->out : stdout;
+        d->out = ml_an_options(run)->out ? ml_an_options(run)->out : stdout;
     return d;
 }
 

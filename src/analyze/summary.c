@@ -64,9 +64,9 @@ struct summary {
     int have_time;
 };
 
-static void *start(const struct ml_an_opts *o)
+static void *start(const struct ml_an_run *run)
 {
-    (void)o;
+    (void)run;
     return calloc(1, sizeof(struct summary));
 }
 
@@ -118,43 +118,62 @@ static void add(struct counts *c, const struct counts *d)
     c->bytes_written += d->bytes_written;
 }
 
+/* Adds a thread's counts of a batch to its total and to every interval open on it. */
+static void flush(struct thr *t, const struct counts *d)
+{
+    if (!t || !d->records)
+        return;
+    add(&t->all, d);
+    for (uint32_t k = 0; k < t->nopen; k++)
+        add(&t->by_marker[t->open[k]], d);
+    if (t->phase != ML_EV_NOID)
+        add(&t->by_marker[t->phase], d);
+}
+
 static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
 {
     struct summary *s = st;
     struct thr *t = NULL;
+    struct counts d = {0};
 
     (void)in;
+    if (!n)
+        return 0;
+    /* Batches are in time order. */
+    if (!s->have_time || r[0].time < s->t_first)
+        s->t_first = r[0].time;
+    if (!s->have_time || r[n - 1].time > s->t_last)
+        s->t_last = r[n - 1].time;
+    s->have_time = 1;
+    /*
+     * The driver delivers markers alone, so the intervals open on a thread
+     * do not change within a batch of accesses: counts are added up per run
+     * of one thread and then to each of its intervals.
+     */
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
-        struct counts d = {0};
         if (!t || t->index != x->thread) {
+            flush(t, &d);
+            memset(&d, 0, sizeof(d));
             t = thread_of(s, x->thread);
             if (!t)
                 return -ENOMEM;
         }
-        if (!s->have_time || x->time < s->t_first)
-            s->t_first = x->time;
-        if (!s->have_time || x->time > s->t_last)
-            s->t_last = x->time;
-        s->have_time = 1;
         if (ml_ev_is_access(x->kind)) {
             uint64_t bytes = (uint64_t)x->size * x->weight;
-            d.records = 1;
+            d.records++;
             if (x->kind != ML_EV_STORE) {
-                d.loads = x->weight;
-                d.bytes_read = bytes;
+                d.loads += x->weight;
+                d.bytes_read += bytes;
             }
             if (x->kind != ML_EV_LOAD) {
-                d.stores = x->weight;
-                d.bytes_written = bytes;
+                d.stores += x->weight;
+                d.bytes_written += bytes;
             }
-            add(&t->all, &d);
-            for (uint32_t k = 0; k < t->nopen; k++)
-                add(&t->by_marker[t->open[k]], &d);
-            if (t->phase != ML_EV_NOID)
-                add(&t->by_marker[t->phase], &d);
             continue;
         }
+        flush(t, &d);
+        memset(&d, 0, sizeof(d));
         if (ml_ev_is_marker(x->kind)) {
             uint32_t m = x->aux2;
             s->traces[s->ntraces - 1].markers++;
@@ -190,6 +209,7 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
             break;
         }
     }
+    flush(t, &d);
     return 0;
 }
 

@@ -1,6 +1,5 @@
 /* Linking in memlens cc: the runtime's link arguments, and whole-program bitcode merging. */
 #include "cli/cc-link.h"
-#include "instrument/ir/events.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -14,31 +13,12 @@
 #include <llvm-c/Linker.h>
 
 /*
- * The runtime's entry points, each by name: gold takes no patterns here. runtime-symbols.sh
- * checks that an executable exports every global symbol of the runtime.
+ * The runtime's entry points, each by name: gold takes no patterns here. The list is every
+ * global symbol of the runtime object; runtime-symbols.sh checks an executable exports them.
  */
 static const char *const rt_exports[] = {
-    "__memlens_register",       "__memlens_unregister",
-    "__memlens_enter",          "__memlens_enter_always",
-    "__memlens_exit",           "__memlens_access",
-    "__memlens_roi_begin",      "__memlens_roi_end",
-    "pthread_create",           "__memlens_trace_gate",
-    "__memlens_trace_flush",    "__memlens_trace_marker",
-    "__memlens_trace_register", "__memlens_trace_unregister",
-    "__memlens_trace_pages",    "__memlens_trace_on",
-    "__memlens_trace_off",      "__memlens_mark",
-    "__memlens_pages",          "__memlens_q_next",
-    "__memlens_q_blob",         "__memlens_q_sync",
-    "__memlens_q_register",
+#include "rt-exports.h" /* generated from the runtime object by the Makefile */
 };
-
-/*
- * Thread-local pointers (trace buffers, event queue): exported from dynamic executables only. In a
- * static-pie program an exported TLS symbol leaves a TPOFF relocation that the C library
- * cannot apply before TLS exists.
- */
-static const char *const rt_tls_exports[] = {"__memlens_tb_ptr", "__memlens_tb_end",
-                                             "__memlens_q_cur"};
 
 /* -static or -static-pie on the link line: no dynamic linker, so no dlsym. */
 static bool static_link(const struct ml_cc_cmd *c)
@@ -72,15 +52,13 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     ml_strv_push(v, "-Wl,--no-whole-archive");
     ml_strv_push(v, "-lpthread");
     ml_strv_push(v, "-ldl");
-    for (size_t i = 0; i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
+    /*
+     * A static program loads no library that could bind to them; and exported
+     * thread-local variables (trace buffers, the queue's cursor) would leave TLS relocations
+     * that a -static-pie program cannot resolve at start.
+     */
+    for (size_t i = 0; !static_link(c) && i < sizeof(rt_exports) / sizeof(rt_exports[0]); i++)
         ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_exports[i]));
-    for (size_t i = 0; !static_link(c) && i < sizeof(rt_tls_exports) / sizeof(rt_tls_exports[0]);
-         i++)
-        ml_strv_push(v, ml_cc_strfmt("-Wl,--export-dynamic-symbol=%s", rt_tls_exports[i]));
-    /* The trace sink's libc wrappers (src/runtime/interpose.c). */
-    for (size_t i = 0; ml_ev_wrapped(i); i++)
-        ml_strv_push(v,
-                     ml_cc_strfmt("-Wl,--export-dynamic-symbol=__memlens_tr_%s", ml_ev_wrapped(i)));
     if (static_link(c))
         ml_strv_push(v, "-Wl,--undefined=__pthread_create_2_1");
     return archive;

@@ -1,6 +1,7 @@
 /* memlens cc: a drop-in for clang-14 / clang++-14 that instruments each translation unit. */
 #include "backend/backend.h"
 #include "cli/cc-args.h"
+#include "cli/cc-asm.h"
 #include "cli/cc-exec.h"
 #include "cli/cc-link.h"
 #include "cli/cli.h"
@@ -57,6 +58,14 @@ static const char cc_usage[] =
     "    --events=MODS     build for event profiling instead ('memlens profile'):\n"
     "                      only the events the profiling modules MODS need, e.g.\n"
     "                      --events=dep,sharing (see 'memlens profile --list-modules')\n"
+    "    --trace=asm[,omega=W][,chunk=C][,mode=ns|ma|aia][,scores=S1:S2:S3]\n"
+    "                      selective machine-code tracing: rewrite the x86-64\n"
+    "                      assembly of each unit so that per basic block about W of\n"
+    "                      its memory accesses (default 0.25) record their address\n"
+    "                      and stand for the others at granularity C bytes (default\n"
+    "                      4096); mode ns records every access (docs/select.md)\n"
+    "    --explain         with --trace=asm: print per function and block what was\n"
+    "                      selected and why\n"
     "    --verbose         print every command memlens runs\n"
     "    --keep-temps      keep the temporary directory and print its name\n"
     "    --c++             use clang++ (memlens cc only; memlens-c++ always does)\n"
@@ -138,6 +147,10 @@ static bool set_option(const char *name)
         g.trace_loops = true;
     else if (!strncmp(name, "events=", 7))
         set_events(name + 7);
+    else if (!strncmp(name, "trace=asm", 9))
+        ml_cc_asm_option(name + 9);
+    else if (!strcmp(name, "explain"))
+        ml_cc_asm.explain = true;
     else if (!strcmp(name, "verbose"))
         ml_cc_verbose = true;
     else if (!strcmp(name, "keep-temps"))
@@ -265,6 +278,7 @@ static const char *temp_for(const char *s, const char *ext)
 static void push_memlens_defs(struct ml_strv *v)
 {
     ml_strv_push(v, "-D__MEMLENS__");
+    ml_strv_push(v, "-D__MEMLENS_CC__");
     ml_strv_push(v, "-I");
     ml_strv_push(v, g.incdir);
 }
@@ -409,12 +423,20 @@ static int run_frontend(const struct ml_cc_input *in, const char *bc, struct ml_
  * generation flags. The optimisation pipeline already ran on the bitcode and
  * must not run again, so that instrumented code matches uninstrumented code.
  */
-static int run_codegen(const char *bc, const char *out, bool assembly)
+/*
+ * Code generation of instrumented bitcode. whole: the whole program at the
+ * link, whose command often has no -O (many Makefiles link without it): code
+ * is then generated at -O2, the level the link's optimisation pipeline uses,
+ * not at -O0 (docs/cc.md, whole-program mode).
+ */
+static int run_codegen(const char *bc, const char *out, bool assembly, bool whole)
 {
     struct ml_strv v = {0};
 
     ml_strv_push(&v, g.clang);
     push_args(&v, KEEP(ML_ARG_PLAIN));
+    if (whole && !g.cmd.olevel)
+        ml_strv_push(&v, "-O2");
     ml_strv_push(&v, "-Qunused-arguments");
     ml_strv_push(&v, "-Xclang");
     ml_strv_push(&v, "-disable-llvm-passes");
@@ -436,10 +458,14 @@ static int run_assembler(const struct ml_cc_input *in, const char *out)
     return run_out(&v, out, NULL, in);
 }
 
+/* A message that names its source location ("file:line:col: warning: ...") prints as clang's do. */
 static void print_warning(void *ctx, const char *msg)
 {
     (void)ctx;
-    warning("%s", msg);
+    if (strstr(msg, ": warning: "))
+        fprintf(stderr, "%s\n", msg);
+    else
+        warning("%s", msg);
 }
 
 static struct ml_ir_opts ir_opts(void)
@@ -560,21 +586,42 @@ static const char *instrument_file(const char *in, const char *what)
     return ml;
 }
 
+/* --trace=asm: bitcode to an object through rewritten assembly (cli/cc-asm.c). */
+static int compile_asm(const char *bc, const char *s, const char *what, const char *out,
+                       bool assembly)
+{
+    struct ml_strv plain = {0};
+    int st;
+
+    push_args(&plain, KEEP(ML_ARG_PLAIN));
+    ml_strv_push(&plain, NULL);
+    plain.n--;
+    st = ml_cc_asm_compile(g.clang, plain.v, g.cmd.olevel, bc, s, what, out, assembly);
+    free(plain.v);
+    return st;
+}
+
 /* Compiles one source to an instrumented object or assembly file. */
 static int compile_source(const struct ml_cc_input *in, const char *out, bool assembly)
 {
     char *s = stem(in->path);
     const char *ml = temp_for(s, "ml.bc");
     struct ml_cc_buf bc;
-    int st = run_frontend(in, g.direct ? temp_for(s, "opt.bc") : NULL, &bc);
+    /* --trace=asm generates code from a file; instrumented IR needs the bitcode in memory. */
+    const char *bc_file = ml_cc_asm.on ? temp_for(s, "bc")
+                          : g.direct   ? temp_for(s, "opt.bc")
+                                       : NULL;
+    int st = run_frontend(in, bc_file, ml_cc_asm.on ? NULL : &bc);
 
     if (st)
         return st;
+    if (ml_cc_asm.on)
+        return compile_asm(bc_file, s, in->path, out, assembly);
     st = instrument_source(in, &bc, ml);
     free(bc.data);
     if (st)
         return st;
-    return run_codegen(ml, out, assembly);
+    return run_codegen(ml, out, assembly, false);
 }
 
 /* -c and -S: one output per input, named like clang names them. Failures do not stop the rest. */
@@ -733,8 +780,14 @@ static const char *whole_program(int *first)
             exit(st);
     }
     obj = ml_cc_tmp_path("whole-program.o");
-    ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
-    int st = run_codegen(ml, obj, false);
+    int st;
+
+    if (ml_cc_asm.on) {
+        st = compile_asm(opt, "whole-program", g.cmd.out ? g.cmd.out : "a.out", obj, false);
+    } else {
+        ml = instrument_file(opt, g.cmd.out ? g.cmd.out : "a.out");
+        st = run_codegen(ml, obj, false, true);
+    }
 
     if (st)
         exit(st);
@@ -866,7 +919,13 @@ int cmd_cc(int argc, char **argv)
     if (!g.clang || !*g.clang)
         g.clang = g.cxx ? ML_CLANGXX : ML_CLANG;
     ml_cc_expand_rsp(&g.cmd.args, g.raw.v, g.raw.n);
+    if (ml_cc_asm.explain && !ml_cc_asm.on)
+        die("--explain needs --trace=asm");
+    if (ml_cc_asm.on)
+        ml_cc_asm_take_save_temps(&g.cmd.args);
     ml_cc_parse(&g.cmd);
+    if (ml_cc_asm.on && g.cmd.mode != ML_MODE_PASS)
+        ml_cc_asm_check(g.cmd.target);
 
     struct ml_strv v = {0};
 
@@ -878,7 +937,7 @@ int cmd_cc(int argc, char **argv)
      */
     if (g.cmd.mode == ML_MODE_PASS ||
         ((g.cmd.mode == ML_MODE_ASM || g.cmd.mode == ML_MODE_OBJ) && g.cmd.flto)) {
-        const char *extra[] = {"-D__MEMLENS__", "-I", g.incdir, NULL};
+        const char *extra[] = {"-D__MEMLENS__", "-D__MEMLENS_CC__", "-I", g.incdir, NULL};
 
         push_raw(&v, g.cmd.cfamily ? extra : NULL);
         ml_cc_exec(v.v);

@@ -89,6 +89,13 @@ enum ml_marker_kind {
     ML_MK_LOOP = 4,
     ML_MK_TRACE = 5, /* MEMLENS_TRACE_ON/OFF */
     ML_MK_PAGES = 6,
+    /*
+     * A basic block of machine code selectively traced (--trace=asm): its
+     * access sites name it. The name is "<source>:<function>:<block>
+     * m=<accesses> l=<loads> s=<stores> r=<read-modify-writes> ma=<MA>
+     * aia=<AIA> C=<chunk>" with the block's static figures (docs/select.md).
+     */
+    ML_MK_BLOCK = 7,
 };
 
 const char *ml_marker_kind_name(unsigned kind);

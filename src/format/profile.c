@@ -106,7 +106,8 @@ static const char *sec_name(uint32_t type)
 {
     static const char *const names[] = {"end",      "strtab", "meta",   "regions", "regsets",
                                         "units",    "calls",  "thread", "modules", "exact",
-                                        "timeline", "events", "calib",  "entries", "exited"};
+                                        "timeline", "events", "calib",  "entries", "exited",
+                                        "unitinfo", "timed",  "rflags"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -182,6 +183,11 @@ static int check_refs(struct ml_profile *p, char *err, size_t errlen)
         if (p->calls[i].unit >= p->nunits || !str_ok(p, p->calls[i].callee))
             return fail(err, errlen, "call record %llu names a bad unit or string",
                         (unsigned long long)i);
+    for (uint64_t i = 0; i < p->nuinfo; i++)
+        if (p->uinfo[i].unit >= p->nunits || !str_ok(p, p->uinfo[i].name) ||
+            p->units[p->uinfo[i].unit].kind != ML_UNIT_BYTES)
+            return fail(err, errlen, "unit info %llu names a bad unit or string",
+                        (unsigned long long)i);
     for (uint64_t i = 0; p->timeline && i < p->timeline->nsnaps; i++) {
         const struct ml_profile_snap *sn = &p->snaps[i];
         for (uint64_t k = 0; k < sn->npoints; k++) {
@@ -256,6 +262,27 @@ static int add_timeline(struct ml_profile *p, const unsigned char *q, uint64_t l
     return 0;
 }
 
+/* A TIMED block: after its THREAD record, one per thread, sized by REGIONS. */
+static int add_timed(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
+                     char *err, size_t errlen)
+{
+    const struct ml_prof_timed *h = (const struct ml_prof_timed *)q;
+    int pos;
+
+    if (len < sizeof(*h) || h->nregions != p->nregions || len != sizeof(*h) + 16ull * h->nregions)
+        return fail(err, errlen, "timed section at offset %llu does not match %llu regions",
+                    (unsigned long long)off, (unsigned long long)p->nregions);
+    pos = ml_profile_thread_pos(p, h->index);
+    if (pos < 0 || p->threads[pos].timed)
+        return fail(err, errlen,
+                    "timed section at offset %llu names thread %u, which has no "
+                    "earlier record or has one already",
+                    (unsigned long long)off, h->index);
+    p->threads[pos].timed = (const uint64_t *)(q + sizeof(*h));
+    p->threads[pos].timed_ticks = p->threads[pos].timed + h->nregions;
+    return 0;
+}
+
 static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
                       char *err, size_t errlen)
 {
@@ -295,13 +322,43 @@ static int add_thread(struct ml_profile *p, const unsigned char *q, uint64_t len
         return -ENOMEM;
     }
     p->threads = nt;
+    memset(&nt[p->nthreads], 0, sizeof(*nt));
     nt[p->nthreads].tid = t.tid;
     nt[p->nthreads].index = t.index;
     nt[p->nthreads].counts = (const uint64_t *)(q + sizeof(t));
     nt[p->nthreads].rstats = (const struct ml_prof_rstat *)(q + sizeof(t) + t.nunits * 8);
-    nt[p->nthreads].events = NULL;
-    nt[p->nthreads].exited = 0;
     p->nthreads++;
+    return 0;
+}
+
+/*
+ * EXACT (exact mode): a thread header, then nunits x ML_NCLASS byte counts. It
+ * comes right after the THREAD record of its thread (the runtime writes them in
+ * pairs), so it is matched in constant time; its nregions field is not used.
+ */
+static int add_exact(struct ml_profile *p, const unsigned char *q, uint64_t len, uint64_t off,
+                     char *err, size_t errlen)
+{
+    struct ml_profile_thread *last = p->nthreads ? &p->threads[p->nthreads - 1] : NULL;
+    struct ml_prof_thread t;
+
+    if (len < sizeof(t))
+        return fail(err, errlen, "exact record at offset %llu is too short",
+                    (unsigned long long)off);
+    memcpy(&t, q, sizeof(t));
+    if (t.nunits != p->nunits || len != sizeof(t) + t.nunits * 8 * ML_NCLASS)
+        return fail(err, errlen,
+                    "exact record at offset %llu has %llu units in %llu bytes, expected %llu "
+                    "units",
+                    (unsigned long long)off, (unsigned long long)t.nunits, (unsigned long long)len,
+                    (unsigned long long)p->nunits);
+    if (!last || last->index != t.index || last->exact)
+        return fail(err, errlen,
+                    "exact record at offset %llu names thread index %u, not the thread record "
+                    "just before it",
+                    (unsigned long long)off, t.index);
+    last->exact = (const uint64_t *)(q + sizeof(t));
+    p->exact = 1;
     return 0;
 }
 
@@ -407,7 +464,7 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                             sec_name(s.type), (unsigned long long)off);
         }
         if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB || s.type == ML_SEC_ENTRIES ||
-             s.type == ML_SEC_EXITED) &&
+             s.type == ML_SEC_EXITED || s.type == ML_SEC_UNITINFO || s.type == ML_SEC_RFLAGS) &&
             (seen & (1u << s.type)))
             return fail(err, errlen, "section '%s' at offset %llu appears twice", sec_name(s.type),
                         (unsigned long long)off);
@@ -483,6 +540,11 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
             if (rc)
                 return rc;
             break;
+        case ML_SEC_EXACT:
+            rc = add_exact(p, q, s.length, off, err, errlen);
+            if (rc)
+                return rc;
+            break;
         case ML_SEC_EVENTS:
             rc = parse_events(p, q, s.length, off, err, errlen);
             if (rc)
@@ -508,6 +570,25 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
             rc = add_timeline(p, q, s.length, off, err, errlen);
             if (rc)
                 return rc;
+            break;
+        case ML_SEC_UNITINFO:
+            if (s.length % sizeof(struct ml_prof_unitinfo))
+                return fail(err, errlen, "unit info section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->uinfo = (const struct ml_prof_unitinfo *)q;
+            p->nuinfo = s.length / sizeof(struct ml_prof_unitinfo);
+            break;
+        case ML_SEC_TIMED:
+            rc = add_timed(p, q, s.length, off, err, errlen);
+            if (rc)
+                return rc;
+            break;
+        case ML_SEC_RFLAGS:
+            if (!(seen & (1u << ML_SEC_REGIONS)) || s.length != p->nregions * 4)
+                return fail(err, errlen, "region flags at offset %llu: %llu bytes for %llu regions",
+                            (unsigned long long)off, (unsigned long long)s.length,
+                            (unsigned long long)p->nregions);
+            p->rflags = (const uint32_t *)q;
             break;
         default:
             break; /* newer section kinds are skipped, see the version rule */

@@ -72,7 +72,45 @@ enum ml_sec_type {
     ML_SEC_CALIB = 12,    /* struct ml_prof_calib: measured cost of an increment and a timer pair */
     ML_SEC_ENTRIES = 13,  /* u32 unit ids, ascending: units holding their function's entry */
     ML_SEC_EXITED = 14,   /* struct ml_prof_exited: the THREAD record summing exited threads */
+    ML_SEC_UNITINFO = 15, /* struct ml_prof_unitinfo[]: units whose count is not executions */
+    ML_SEC_TIMED = 16,    /* per thread: struct ml_prof_timed, u64 timed[n], u64 ticks[n] */
+    ML_SEC_RFLAGS = 17,   /* u32 ML_RFLAG_* per region */
 };
+
+/*
+ * ML_SEC_UNITINFO, at most once: units (of kind ML_UNIT_BYTES, all facts 0, so
+ * byte and instruction sums ignore them) whose count means something else.
+ * name: a string (the callee, allocator or deallocator).
+ */
+struct ml_prof_unitinfo {
+    uint32_t unit;
+    uint32_t kind; /* ML_UI_*; readers skip kinds they do not know */
+    uint32_t name;
+    uint32_t reserved;
+};
+
+enum ml_unitinfo_kind {
+    ML_UI_NOTSEEN_TICKS = 1, /* clock ticks in calls of `name` (not seen) during timed executions */
+    ML_UI_ALLOC_BYTES = 2,   /* bytes asked of allocator `name` */
+    ML_UI_FREE_CALLS = 3,    /* calls of deallocator `name` */
+};
+
+/*
+ * ML_SEC_TIMED, per thread (at most one per THREAD record): the executions that
+ * read the clock and their raw ticks, per region. THREAD's rstat ticks are
+ * these ticks scaled to all measured executions (docs/regions.md, clock
+ * sampling); a time share of not-seen calls divides ML_UI_NOTSEEN_TICKS
+ * counts by these ticks.
+ */
+struct ml_prof_timed {
+    uint32_t index;    /* THREAD index */
+    uint32_t nregions; /* == entries of REGIONS */
+};
+
+/* ML_SEC_RFLAGS, at most once: a word per region. */
+#define ML_RFLAG_NO_PLAIN                                                                          \
+    1u /* computed goto: every execution runs instrumented code (sampling                          \
+          drops the counts of unmeasured ones but saves no time) */
 
 /* Byte classes of exact mode, decided by address at run time (RD then WR). */
 enum ml_class {
@@ -271,7 +309,10 @@ struct ml_profile_thread {
     const uint64_t *counts;             /* [nunits] */
     const struct ml_prof_rstat *rstats; /* [nregions] */
     const uint64_t *events;             /* [nregions][nevents] event sums, or NULL */
-    uint64_t exited; /* 0, or the record sums that many exited threads (EXITED section) */
+    const uint64_t *timed;              /* [nregions] timed executions, or NULL (TIMED) */
+    const uint64_t *timed_ticks;        /* [nregions] their raw ticks, or NULL */
+    uint64_t exited;       /* 0, or the record sums that many exited threads (EXITED section) */
+    const uint64_t *exact; /* [nunits][ML_NCLASS] exact-mode bytes by address class, or NULL */
 };
 
 /* One snapshot of a timeline, pointing into the profile's data. */
@@ -308,7 +349,11 @@ struct ml_profile {
     /* Units whose count is their function's calls (ascending; may be empty). */
     const uint32_t *entries;
     uint64_t nentries;
-    const struct ml_prof_exited *exited;     /* NULL without an EXITED section */
+    const struct ml_prof_exited *exited;  /* NULL without an EXITED section */
+    const struct ml_prof_unitinfo *uinfo; /* UNITINFO records (may be empty) */
+    uint64_t nuinfo;
+    const uint32_t *rflags; /* [nregions] ML_RFLAG_*, or NULL */
+    int exact; /* some thread has an EXACT record (exact mode); the others made no access */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */
     struct ml_profile_snap *snaps;           /* [timeline->nsnaps] */
     void *data;  /* owned copy: header, then each payload at an 8-byte aligned offset */

@@ -360,6 +360,38 @@ int ml_tbuf_site(struct ml_tbuf *b, const struct ml_ev_site *s, uint32_t marker_
 int ml_tbuf_marker(struct ml_tbuf *b, const struct ml_ev_marker *m);
 int ml_tbuf_meta(struct ml_tbuf *b, const char *key, const char *value);
 
+/*
+ * ---- Whole-file writer for tools (src/format/trace-write.c; links zstd) ----
+ *
+ * Writes a trace the reader accepts, on a descriptor the caller created:
+ * filtered traces (membus), tests and benchmarks. ml_tw_open writes the file
+ * header (hdr's pid, ppid, flags, clock, tick0, mono0, real0 and page_size;
+ * the rest is filled) and the tables: sites with global marker ids (site
+ * ids are their indexes), markers, meta (nmeta key/value pairs). level is the
+ * zstd level of the payloads, 0 for none. Records go to per-thread chunks of
+ * at most ml_tw_chunk_records records (default ML_CHUNK_MAX_RECORDS), times
+ * non-decreasing per thread: ml_tw_put with exact set gives the record its
+ * own time, otherwise records between time points (ml_tw_time, events, exact
+ * records) are interpolated as in any trace. Errors are sticky: every call
+ * returns 0 or the first negative errno. ml_tw_finish ends every chunk,
+ * writes an END chunk when end is given (nthreads and records filled when
+ * 0) and frees the writer; it does not close fd.
+ */
+struct ml_trace_writer;
+int ml_tw_open(struct ml_trace_writer **w, int fd, const struct ml_trace_header *hdr,
+               const struct ml_ev_site *sites, uint32_t nsites, const struct ml_ev_marker *markers,
+               uint32_t nmarkers, const char *const *meta, size_t nmeta, int level);
+void ml_tw_chunk_records(struct ml_trace_writer *w, uint32_t n);
+/* A (tick, CLOCK_MONOTONIC ns) pair for the headers of the chunks ended from now on. */
+void ml_tw_clock(struct ml_trace_writer *w, uint64_t tick, uint64_t ns);
+int ml_tw_put(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, uint32_t site,
+              uint64_t addr, uint32_t size, uint32_t weight, uint64_t t, int exact);
+int ml_tw_time(struct ml_trace_writer *w, uint32_t thread, uint64_t t);
+int ml_tw_event(struct ml_trace_writer *w, uint32_t thread, uint32_t tid, unsigned kind, uint64_t t,
+                const uint64_t *fields, unsigned nfields);
+int ml_tw_finish(struct ml_trace_writer *w, const struct ml_trace_end *end);
+void ml_tw_free(struct ml_trace_writer *w);
+
 /* ---- Reader (src/format/trace-read.c; links zstd) ---- */
 
 struct ml_trace; /* opaque */

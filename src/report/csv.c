@@ -33,11 +33,11 @@ static void csv_count(FILE *f, int known, uint64_t v)
 }
 
 /*
- * The last columns: the MPI rank of the process (empty when it was not part of
+ * The columns up to `profiles`: the MPI rank of the process (empty when it was not part of
  * a job, and for a merged profile; not in --top rows, whose rank is the
  * ranking's), then how many profiles the row sums (1 without --merge).
  */
-static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
+static void csv_tail(FILE *f, const struct ml_report *r, int mpi_rank)
 {
     const struct ml_profile *p = r->prof;
 
@@ -45,12 +45,14 @@ static void csv_end(FILE *f, const struct ml_report *r, int mpi_rank)
         fprintf(f, ",%u", p->hdr.rank);
     else if (mpi_rank)
         fputc(',', f);
-    fprintf(f, ",%" PRIu64 "\n", p->merged ? p->merged : 1);
+    fprintf(f, ",%" PRIu64, p->merged ? p->merged : 1);
 }
 
-/* Sampling, overhead corrections and event sums: the columns after time_borrowed. */
-static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+/* The columns after time_borrowed: sampling, corrections, events, rank, profiles, exact, note,
+   library work, computed goto. */
+static void csv_more(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
+    char note[256];
     char ev[ML_MAX_EVENTS * (ML_EVENT_NAME + 24) + 1] = "";
     int n = 0;
     uint64_t hz = r->prof->hdr.tsc_hz;
@@ -79,7 +81,16 @@ static void csv_more(FILE *f, const struct ml_report *r, const struct ml_rstats 
                       r->prof->event_names[e], s->ev[e]);
     fputc(',', f);
     ml_csv_str(f, ev);
-    csv_end(f, r, 1);
+    csv_tail(f, r, 1);
+    /* Exact mode's bytes by address class, empty without an EXACT section. */
+    for (int x = 0; x < ML_NCLASS; x++)
+        csv_count(f, r->prof->exact, s->x[x]);
+    fputc(',', f);
+    ml_csv_str(f, ml_report_note(r, reg, s, note, sizeof(note)) ? note : "");
+    /* Library work and the computed-goto flag, appended so older readers keep their columns. */
+    csv_double(f, ml_rstats_notseen_share(s), "%.6f");
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%d\n", s->alloc_bytes, s->frees,
+            (s->rflags & ML_RFLAG_NO_PLAIN) != 0);
 }
 
 static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const char *thread,
@@ -100,7 +111,7 @@ static void csv_stats(FILE *f, const struct ml_report *r, uint64_t reg, const ch
     csv_double(f, ml_report_gbs(ml_rstats_read(s), sec), "%.6f");
     csv_double(f, ml_report_gbs(ml_rstats_written(s), sec), "%.6f");
     fprintf(f, ",%d,%" PRIu64 ",%" PRIu64, s->borrowed, s->counters, s->v[ML_F_INCR]);
-    csv_more(f, r, s);
+    csv_more(f, r, reg, s);
 }
 
 static void csv_begin(FILE *f, const struct ml_report_opts *o)
@@ -111,7 +122,9 @@ static void csv_begin(FILE *f, const struct ml_report_opts *o)
           "rd_global,rd_stack,wr_heap,wr_global,wr_stack,read_gbs,write_gbs,time_borrowed,"
           "counters,increments,measured,scale,est_seconds,est_instructions,est_loads,"
           "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,cal_seconds,read_gbs_cf,"
-          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles\n",
+          "write_gbs_cf,read_gbs_cal,write_gbs_cal,events,rank,profiles,exact_rd_heap,"
+          "exact_rd_global,exact_rd_stack,exact_wr_heap,exact_wr_global,exact_wr_stack,note,"
+          "notseen_share,alloc_bytes,frees,computed_goto\n",
           f);
 }
 
@@ -178,12 +191,14 @@ static void blocks_begin(FILE *f, const struct ml_report_opts *o)
  * regions, module, function, file, line, executions, instructions, loads,
  * stores, bytes_read, bytes_written, [rank,] profiles.
  */
-static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_rank)
+/* One unit's columns; name: --top's last column (the row's shown name), or NULL (--blocks). */
+static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_rank,
+                     const char *name)
 {
     const struct ml_profile *p = r->prof;
     const struct ml_prof_unit *u = &p->units[ui];
     const uint64_t c = r->unit_counts[ui], *fa = u->facts;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     csv_regions(f, r, u);
     fputc(',', f);
@@ -200,7 +215,12 @@ static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_ra
             c * fa[ML_F_LOADS], c * fa[ML_F_STORES],
             c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
             c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
-    csv_end(f, r, mpi_rank);
+    csv_tail(f, r, mpi_rank);
+    if (name) {
+        fputc(',', f);
+        ml_csv_str(f, name);
+    }
+    fputc('\n', f);
 }
 
 static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *t, size_t i,
@@ -215,7 +235,7 @@ static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_ti
             continue;
         csv_who(f, r);
         fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
-        csv_unit(f, r, (uint32_t)ui, 1);
+        csv_unit(f, r, (uint32_t)ui, 1, NULL);
     }
     return 0;
 }
@@ -225,11 +245,11 @@ const struct ml_renderer ml_render_blocks = {.begin = blocks_begin, .profile = b
 /* ---- --top ---- */
 
 static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
-                       const struct ml_top_fn *fn)
+                       const struct ml_top_fn *fn, char *name)
 {
     const struct ml_profile *p = r->prof;
     const uint64_t *v = fn->v;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     csv_who(f, r);
     fprintf(f, "%s,%zu,function,,,", ranking, rank);
@@ -244,29 +264,33 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
     fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, v[ML_F_INSTR],
             v[ML_F_LOADS], v[ML_F_STORES], v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_RD_STACK],
             v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
-    csv_end(f, r, 0);
+    csv_tail(f, r, 0);
+    fputc(',', f);
+    ml_csv_str(f, ml_top_fn_name(r, fn, name, ML_REPORT_LONG));
+    fputc('\n', f);
 }
 
-static void csv_top_unit(FILE *f, const struct ml_report *r, const char *ranking, size_t rank,
-                         uint32_t ui)
+static void csv_top_unit(FILE *f, const struct ml_report *r, const struct ml_top *t,
+                         const char *ranking, size_t rank, uint32_t ui, char *name)
 {
     csv_who(f, r);
     fprintf(f, "%s,%zu,%s,%u,", ranking, rank,
             r->prof->units[ui].kind == ML_UNIT_BYTES ? "bytes" : "block", ui);
-    csv_unit(f, r, ui, 0);
+    csv_unit(f, r, ui, 0, ml_top_fn_name(r, ml_top_fn_of(t, r, ui), name, ML_REPORT_LONG));
 }
 
 static void top_csv_begin(FILE *f, const struct ml_report_opts *o)
 {
     (void)o;
     fputs("profile,pid,ranking,rank,kind,unit,regions,module,function,file,line,executions,"
-          "instructions,loads,stores,bytes_read,bytes_written,profiles\n",
+          "instructions,loads,stores,bytes_read,bytes_written,profiles,name\n",
           f);
 }
 
 static int top_csv_profile(FILE *f, const struct ml_report *r, const struct ml_timeline *tl,
                            size_t i, const struct ml_report_opts *o)
 {
+    char name[ML_REPORT_LONG];
     struct ml_top *t;
     int rc = ml_top_build(r, o, &t);
 
@@ -274,13 +298,13 @@ static int top_csv_profile(FILE *f, const struct ml_report *r, const struct ml_t
     if (rc)
         return rc;
     for (size_t k = 0; k < t->nfns && k < o->top; k++)
-        csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]]);
+        csv_top_fn(f, r, "bytes", k + 1, &t->fns[t->fns_by_bytes[k]], name);
     for (size_t k = 0; k < t->nunits && k < o->top; k++)
-        csv_top_unit(f, r, "bytes", k + 1, t->units_by_bytes[k]);
+        csv_top_unit(f, r, t, "bytes", k + 1, t->units_by_bytes[k], name);
     for (size_t k = 0; k < t->nfns && k < o->top; k++)
-        csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]]);
+        csv_top_fn(f, r, "executions", k + 1, &t->fns[t->fns_by_execs[k]], name);
     for (size_t k = 0; k < t->nunits_by_execs && k < o->top; k++)
-        csv_top_unit(f, r, "executions", k + 1, t->units_by_execs[k]);
+        csv_top_unit(f, r, t, "executions", k + 1, t->units_by_execs[k], name);
     ml_top_free(t);
     return 0;
 }

@@ -33,9 +33,10 @@ static void json_count(FILE *f, int known, uint64_t v)
         fputs("null", f);
 }
 
-/* Sampling, overhead corrections and event sums of one row (docs/report.md). */
-static void json_more(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+/* Sampling, overhead corrections, event sums, exact bytes and note of one row (docs/report.md). */
+static void json_more(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
+    char note[256];
     uint64_t hz = r->prof->hdr.tsc_hz;
     double cf = ml_rstats_ticks_seconds(s, s->cf_ticks, hz);
     double cal = ml_rstats_ticks_seconds(s, s->cal_ticks, hz);
@@ -69,16 +70,35 @@ static void json_more(FILE *f, const struct ml_report *r, const struct ml_rstats
     json_num(f, ml_report_gbs(ml_rstats_read(s), cal));
     fputs(", \"write_gbs_calibrated\": ", f);
     json_num(f, ml_report_gbs(ml_rstats_written(s), cal));
+    fputs(", \"notseen_share\": ", f);
+    json_num(f, ml_rstats_notseen_share(s));
+    fprintf(f, ", \"alloc_bytes\": %" PRIu64 ", \"frees\": %" PRIu64 ", \"computed_goto\": %s",
+            s->alloc_bytes, s->frees, (s->rflags & ML_RFLAG_NO_PLAIN) ? "true" : "false");
     fputs("}, \"events\": {", f);
     for (uint32_t e = 0; e < r->prof->nevents; e++) {
         fputs(e ? ", " : "", f);
         ml_json_str(f, r->prof->event_names[e]);
         fprintf(f, ": %" PRIu64, s->ev[e]);
     }
-    fputc('}', f);
+    fputs("}, \"exact\": ", f);
+    if (r->prof->exact)
+        fprintf(
+            f,
+            "{\"bytes_read\": {\"heap\": %" PRIu64 ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64
+            ", \"total\": %" PRIu64 "}, \"bytes_written\": {\"heap\": %" PRIu64
+            ", \"global\": %" PRIu64 ", \"stack\": %" PRIu64 ", \"total\": %" PRIu64 "}}",
+            s->x[ML_C_RD_HEAP], s->x[ML_C_RD_GLOBAL], s->x[ML_C_RD_STACK], ml_rstats_xread(s),
+            s->x[ML_C_WR_HEAP], s->x[ML_C_WR_GLOBAL], s->x[ML_C_WR_STACK], ml_rstats_xwritten(s));
+    else
+        fputs("null", f);
+    fputs(", \"note\": ", f);
+    if (ml_report_note(r, reg, s, note, sizeof(note)))
+        ml_json_str(f, note);
+    else
+        fputs("null", f);
 }
 
-static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstats *s)
+static void json_stats(FILE *f, const struct ml_report *r, uint64_t reg, const struct ml_rstats *s)
 {
     double sec = ml_rstats_seconds(s, r->prof->hdr.tsc_hz);
 
@@ -109,18 +129,19 @@ static void json_stats(FILE *f, const struct ml_report *r, const struct ml_rstat
     json_num(f, ml_report_gbs(ml_rstats_written(s), sec));
     fprintf(f, ", \"counters\": %" PRIu64 ", \"increments\": %" PRIu64, s->counters,
             s->v[ML_F_INCR]);
-    json_more(f, r, s);
+    json_more(f, r, reg, s);
 }
 
 static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
                         const struct ml_report_opts *o)
 {
+    char buf[ML_REPORT_LONG];
     int first = 1;
 
     fprintf(f, "{\"id\": %" PRIu64 ", \"name\": ", reg);
     ml_json_str(f, ml_profile_str(r->prof, r->prof->regions[reg]));
     fputs(", \"total\": {", f);
-    json_stats(f, r, &r->totals[reg]);
+    json_stats(f, r, reg, &r->totals[reg]);
     fputs("},\n       \"threads\": [", f);
     for (uint64_t t = 0; t < r->nthreads && o->rows != ML_REPORT_TOTALS; t++) {
         const struct ml_rstats *c = ml_report_cell(r, reg, t);
@@ -132,7 +153,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         fputs(", ", f);
         if (r->prof->threads[t].exited)
             fprintf(f, "\"exited\": %" PRIu64 ", ", r->prof->threads[t].exited);
-        json_stats(f, r, c);
+        json_stats(f, r, reg, c);
         fputc('}', f);
         first = 0;
     }
@@ -143,6 +164,8 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
         if (c->region != reg)
             continue;
         fprintf(f, "%s\n        {\"callee\": ", first ? "" : ",");
+        ml_json_str(f, ml_report_demangle(c->name, buf, sizeof(buf)));
+        fputs(", \"symbol\": ", f);
         ml_json_str(f, c->name);
         fprintf(f, ", \"calls\": %" PRIu64 ", \"per_thread\": [", c->total);
         for (uint64_t t = 0; t < r->nthreads; t++)
@@ -156,7 +179,7 @@ static void json_region(FILE *f, const struct ml_report *r, uint64_t reg,
 static void json_units(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     const struct ml_profile *p = r->prof;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
     int first = 1;
 
     for (uint64_t ui = 0; ui < p->nunits; ui++) {
@@ -293,10 +316,12 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
 {
     const struct ml_profile *p = r->prof;
     const uint64_t *v = fn->v;
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     fputs("{\"function\": ", f);
     ml_json_str(f, ml_report_demangle(ml_profile_str(p, fn->func), buf, sizeof(buf)));
+    fputs(", \"name\": ", f);
+    ml_json_str(f, ml_top_fn_name(r, fn, buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
     ml_json_str(f, ml_profile_str(p, fn->func));
     fputs(", \"module\": ", f);
@@ -316,19 +341,21 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
             v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL] + v[ML_F_WR_STACK]);
 }
 
-static void json_top_unit(FILE *f, const struct ml_report *r, uint32_t ui)
+static void json_top_unit(FILE *f, const struct ml_report *r, const struct ml_top *t, uint32_t ui)
 {
     const struct ml_profile *p = r->prof;
     const struct ml_prof_unit *u = &p->units[ui];
     const uint64_t c = r->unit_counts[ui], *fa = u->facts;
     uint32_t n;
     const uint32_t *ids = ml_profile_regset(p, u->regset, &n);
-    char buf[4096];
+    char buf[ML_REPORT_LONG];
 
     fprintf(f, "{\"unit\": %u, \"kind\": \"%s\", \"entry\": %s, \"function\": ", ui,
             u->kind == ML_UNIT_BYTES ? "bytes" : "block",
             ml_top_is_entry(p, ui) ? "true" : "false");
     ml_json_str(f, ml_report_demangle(ml_profile_str(p, u->func), buf, sizeof(buf)));
+    fputs(", \"name\": ", f);
+    ml_json_str(f, ml_top_fn_name(r, ml_top_fn_of(t, r, ui), buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
     ml_json_str(f, ml_profile_str(p, u->func));
     fputs(", \"regions\": [", f);
@@ -383,12 +410,12 @@ static int json_top_one(FILE *f, const struct ml_report *r, const struct ml_repo
     fputs("],\n     \"blocks_by_bytes\": [", f);
     for (size_t i = 0; i < nu; i++) {
         fputs(i ? ",\n      " : "\n      ", f);
-        json_top_unit(f, r, t->units_by_bytes[i]);
+        json_top_unit(f, r, t, t->units_by_bytes[i]);
     }
     fputs("],\n     \"blocks_by_executions\": [", f);
     for (size_t i = 0; i < ne; i++) {
         fputs(i ? ",\n      " : "\n      ", f);
-        json_top_unit(f, r, t->units_by_execs[i]);
+        json_top_unit(f, r, t, t->units_by_execs[i]);
     }
     fputs("]}", f);
     ml_top_free(t);

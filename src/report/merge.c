@@ -19,6 +19,7 @@ struct mthread {
     uint64_t *counts;             /* [nunits] */
     struct ml_prof_rstat *rstats; /* [nregions] */
     uint64_t *events;             /* [nregions * nevents], NULL without events */
+    uint64_t *exact;              /* [nunits * ML_NCLASS], NULL outside exact mode */
 };
 
 struct group {
@@ -124,6 +125,8 @@ static int key_of(const struct ml_profile *p, struct buf *b)
     put_u64(b, p->nevents);
     for (uint32_t e = 0; e < p->nevents; e++)
         put_str(b, p->event_names[e]);
+    /* Exact and counting builds of one program stay apart: a partial exact sum would mislead. */
+    put_u64(b, (uint64_t)p->exact);
     return b->err ? -ENOMEM : 0;
 }
 
@@ -172,6 +175,7 @@ static void group_free(struct group *g)
         free(g->mt[t].counts);
         free(g->mt[t].rstats);
         free(g->mt[t].events);
+        free(g->mt[t].exact);
     }
     free(g->mt);
     free(g->prof.threads);
@@ -253,6 +257,7 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const s
     q->event_names = p->event_names;
     q->entries = p->entries;
     q->nentries = p->nentries;
+    q->exact = p->exact;
     q->merged_fingerprint = hash;
     q->merged_ticks = g->ticks;
     q->merged_cal = g->cal;
@@ -284,8 +289,10 @@ static struct mthread *thread_of(struct group *g, uint32_t idx)
     t->rstats = calloc(g->prof.nregions + 1, sizeof(*t->rstats));
     if (g->prof.nevents)
         t->events = calloc(g->prof.nregions * g->prof.nevents + 1, sizeof(*t->events));
+    if (g->prof.exact)
+        t->exact = calloc(g->prof.nunits * ML_NCLASS + 1, sizeof(*t->exact));
     g->nmt++;
-    if (!t->counts || !t->rstats || (g->prof.nevents && !t->events))
+    if (!t->counts || !t->rstats || (g->prof.nevents && !t->events) || (g->prof.exact && !t->exact))
         return NULL; /* freed with the group */
     return t;
 }
@@ -338,6 +345,8 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
         }
         for (uint64_t e = 0; pt->events && e < q->nregions * q->nevents; e++)
             mt->events[e] += pt->events[e];
+        for (uint64_t x = 0; pt->exact && x < q->nunits * ML_NCLASS; x++)
+            mt->exact[x] += pt->exact[x];
     }
     for (uint64_t reg = 0; reg < q->nregions; reg++) {
         const struct ml_rstats *tot = &r->totals[reg];
@@ -435,7 +444,8 @@ const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const ch
                                            .exited = mt->exited,
                                            .counts = mt->counts,
                                            .rstats = mt->rstats,
-                                           .events = mt->events};
+                                           .events = mt->events,
+                                           .exact = mt->exact};
     }
     q->hdr.tsc_hz = g->no_clock ? 0 : 1000000000ull;
     q->calib = NULL;

@@ -49,14 +49,51 @@ static int callee_cmp(const void *a, const void *b)
 }
 
 /*
+ * (region, function) pairs of instrumented functions that were entered while
+ * counting for the region: their entry units counted there (dynamic
+ * attribution, docs/regions.md). A call to such a function reached code
+ * memlens counted, so it is not "not seen". Sorted like call_ref (call unused).
+ */
+static struct call_ref *entered_functions(const struct ml_profile *p, uint64_t *n)
+{
+    struct call_ref *e = NULL;
+    uint64_t cap = 0;
+
+    *n = 0;
+    for (uint64_t i = 0; i < p->nentries; i++) {
+        uint32_t u = p->entries[i], nr;
+        const uint32_t *ids = ml_profile_regset(p, p->units[u].regset, &nr);
+        uint64_t c = 0;
+        for (uint64_t t = 0; t < p->nthreads && !c; t++)
+            c = p->threads[t].counts[u];
+        for (uint32_t k = 0; c && k < nr; k++) {
+            if (*n == cap) {
+                struct call_ref *g = realloc(e, (cap = cap ? 2 * cap : 64) * sizeof(*g));
+                if (!g) {
+                    free(e);
+                    *n = 0;
+                    return NULL;
+                }
+                e = g;
+            }
+            e[(*n)++] = (struct call_ref){ids[k], 0, ml_profile_str(p, p->units[u].func)};
+        }
+    }
+    if (*n)
+        qsort(e, *n, sizeof(*e), call_ref_cmp);
+    return e;
+}
+
+/*
  * Groups call records by (region, callee name): several call sites, and
- * several string table entries, may name the same function.
+ * several string table entries, may name the same function. Callees that
+ * counted themselves in the region (entered_functions) are left out.
  */
 static int build_callees(struct ml_report *r)
 {
     const struct ml_profile *p = r->prof;
-    struct call_ref *refs = NULL;
-    uint64_t nrefs = 0, ngroups = 0, i, j;
+    struct call_ref *refs = NULL, *entered = NULL;
+    uint64_t nrefs = 0, ngroups = 0, nentered = 0, i, j;
     uint64_t *calls = NULL;
     int rc = -ENOMEM;
 
@@ -82,6 +119,7 @@ static int build_callees(struct ml_report *r)
         }
     }
     qsort(refs, nrefs, sizeof(*refs), call_ref_cmp);
+    entered = entered_functions(p, &nentered);
     for (i = 0; i < nrefs; i++)
         if (i == 0 || call_ref_cmp(&refs[i - 1], &refs[i]))
             ngroups++;
@@ -105,9 +143,15 @@ static int build_callees(struct ml_report *r)
                 c->total += k;
             }
         }
-        /* A call site that never ran says nothing about where time went. */
-        if (c->total)
+        /* A call site that never ran says nothing about where time went; a callee that counted
+           itself was seen. */
+        if (c->total &&
+            !(nentered && bsearch(&refs[i], entered, nentered, sizeof(*entered), call_ref_cmp))) {
             r->ncallees++;
+        } else {
+            memset(c->calls, 0, r->nthreads * sizeof(*c->calls));
+            c->total = 0;
+        }
     }
     qsort(r->callees, r->ncallees, sizeof(*r->callees), callee_cmp);
     r->callee_store = calls;
@@ -115,8 +159,14 @@ static int build_callees(struct ml_report *r)
     rc = 0;
 out:
     free(refs);
+    free(entered);
     free(calls);
     return rc;
+}
+
+double ml_rstats_notseen_share(const struct ml_rstats *s)
+{
+    return s->timed_ticks ? (double)s->notseen_ticks / (double)s->timed_ticks : -1;
 }
 
 /* The published correction factor: 1 + 2 n / (loads + stores); see docs/report.md. */
@@ -212,6 +262,23 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
             c->timed = c->measured > 0; /* sampled away entirely: the time is unknown */
             for (uint32_t e = 0; th->events && e < p->nevents; e++)
                 c->ev[e] = th->events[reg * p->nevents + e];
+            c->timed_ticks = th->timed_ticks ? th->timed_ticks[reg] : c->ticks;
+            c->rflags = p->rflags ? p->rflags[reg] : 0;
+        }
+        for (uint64_t i = 0; i < p->nuinfo; i++) {
+            const struct ml_prof_unitinfo *ui = &p->uinfo[i];
+            uint64_t cnt = th->counts[ui->unit];
+            uint32_t n;
+            const uint32_t *ids = ml_profile_regset(p, p->units[ui->unit].regset, &n);
+            for (uint32_t k = 0; cnt && k < n; k++) {
+                struct ml_rstats *c = &r->cells[(uint64_t)ids[k] * nt + t];
+                if (ui->kind == ML_UI_NOTSEEN_TICKS)
+                    c->notseen_ticks += cnt;
+                else if (ui->kind == ML_UI_ALLOC_BYTES)
+                    c->alloc_bytes += cnt;
+                else if (ui->kind == ML_UI_FREE_CALLS)
+                    c->frees += cnt;
+            }
         }
         for (uint64_t u = 0; u < p->nunits; u++) {
             uint64_t cnt = th->counts[u];
@@ -220,9 +287,12 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
             uint32_t n;
 
             r->unit_counts[u] += cnt;
+            ids = ml_profile_regset(p, p->units[u].regset, &n);
+            for (uint32_t k = 0; th->exact && k < n; k++)
+                for (int x = 0; x < ML_NCLASS; x++)
+                    r->cells[(uint64_t)ids[k] * nt + t].x[x] += th->exact[u * ML_NCLASS + x];
             if (!cnt)
                 continue;
-            ids = ml_profile_regset(p, p->units[u].regset, &n);
             for (uint32_t k = 0; k < n; k++) {
                 struct ml_rstats *c = &r->cells[(uint64_t)ids[k] * nt + t];
                 c->active = 1;
@@ -248,6 +318,13 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
                 tot->ev[e] += c->ev[e];
             for (int f = 0; f < ML_NFACTS; f++)
                 tot->v[f] += c->v[f];
+            for (int x = 0; x < ML_NCLASS; x++)
+                tot->x[x] += c->x[x];
+            tot->notseen_ticks += c->notseen_ticks;
+            tot->timed_ticks += c->timed_ticks;
+            tot->alloc_bytes += c->alloc_bytes;
+            tot->frees += c->frees;
+            tot->rflags |= c->rflags;
             tot->active |= c->active;
             if (c->timed) {
                 tot->timed = 1;
@@ -300,6 +377,16 @@ uint64_t ml_rstats_written(const struct ml_rstats *s)
     return s->v[ML_F_WR_HEAP] + s->v[ML_F_WR_GLOBAL] + s->v[ML_F_WR_STACK];
 }
 
+uint64_t ml_rstats_xread(const struct ml_rstats *s)
+{
+    return s->x[ML_C_RD_HEAP] + s->x[ML_C_RD_GLOBAL] + s->x[ML_C_RD_STACK];
+}
+
+uint64_t ml_rstats_xwritten(const struct ml_rstats *s)
+{
+    return s->x[ML_C_WR_HEAP] + s->x[ML_C_WR_GLOBAL] + s->x[ML_C_WR_STACK];
+}
+
 double ml_rstats_seconds(const struct ml_rstats *s, uint64_t tsc_hz)
 {
     if (!s->timed || !tsc_hz)
@@ -350,6 +437,18 @@ const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, siz
     else
         snprintf(buf, len, "%u", p->threads[t].tid);
     return buf;
+}
+
+const char *ml_report_note(const struct ml_report *r, uint64_t region, const struct ml_rstats *s,
+                           char *buf, size_t len)
+{
+    (void)r, (void)region;
+    /* Sampling may leave a coarse region with no measured execution: its figures are empty. */
+    if (s->entries && !s->measured) {
+        snprintf(buf, len, "0 of %" PRIu64 " measured: rerun with MEMLENS_SAMPLE=1", s->entries);
+        return buf;
+    }
+    return NULL;
 }
 
 const char *ml_report_demangle(const char *name, char *buf, size_t len)

@@ -50,7 +50,24 @@ struct ml_rstats {
     double cf_ticks;
     double cal_ticks;
     uint64_t ev[ML_MAX_EVENTS]; /* event sums over measured executions (prof->nevents) */
+    /* Exact mode (prof->exact): bytes classified by address at run time, Σ over the region's
+       units of the EXACT records (enum ml_class). */
+    uint64_t x[ML_NCLASS];
+    /*
+     * Library work (docs/report.md): clock ticks in not-seen calls and the raw
+     * ticks of the timed executions they were measured in (the time share is
+     * their ratio; TIMED section, else ticks), bytes asked of allocators and
+     * deallocator calls, and ML_RFLAG_* of the region.
+     */
+    uint64_t notseen_ticks;
+    uint64_t timed_ticks;
+    uint64_t alloc_bytes;
+    uint64_t frees;
+    uint32_t rflags;
 };
+
+/* Share of the timed executions' time spent in not-seen calls, or -1 when unknown. */
+double ml_rstats_notseen_share(const struct ml_rstats *s);
 
 /* Calls from a region into one function memlens did not see, by thread. */
 struct ml_report_callee {
@@ -89,6 +106,9 @@ extern const char *const ml_fact_names[ML_NFACTS];
 
 uint64_t ml_rstats_read(const struct ml_rstats *s);    /* RD_HEAP + RD_GLOBAL + RD_STACK */
 uint64_t ml_rstats_written(const struct ml_rstats *s); /* WR_HEAP + WR_GLOBAL + WR_STACK */
+/* The same over the exact-mode bytes x[]. */
+uint64_t ml_rstats_xread(const struct ml_rstats *s);
+uint64_t ml_rstats_xwritten(const struct ml_rstats *s);
 /* Seconds of s under a clock of tsc_hz ticks per second, or -1 when unknown. */
 double ml_rstats_seconds(const struct ml_rstats *s, uint64_t tsc_hz);
 /* ticks / tsc_hz, or -1 when ticks is unknown (< 0), the row untimed or tsc_hz 0. */
@@ -107,6 +127,15 @@ double ml_report_gbs(uint64_t bytes, double seconds);
  * processes (docs/report.md, "Merging profiles").
  */
 const char *ml_report_tid(const struct ml_profile *p, uint64_t t, char *buf, size_t len);
+
+/*
+ * What a row of region `region` must warn about, for the table's note, CSV's
+ * `note` and JSON's "note": a row with executions of which none was measured
+ * ("0 of 5 measured: rerun with MEMLENS_SAMPLE=1"). NULL when there is
+ * nothing to say; else the text, in buf.
+ */
+const char *ml_report_note(const struct ml_report *r, uint64_t region, const struct ml_rstats *s,
+                           char *buf, size_t len);
 
 /* Demangled C++ name into buf (or name unchanged if not mangled or not demanglable). */
 const char *ml_report_demangle(const char *name, char *buf, size_t len);
@@ -177,6 +206,16 @@ int ml_report_flush(FILE *f);
  */
 #define ML_REPORT_NAME 512
 const char *ml_report_esc(char *buf, size_t len, const char *s);
+/*
+ * A long name for a table column of at most cols characters (a name from
+ * ml_report_esc into ML_REPORT_LONG bytes; whole in CSV and JSON). C++ names lose their parameter
+ * list, then template arguments from the innermost out ("vector<…>"), then middle scopes
+ * ("fmt::v9::detail::…::write"); anything else keeps its start and end with "…" between. Names that
+ * fit are unchanged. Writes into buf.
+ */
+#define ML_REPORT_COLS 60
+#define ML_REPORT_LONG 8192 /* longest name ml_report_cut reads whole: escape into this many */
+const char *ml_report_cut(char *buf, size_t len, const char *name, size_t cols);
 
 /*
  * Hottest code (--top N, src/report/top.c): units and functions ranked over
@@ -195,7 +234,17 @@ struct ml_top_fn {
     int known;     /* executions are known */
     uint64_t executions;
     uint64_t v[ML_NFACTS]; /* counts x facts */
+    /*
+     * An OpenMP body (clang's ".omp_outlined." functions): the string offset
+     * of the function it was outlined from, found by its lines (the body's
+     * line lies within that function's lines in the same file and module,
+     * the tightest such range wins), or ML_TOP_NO_PARENT.
+     */
+    uint32_t parent;
+    uint32_t entry_line; /* line of its entry block (an OpenMP body's is its parent's at -O0) */
+    uint32_t body_line;  /* lowest line of its units other than the entry's line, in file */
 };
+#define ML_TOP_NO_PARENT UINT32_MAX
 
 struct ml_top {
     struct ml_top_fn *fns; /* functions with a non-zero count */
@@ -214,6 +263,17 @@ int ml_report_unit_shown(const struct ml_report *r, const struct ml_prof_unit *u
                          const struct ml_report_opts *o);
 int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, struct ml_top **out);
 void ml_top_free(struct ml_top *t);
+/* Whether a symbol names an OpenMP body outlined by clang. */
+int ml_top_is_omp(const char *sym);
+/*
+ * The name --top shows for f, demangled: "parent › omp parallel @file:line"
+ * for an OpenMP body ("omp parallel @file:line" without a known parent,
+ * "omp parallel (.omp_outlined..3)" without a line), else the function's.
+ */
+const char *ml_top_fn_name(const struct ml_report *r, const struct ml_top_fn *f, char *buf,
+                           size_t len);
+/* The function of unit u in t (u must be one of t's units). */
+const struct ml_top_fn *ml_top_fn_of(const struct ml_top *t, const struct ml_report *r, uint32_t u);
 /* Bytes read + written by unit u over all threads. */
 uint64_t ml_top_unit_bytes(const struct ml_report *r, uint32_t u);
 /* Whether unit u holds its function's entry. */

@@ -17,12 +17,24 @@ struct tbl {
     size_t ncols, nrows, cap;
     char (*cells)[CELL];
     char **first; /* column 0 of each row: a region or function name, escaped */
+    char **note;  /* text after the last column, or NULL (tbl_note) */
+    size_t cut;   /* column 0 holds function names, cut to this many characters (0: whole) */
 };
+
+/* Columns a UTF-8 string takes on a terminal: one per character (names are escaped first). */
+static size_t width(const char *s)
+{
+    size_t n = 0;
+
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
 
 /* Makes room for one more row and starts it with first (escaped); 0 or -ENOMEM. */
 static int tbl_grow(struct tbl *t, const char *first)
 {
-    char e[ML_REPORT_NAME];
+    char e[ML_REPORT_LONG], c[ML_REPORT_NAME];
 
     if (t->nrows == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 16;
@@ -35,10 +47,23 @@ static int tbl_grow(struct tbl *t, const char *first)
         if (!fst)
             return -ENOMEM;
         t->first = fst;
+        fst = realloc(t->note, cap * sizeof(*fst));
+        if (!fst)
+            return -ENOMEM;
+        t->note = fst;
         t->cap = cap;
     }
-    t->first[t->nrows] = strdup(ml_report_esc(e, sizeof(e), first));
+    t->note[t->nrows] = NULL;
+    ml_report_esc(e, t->cut ? sizeof(e) : ML_REPORT_NAME, first);
+    t->first[t->nrows] = strdup(t->cut && t->nrows ? ml_report_cut(c, sizeof(c), e, t->cut) : e);
     return t->first[t->nrows] ? 0 : -ENOMEM;
+}
+
+/* Sets the note of the last row (plain text made by memlens, printed as is); 0 or -ENOMEM. */
+static int tbl_note(struct tbl *t, const char *note)
+{
+    t->note[t->nrows - 1] = strdup(note);
+    return t->note[t->nrows - 1] ? 0 : -ENOMEM;
 }
 
 static int tbl_row(struct tbl *t, const char *first, ...)
@@ -71,29 +96,41 @@ static void tbl_print(FILE *f, const struct tbl *t)
     size_t w[32] = {0};
 
     for (size_t r = 0; r < t->nrows; r++) {
-        size_t n = strlen(t->first[r]);
+        size_t n = width(t->first[r]);
         if (n > w[0])
             w[0] = n;
         for (size_t c = 1; c < t->ncols; c++) {
-            n = strlen(t->cells[r * t->ncols + c]);
+            n = width(t->cells[r * t->ncols + c]);
             if (n > w[c])
                 w[c] = n;
         }
     }
     for (size_t r = 0; r < t->nrows; r++) {
-        fprintf(f, "  %-*s", (int)w[0], t->first[r]);
-        for (size_t c = 1; c < t->ncols; c++)
-            fprintf(f, c == 1 ? "  %-*s" : "  %*s", (int)w[c], t->cells[r * t->ncols + c]);
+        /* printf pads by bytes: pad by columns so that names with UTF-8 line up. */
+        fprintf(f, "  %s%*s", t->first[r], (int)(w[0] - width(t->first[r])), "");
+        for (size_t c = 1; c < t->ncols; c++) {
+            const char *v = t->cells[r * t->ncols + c];
+            int pad = (int)(w[c] - width(v));
+            if (c == 1)
+                fprintf(f, "  %s%*s", v, pad, "");
+            else
+                fprintf(f, "  %*s%s", pad, "", v);
+        }
+        if (t->note[r])
+            fprintf(f, "  %s", t->note[r]);
         fputc('\n', f);
     }
 }
 
 static void tbl_free(struct tbl *t)
 {
-    for (size_t r = 0; r < t->nrows; r++)
+    for (size_t r = 0; r < t->nrows; r++) {
         free(t->first[r]);
+        free(t->note[r]);
+    }
     free(t->cells);
     free(t->first);
+    free(t->note);
 }
 
 /* Three significant digits, no exponent: 1.23, 12.3, 123. */
@@ -185,7 +222,7 @@ static const char *fmt_gbs(char *buf, double gbs, int borrowed)
 /* Column titles of the events table: the event names of the profile being printed. */
 static const char *r_event_names[ML_MAX_EVENTS];
 
-enum { T_MAIN, T_MIX, T_BYTES, T_COUNTERS, T_SAMPLE, T_CORR, T_EVENTS, T_N };
+enum { T_MAIN, T_MIX, T_BYTES, T_EXACT, T_COUNTERS, T_SAMPLE, T_CORR, T_EVENTS, T_N };
 
 /* A scale factor, "12.5", or "-" when nothing was measured. */
 static const char *fmt_scale(char *buf, double x)
@@ -255,6 +292,20 @@ static int add_rows(struct tbl *t, int which, const char *region, const char *th
                        fmt_count(b[3], v[ML_F_I_MEM]), fmt_count(b[4], v[ML_F_I_BRANCH]),
                        fmt_count(b[5], v[ML_F_I_CALL]), fmt_count(b[6], v[ML_F_I_OTHER]),
                        fmt_count(b[7], v[ML_F_INSTR]));
+    case T_EXACT: {
+        /* How far the static classes are from the addresses: heap + global, read + written. */
+        uint64_t hs = v[ML_F_RD_HEAP] + v[ML_F_RD_GLOBAL] + v[ML_F_WR_HEAP] + v[ML_F_WR_GLOBAL];
+        uint64_t hx =
+            s->x[ML_C_RD_HEAP] + s->x[ML_C_RD_GLOBAL] + s->x[ML_C_WR_HEAP] + s->x[ML_C_WR_GLOBAL];
+        if (hx)
+            snprintf(b[6], CELL, "%.3f", (double)hs / (double)hx);
+        else
+            snprintf(b[6], CELL, "-");
+        return tbl_row(t, region, thread, tid, fmt_bytes(b[0], s->x[ML_C_RD_HEAP]),
+                       fmt_bytes(b[1], s->x[ML_C_RD_GLOBAL]), fmt_bytes(b[2], s->x[ML_C_RD_STACK]),
+                       fmt_bytes(b[3], s->x[ML_C_WR_HEAP]), fmt_bytes(b[4], s->x[ML_C_WR_GLOBAL]),
+                       fmt_bytes(b[5], s->x[ML_C_WR_STACK]), b[6]);
+    }
     case T_COUNTERS:
         if (s->entries && v[ML_F_INCR] < 1000 * s->entries)
             sig3(b[2], CELL, (double)v[ML_F_INCR] / (double)s->entries, "");
@@ -276,13 +327,14 @@ static const char *const titles[T_N] = {
     "time, memory operations and bandwidth",
     "instructions by class",
     "bytes by memory class",
+    "bytes by address class (exact mode: every access classified by its address at run time)",
     "counters: static (counting units) and dynamic (increments executed)",
     "sampling: figures above cover the measured executions; est. = scaled by execs / measured",
     "bandwidth corrected for instrumentation overhead (CF: published factor, cal: calibrated)",
     "hardware counters, summed over measured executions",
 };
 
-static const size_t ncols[T_N] = {12, 11, 9, 6, 12, 14, 3};
+static const size_t ncols[T_N] = {12, 11, 9, 10, 6, 12, 14, 3};
 
 static int header_row(struct tbl *t, int which)
 {
@@ -293,6 +345,9 @@ static int header_row(struct tbl *t, int which)
     case T_MIX:
         return tbl_row(t, "region", "thread", "tid", "int", "fp", "vec", "mem", "branch", "call",
                        "other", "total");
+    case T_EXACT:
+        return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
+                       "wr global", "wr stack", "h+g static/exact");
     case T_COUNTERS:
         return tbl_row(t, "region", "thread", "tid", "counters", "increments", "incr/exec");
     case T_SAMPLE:
@@ -311,6 +366,16 @@ static int header_row(struct tbl *t, int which)
         return tbl_row(t, "region", "thread", "tid", "rd heap", "rd global", "rd stack", "wr heap",
                        "wr global", "wr stack");
     }
+}
+
+/* The warnings of a row of the main table (ml_report_note), after its last column. */
+static int add_note(struct tbl *t, const struct ml_report *r, uint64_t reg,
+                    const struct ml_rstats *s)
+{
+    char buf[256];
+    const char *note = ml_report_note(r, reg, s, buf, sizeof(buf));
+
+    return note ? tbl_note(t, note) : 0;
 }
 
 /* Fills table `which` for r; *borrowed is set when a row shows a borrowed time. */
@@ -337,9 +402,14 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
             ml_report_tid(r->prof, th, tid, sizeof(tid));
             *borrowed |= c->borrowed && which == T_MAIN;
             rc = add_rows(t, which, name, idx, tid, c, hz);
+            if (!rc && which == T_MAIN)
+                rc = add_note(t, r, reg, c);
         }
-        if (!rc && (o->rows == ML_REPORT_TOTALS || nactive > 1))
+        if (!rc && (o->rows == ML_REPORT_TOTALS || nactive > 1)) {
             rc = add_rows(t, which, name, "total", "", &r->totals[reg], hz);
+            if (!rc && which == T_MAIN)
+                rc = add_note(t, r, reg, &r->totals[reg]);
+        }
     }
     return rc;
 }
@@ -385,6 +455,16 @@ static void print_header(FILE *f, const struct ml_report *r)
         fputs("  note: the profile has no clock rate; times and bandwidths are unknown\n", f);
 }
 
+/* A not-seen callee for the table: demangled, escaped, cut (whole in JSON). */
+static const char *callee_name(const char *name, char *buf, size_t len)
+{
+    char d[ML_REPORT_LONG], e[ML_REPORT_LONG];
+
+    return ml_report_cut(buf, len,
+                         ml_report_esc(e, sizeof(e), ml_report_demangle(name, d, sizeof(d))),
+                         ML_REPORT_COLS);
+}
+
 static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_report_opts *o)
 {
     const uint64_t limit = 10;
@@ -414,7 +494,7 @@ static void print_not_seen(FILE *f, const struct ml_report *r, const struct ml_r
                     ml_report_esc(e, sizeof(e), ml_profile_str(r->prof, r->prof->regions[reg])));
             for (uint64_t k = i; k < j && shown < limit; k++, shown++)
                 fprintf(f, "%s %s \xc3\x97%s", shown ? "," : "",
-                        ml_report_esc(e, sizeof(e), r->callees[k].name),
+                        callee_name(r->callees[k].name, e, sizeof(e)),
                         fmt_count(b, r->callees[k].total));
             if (j - i > limit)
                 fprintf(f, ", and %" PRIu64 " more (see --json)", j - i - limit);
@@ -448,7 +528,7 @@ static int table_one(FILE *f, const struct ml_report *r, const struct ml_report_
     }
     for (int which = 0; which < T_N && !rc; which++) {
         struct tbl t = {.ncols = ncols[which]};
-        if (which == T_SAMPLE && !ml_report_sampled(r))
+        if ((which == T_SAMPLE && !ml_report_sampled(r)) || (which == T_EXACT && !r->prof->exact))
             continue;
         if (which == T_EVENTS) {
             if (!r->prof->nevents)
@@ -513,19 +593,14 @@ static const char *fmt_share(char *buf, uint64_t part, uint64_t whole)
     return buf;
 }
 
-/* A function's demangled name, in buf (the table copies column 0). */
-static const char *top_name(const struct ml_profile *p, uint32_t func, char *buf, size_t len)
-{
-    return ml_report_demangle(ml_profile_str(p, func), buf, len);
-}
-
 enum { TOP_FN_BYTES, TOP_UNIT_BYTES, TOP_FN_EXECS, TOP_UNIT_EXECS, TOP_N };
 
+/* Fills one ranking; *unlocated becomes 1 when a function row has no line at all (no -g). */
 static int top_fill(struct tbl *t, int which, const struct ml_report *r, const struct ml_top *top,
-                    size_t rows)
+                    size_t rows, int *unlocated)
 {
     const struct ml_profile *p = r->prof;
-    char c[8][CELL], name[4096];
+    char c[8][CELL], name[ML_REPORT_LONG];
     int rc;
 
     if (which == TOP_FN_BYTES || which == TOP_FN_EXECS) {
@@ -535,8 +610,9 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
                 &top->fns[(which == TOP_FN_BYTES ? top->fns_by_bytes : top->fns_by_execs)[i]];
             uint64_t rd = f->v[ML_F_RD_HEAP] + f->v[ML_F_RD_GLOBAL] + f->v[ML_F_RD_STACK];
             uint64_t wr = f->v[ML_F_WR_HEAP] + f->v[ML_F_WR_GLOBAL] + f->v[ML_F_WR_STACK];
+            *unlocated |= !f->line;
             rc =
-                tbl_row(t, top_name(p, f->func, name, sizeof(name)),
+                tbl_row(t, ml_top_fn_name(r, f, name, sizeof(name)),
                         f->known ? fmt_count(c[0], f->executions) : "-",
                         fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd), fmt_bytes(c[3], wr),
                         fmt_share(c[4], rd + wr, top->bytes), fmt_where(c[5], p, f->file, f->line));
@@ -553,7 +629,7 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
         uint64_t wr = cnt * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]);
         snprintf(c[0], CELL, "%u", ui);
         rc =
-            tbl_row(t, top_name(p, u->func, name, sizeof(name)), c[0],
+            tbl_row(t, ml_top_fn_name(r, ml_top_fn_of(top, r, ui), name, sizeof(name)), c[0],
                     u->kind == ML_UNIT_BYTES ? "-" : fmt_count(c[1], cnt),
                     fmt_count(c[2], cnt * fa[ML_F_INSTR]), fmt_bytes(c[3], rd), fmt_bytes(c[4], wr),
                     fmt_share(c[5], rd + wr, top->bytes), fmt_where(c[6], p, u->file, u->line));
@@ -567,7 +643,7 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
                                               "hottest blocks by bytes", "functions by calls",
                                               "blocks by executions"};
     struct ml_top *top;
-    int rc;
+    int rc, unlocated = 0;
 
     print_header(f, r);
     rc = ml_top_build(r, o, &top);
@@ -582,8 +658,9 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
                        : which == TOP_UNIT_BYTES                      ? top->nunits
                                                                       : top->nunits_by_execs;
         size_t rows = avail < o->top ? avail : o->top;
-        struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8};
-        rc = top_fill(&t, which, r, top, rows);
+        struct tbl t = {.ncols = which == TOP_FN_BYTES || which == TOP_FN_EXECS ? 7 : 8,
+                        .cut = ML_REPORT_COLS};
+        rc = top_fill(&t, which, r, top, rows, &unlocated);
         if (!rc) {
             fprintf(f, "\n  %s (%zu of %zu)\n", titles[which], rows, avail);
             tbl_print(f, &t);
@@ -593,6 +670,10 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
     if (!rc && top->nunits)
         fputs("\n  share: of all bytes counted; calls: counts of each function's first block "
               "(- when it was not counted)\n",
+              f);
+    if (!rc && top->nunits && unlocated)
+        fputs("  where: ? = no line information; build with -g for file:line (and OpenMP bodies' "
+              "parents)\n",
               f);
     ml_top_free(top);
     return rc;

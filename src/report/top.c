@@ -107,14 +107,15 @@ static int unit_by_execs(const void *a, const void *b, void *arg)
     return d ? d : x < y ? -1 : x > y;
 }
 
-/* The function of unit u in t, added on first sight (linear: few functions are hot). */
-static struct ml_top_fn *find_fn(struct ml_top *t, const struct ml_report *r,
-                                 const struct ml_prof_unit *u, size_t *cap)
+/* The function of unit ui in t, added on first sight. */
+static struct ml_top_fn *find_fn(struct ml_top *t, const struct ml_report *r, uint32_t ui,
+                                 size_t *cap)
 {
-    for (size_t i = t->nfns; i-- > 0;)
-        if (t->fns[i].module == u->module &&
-            !strcmp(ml_profile_str(r->prof, t->fns[i].func), ml_profile_str(r->prof, u->func)))
-            return &t->fns[i];
+    const struct ml_prof_unit *u = &r->prof->units[ui];
+    const struct ml_top_fn *known = ml_top_fn_of(t, r, ui);
+
+    if (known)
+        return &t->fns[known - t->fns];
     if (t->nfns == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
         struct ml_top_fn *f = realloc(t->fns, c * sizeof(*f));
@@ -127,6 +128,98 @@ static struct ml_top_fn *find_fn(struct ml_top *t, const struct ml_report *r,
     t->fns[t->nfns].module = u->module;
     t->fns[t->nfns].func = u->func;
     return &t->fns[t->nfns++];
+}
+
+int ml_top_is_omp(const char *sym)
+{
+    return !strncmp(sym, ".omp_outlined.", 14);
+}
+
+/*
+ * The function an OpenMP body at (module, file, line) was outlined from: of
+ * the other functions with units in that module and file (every unit of the
+ * profile, counted or not), the one whose line range holds line most
+ * tightly, else the one that starts last before it. Lines come from -g;
+ * inlining can widen a range, never narrow it.
+ */
+static uint32_t omp_parent(const struct ml_profile *p, const struct ml_top_fn *f)
+{
+    const char *file = ml_profile_str(p, f->file);
+    uint32_t best = ML_TOP_NO_PARENT, best_span = UINT32_MAX;
+    struct span {
+        uint32_t func, lo, hi;
+    } *s = NULL;
+    size_t n = 0, cap = 0;
+
+    for (uint64_t ui = 0; ui < p->nunits; ui++) {
+        const struct ml_prof_unit *u = &p->units[ui];
+        const char *name = ml_profile_str(p, u->func);
+        size_t k;
+        if (u->module != f->module || !u->line || ml_top_is_omp(name) ||
+            strcmp(ml_profile_str(p, u->file), file))
+            continue;
+        for (k = n; k-- > 0;)
+            if (s[k].func == u->func || !strcmp(ml_profile_str(p, s[k].func), name))
+                break;
+        if (k == SIZE_MAX) {
+            if (n == cap) {
+                struct span *g = realloc(s, (cap = cap ? 2 * cap : 16) * sizeof(*g));
+                if (!g)
+                    break; /* out of memory: no parent, the body keeps its own name */
+                s = g;
+            }
+            s[k = n++] = (struct span){u->func, u->line, u->line};
+        }
+        s[k].lo = u->line < s[k].lo ? u->line : s[k].lo;
+        s[k].hi = u->line > s[k].hi ? u->line : s[k].hi;
+    }
+    /* A range holding the line, the tightest; else the function that starts last before it
+       (a parallel loop at a function's end lies past its last counted block). */
+    for (size_t k = 0; k < n; k++)
+        if (s[k].lo <= f->line && f->line <= s[k].hi && s[k].hi - s[k].lo < best_span) {
+            best = s[k].func;
+            best_span = s[k].hi - s[k].lo;
+        }
+    for (size_t k = 0, lo = 0; k < n && best_span == UINT32_MAX; k++)
+        if (s[k].lo <= f->line && s[k].lo > lo) {
+            lo = s[k].lo;
+            best = s[k].func;
+        }
+    free(s);
+    return best;
+}
+
+const char *ml_top_fn_name(const struct ml_report *r, const struct ml_top_fn *f, char *buf,
+                           size_t len)
+{
+    const struct ml_profile *p = r->prof;
+    const char *sym = ml_profile_str(p, f->func);
+    char d[ML_REPORT_LONG];
+
+    if (!ml_top_is_omp(sym))
+        return ml_report_demangle(sym, buf, len);
+    if (!f->line)
+        snprintf(buf, len, "omp parallel (%s)", sym);
+    else if (f->parent == ML_TOP_NO_PARENT)
+        snprintf(buf, len, "omp parallel @%s:%u", ml_profile_str(p, f->file), f->line);
+    else
+        snprintf(buf, len, "%s \xe2\x80\xba omp parallel @%s:%u",
+                 ml_report_demangle(ml_profile_str(p, f->parent), d, sizeof(d)),
+                 ml_profile_str(p, f->file), f->line);
+    return buf;
+}
+
+/* Linear, newest first: few functions are hot, and units of one function come together. */
+const struct ml_top_fn *ml_top_fn_of(const struct ml_top *t, const struct ml_report *r, uint32_t u)
+{
+    const struct ml_prof_unit *pu = &r->prof->units[u];
+
+    for (size_t i = t->nfns; i-- > 0;)
+        if (t->fns[i].module == pu->module &&
+            (t->fns[i].func == pu->func ||
+             !strcmp(ml_profile_str(r->prof, t->fns[i].func), ml_profile_str(r->prof, pu->func))))
+            return &t->fns[i];
+    return NULL;
 }
 
 int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, struct ml_top **out)
@@ -153,7 +246,7 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
             continue;
         t->units[t->nunits++] = ui;
         t->bytes += ml_top_unit_bytes(r, ui);
-        f = find_fn(t, r, u, &cap);
+        f = find_fn(t, r, ui, &cap);
         if (!f)
             goto out;
         for (int k = 0; k < ML_NFACTS; k++)
@@ -161,6 +254,7 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
         if (ml_top_is_entry(p, ui)) {
             f->known = 1;
             f->executions += c;
+            f->entry_line = u->line;
         }
         /* The writer stores each unit's strings apart: compare file names, not offsets. */
         if (u->line &&
@@ -170,6 +264,24 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
             f->line = u->line;
         }
     }
+    /*
+     * An OpenMP body's entry block carries its parent's line at -O0, and so do the blocks
+     * memlens splits from it: place the body by its other lines.
+     */
+    for (size_t k = 0; k < t->nunits; k++) {
+        const struct ml_prof_unit *u = &p->units[t->units[k]];
+        struct ml_top_fn *f = (struct ml_top_fn *)ml_top_fn_of(t, r, t->units[k]);
+        if (f && u->line && u->line != f->entry_line && (!f->body_line || u->line < f->body_line) &&
+            !strcmp(ml_profile_str(p, u->file), ml_profile_str(p, f->file)))
+            f->body_line = u->line;
+    }
+    for (size_t i = 0; i < t->nfns; i++)
+        if (ml_top_is_omp(ml_profile_str(p, t->fns[i].func)) && t->fns[i].body_line)
+            t->fns[i].line = t->fns[i].body_line;
+    for (size_t i = 0; i < t->nfns; i++)
+        t->fns[i].parent = ml_top_is_omp(ml_profile_str(p, t->fns[i].func)) && t->fns[i].line
+                               ? omp_parent(p, &t->fns[i])
+                               : ML_TOP_NO_PARENT;
     t->fns_by_bytes = calloc(t->nfns + 1, sizeof(*t->fns_by_bytes));
     t->fns_by_execs = calloc(t->nfns + 1, sizeof(*t->fns_by_execs));
     if (!t->fns_by_bytes || !t->fns_by_execs)

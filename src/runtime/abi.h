@@ -14,8 +14,9 @@
  * needed.
  */
 /* 3: modules unregister from a destructor (a runtime must not keep an older module, which
-   leaves it pointing into an unmapped library after dlclose). */
-#define ML_RT_ABI 3
+   leaves it pointing into an unmapped library after dlclose).
+   4: region slots follow the counters in the thread-local block (inline enter/exit). */
+#define ML_RT_ABI 4
 
 struct ml_rt_unit {
     uint32_t kind; /* enum ml_unit_kind */
@@ -27,14 +28,75 @@ struct ml_rt_unit {
     uint64_t facts[ML_NFACTS];
 };
 
+/*
+ * Region slots (since ABI 4). The thread-local block that tls() returns holds
+ * nunits u64 counters, then ML_RT_SLOTS(nregions) u64 words that instrumented
+ * code and the runtime share as u32 words, so that most region executions
+ * never call the runtime (docs/regions.md, "Inline enter and exit"):
+ *   [2 r]      w: executions the inline path may still run alone (bits 0-29),
+ *              ML_RT_SLOT_OPEN while one it started is open; 0 when the runtime
+ *              must be called (it tracks the region, or gave no budget)
+ *   [2 r + 1]  base: the budget w held when the runtime last set it, so that
+ *              base - w executions ran inline since
+ *   [2 nregions]      gate of BEGIN sites that sample: bit 0 = the answer of
+ *                     an inline BEGIN (1 measured), ML_RT_GATE_OFF = call the
+ *                     runtime whatever w says
+ *   [2 nregions + 1]  the same for BEGIN sites that are always measured
+ * An inline BEGIN runs when ((w - 1) | gate) < ML_RT_SLOT_LIMIT: it stores
+ * (w - 1) | ML_RT_SLOT_OPEN and answers gate & 1. An inline END runs when w
+ * has ML_RT_SLOT_OPEN: it clears it. Otherwise they call __memlens_enter /
+ * __memlens_enter_always / __memlens_exit. 32-bit words keep every constant an
+ * immediate operand on x86-64.
+ */
+#define ML_RT_SLOTS(nregions) ((nregions) + 1)
+#define ML_RT_SLOT_OPEN       (1u << 31)
+#define ML_RT_SLOT_LIMIT      (1u << 30)
+#define ML_RT_GATE_OFF        (1u << 31)
+
+/*
+ * After the region slots, the thread's stack bounds (since ABI 4), written by
+ * the runtime when the thread first uses the module: u64 lowest address and
+ * size (0 and 0 on a thread it does not know). Instrumented code counts the
+ * bytes of an access through a pointer of unknown class as stack when
+ * (p - lo) < size, else heap (docs/regions.md, "What a count is").
+ */
+#define ML_RT_STACK_WORDS 2
+
+/*
+ * After the stack bounds, a cache of the dynamic context (since ABI 4): the
+ * global set id whose counter block code counted under the dynamic context
+ * last used on this thread, and that block's address.
+ */
+#define ML_RT_DYN_WORDS 2
+
+/*
+ * Last, the measured flag of functions that cannot be versioned (since ABI 4):
+ * their BEGIN sites store the decision (1 measured, 0 not) and their counts
+ * add that much, so unmeasured executions count nothing.
+ */
+#define ML_RT_MULT_WORDS 1
+
 /* The unit holds the first instructions of its function: its count is the function's calls. */
 #define ML_RT_UNIT_ENTRY 1u
+/*
+ * The unit belongs to code counted under the dynamic context (since ABI 4): its
+ * counts are kept per (thread, open region set) in blocks the runtime makes
+ * (__memlens_dyn_block), and the profile lists one copy of it per set.
+ */
+#define ML_RT_UNIT_DYN 2u
 
 struct ml_rt_call {
     uint32_t unit;
     uint32_t reserved;
     const char *callee;
     uint64_t per_exec;
+};
+
+/* A unit whose count is not executions (format/profile.h, struct ml_prof_unitinfo). */
+struct ml_rt_uinfo {
+    uint32_t unit;
+    uint32_t kind; /* ML_UI_* */
+    const char *name;
 };
 
 struct ml_rt_module {
@@ -49,8 +111,13 @@ struct ml_rt_module {
     const uint32_t *regsets;         /* n, local ids..., n, ... */
     const struct ml_rt_unit *units;  /* [nunits] */
     const struct ml_rt_call *calls;  /* [ncalls] */
-    uint64_t *(*tls)(void);          /* this thread's counters [nunits] */
+    uint64_t *(*tls)(void);          /* this thread's counters [nunits], then region slots */
     uint32_t *region_ids;            /* [nregions], filled at registration: local -> global */
+    uint32_t *setids; /* [nregset_words], filled at registration: a set's global set id */
+    uint32_t nuinfo;
+    uint32_t reserved;
+    const struct ml_rt_uinfo *uinfo; /* [nuinfo] */
+    const uint32_t *rflags;          /* [nregions] ML_RFLAG_* of the module's regions */
     struct ml_rt_module *next;       /* runtime's list link (in its own copies only) */
 };
 
@@ -81,7 +148,25 @@ void __memlens_unregister(struct ml_rt_module *m);
  */
 uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region);
 uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region);
+/*
+ * __memlens_enter_never (since ABI 4): a BEGIN in the plain copy inside
+ * another region of the same function, so inside an unmeasured execution: the
+ * new execution is not measured (returns 0) and does not count towards the
+ * sampling policy of its region.
+ */
+uint32_t __memlens_enter_never(struct ml_rt_module *m, uint32_t local_region);
 void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
+/*
+ * Dynamic attribution (since ABI 4): __memlens_dctx is the calling thread's
+ * dynamic context, the global id of the region set that the code around a
+ * call the static sets miss counts for (0: none); code counted under it asks
+ * __memlens_dyn_block for its counter block (m's units, for this thread and
+ * set), and caches it in m's block words.
+ */
+extern __thread uint32_t __memlens_dctx;
+/* Open timed executions on the thread (since ABI 4): not-seen calls read the clock meanwhile. */
+extern __thread uint32_t __memlens_timed;
+uint64_t *__memlens_dyn_block(struct ml_rt_module *m, uint32_t set);
 /* Exact mode: one call per access of region code; flags bit 0 = read, bit 1 = write. */
 void __memlens_access(struct ml_rt_module *m, uint32_t unit, const void *p, uint64_t n,
                       uint32_t flags);

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define ML_EXPORT __attribute__((visibility("default")))
+#define ML_EXPORT  __attribute__((visibility("default")))
 #define MAX_RANGES 512
 
 /* Loaded segments of every object at first use: addresses inside them are "global". */
@@ -46,23 +46,10 @@ static int classify(const struct ml_thread_rec *t, uintptr_t a)
     return 0;
 }
 
+/* The thread's record knows its stack from its creation (region.c). */
 static struct ml_thread_rec *exact_thread(void)
 {
-    struct ml_thread_rec *t = ml_rt_self();
-    pthread_attr_t attr;
-    void *addr;
-    size_t size;
-
-    if (!t || t->stack_hi)
-        return t;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-            t->stack_lo = (uintptr_t)addr;
-            t->stack_hi = (uintptr_t)addr + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
-    return t;
+    return ml_rt_self();
 }
 
 static uint64_t *exact_slots(struct ml_thread_rec *t, struct ml_rt_module *m)

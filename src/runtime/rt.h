@@ -18,15 +18,23 @@ struct ml_pmu_thread;
 #define ML_RT_MAX_REGIONS 1024
 
 struct ml_rstate {
-    uint64_t entries; /* outermost executions, measured or not */
-    uint64_t ticks;   /* of the measured ones */
+    uint64_t entries; /* outermost executions, measured or not (inline ones once drained) */
+    uint64_t ticks;   /* of the timed ones */
     uint64_t measured;
     uint64_t start;
     uint32_t depth;
     uint32_t on; /* the open execution is measured (valid while depth > 0) */
     struct ml_sample smp;
-    uint32_t started; /* smp is initialised */
-    uint32_t clocked; /* the open execution read the clock at entry (young region) */
+    uint32_t started;  /* smp is initialised */
+    uint32_t clocked;  /* the open execution read the clock at entry (young region) */
+    uint64_t timed;    /* measured executions that read the clock: ticks are theirs */
+    uint64_t avg;      /* running mean of the timed executions' ticks */
+    uint64_t cap;      /* sampling: most executions an inline budget may skip (about 1 ms) */
+    uint64_t budget_t; /* sampling: tick at which the last budget was given, and its size */
+    uint64_t budget_n;
+    uint32_t fastopen; /* the open execution was started inline (entered again: recursion) */
+    uint32_t untimed;  /* the open measured execution reads no clock (clock sampling) */
+    uint64_t tleft;    /* sampling: measured executions to leave untimed before a timed one */
 };
 
 /*
@@ -61,12 +69,51 @@ struct ml_thread_rec {
     uint64_t hint;
     uint64_t rng;                      /* xorshift state for sampling phases, non-zero */
     struct ml_pmu_thread *pmu;         /* MEMLENS_EVENTS counters, NULL until first used */
+    struct ml_dynblock *dyn;           /* counts under dynamic contexts; never freed */
     struct ml_thread_rec *exited_next; /* next in the queue of exited records */
     uint32_t snap_cap;                 /* capacity of snap */
 };
 
+/*
+ * Figures of region g on t as the profile states them, at tick now: executions
+ * run inline and not yet drained from the module slots are added, an open
+ * timed execution counts up to now, and at MEMLENS_SAMPLE=1 the ticks of the
+ * timed executions are scaled to all measured ones (docs/regions.md). pending
+ * is ml_rt_fast_pending's answer for t.
+ */
+void ml_rt_region_stat(const struct ml_thread_rec *t, uint32_t g, const uint64_t *pending,
+                       uint64_t now, struct ml_prof_rstat *out);
+/* ticks of `timed` executions scaled to `measured` ones (unchanged when timed >= measured). */
+uint64_t ml_rt_scale_ticks(uint64_t ticks, uint64_t measured, uint64_t timed);
+/* The module at position i of the runtime's list, or NULL. */
+struct ml_rt_module *ml_rt_module_at(uint32_t i);
+/* t's counts of dynamic pair p, or NULL (writer: any thread; no lock needed, lists only grow). */
+const uint64_t *ml_rt_dyn_counts(const struct ml_thread_rec *t, uint32_t p);
+/* Per region: executions t ran inline that are not in its records yet ([ML_RT_MAX_REGIONS]). */
+void ml_rt_fast_pending(const struct ml_thread_rec *t, uint64_t *pending);
+
 /* Exited threads that keep a record of their own, for per-thread rows of recent threads. */
 #define ML_RT_KEEP_EXITED 32
+
+/*
+ * Dynamic attribution: region sets interned process-wide (id = index + 1; 0 is
+ * no set), and the (module, set) pairs that some thread counted code under.
+ */
+#define ML_RT_MAX_SETS     4096
+#define ML_RT_SET_WORDS    65536
+#define ML_RT_MAX_DYNPAIRS 4096
+
+struct ml_dynpair {
+    uint32_t mod; /* module index */
+    uint32_t set; /* global set id */
+};
+
+/* A thread's counts of one (module, set) pair: one per unit of the module (DYN units used). */
+struct ml_dynblock {
+    uint32_t pair;
+    uint64_t *counts;
+    struct ml_dynblock *next;
+};
 
 struct ml_rt {
     pthread_mutex_t lock;
@@ -91,11 +138,21 @@ struct ml_rt {
     uint64_t sample_t0;    /* time rule's minimum gap, in ticks (UINT64_MAX: no time rule) */
     uint64_t sample_phase; /* MEMLENS_SAMPLE_PHASE, or UINT64_MAX for a random phase */
     struct ml_prof_calib calib;
+    uint64_t slow_ticks; /* cost of one timed execution's runtime calls, whole (calib.c) */
+    int fast;            /* inline enter/exit may run executions alone (not with events at 1/1) */
+    uint64_t fastres;    /* answer of an inline BEGIN: 1 when every execution is measured */
+    uint64_t ticks_per_ms;
     /* Exited threads whose records are not folded yet, oldest first. */
     struct ml_thread_rec *exited_head, **exited_tail;
     uint32_t nexited;
     struct ml_thread_rec *acc; /* the sum of the folded threads (tid 0, done), or NULL */
     uint64_t nfolded;          /* threads folded into acc */
+    /* Dynamic attribution: interned global sets (words n, ids... at set_off[id - 1]). */
+    uint32_t set_words[ML_RT_SET_WORDS];
+    uint32_t set_off[ML_RT_MAX_SETS];
+    uint32_t nsets, nset_words;
+    struct ml_dynpair pairs[ML_RT_MAX_DYNPAIRS];
+    uint32_t npairs;
 };
 
 extern struct ml_rt ml_rt;

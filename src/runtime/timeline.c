@@ -88,6 +88,9 @@ static uint64_t load64(const uint64_t *p)
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+/* Executions run inline per region of the thread being sampled (ml_rt_fast_pending). */
+static uint64_t tl_pending[ML_RT_MAX_REGIONS];
+
 /* Sums counts x facts of thread t into acc_* per global region id. */
 static void thread_sums(const struct ml_thread_rec *t)
 {
@@ -144,25 +147,36 @@ static void region_figures(const struct ml_thread_rec *t, const struct ml_rstate
                            uint64_t now, struct ml_prof_tl_point *pt)
 {
     const struct ml_rstate *s = &rs[g];
-    uint64_t e, k, start;
-    uint32_t depth, on;
+    uint64_t e, k, start, meas, timed;
+    uint32_t depth, on, fastopen, untimed;
     int tries = 0;
 
     do {
         e = load64(&s->entries);
         k = load64(&s->ticks);
+        meas = load64(&s->measured);
+        timed = load64(&s->timed);
         depth = __atomic_load_n(&s->depth, __ATOMIC_RELAXED);
         on = __atomic_load_n(&s->on, __ATOMIC_RELAXED);
+        fastopen = __atomic_load_n(&s->fastopen, __ATOMIC_RELAXED);
+        untimed = __atomic_load_n(&s->untimed, __ATOMIC_RELAXED);
         start = load64(&s->start);
     } while ((e != load64(&s->entries) || k != load64(&s->ticks)) && ++tries < 4);
-    if (depth && !t->done) {
+    if (depth && !t->done && !fastopen) {
         e++;
-        /* Ticks are those of measured executions; an unmeasured one never read the clock. */
-        if (on && now > start)
+        /* Ticks are those of timed executions; an unmeasured one never read the clock. */
+        meas += on;
+        if (on && !untimed && now > start) {
             k += now - start;
+            timed++;
+        }
     }
+    /* Executions the inline path ran since the runtime last saw the region (docs/regions.md). */
+    e += tl_pending[g];
+    if (ml_rt.fastres)
+        meas += tl_pending[g];
     pt->entries = e;
-    pt->ticks = k;
+    pt->ticks = ml_rt_scale_ticks(k, meas, timed);
 }
 
 /* Appends one snapshot at tick now after the published bytes; publishes it, or -ENOSPC. */
@@ -178,6 +192,7 @@ static int snapshot(uint64_t now)
         const struct ml_rstate *rs = __atomic_load_n(&t->rs, __ATOMIC_ACQUIRE);
 
         thread_sums(t);
+        ml_rt_fast_pending(t, tl_pending);
         for (uint32_t g = 0; g < ml_rt.nregions; g++) {
             struct ml_prof_tl_point pt = {.thread = t->index, .region = g};
 

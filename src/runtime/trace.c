@@ -941,6 +941,10 @@ static void put_fault(void *ctx, uint64_t tick, uint64_t addr)
     struct tthread *t = ((struct fault_ctx *)ctx)->t;
     uint64_t f[5] = {addr, 0, 0, 0, 0};
 
+    /* First touches of the thread's own trace buffers are memlens', not the program's: how
+       many there are depends on how fast the writer recycles buffers. */
+    if (addr - (uint64_t)(uintptr_t)t->mem < t->memlen)
+        return;
     if (t->enc.count >= CHUNK_RECORDS) {
         put_pending(t);
         chunk_end(t, tick);
@@ -1163,14 +1167,13 @@ static void process_buffer(struct tbuf *b)
         const uint64_t *stop = end;
 
         while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
-            if (b->samp_tick[si] <= b->t_end && !room(t, 1)) {
-                put_pending(t);
+            /* A collapsed run keeps the time of its first access: a time point taken
+               while it is pending would cut it at a moment that depends on the writer. */
+            if (b->samp_tick[si] <= b->t_end && !t->pend.weight && !room(t, 1))
                 ml_tenc_time(&t->enc, b->samp_tick[si]);
-            }
             si++;
         }
-        if (w >= fw) {
-            put_pending(t);
+        if (w >= fw) { /* put_fault ends a pending run only for a fault it records */
             faults_upto(t, time_at(b, (uint64_t)(w - b->words)));
             fw = fault_word(b, ml_tr_pf_peek(t->pf));
             if (fw <= w)
@@ -1299,10 +1302,14 @@ static void process_buffer(struct tbuf *b)
         break;
     }
     lost_words(t, w, end, b->t_end);
-    if (!room(t, 2)) {
+    /* A pending collapsed run goes on in the next buffer, so buffer ends and chunks cut by
+       time (which depend on the writer) never split it; the thread's last buffer ends it. */
+    if (b->final)
         put_pending(t);
+    if (!room(t, 2)) {
         faults_upto(t, b->t_end);
-        ml_tenc_time(&t->enc, b->t_end);
+        if (!t->pend.weight)
+            ml_tenc_time(&t->enc, b->t_end);
     }
     if (b->final || ml_rt_mono_ns() - t->open_ns > CHUNK_NS)
         chunk_end(t, b->t_end);

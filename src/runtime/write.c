@@ -61,12 +61,64 @@ static const struct ml_rt_call *call_of(const struct ml_rt_module *m, uint32_t i
 }
 
 /*
+ * Dynamic attribution: after the modules' own units, the profile lists, for
+ * each (module, set) pair some thread counted code under (ml_rt.pairs, as of
+ * the start of the write: npairs), a copy of the module's DYN units whose
+ * region set is that global set; their counts come from the threads' blocks.
+ */
+static uint32_t npairs;
+
+static int is_dyn(const struct ml_rt_module *m, uint32_t i)
+{
+    return (unit_of(m, i)->flags & ML_RT_UNIT_DYN) != 0;
+}
+
+static uint32_t dyn_units(const struct ml_rt_module *m)
+{
+    uint32_t n = 0;
+
+    for (uint32_t i = 0; m && i < m->nunits; i++)
+        n += is_dyn(m, i);
+    return n;
+}
+
+/* Units of the profile: the modules' own, then the copies per pair. */
+static uint64_t total_units(void)
+{
+    uint64_t n = ml_rt.nunits;
+
+    for (uint32_t p = 0; p < npairs; p++)
+        n += dyn_units(ml_rt_module_at(ml_rt.pairs[p].mod));
+    return n;
+}
+
+/* Id of the first copy of pair p's units. */
+static uint32_t pair_first_unit(uint32_t p)
+{
+    uint32_t n = ml_rt.nunits;
+
+    for (uint32_t q = 0; q < p; q++)
+        n += dyn_units(ml_rt_module_at(ml_rt.pairs[q].mod));
+    return n;
+}
+
+/* Rank of unit u among m's DYN units. */
+static uint32_t dyn_rank(const struct ml_rt_module *m, uint32_t u)
+{
+    uint32_t r = 0;
+
+    for (uint32_t i = 0; i < u; i++)
+        r += is_dyn(m, i);
+    return r;
+}
+
+/*
  * The string table is laid out in a fixed order (meta, regions, modules,
  * units, calls) so that each section can recompute its strings' offsets by
  * walking the same lists instead of keeping a table in memory.
  */
 struct str_bases {
-    uint32_t meta, regions, modules, units, calls, end;
+    uint32_t meta, regions, modules, units, calls, uinfo, end;
 };
 
 static void str_layout(struct str_bases *b)
@@ -91,6 +143,10 @@ static void str_layout(struct str_bases *b)
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
             off += slen(call_of(m, i)->callee);
+    b->uinfo = off;
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+            off += slen(m->uinfo[i].name);
     b->end = off;
 }
 
@@ -116,6 +172,153 @@ static void write_strtab(struct ml_pw *w, const struct str_bases *b)
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->ncalls; i++)
             put_str(w, call_of(m, i)->callee);
+    for (m = ml_rt.mods; m; m = m->next)
+        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+            put_str(w, m->uinfo[i].name);
+}
+
+/*
+ * Units whose count is not executions (UNITINFO): the modules' own, then
+ * those among each dynamic pair's copies.
+ */
+static void write_uinfo(struct ml_pw *w, const struct str_bases *b)
+{
+    struct ml_rt_module *m;
+    uint64_t n = 0;
+    uint32_t off, base = 0, mi;
+
+    for (m = ml_rt.mods; m; m = m->next)
+        n += m->uinfo ? m->nuinfo : 0;
+    for (uint32_t p = 0; p < npairs; p++) {
+        m = ml_rt_module_at(ml_rt.pairs[p].mod);
+        for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++)
+            n += m->uinfo[i].unit < m->nunits && is_dyn(m, m->uinfo[i].unit);
+    }
+    if (!n)
+        return;
+    ml_pw_section(w, ML_SEC_UNITINFO, n * sizeof(struct ml_prof_unitinfo));
+    off = b->uinfo;
+    for (m = ml_rt.mods; m; m = m->next) {
+        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++) {
+            struct ml_prof_unitinfo ui = {base + m->uinfo[i].unit, m->uinfo[i].kind, off, 0};
+            ml_pw_bytes(w, &ui, sizeof(ui));
+            off += slen(m->uinfo[i].name);
+        }
+        base += m->nunits;
+    }
+    for (uint32_t p = 0; p < npairs; p++) {
+        uint32_t first = pair_first_unit(p);
+        off = b->uinfo;
+        mi = 0;
+        for (m = ml_rt.mods; m && mi < ml_rt.pairs[p].mod; m = m->next, mi++)
+            for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+                off += slen(m->uinfo[i].name);
+        for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++) {
+            uint32_t u = m->uinfo[i].unit;
+            if (u < m->nunits && is_dyn(m, u)) {
+                struct ml_prof_unitinfo ui = {first + dyn_rank(m, u), m->uinfo[i].kind, off, 0};
+                ml_pw_bytes(w, &ui, sizeof(ui));
+            }
+            off += slen(m->uinfo[i].name);
+        }
+    }
+}
+
+/* Region flags (RFLAGS): each region's ML_RFLAG_* from every module that has it. */
+static void write_rflags(struct ml_pw *w)
+{
+    static uint32_t fl[ML_RT_MAX_REGIONS];
+
+    memset(fl, 0, sizeof(fl));
+    for (struct ml_rt_module *m = ml_rt.mods; m; m = m->next)
+        for (uint32_t r = 0; m->rflags && m->region_ids && r < m->nregions; r++)
+            if (m->region_ids[r] < ML_RT_MAX_REGIONS)
+                fl[m->region_ids[r]] |= m->rflags[r];
+    ml_pw_section(w, ML_SEC_RFLAGS, ml_rt.nregions * 4ull);
+    ml_pw_bytes(w, fl, ml_rt.nregions * 4ull);
+}
+
+/* The clock sampling's figures of thread t (TIMED): timed executions and their raw ticks. */
+static void write_timed(struct ml_pw *w, const struct ml_thread_rec *t)
+{
+    struct ml_prof_timed h = {.index = t->index, .nregions = ml_rt.nregions};
+    static const uint64_t zero;
+
+    ml_pw_section(w, ML_SEC_TIMED, sizeof(h) + 16ull * ml_rt.nregions);
+    ml_pw_bytes(w, &h, sizeof(h));
+    for (int k = 0; k < 2; k++)
+        for (uint32_t g = 0; g < ml_rt.nregions; g++)
+            ml_pw_bytes(w, t->rs ? (k ? &t->rs[g].ticks : &t->rs[g].timed) : &zero, 8);
+}
+
+/* Offset of the first unit string of module mi (units' func and file, in module order). */
+static uint32_t unit_strings_of(const struct str_bases *b, uint32_t mi)
+{
+    uint32_t off = b->units, i = 0;
+
+    for (struct ml_rt_module *m = ml_rt.mods; m && i < mi; m = m->next, i++)
+        for (uint32_t u = 0; u < m->nunits; u++)
+            off += slen(unit_of(m, u)->func) + slen(unit_of(m, u)->file);
+    return off;
+}
+
+/* The copies of each pair's units, after the modules' own (word_base: module set words). */
+static void write_dyn_units(struct ml_pw *w, const struct str_bases *b, uint32_t word_base)
+{
+    for (uint32_t p = 0; p < npairs; p++) {
+        const struct ml_dynpair *pr = &ml_rt.pairs[p];
+        const struct ml_rt_module *m = ml_rt_module_at(pr->mod);
+        uint32_t off = unit_strings_of(b, pr->mod);
+
+        for (uint32_t i = 0; m && i < m->nunits; i++) {
+            const struct ml_rt_unit *u = unit_of(m, i);
+            if (is_dyn(m, i)) {
+                struct ml_prof_unit pu = {.kind = u->kind,
+                                          .module = pr->mod,
+                                          .func = off,
+                                          .file = off + (uint32_t)slen(u->func),
+                                          .line = u->line,
+                                          .regset = word_base + ml_rt.set_off[pr->set - 1]};
+                memcpy(pu.facts, u->facts, sizeof(pu.facts));
+                ml_pw_bytes(w, &pu, sizeof(pu));
+            }
+            off += slen(u->func) + slen(u->file);
+        }
+    }
+}
+
+static uint32_t dyn_calls(void)
+{
+    uint32_t n = 0;
+
+    for (uint32_t p = 0; p < npairs; p++) {
+        const struct ml_rt_module *m = ml_rt_module_at(ml_rt.pairs[p].mod);
+        for (uint32_t i = 0; m && i < m->ncalls; i++)
+            n += call_of(m, i)->unit < m->nunits && is_dyn(m, call_of(m, i)->unit);
+    }
+    return n;
+}
+
+/* Calls from the copies' units: the same callees, counted under each pair's set. */
+static void write_dyn_calls(struct ml_pw *w, const struct str_bases *b)
+{
+    for (uint32_t p = 0; p < npairs; p++) {
+        const struct ml_rt_module *m = ml_rt_module_at(ml_rt.pairs[p].mod), *k;
+        uint32_t off = b->calls, first = pair_first_unit(p);
+
+        for (k = ml_rt.mods; k && k != m; k = k->next)
+            for (uint32_t i = 0; i < k->ncalls; i++)
+                off += slen(call_of(k, i)->callee);
+        for (uint32_t i = 0; m && i < m->ncalls; i++) {
+            const struct ml_rt_call *c = call_of(m, i);
+            if (c->unit < m->nunits && is_dyn(m, c->unit)) {
+                struct ml_prof_call pc = {
+                    .unit = first + dyn_rank(m, c->unit), .callee = off, .per_exec = c->per_exec};
+                ml_pw_bytes(w, &pc, sizeof(pc));
+            }
+            off += slen(c->callee);
+        }
+    }
 }
 
 static void write_tables(struct ml_pw *w, const struct str_bases *b)
@@ -138,8 +341,9 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
         off += slen(ml_rt.region_names[i]);
     }
 
-    /* Module-local region ids become process-wide ids; set lengths are unchanged. */
-    ml_pw_section(w, ML_SEC_REGSETS, ml_rt.nregset_words * 4ull);
+    /* Module-local region ids become process-wide ids; set lengths are unchanged. The global
+       sets of dynamic attribution follow. */
+    ml_pw_section(w, ML_SEC_REGSETS, (ml_rt.nregset_words + (uint64_t)ml_rt.nset_words) * 4ull);
     for (m = ml_rt.mods; m; m = m->next) {
         for (uint32_t i = 0; i < m->nregset_words;) {
             uint32_t n = m->regsets ? m->regsets[i] : 0;
@@ -151,6 +355,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
             i += n + 1;
         }
     }
+    ml_pw_bytes(w, ml_rt.set_words, ml_rt.nset_words * 4ull);
 
     ml_pw_section(w, ML_SEC_MODULES, ml_rt.nmods * (uint64_t)sizeof(struct ml_prof_module));
     off = b->modules;
@@ -162,7 +367,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
         unit_base += m->nunits;
     }
 
-    ml_pw_section(w, ML_SEC_UNITS, ml_rt.nunits * (uint64_t)sizeof(struct ml_prof_unit));
+    ml_pw_section(w, ML_SEC_UNITS, total_units() * (uint64_t)sizeof(struct ml_prof_unit));
     off = b->units;
     word_base = 0;
     mi = 0;
@@ -181,8 +386,10 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
         }
         word_base += m->nregset_words;
     }
+    write_dyn_units(w, b, word_base);
 
-    ml_pw_section(w, ML_SEC_CALLS, ml_rt.ncalls * (uint64_t)sizeof(struct ml_prof_call));
+    ml_pw_section(w, ML_SEC_CALLS,
+                  (ml_rt.ncalls + dyn_calls()) * (uint64_t)sizeof(struct ml_prof_call));
     off = b->calls;
     unit_base = 0;
     for (m = ml_rt.mods; m; m = m->next) {
@@ -195,6 +402,7 @@ static void write_tables(struct ml_pw *w, const struct str_bases *b)
         }
         unit_base += m->nunits;
     }
+    write_dyn_calls(w, b);
 }
 
 /* Function entry units, so that the report can count calls (section 13, ascending ids). */
@@ -207,6 +415,11 @@ static void write_entries(struct ml_pw *w)
     for (m = ml_rt.mods; m; m = m->next)
         for (uint32_t i = 0; i < m->nunits; i++)
             n += (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY) != 0;
+    for (uint32_t p = 0; p < npairs; p++) {
+        m = ml_rt_module_at(ml_rt.pairs[p].mod);
+        for (uint32_t i = 0; m && i < m->nunits; i++)
+            n += is_dyn(m, i) && (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY);
+    }
     if (!n)
         return;
     ml_pw_section(w, ML_SEC_ENTRIES, n * 4);
@@ -218,6 +431,16 @@ static void write_entries(struct ml_pw *w)
         }
         base += m->nunits;
     }
+    for (uint32_t p = 0; p < npairs; p++) {
+        m = ml_rt_module_at(ml_rt.pairs[p].mod);
+        for (uint32_t i = 0; m && i < m->nunits; i++) {
+            if (!is_dyn(m, i))
+                continue;
+            if (unit_of(m, i)->flags & ML_RT_UNIT_ENTRY)
+                ml_pw_bytes(w, &base, 4);
+            base++;
+        }
+    }
 }
 
 /* A live thread's counters are read in place: aligned 64-bit loads, at worst one increment stale.
@@ -225,13 +448,14 @@ static void write_entries(struct ml_pw *w)
 static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
 {
     struct ml_prof_thread pt = {
-        .tid = t->tid, .index = t->index, .nunits = ml_rt.nunits, .nregions = ml_rt.nregions};
+        .tid = t->tid, .index = t->index, .nunits = total_units(), .nregions = ml_rt.nregions};
     struct ml_rt_module *m;
     uint32_t off = 0, mi = 0;
     static const uint64_t zero[64];
+    static uint64_t pending[ML_RT_MAX_REGIONS]; /* no malloc here: the writer runs in signals */
 
     ml_pw_section(w, ML_SEC_THREAD,
-                  sizeof(pt) + ml_rt.nunits * 8ull +
+                  sizeof(pt) + pt.nunits * 8ull +
                       ml_rt.nregions * (uint64_t)sizeof(struct ml_prof_rstat));
     ml_pw_bytes(w, &pt, sizeof(pt));
     for (m = ml_rt.mods; m; m = m->next, mi++) {
@@ -251,21 +475,17 @@ static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
         }
         off += m->nunits;
     }
+    for (uint32_t p = 0; p < npairs; p++) {
+        const uint64_t *c = ml_rt_dyn_counts(t, p);
+        m = ml_rt_module_at(ml_rt.pairs[p].mod);
+        for (uint32_t i = 0; m && i < m->nunits; i++)
+            if (is_dyn(m, i))
+                ml_pw_bytes(w, c ? &c[i] : zero, 8);
+    }
+    ml_rt_fast_pending(t, pending);
     for (uint32_t g = 0; g < ml_rt.nregions; g++) {
-        struct ml_prof_rstat rs = {0, 0, 0};
-        if (t->rs) {
-            const struct ml_rstate *s = &t->rs[g];
-            rs.entries = s->entries;
-            rs.ticks = s->ticks;
-            rs.measured = s->measured;
-            if (s->depth && !t->done) { /* still open: count it up to now */
-                rs.entries++;
-                if (s->on) {
-                    rs.measured++;
-                    rs.ticks += now - s->start;
-                }
-            }
-        }
+        struct ml_prof_rstat rs;
+        ml_rt_region_stat(t, g, pending, now, &rs);
         ml_pw_bytes(w, &rs, sizeof(rs));
     }
 }
@@ -273,12 +493,12 @@ static void write_thread(struct ml_pw *w, struct ml_thread_rec *t, uint64_t now)
 /* Exact mode: bytes by address class per unit, for threads that made any access. */
 static void write_exact(struct ml_pw *w, struct ml_thread_rec *t)
 {
-    struct ml_prof_thread pt = {.tid = t->tid, .index = t->index, .nunits = ml_rt.nunits};
+    struct ml_prof_thread pt = {.tid = t->tid, .index = t->index, .nunits = total_units()};
     static const uint64_t zero[ML_NCLASS];
 
     if (!t->exact)
         return;
-    ml_pw_section(w, ML_SEC_EXACT, sizeof(pt) + ml_rt.nunits * 8ull * ML_NCLASS);
+    ml_pw_section(w, ML_SEC_EXACT, sizeof(pt) + pt.nunits * 8ull * ML_NCLASS);
     ml_pw_bytes(w, &pt, sizeof(pt));
     for (struct ml_rt_module *m = ml_rt.mods; m; m = m->next) {
         const uint64_t *src = m->index < t->exact_cap ? t->exact[m->index] : NULL;
@@ -288,6 +508,8 @@ static void write_exact(struct ml_pw *w, struct ml_thread_rec *t)
             for (uint32_t i = 0; i < m->nunits; i++)
                 ml_pw_bytes(w, zero, sizeof(zero));
     }
+    for (uint64_t u = ml_rt.nunits; u < pt.nunits; u++) /* copies: no exact mode there */
+        ml_pw_bytes(w, zero, sizeof(zero));
 }
 
 /* Hardware counter sums per thread and region (MEMLENS_EVENTS); threads without counters write 0.
@@ -395,10 +617,13 @@ void ml_rt_write_profile(int from_signal)
 
     ml_pw_init(&w, fd, wbuf, sizeof(wbuf));
     ml_pw_bytes(&w, &h, sizeof(h));
+    npairs = __atomic_load_n(&ml_rt.npairs, __ATOMIC_ACQUIRE);
     str_layout(&b);
     write_strtab(&w, &b);
     write_tables(&w, &b);
     write_entries(&w);
+    write_uinfo(&w, &b);
+    write_rflags(&w);
     /* Before the threads: threads still running then keep counting, so the final snapshot
        never exceeds the THREAD records. */
     ml_rt_timeline_write(&w, locked, now);
@@ -409,6 +634,7 @@ void ml_rt_write_profile(int from_signal)
     }
     for (t = ml_rt.threads; t; t = t->next) {
         write_thread(&w, t, now);
+        write_timed(&w, t);
         write_exact(&w, t);
     }
     write_events(&w);

@@ -11,7 +11,8 @@
 cd "$W" || exit 1
 GT=/usr/src/googletest
 LLVM_INC=$(llvm-config-14 --includedir)
-CFLAGS_ML=(-std=c11 -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/src" -isystem "$LLVM_INC")
+# build/gen: headers the Makefile generates (cc-link.c includes the runtime's export list)
+CFLAGS_ML=(-std=c11 -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/src" -I"$MEMLENS_BUILD/gen" -isystem "$LLVM_INC")
 CXXFLAGS_GT=(-I"$GT/googletest/include" -I"$GT/googletest" -I"$GT/googlemock/include" -I"$GT/googlemock")
 
 # Jobs: "<driver> <source> <flags...>" one per line, for xargs. Every file at -O2 (where the

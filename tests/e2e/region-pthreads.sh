@@ -21,8 +21,10 @@ eq("pt_body per thread (rd_heap, wr_heap, entries)", got, sorted((16 * c, 8 * c,
 # main (thread index 0) runs chunk 0 itself, inside pt_spawn.
 region(p, "pt_body", rd_heap=16 * chunks[0], wr_heap=8 * chunks[0], entries=1, thread=0)
 # ... plus the reads by work() of the chunk fields (4 x 8 bytes) and its write of the sum (8 bytes),
-# through its pointer argument.
-region(p, "pt_spawn", rd_heap=16 * chunks[0] + 32, wr_heap=8 * chunks[0] + 8, entries=1)
+# through its pointer argument: main passes &c[0], on its own stack, so they are stack bytes.
+t = region(p, "pt_spawn", rd_heap=16 * chunks[0], wr_heap=8 * chunks[0], entries=1)
+ok("pt_spawn stack bytes (%d, %d) hold the chunk fields" % (t["rd_stack"], t["wr_stack"]),
+   t["rd_stack"] >= 32 and t["wr_stack"] >= 8)
 ns = p.not_seen("pt_spawn")
 eq("pt_spawn not seen", (ns.get("pthread_create"), ns.get("pthread_join")), (nt, nt))
 ' $base "$ML_TMP/p$O"

@@ -34,12 +34,37 @@ region(half, "rec", rd_heap=8 * sum(r % 8 + 1 for r in ev), entries=reps)
 for k in ("rd_heap", "wr_heap"):
     eq("outer %s halves" % k, 2 * half.totals("outer")[k], full.totals("outer")[k])
 ' $n $reps "$ML_TMP/full$O" "$ML_TMP/half$O"
-    # Every enter call is followed, within four instructions, by a test and a conditional jump.
-    objdump -d --no-show-raw-insn "$ML_TMP/smp$O.ml" | awk '
-        /call.*<__memlens_enter>/ { calls++; want = 4; seen_test = 0; next }
-        want > 0 { want--; if ($0 ~ /test|cmp/) seen_test = 1
-                   if (seen_test && $0 ~ /\tj(e|ne|z|nz) /) { branched++; want = 0 } }
-        END { if (calls < 4 || branched != calls) { print "enter calls " calls ", branching " branched; exit 1 } }' ||
+    # Every enter call is followed, within four instructions (after at most one jump to the code
+    # it shares with the inline path), by a test and a conditional jump.
+    objdump -d --no-show-raw-insn "$ML_TMP/smp$O.ml" | python3 -c '
+import re, sys
+ins = []
+for line in sys.stdin:
+    m = re.match(r"\s*([0-9a-f]+):\s+(\S.*)", line)
+    if m:
+        ins.append((int(m.group(1), 16), m.group(2)))
+at = {a: i for i, (a, _) in enumerate(ins)}
+calls = branched = 0
+for i, (_, text) in enumerate(ins):
+    if not re.search(r"call.*<__memlens_enter>", text):
+        continue
+    calls += 1
+    k, left, tested, jumped = i + 1, 4, False, False
+    while left and k < len(ins):
+        t = ins[k][1]
+        m = re.match(r"jmp\s+([0-9a-f]+)", t)
+        if m and not jumped and int(m.group(1), 16) in at:
+            k, jumped = at[int(m.group(1), 16)], True
+            continue
+        tested |= bool(re.match(r"(test|cmp)", t))
+        if tested and re.match(r"j(e|ne|z|nz)\s", t):
+            branched += 1
+            break
+        k, left = k + 1, left - 1
+if calls < 4 or branched != calls:
+    print("enter calls %d, branching %d" % (calls, branched))
+    sys.exit(1)
+' ||
         ml_error "sample -O$O: __memlens_enter results do not select a copy"
 done
 ml_finish

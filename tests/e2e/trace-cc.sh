@@ -186,7 +186,7 @@ printf '#include "memlens.h"\nint main(int c, char **v) { MEMLENS_MARK(v[0]); re
     >"$T/bad.c"
 $MLCC --ml-trace -g -I"$ML_ROOT/include" "$T/bad.c" -o "$T/bad" 2>"$T/bad.err" &&
     fail "a mark named by a variable compiled"
-grep -Eq "bad.c:2(:[0-9]+: error)?: mark name is not a string literal" "$T/bad.err" ||
+grep -q "bad.c:2:[0-9]*: error: mark name is not a string literal" "$T/bad.err" ||
     fail "wrong message: $(cat "$T/bad.err")"
 "$MEMLENS" trace --bogus true 2>"$T/err"
 [ $? = 129 ] || fail "unknown trace option: wrong status"

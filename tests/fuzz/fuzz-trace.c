@@ -1,5 +1,5 @@
 /* libFuzzer target: the trace reader (index, tables, every data chunk's decoder), then the
- * analysis driver with summary (every format) and dump on what it accepts. */
+ * analysis driver with every analysis but export (every format) on what it accepts. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +14,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void analyze(const uint8_t *data, size_t size)
 {
     static FILE *sink;
-    const struct ml_analysis *an[2] = {&ml_an_summary, &ml_an_dump};
-    struct ml_an_opts o = {.fmt = ML_AN_TABLE};
-    void *st[2];
+    static const char *const names[] = {"summary", "dump",     "membus",    "reuse",
+                                        "streams", "hotpages", "bandwidth", "io"};
+    const struct ml_analysis *an[8];
+    struct ml_an_opts o = {.fmt = ML_AN_TABLE, .jobs = 2, .line = 64, .top = 3, .lru_pages = 16};
+    struct ml_an_run *run;
     char path[64], err[256];
     const char *paths[1] = {path};
     int fd = memfd_create("fuzz-trace", 0);
@@ -31,13 +33,18 @@ static void analyze(const uint8_t *data, size_t size)
     }
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     o.out = sink;
-    for (int i = 0; i < 2; i++)
-        st[i] = an[i]->start(&o);
-    if (!ml_an_run(paths, 1, an, st, 2, &o, err, sizeof(err)))
+    o.l1 = (struct ml_an_level){4096, 4};
+    o.l2 = (struct ml_an_level){16384, 4};
+    o.llc = (struct ml_an_level){65536, 8};
+    o.by = (enum ml_an_by)(size % 6);
+    o.sample = size % 2 ? 0.1 : 0;
+    for (int i = 0; i < 8; i++)
+        an[i] = ml_analysis_find(names[i]);
+    run = ml_an_new(&o, an, 8, err, sizeof(err));
+    if (run && !ml_an_read(run, paths, 1, err, sizeof(err)))
         for (int f = ML_AN_TABLE; f <= ML_AN_JSON; f++)
-            an[0]->report(st[0], sink, (enum ml_an_format)f);
-    for (int i = 0; i < 2; i++)
-        an[i]->free(st[i]);
+            ml_an_report(run, sink, (enum ml_an_format)f);
+    ml_an_free(run);
     close(fd);
 }
 

@@ -31,6 +31,9 @@ class Profile:
         self.entries = ()
         self.timeline = None
         self.exited = None  # (thread index, threads it sums): exited threads folded together
+        self.uinfo = []     # (unit, kind, name offset): 1 not-seen ticks, 2 alloc bytes, 3 frees
+        self.timed = {}     # thread index -> (timed executions[region], raw ticks[region])
+        self.rflags = None  # per region: bit 0 computed goto (no plain copy)
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -80,6 +83,14 @@ class Profile:
                 self.exited = (idx, nthr)
             elif t == 10:
                 self.timeline = self._timeline(d, p, ln)
+            elif t == 15:
+                self.uinfo = [struct.unpack_from('<III', d, p + 16 * i) for i in range(ln // 16)]
+            elif t == 16:
+                idx, nr = struct.unpack_from('<II', d, p)
+                v = struct.unpack_from('<%dQ' % (2 * nr), d, p + 8)
+                self.timed[idx] = (v[:nr], v[nr:])
+            elif t == 17:
+                self.rflags = struct.unpack_from('<%dI' % (ln // 4), d, p)
             off = p + ln
         assert end, '%s: no end record' % path
         for th in self.threads:
@@ -203,11 +214,33 @@ class Profile:
     def per_thread(self, region):
         return [self.totals(region, t['index']) for t in self.threads]
 
-    def not_seen(self, region):
+    def library(self, region, thread=None):
+        """Library work of a region: not-seen ticks per callee, bytes asked per allocator, calls
+        per deallocator, and the raw ticks of the timed executions (the share's denominator)."""
         r = self.region_id(region)
+        out = {'ticks': {}, 'alloc': {}, 'free': {}, 'timed_ticks': 0}
+        for unit, kind, name in self.uinfo:
+            if r not in self.unit_regions[unit]:
+                continue
+            c = sum(t['counts'][unit] for t in self.threads
+                    if thread is None or t['index'] == thread)
+            key = {1: 'ticks', 2: 'alloc', 3: 'free'}.get(kind)
+            if key:
+                out[key][self.s(name)] = out[key].get(self.s(name), 0) + c
+        for idx, (_, ticks) in self.timed.items():
+            if thread is None or idx == thread:
+                out['timed_ticks'] += ticks[r]
+        return out
+
+    def not_seen(self, region):
+        """Calls per callee from the region's code to code memlens did not count: callees whose
+        entry units counted in the region (instrumented, reached dynamically) are left out."""
+        r = self.region_id(region)
+        entered = {self.s(self.units[u][2]) for u in self.entries
+                   if r in self.unit_regions[u] and any(t['counts'][u] for t in self.threads)}
         out = {}
         for unit, callee, per in self.calls:
-            if r in self.unit_regions[unit]:
+            if r in self.unit_regions[unit] and self.s(callee) not in entered:
                 n = sum(t['counts'][unit] for t in self.threads) * per
                 out[self.s(callee)] = out.get(self.s(callee), 0) + n
         return out

@@ -16,6 +16,8 @@ struct mlb_thread {
     struct ml_prof_thread t;
     uint64_t counts[MLB_MAX];
     struct ml_prof_rstat rs[MLB_MAX];
+    int has_exact; /* an EXACT record follows the THREAD record */
+    uint64_t exact[MLB_MAX][ML_NCLASS];
 };
 
 /* A profile under construction; counts and rstats are filled in directly. */
@@ -203,6 +205,12 @@ static inline unsigned char *mlb_write(struct mlb *b, size_t *len)
         ml_pw_bytes(&w, &th->t, sizeof(th->t));
         ml_pw_bytes(&w, th->counts, 8ull * b->nunits);
         ml_pw_bytes(&w, th->rs, sizeof(th->rs[0]) * b->nregions);
+        if (th->has_exact) {
+            struct ml_prof_thread xt = {.tid = th->t.tid, .index = th->t.index, .nunits = b->nunits};
+            ml_pw_section(&w, ML_SEC_EXACT, sizeof(xt) + 8ull * ML_NCLASS * b->nunits);
+            ml_pw_bytes(&w, &xt, sizeof(xt));
+            ml_pw_bytes(&w, th->exact, 8ull * ML_NCLASS * b->nunits);
+        }
     }
     if (b->has_calib)
         mlb_sec(&w, ML_SEC_CALIB, &b->calib, sizeof(b->calib));

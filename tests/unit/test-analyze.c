@@ -129,21 +129,32 @@ static char *write_trace(void)
     return path;
 }
 
+/* Options for a run of one thread with the report in fmt on out. */
+static struct ml_an_opts opts(FILE *out, enum ml_an_format fmt)
+{
+    struct ml_an_opts o;
+
+    ml_an_opts_init(&o);
+    o.out = out;
+    o.fmt = fmt;
+    o.jobs = 1;
+    return o;
+}
+
 static char *report_csv(const char *path)
 {
     const struct ml_analysis *an[1] = {&ml_an_summary};
-    struct ml_an_opts o = {.fmt = ML_AN_CSV};
     char err[256], *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    void *st[1];
+    struct ml_an_opts o = opts(f, ML_AN_CSV);
+    struct ml_an_run *run = ml_an_new(&o, an, 1, err, sizeof(err));
 
-    o.out = f;
-    st[0] = an[0]->start(&o);
-    if (ml_an_run(&path, 1, an, st, 1, &o, err, sizeof(err)))
+    assert_non_null(run);
+    if (ml_an_read(run, &path, 1, err, sizeof(err)))
         fail_msg("%s", err);
-    assert_int_equal(an[0]->report(st[0], f, ML_AN_CSV), 0);
-    an[0]->free(st[0]);
+    assert_int_equal(ml_an_report(run, f, ML_AN_CSV), 0);
+    ml_an_free(run);
     fclose(f);
     return buf;
 }
@@ -174,10 +185,12 @@ struct order {
     int bad, n, markers, marker_calls;
 };
 
-static void *o_start(const struct ml_an_opts *o)
+static struct order *last_order; /* the state of the last run, read before it is freed */
+
+static void *o_start(const struct ml_an_run *run)
 {
-    (void)o;
-    return calloc(1, sizeof(struct order));
+    (void)run;
+    return last_order = calloc(1, sizeof(struct order));
 }
 
 static int o_record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
@@ -215,39 +228,39 @@ static int o_report(void *st, FILE *out, enum ml_an_format fmt)
 static void test_driver_order(void **state)
 {
     const struct ml_analysis order = {"order",  "",   o_start,  NULL, o_record,
-                                      o_marker, NULL, o_report, free};
+                                      o_marker, NULL, o_report, NULL, free};
     const struct ml_analysis *an[1] = {&order};
-    struct ml_an_opts o = {.fmt = ML_AN_TABLE};
+    struct ml_an_opts o = opts(stdout, ML_AN_TABLE);
     char *path = write_trace(), err[256];
     const char *paths[1] = {path};
-    void *st[1];
+    struct ml_an_run *run = ml_an_new(&o, an, 1, err, sizeof(err));
     struct order *s;
 
     (void)state;
-    st[0] = o_start(&o);
-    assert_int_equal(ml_an_run(paths, 1, an, st, 1, &o, err, sizeof(err)), 0);
-    s = st[0];
+    assert_non_null(run);
+    assert_int_equal(ml_an_read(run, paths, 1, err, sizeof(err)), 0);
+    s = last_order;
     assert_int_equal(s->bad, 0);
     assert_int_equal(s->n, 25 + 8);
     assert_int_equal(s->markers, 6);
     assert_int_equal(s->marker_calls, 6);
-    free(st[0]);
+    ml_an_free(run);
     unlink(path);
 }
 
 static void test_missing_file(void **state)
 {
     const struct ml_analysis *an[1] = {&ml_an_summary};
-    struct ml_an_opts o = {.fmt = ML_AN_TABLE};
+    struct ml_an_opts o = opts(stdout, ML_AN_TABLE);
     const char *paths[1] = {"/nonexistent/x.mlt"};
     char err[256];
-    void *st[1];
+    struct ml_an_run *run = ml_an_new(&o, an, 1, err, sizeof(err));
 
     (void)state;
-    st[0] = an[0]->start(&o);
-    assert_int_not_equal(ml_an_run(paths, 1, an, st, 1, &o, err, sizeof(err)), 0);
+    assert_non_null(run);
+    assert_int_not_equal(ml_an_read(run, paths, 1, err, sizeof(err)), 0);
     assert_non_null(strstr(err, "cannot open trace '/nonexistent/x.mlt'"));
-    an[0]->free(st[0]);
+    ml_an_free(run);
 }
 
 int main(void)

@@ -714,6 +714,39 @@ static void test_exited(void **state)
     free(b);
 }
 
+/* EXACT records: after their own THREAD record, once per thread, one class vector per unit. */
+static void test_exact(void **state)
+{
+    struct mlb *b = sample();
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len, off;
+    char err[256] = "";
+
+    (void)state;
+    b->threads[1].has_exact = 1;
+    b->threads[1].exact[0][ML_C_RD_STACK] = 56;
+    b->threads[1].exact[1][ML_C_WR_GLOBAL] = 7;
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_true(p->exact);
+    assert_null(p->threads[0].exact);
+    assert_int_equal(p->threads[1].exact[ML_C_RD_STACK], 56);
+    assert_int_equal(p->threads[1].exact[ML_NCLASS + ML_C_WR_GLOBAL], 7);
+    ml_profile_free(p);
+    off = mlb_find(buf, len, ML_SEC_EXACT, 0);
+    put32(buf, off + 4, 0); /* thread index 0: not the record just before */
+    expect_bad(buf, len, "names thread index 0, not the thread record just before it");
+    put32(buf, off + 4, 1);
+    put64(buf, off + 8, 3);
+    expect_bad(buf, len, "has 3 units in 120 bytes, expected 2 units");
+    put64(buf, off + 8, 2);
+    put64(buf, off - 8, 16);
+    expect_bad(buf, len, "is too short");
+    free(buf);
+    free(b);
+}
+
 /* sample() with a timeline of three snapshots over its two threads and regions. */
 static struct mlb *sample_tl(void)
 {
@@ -901,6 +934,7 @@ int main(void)
         cmocka_unit_test(test_events_calib),   cmocka_unit_test(test_entries),
         cmocka_unit_test(test_timeline),       cmocka_unit_test(test_bad_timeline),
         cmocka_unit_test(test_timeline_halve), cmocka_unit_test(test_exited),
+        cmocka_unit_test(test_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

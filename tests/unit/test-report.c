@@ -263,13 +263,15 @@ static void test_csv(void **state)
                                "increments,measured,scale,est_seconds,est_instructions,est_loads,"
                                "est_stores,est_bytes_read,est_bytes_written,cf,cf_seconds,"
                                "cal_seconds,read_gbs_cf,write_gbs_cf,read_gbs_cal,write_gbs_cal,"
-                               "events,rank,profiles\n"));
+                               "events,rank,profiles,exact_rd_heap,exact_rd_global,exact_rd_stack,"
+                               "exact_wr_heap,exact_wr_global,exact_wr_stack,note,notseen_share,"
+                               "alloc_bytes,frees,computed_goto\n"));
     /* outer: units u0, u1 and u2 (3 counters); u0 increments once per execution. Not sampled:
        scale 1; 10 increments over 35 memory operations: CF = 1 + 20/35. */
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,0,100,1,2.000000000,30,10,5,35,10,5,0,90,"
                               "25,10,1160,40,0,1000,0,80,0.000001,0.000001,0,3,10,1,1.000000,"
                               "2.000000000,90,25,10,1200,1080,1.571429,1.272727273,,"
-                              "0.000001,0.000001,,,,,1\n"));
+                              "0.000001,0.000001,,,,,1,,,,,,,,0.000000,0,0,0\n"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,3.000000000,"));
     assert_non_null(strstr(s, "\nt/app.mlp,4242,omp,1,101,0,1.000000000,0,0,0,0,0,0,0,90,30,30,"
                               "120,0,0,0,120,0,0.000000,0.000000,1,1,0,0,1.000000,"));
@@ -285,10 +287,12 @@ static void test_csv(void **state)
         o.regions = names;
         o.nregion_names = 1;
         s = render(&ml_render_csv, fx->r, &o);
-        assert_string_equal(strchr(s, '\n') + 1,
-                            "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
-                            "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
-                            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1\n");
+        assert_string_equal(
+            strchr(s, '\n') + 1,
+            "t/app.mlp,4242,inner,total,,5,0.500000000,0,10,5,5,0,5,0,20,5,0,"
+            "1000,40,0,1000,0,0,0.000002,0.000002,0,2,0,5,1.000000,0.500000000,"
+            "20,5,0,1040,1000,1.000000,0.500000000,,0.000002,0.000002,,,,,1,,,,,,,,0.000000,0,"
+            "0,0\n");
         free(s);
     }
 }
@@ -354,7 +358,8 @@ static void test_json(void **state)
     FILE *py;
 
     assert_non_null(strstr(s, "\"cmdline\": \"./app \\\"quoted\\\", arg\""));
-    assert_non_null(strstr(s, "\"callee\": \"memcpy\", \"calls\": 19, \"per_thread\": [15, 0, 4]"));
+    assert_non_null(strstr(s, "\"callee\": \"memcpy\", \"symbol\": \"memcpy\", \"calls\": 19, "
+                              "\"per_thread\": [15, 0, 4]"));
     assert_non_null(strstr(s, "\"function\": \"ns::foo(int)\", \"symbol\": \"_ZN2ns3fooEi\""));
     if (system("python3 -c '' 2>/dev/null") != 0) {
         free(s);
@@ -392,7 +397,8 @@ static void test_rank(void **state)
     free(s);
     s = render(&ml_render_csv, fx->r, &o);
     assert_non_null(strstr(s, "\nt/app.mlp,4242,outer,total,,3,"));
-    assert_non_null(strstr(s, ",,,3,1\nt/app.mlp,4242,"));
+    assert_non_null(strstr(s, ",,,3,1,,,,,,,,"));
+    assert_non_null(strstr(s, ",0,0,0\nt/app.mlp,4242,"));
     free(s);
     s = render(&ml_render_blocks, fx->r, &o);
     assert_non_null(strstr(s, "14,224,112,3,1\n"));
@@ -491,7 +497,7 @@ static void test_sampled(void **state)
     assert_non_null(strstr(s, "\ns,4242,k,0,9,10,0.400000000,0,0,0,0,0,0,0,200,40,0,320,0,0,0,0,0,"
                               "0.000001,0.000000,0,1,40,4,2.500000,1.000000000,500,100,0,800,0,"
                               "3.000000,0.133333333,0.280000000,0.000002,0.000000,0.000001,"
-                              "0.000000,,,1\n"));
+                              "0.000000,,,1,,,,,,,,0.000000,0,0,0\n"));
     free(s);
     s = render(&ml_render_table, r, &o);
     assert_non_null(strstr(s, "note: sampled, 1 in 3 region executions measured"));
@@ -516,11 +522,160 @@ static void test_sampled(void **state)
     assert_true(c->scale < 0 && c->est_ticks < 0 && c->cal_ticks < 0);
     assert_true(ml_rstats_seconds(c, 1000) < 0);
     s = render(&ml_render_csv, r, &o);
-    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,,1\n"));
+    assert_non_null(strstr(s, ",0,1,40,0,,,,,,,,3.000000,,,,,,,,,1,,,,,,,"
+                              "0 of 10 measured: rerun with MEMLENS_SAMPLE=1,,0,0,0\n"));
+    free(s);
+    /* The empty row says why, in every format. */
+    s = render(&ml_render_table, r, &o);
+    assert_non_null(strstr(s, "  -  0 of 10 measured: rerun with MEMLENS_SAMPLE=1\n"));
+    free(s);
+    s = render(&ml_render_json, r, &o);
+    assert_non_null(strstr(s, "\"exact\": null, \"note\": \"0 of 10 measured: rerun with "
+                              "MEMLENS_SAMPLE=1\"}"));
     free(s);
     ml_report_free(r);
     ml_profile_free(p);
     free(buf);
+    free(b);
+}
+
+/* Exact mode: EXACT bytes summed over each region's units per thread; every renderer shows them. */
+static void test_exact(void **state)
+{
+    struct fixture *fx = *state;
+    struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS};
+    struct mlb *b = synthetic();
+    struct ml_profile *p;
+    struct ml_report *r;
+    unsigned char *buf;
+    char err[256], *s;
+    size_t len;
+
+    /* Without EXACT records: no block, empty columns, null. */
+    s = render(&ml_render_table, fx->r, &o);
+    assert_null(strstr(s, "exact mode"));
+    free(s);
+    /* Thread 0: u0 (outer) 100 bytes read from the stack, u1 (outer, inner) 40 global, u2
+       (bytes, outer and inner) 1000 heap written; thread 2: u0 24 bytes read from the heap. */
+    b->threads[0].has_exact = b->threads[2].has_exact = 1;
+    b->threads[0].exact[0][ML_C_RD_STACK] = 100;
+    b->threads[0].exact[1][ML_C_RD_GLOBAL] = 40;
+    b->threads[0].exact[2][ML_C_WR_HEAP] = 1000;
+    b->threads[2].exact[0][ML_C_RD_HEAP] = 24;
+    buf = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(ml_report_build(p, "x", &r), 0);
+    assert_int_equal(ml_report_cell(r, 0, 0)->x[ML_C_RD_STACK], 100);
+    assert_int_equal(ml_report_cell(r, 0, 0)->x[ML_C_RD_GLOBAL], 40);
+    assert_int_equal(ml_report_cell(r, 1, 0)->x[ML_C_RD_STACK], 0);
+    assert_int_equal(ml_report_cell(r, 1, 0)->x[ML_C_WR_HEAP], 1000);
+    assert_int_equal(r->totals[0].x[ML_C_RD_HEAP], 24);
+    assert_int_equal(ml_rstats_xread(&r->totals[0]), 164);
+    assert_int_equal(ml_rstats_xwritten(&r->totals[0]), 1000);
+    s = render(&ml_render_csv, r, &o);
+    /* outer total: static heap+global 1064 + 64 read, 1000 written; exact 64 + 1000. */
+    assert_non_null(strstr(s, ",,,1,24,40,100,1000,0,0,,"));
+    assert_non_null(strstr(s, ",0,0,0\nx,4242,inner,0,100,"));
+    free(s);
+    s = render(&ml_render_table, r, &o);
+    assert_non_null(strstr(s, "\n  bytes by address class (exact mode: every access classified "
+                              "by its address at run time)\n  region  thread  tid  rd heap  "
+                              "rd global  rd stack  wr heap  wr global  wr stack  h+g "
+                              "static/exact\n"));
+    /* static heap + global (1224 + 40 read, 1000 written) over exact (24 + 40, 1000) */
+    assert_non_null(strstr(s, "  outer   total           24 B       40 B     100 B   1000 B        "
+                              "0 B       0 B             2.128\n"));
+    free(s);
+    s = render(&ml_render_json, r, &o);
+    assert_non_null(strstr(s, "\"exact\": {\"bytes_read\": {\"heap\": 24, \"global\": 40, "
+                              "\"stack\": 100, \"total\": 164}, \"bytes_written\": {\"heap\": "
+                              "1000, \"global\": 0, \"stack\": 0, \"total\": 1000}}"));
+    free(s);
+    ml_report_free(r);
+    ml_profile_free(p);
+    free(buf);
+    free(b);
+}
+
+#define FMT_WRITE                                                                                  \
+    "_ZN3fmt2v96detail5writeIcSt20back_insert_iteratorINSt7__cxx1112basic_stringIcSt11char_"       \
+    "traitsIcESaIcEEEEmEET0_SB_RKT1_RKSt3mapIS9_NS5_IT_S6_ISG_ESaISG_EEESt4lessIS9_"               \
+    "ESaISt4pairIKS9_"                                                                             \
+    "SJ_EEE"
+
+/* Long names: cut for the table (parameters, return type, templates, middle scopes), whole
+   in JSON; not-seen callees demangled everywhere. */
+static void test_names(void **state)
+{
+    struct ml_report_opts o = {.rows = ML_REPORT_THREADS_AND_TOTALS, .top = 5};
+    char buf[ML_REPORT_NAME], d[4096], aaa[101], scopes[400] = "", utf[200] = "", *s;
+    struct mlb *b = mlb_new(1000);
+    struct ml_profile *p;
+    struct ml_report *r;
+    unsigned char *out;
+    uint32_t reg, u, t;
+    size_t len;
+
+    (void)state;
+    assert_string_equal(ml_report_cut(buf, sizeof(buf), "main", 60), "main");
+    assert_string_equal(
+        ml_report_cut(buf, sizeof(buf), ml_report_demangle(FMT_WRITE, d, sizeof(d)), 60),
+        "fmt::v9::detail::write<\xe2\x80\xa6>");
+    /* Inner template arguments go first; short lists and operators stay. */
+    assert_string_equal(
+        ml_report_cut(buf, sizeof(buf),
+                      "ns::table<std::pair<int, long>, std::allocator<std::pair<int, "
+                      "long> > >::operator<<(int) const",
+                      60),
+        "ns::table<std::pair<\xe2\x80\xa6>, std::allocator<\xe2\x80\xa6> "
+        ">::operator<<");
+    memset(aaa, 'a', 100);
+    aaa[100] = 0;
+    ml_report_cut(buf, sizeof(buf), aaa, 60);
+    assert_int_equal(strlen(buf), 59 + 3); /* 29 + 30 characters and "…" */
+    assert_true(!strncmp(buf + 29, "\xe2\x80\xa6", 3));
+    for (int i = 0; i < 30; i++)
+        sprintf(scopes + strlen(scopes), "n%02d::", i);
+    strcat(scopes, "kernel_body");
+    assert_string_equal(ml_report_cut(buf, sizeof(buf), scopes, 40),
+                        "n00::n01::n02::n03::n04::\xe2\x80\xa6::kernel_body");
+    for (int i = 0; i < 70; i++)
+        strcat(utf, "\xc3\xa9");
+    ml_report_cut(buf, sizeof(buf), utf, 60);
+    assert_int_equal(strlen(buf), 59 * 2 + 3); /* cut on character boundaries */
+
+    reg = mlb_region(b, "r");
+    u = mlb_unit(b, ML_UNIT_BLOCK, FMT_WRITE, "fmt.h", 3, mlb_regset(b, 1, reg),
+                 MLB_F(ML_F_LOADS, 1), MLB_F(ML_F_RD_HEAP, 8), MLB_F(ML_F_INSTR, 2), -1);
+    mlb_call(b, u, "_Znwm", 1);
+    mlb_call(b, u, FMT_WRITE, 1);
+    t = mlb_thread(b, 5);
+    b->threads[t].counts[u] = 3;
+    b->threads[t].rs[reg] = (struct ml_prof_rstat){1, 5, 1};
+    out = mlb_write(b, &len);
+    assert_int_equal(ml_profile_parse(out, len, &p, d, sizeof(d)), 0);
+    assert_int_equal(ml_report_build(p, "n", &r), 0);
+    s = render(&ml_render_table, r, &o);
+    assert_non_null(strstr(s, "  r  not seen: fmt::v9::detail::write<\xe2\x80\xa6> \xc3\x97"
+                              "3, operator new(unsigned long) \xc3\x97"
+                              "3\n"));
+    free(s);
+    s = render(&ml_render_top, r, &o);
+    assert_non_null(strstr(s, "\n  fmt::v9::detail::write<\xe2\x80\xa6>  -           6  24 B"));
+    assert_null(strstr(s, "back_insert_iterator"));
+    free(s);
+    s = render(&ml_render_json, r, &o);
+    assert_non_null(
+        strstr(s, "{\"callee\": \"operator new(unsigned long)\", \"symbol\": \"_Znwm\""));
+    assert_non_null(
+        strstr(s, "\"callee\": \"std::back_insert_iterator<std::__cxx11::basic_string<"));
+    free(s);
+    s = render(&ml_render_top_csv, r, &o);
+    assert_non_null(strstr(s, ",\"std::back_insert_iterator<std::__cxx11::basic_string<char, "));
+    free(s);
+    ml_report_free(r);
+    ml_profile_free(p);
+    free(out);
     free(b);
 }
 
@@ -537,6 +692,8 @@ int main(void)
         cmocka_unit_test(test_json_escapes),
         cmocka_unit_test(test_rank),
         cmocka_unit_test(test_sampled),
+        cmocka_unit_test(test_exact),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

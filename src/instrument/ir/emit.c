@@ -161,6 +161,9 @@ int ml_emit_module(struct ml_ir *ir)
     LLVMValueRef *names = calloc(ir->nregions + 1, sizeof(*names));
     LLVMValueRef *words = calloc(ir->nwords + 1, sizeof(*words));
     LLVMValueRef ctr, tls_fn, desc, g_units, g_calls = NULL, g_names, g_words = NULL, g_ids;
+    LLVMValueRef g_setids, g_uinfo = NULL, g_rflags;
+    LLVMTypeRef ui_f[3] = {ir->t_i32, ir->t_i32, ir->t_i8p};
+    LLVMTypeRef ui_t = LLVMStructTypeInContext(ir->ctx, ui_f, 3, 0);
     LLVMValueRef zero2[2];
     const char *modname;
     size_t len;
@@ -169,14 +172,31 @@ int ml_emit_module(struct ml_ir *ir)
     if (!units || !calls || !names || !words)
         goto out;
 
-    /* Counters: one thread-local slot per unit, so increments never contend. */
-    ctr = LLVMAddGlobal(ir->m, LLVMArrayType(ir->t_i64, (unsigned)nunits), "__memlens_ctr");
+    /* Counters: one thread-local slot per unit, so increments never contend; then the region
+       slots of the inline enter and exit and the thread's stack bounds (runtime/abi.h). */
+    ctr = LLVMAddGlobal(ir->m,
+                        LLVMArrayType(ir->t_i64, (unsigned)(ir->nunits + ML_RT_SLOTS(ir->nregions) +
+                                                            ML_RT_STACK_WORDS + ML_RT_DYN_WORDS +
+                                                            ML_RT_MULT_WORDS)),
+                        "__memlens_ctr");
     LLVMSetInitializer(ctr, LLVMConstNull(LLVMGlobalGetValueType(ctr)));
     LLVMSetLinkage(ctr, LLVMInternalLinkage);
     LLVMSetThreadLocal(ctr, 1);
     LLVMSetAlignment(ctr, 64);
     LLVMReplaceAllUsesWith(ir->ctr_ph, LLVMConstBitCast(ctr, ir->t_i64p));
     LLVMDeleteGlobal(ir->ctr_ph);
+    {
+        LLVMValueRef at = LLVMConstInt(ir->t_i64, ir->nunits + ML_RT_SLOTS(ir->nregions), 0);
+        LLVMValueRef mat = LLVMConstInt(
+            ir->t_i64, ir->nunits + ML_RT_SLOTS(ir->nregions) + ML_RT_STACK_WORDS + ML_RT_DYN_WORDS,
+            0);
+        LLVMReplaceAllUsesWith(ir->stk_ph,
+                               LLVMConstGEP2(ir->t_i64, LLVMConstBitCast(ctr, ir->t_i64p), &at, 1));
+        LLVMDeleteGlobal(ir->stk_ph);
+        LLVMReplaceAllUsesWith(
+            ir->mult_ph, LLVMConstGEP2(ir->t_i64, LLVMConstBitCast(ctr, ir->t_i64p), &mat, 1));
+        LLVMDeleteGlobal(ir->mult_ph);
+    }
 
     tls_fn = LLVMAddFunction(ir->m, "__memlens_tls", tls_fn_t);
     LLVMSetLinkage(tls_fn, LLVMInternalLinkage);
@@ -227,6 +247,32 @@ int ml_emit_module(struct ml_ir *ir)
                                  "__memlens_regsets", 1);
     g_ids = ml_emit_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, ir->nregions)),
                            "__memlens_region_ids", 0);
+    /* Global set ids of the module's region sets, per word (the runtime fills them). */
+    g_setids = ml_emit_global(ir, LLVMConstNull(LLVMArrayType(ir->t_i32, (unsigned)ir->nwords)),
+                              "__memlens_setids", 0);
+    if (ir->setids_ph) {
+        LLVMReplaceAllUsesWith(ir->setids_ph, ml_emit_array_ptr(ir, g_setids, ir->t_i32));
+        LLVMDeleteGlobal(ir->setids_ph);
+    }
+    if (ir->nuinfo) {
+        LLVMValueRef ui[ir->nuinfo];
+        for (size_t i = 0; i < ir->nuinfo; i++) {
+            LLVMValueRef f[3] = {i32c(ir, ir->uinfo[i].unit), i32c(ir, ir->uinfo[i].kind),
+                                 ml_emit_cstr(ir, &st, ir->uinfo[i].name)};
+            if (!f[2])
+                goto out;
+            ui[i] = LLVMConstNamedStruct(ui_t, f, 3);
+        }
+        g_uinfo = ml_emit_global(ir, LLVMConstArray(ui_t, ui, (unsigned)ir->nuinfo),
+                                 "__memlens_uinfo", 1);
+    }
+    {
+        LLVMValueRef fl[ir->nregions + 1];
+        for (uint32_t i = 0; i < ir->nregions; i++)
+            fl[i] = i32c(ir, i < ir->nrflags ? ir->rflags[i] : 0);
+        g_rflags =
+            ml_emit_global(ir, LLVMConstArray(ir->t_i32, fl, ir->nregions), "__memlens_rflags", 1);
+    }
 
     modname = LLVMGetSourceFileName(ir->m, &len);
     {
@@ -237,7 +283,7 @@ int ml_emit_module(struct ml_ir *ir)
         if (!mname)
             goto out;
         /* Field order and types mirror struct ml_rt_module in runtime/abi.h. */
-        LLVMValueRef d[14] = {
+        LLVMValueRef d[19] = {
             i32c(ir, ML_RT_ABI),
             i32c(ir, ir->nunits),
             i32c(ir, ir->nregions),
@@ -251,10 +297,15 @@ int ml_emit_module(struct ml_ir *ir)
             ml_emit_array_ptr(ir, g_calls, call_t),
             tls_fn,
             ml_emit_array_ptr(ir, g_ids, ir->t_i32),
+            ml_emit_array_ptr(ir, g_setids, ir->t_i32),
+            i32c(ir, ir->nuinfo),
+            i32c(ir, 0),
+            ml_emit_array_ptr(ir, g_uinfo, ui_t),
+            ml_emit_array_ptr(ir, g_rflags, ir->t_i32),
             LLVMConstNull(ir->t_i8p),
         };
         desc =
-            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 14, 0), "__memlens_module", 0);
+            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 19, 0), "__memlens_module", 0);
     }
     LLVMReplaceAllUsesWith(ir->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(ir->desc_ph);

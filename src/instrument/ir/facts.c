@@ -3,9 +3,74 @@
 
 #include <string.h>
 
-/* Walks through address arithmetic and casts to the object a pointer is based on. */
-static enum ml_memclass ptr_class_depth(LLVMValueRef p, int depth)
+static int name_is(LLVMValueRef fn, const char *want);
+
+/*
+ * Functions whose result is a fresh heap block. A result marked noalias is one
+ * too (a fresh object that nothing else points to: the allocator's).
+ */
+static const char *const allocators[] = {
+    "malloc",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "strdup",
+    "strndup",
+    "_Znwm",
+    "_Znam",
+    "_ZnwmRKSt9nothrow_t",
+    "_ZnamRKSt9nothrow_t",
+    "_ZnwmSt11align_val_t",
+    "_ZnamSt11align_val_t",
+    "_ZnwmSt11align_val_tRKSt9nothrow_t",
+    "_ZnamSt11align_val_tRKSt9nothrow_t",
+};
+
+static int allocates(LLVMValueRef call)
 {
+    LLVMValueRef fn = ml_called_function(call);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+
+    if (LLVMGetCallSiteEnumAttribute(call, LLVMAttributeReturnIndex, noalias))
+        return 1;
+    if (!fn)
+        return 0;
+    if (LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeReturnIndex, noalias))
+        return 1;
+    for (size_t i = 0; i < sizeof(allocators) / sizeof(allocators[0]); i++)
+        if (name_is(fn, allocators[i]))
+            return 1;
+    return 0;
+}
+
+/* Position of argument a among its function's parameters. */
+static unsigned arg_index(LLVMValueRef a)
+{
+    LLVMValueRef fn = LLVMGetParamParent(a);
+    unsigned n = LLVMCountParams(fn);
+
+    for (unsigned i = 0; i < n; i++)
+        if (LLVMGetParam(fn, i) == a)
+            return i;
+    return n;
+}
+
+/*
+ * Walks through address arithmetic and casts to the object a pointer is based
+ * on. Allocas are stack, globals global, fresh allocations heap, arguments what
+ * the function's signature says (ir->argsig: clones made for calls whose
+ * arguments were known); anything else (loaded pointers, other calls, unknown
+ * arguments, inttoptr, phis that mix classes) is ML_DYNAMIC, *base being the
+ * value whose address decides at run time.
+ */
+static enum ml_memclass origin_depth(const struct ml_ir *ir, LLVMValueRef p, LLVMValueRef *base,
+                                     int depth)
+{
+    *base = NULL;
     while (p) {
         if (LLVMIsAAllocaInst(p))
             return ML_STACK;
@@ -15,8 +80,7 @@ static enum ml_memclass ptr_class_depth(LLVMValueRef p, int depth)
             p = LLVMAliasGetAliasee(p);
             continue;
         }
-        if (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) ||
-            LLVMIsAAddrSpaceCastInst(p)) {
+        if (LLVMIsAGetElementPtrInst(p) || LLVMIsABitCastInst(p) || LLVMIsAAddrSpaceCastInst(p)) {
             p = LLVMGetOperand(p, 0);
             continue;
         }
@@ -28,31 +92,56 @@ static enum ml_memclass ptr_class_depth(LLVMValueRef p, int depth)
             }
             return ML_HEAP;
         }
+        if (LLVMIsAConstant(p))
+            return ML_HEAP; /* null, undef: never dereferenced in a run that completes */
+        if ((LLVMIsACallInst(p) || LLVMIsAInvokeInst(p)) && allocates(p))
+            return ML_HEAP;
+        if (LLVMIsAArgument(p)) {
+            unsigned i = arg_index(p);
+            uint32_t c = i < 16 ? (ir->argsig >> (2 * i)) & 3 : 0;
+            if (c)
+                return (enum ml_memclass)(c - 1);
+            break;
+        }
         /* A phi or select is as provable as all of its inputs agree. */
         if ((LLVMIsAPHINode(p) || LLVMIsASelectInst(p)) && depth < 8) {
-            unsigned n = LLVMIsAPHINode(p) ? LLVMCountIncoming(p) : 2;
+            unsigned n = LLVMIsAPHINode(p) ? LLVMCountIncoming(p) : 2, i;
             enum ml_memclass c = ML_HEAP;
-            for (unsigned i = 0; i < n; i++) {
+            int seen = 0;
+            for (i = 0; i < n; i++) {
                 LLVMValueRef in = LLVMIsAPHINode(p) ? LLVMGetIncomingValue(p, i)
-                                                     : LLVMGetOperand(p, i + 1);
+                                                    : LLVMGetOperand(p, i + 1),
+                             b;
                 enum ml_memclass ci;
                 if (in == p)
                     continue;
-                ci = ptr_class_depth(in, depth + 1);
-                if (ci == ML_HEAP || (i > 0 && ci != c))
-                    return ML_HEAP;
+                ci = origin_depth(ir, in, &b, depth + 1);
+                if (ci == ML_DYNAMIC || (seen && ci != c))
+                    break;
                 c = ci;
+                seen = 1;
             }
-            return c;
+            if (i == n)
+                return c;
         }
-        return ML_HEAP;
+        break;
     }
-    return ML_HEAP;
+    *base = p;
+    return p ? ML_DYNAMIC : ML_HEAP;
+}
+
+enum ml_memclass ml_ptr_origin(const struct ml_ir *ir, LLVMValueRef ptr, LLVMValueRef *base)
+{
+    return origin_depth(ir, ptr, base, 0);
 }
 
 enum ml_memclass ml_ptr_class(LLVMValueRef ptr)
 {
-    return ptr_class_depth(ptr, 0);
+    static const struct ml_ir none;
+    LLVMValueRef base;
+    enum ml_memclass c = origin_depth(&none, ptr, &base, 0);
+
+    return c == ML_DYNAMIC ? ML_HEAP : c;
 }
 
 LLVMValueRef ml_called_function(LLVMValueRef call)
@@ -89,10 +178,10 @@ int ml_mem_call_kind(LLVMValueRef call)
     if (!fn)
         return 0;
     if (name_starts(fn, "llvm.memcpy.") || name_starts(fn, "llvm.memmove.") ||
-        name_starts(fn, "llvm.memcpy.inline.") || name_is(fn, "memcpy") ||
-        name_is(fn, "memmove"))
+        name_starts(fn, "llvm.memcpy.inline.") || name_is(fn, "memcpy") || name_is(fn, "memmove") ||
+        name_is(fn, "__memcpy_chk") || name_is(fn, "__memmove_chk"))
         return 1;
-    if (name_starts(fn, "llvm.memset.") || name_is(fn, "memset"))
+    if (name_starts(fn, "llvm.memset.") || name_is(fn, "memset") || name_is(fn, "__memset_chk"))
         return 2;
     return 0;
 }
@@ -106,7 +195,8 @@ int ml_is_ignored_call(LLVMValueRef call)
                   name_starts(fn, "llvm.assume") || name_starts(fn, "llvm.invariant.") ||
                   name_starts(fn, "llvm.experimental.noalias.scope.decl") ||
                   name_starts(fn, "llvm.pseudoprobe") || name_starts(fn, "llvm.var.annotation") ||
-                  name_starts(fn, "llvm.donothing") || name_starts(fn, "llvm.sideeffect"));
+                  name_starts(fn, "llvm.donothing") || name_starts(fn, "llvm.sideeffect") ||
+                  name_starts(fn, "llvm.annotation."));
 }
 
 static uint64_t store_size(struct ml_ir *ir, LLVMTypeRef t)
@@ -138,14 +228,34 @@ static int is_vec(LLVMTypeRef t)
     return k == LLVMVectorTypeKind || k == LLVMScalableVectorTypeKind;
 }
 
-static void mem_read(uint64_t *f, enum ml_memclass c, uint64_t bytes)
+/*
+ * Bytes of an access through ptr by instruction in: into the facts when the
+ * class is static, else (a collector is on) to the collector's entry for the
+ * pointer's base, so the instrumenter can count them by the address.
+ */
+static void mem_access(struct ml_ir *ir, uint64_t *f, LLVMValueRef in, LLVMValueRef ptr,
+                       uint64_t bytes, int write)
 {
-    f[ML_F_RD_HEAP + c] += bytes;
-}
+    LLVMValueRef base;
+    enum ml_memclass c = ml_ptr_origin(ir, ptr, &base);
+    struct ml_dynbytes *d = NULL;
 
-static void mem_write(uint64_t *f, enum ml_memclass c, uint64_t bytes)
-{
-    f[ML_F_WR_HEAP + c] += bytes;
+    if (c == ML_DYNAMIC && ir->dyn) {
+        for (size_t i = 0; i < ir->ndyn && !d; i++)
+            if (ir->dyn[i].base == base)
+                d = &ir->dyn[i];
+        if (!d && ir->ndyn < ML_MAX_DYN) {
+            d = &ir->dyn[ir->ndyn++];
+            *d = (struct ml_dynbytes){.base = base, .first = in};
+        }
+        if (d) {
+            *(write ? &d->wr : &d->rd) += bytes;
+            return;
+        }
+    }
+    if (c == ML_DYNAMIC)
+        c = ML_HEAP;
+    f[(write ? ML_F_WR_HEAP : ML_F_RD_HEAP) + c] += bytes;
 }
 
 /* Masked and gathered vector accesses count their full width: an upper bound (docs/regions.md). */
@@ -153,13 +263,13 @@ static int intrinsic_mem(struct ml_ir *ir, LLVMValueRef call, LLVMValueRef fn, u
 {
     if (name_starts(fn, "llvm.masked.load.") || name_starts(fn, "llvm.masked.gather.")) {
         f[ML_F_LOADS]++;
-        mem_read(f, ml_ptr_class(LLVMGetOperand(call, 0)), store_size(ir, LLVMTypeOf(call)));
+        mem_access(ir, f, call, LLVMGetOperand(call, 0), store_size(ir, LLVMTypeOf(call)), 0);
         return 1;
     }
     if (name_starts(fn, "llvm.masked.store.") || name_starts(fn, "llvm.masked.scatter.")) {
         LLVMValueRef v = LLVMGetOperand(call, 0);
         f[ML_F_STORES]++;
-        mem_write(f, ml_ptr_class(LLVMGetOperand(call, 1)), store_size(ir, LLVMTypeOf(v)));
+        mem_access(ir, f, call, LLVMGetOperand(call, 1), store_size(ir, LLVMTypeOf(v)), 1);
         return 1;
     }
     return 0;
@@ -176,10 +286,10 @@ static void call_facts(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f)
         uint64_t n = LLVMIsAConstantInt(len) ? LLVMConstIntGetZExtValue(len) : 0;
         f[ML_F_I_MEM]++;
         f[ML_F_STORES]++;
-        mem_write(f, ml_ptr_class(LLVMGetOperand(inst, 0)), n);
+        mem_access(ir, f, inst, LLVMGetOperand(inst, 0), n, 1);
         if (mk == 1) {
             f[ML_F_LOADS]++;
-            mem_read(f, ml_ptr_class(LLVMGetOperand(inst, 1)), n);
+            mem_access(ir, f, inst, LLVMGetOperand(inst, 1), n, 0);
         }
         if (!fn || LLVMGetIntrinsicID(fn) == 0)
             f[ML_F_I_CALL]++;
@@ -208,6 +318,11 @@ int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f)
     LLVMOpcode op = LLVMGetInstructionOpcode(inst);
     LLVMTypeRef t = LLVMTypeOf(inst);
 
+    /* The dynamic context word is memlens', not the program's (dyn.c sets it around calls). */
+    if (ir->g_dctx && ((op == LLVMLoad && LLVMGetOperand(inst, 0) == ir->g_dctx) ||
+                       (op == LLVMStore && LLVMGetOperand(inst, 1) == ir->g_dctx)))
+        return 0;
+
     switch (op) {
     case LLVMCall:
         if (ml_is_ignored_call(inst))
@@ -221,26 +336,25 @@ int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f)
     case LLVMLoad:
         f[ML_F_LOADS]++;
         f[ML_F_I_MEM]++;
-        mem_read(f, ml_ptr_class(LLVMGetOperand(inst, 0)), store_size(ir, t));
+        mem_access(ir, f, inst, LLVMGetOperand(inst, 0), store_size(ir, t), 0);
         break;
     case LLVMStore: {
         LLVMValueRef v = LLVMGetOperand(inst, 0);
         t = LLVMTypeOf(v);
         f[ML_F_STORES]++;
         f[ML_F_I_MEM]++;
-        mem_write(f, ml_ptr_class(LLVMGetOperand(inst, 1)), store_size(ir, t));
+        mem_access(ir, f, inst, LLVMGetOperand(inst, 1), store_size(ir, t), 1);
         break;
     }
     case LLVMAtomicRMW:
     case LLVMAtomicCmpXchg: {
         /* Both read and write their location; a failed compare-exchange still locks the line. */
-        enum ml_memclass c = ml_ptr_class(LLVMGetOperand(inst, 0));
         uint64_t n = store_size(ir, op == LLVMAtomicRMW ? t : LLVMTypeOf(LLVMGetOperand(inst, 1)));
         f[ML_F_LOADS]++;
         f[ML_F_STORES]++;
         f[ML_F_I_MEM]++;
-        mem_read(f, c, n);
-        mem_write(f, c, n);
+        mem_access(ir, f, inst, LLVMGetOperand(inst, 0), n, 0);
+        mem_access(ir, f, inst, LLVMGetOperand(inst, 0), n, 1);
         break;
     }
     case LLVMFence:

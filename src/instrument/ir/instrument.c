@@ -3,6 +3,7 @@
 #include "instrument/ir/cfg.h"
 #include "instrument/ir/events.h"
 #include "instrument/ir/loops.h"
+#include "runtime/abi.h"
 
 #include <errno.h>
 #include <llvm-c/Analysis.h>
@@ -32,7 +33,7 @@ int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
 
 void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...)
 {
-    char msg[512];
+    char msg[1024];
     va_list ap;
 
     if (!ir->o || !ir->o->warn)
@@ -158,10 +159,15 @@ void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len)
         snprintf(buf, len, "function '%.*s'", (int)nlen, fn);
 }
 
-/* 1 = BEGIN, 2 = END, 0 = not a marker. */
+/*
+ * 1 = BEGIN, 2 = END, 0 = not a marker. Markers are calls of __memlens_roi_*
+ * (memlens.h without memlens cc) or, from memlens cc, llvm.annotation calls
+ * tagged with ML_ANNOT_BEGIN / ML_ANNOT_END: the optimiser knows those touch
+ * none of the program's memory (docs/regions.md).
+ */
 static int marker_kind(struct ml_ir *ir, LLVMValueRef inst)
 {
-    LLVMValueRef fn;
+    LLVMValueRef fn, tag;
 
     if (!LLVMIsACallInst(inst) && !LLVMIsAInvokeInst(inst))
         return 0;
@@ -172,7 +178,84 @@ static int marker_kind(struct ml_ir *ir, LLVMValueRef inst)
         return 1;
     if (fn == ir->f_end)
         return 2;
+    if (!ir->annot_id || LLVMGetIntrinsicID(fn) != ir->annot_id)
+        return 0;
+    tag = LLVMGetOperand(inst, 0);
+    if (!LLVMIsAConstantInt(tag))
+        return 0;
+    switch (LLVMConstIntGetZExtValue(tag)) {
+    case ML_ANNOT_BEGIN:
+        return 1;
+    case ML_ANNOT_END:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* The region name operand of a marker call. */
+static LLVMValueRef marker_name(struct ml_ir *ir, LLVMValueRef call)
+{
+    LLVMValueRef fn = ml_called_function(call);
+
+    return LLVMGetOperand(call, fn && LLVMGetIntrinsicID(fn) == ir->annot_id ? 1 : 0);
+}
+
+/* Does the module hold a region marker? */
+static int module_has_markers(struct ml_ir *ir)
+{
+    if ((ir->f_begin && LLVMGetFirstUse(ir->f_begin)) || (ir->f_end && LLVMGetFirstUse(ir->f_end)))
+        return 1;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn && ir->annot_id;
+         fn = LLVMGetNextFunction(fn)) {
+        if (LLVMGetIntrinsicID(fn) != ir->annot_id)
+            continue;
+        for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u))
+            if (LLVMIsAInstruction(LLVMGetUser(u)) && marker_kind(ir, LLVMGetUser(u)))
+                return 1;
+    }
     return 0;
+}
+
+/* Removes a marker call; an annotation's result (its first operand) stays available. */
+static void erase_marker(LLVMValueRef call)
+{
+    if (LLVMGetFirstUse(call))
+        LLVMReplaceAllUsesWith(call, LLVMGetOperand(call, 0));
+    LLVMInstructionEraseFromParent(call);
+}
+
+/*
+ * Event sinks see region markers as calls of __memlens_roi_* (what memlens.h
+ * gives without memlens cc): annotations become such calls, in place.
+ */
+static void markers_to_calls(struct ml_ir *ir)
+{
+    static const char *const names[2] = {"__memlens_roi_begin", "__memlens_roi_end"};
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(ir->ctx), &ir->t_i8p, 1, 0);
+    LLVMValueRef f[2] = {ir->f_begin, ir->f_end};
+
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn && ir->annot_id;
+         fn = LLVMGetNextFunction(fn)) {
+        if (LLVMGetIntrinsicID(fn) != ir->annot_id)
+            continue;
+        for (LLVMUseRef u = LLVMGetFirstUse(fn), next; u; u = next) {
+            LLVMValueRef call = LLVMGetUser(u), name, c;
+            int k = LLVMIsAInstruction(call) ? marker_kind(ir, call) : 0;
+            next = LLVMGetNextUse(u);
+            if (!k)
+                continue;
+            if (!f[k - 1])
+                f[k - 1] = LLVMAddFunction(ir->m, names[k - 1], ty);
+            name = marker_name(ir, call);
+            LLVMPositionBuilderBefore(ir->b, call);
+            c = LLVMBuildCall2(ir->b, ty, f[k - 1], &name, 1, "");
+            LLVMInstructionSetDebugLoc(c, LLVMInstructionGetDebugLoc(call));
+            erase_marker(call);
+        }
+    }
+    ir->f_begin = f[0];
+    ir->f_end = f[1];
 }
 
 static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_t *id)
@@ -199,7 +282,7 @@ static int marker_region(struct ml_ir *ir, LLVMValueRef call, uint32_t *id)
     size_t len;
     char where[256];
 
-    if (!ml_string_literal(LLVMGetOperand(call, 0), &s, &len)) {
+    if (!ml_string_literal(marker_name(ir, call), &s, &len)) {
         ml_describe_loc(call, where, sizeof(where));
         return ml_ir_fail(ir, -EINVAL, "%s: region name is not a string literal", where);
     }
@@ -222,6 +305,7 @@ struct marker {
     LLVMValueRef call;
     uint32_t region;
     int begin;
+    int nested; /* a BEGIN inside a region open in this function (decided before replacing) */
 };
 
 struct fwork {
@@ -329,7 +413,7 @@ static int fwork_build(struct ml_ir *ir, struct fwork *w)
                 return rc;
             if (grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
                 return -ENOMEM;
-            w->markers[w->nmarkers++] = (struct marker){in, r, k == 1};
+            w->markers[w->nmarkers++] = (struct marker){in, r, k == 1, 0};
         }
     }
     return check_ends(ir, w);
@@ -466,6 +550,7 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     memset(u, 0, sizeof(*u));
     u->kind = kind;
     u->regset = regset;
+    u->flags = ir->cur_base ? ML_RT_UNIT_DYN : 0;
     u->func = func;
     u->line = file && flen ? LLVMGetDebugLocLine(loc) : 0;
     u->file = strndup(file && flen ? file : "", flen);
@@ -494,20 +579,329 @@ static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t 
     return 0;
 }
 
-/* Adds `by` to a counter slot before `before`: one load-add-store on a thread-local slot. */
+/*
+ * In a function that is not versioned (computed goto), every execution runs the
+ * counted code: counts add by times the thread's measured flag (1 or 0), which
+ * its BEGIN sites store in the module block. Built at the builder's position.
+ */
+static LLVMValueRef mult_by(struct ml_ir *ir, LLVMValueRef by)
+{
+    LLVMValueRef m;
+
+    if (!ir->cur_mult)
+        return by;
+    m = LLVMBuildLoad2(ir->b, ir->t_i64, ir->mult_ph, "");
+    return LLVMIsAConstantInt(by) && LLVMConstIntGetZExtValue(by) == 1
+               ? m
+               : LLVMBuildMul(ir->b, by, m, "");
+}
+
+static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char *name, size_t len)
+{
+    if (grow((void **)&ir->uinfo, &ir->capuinfo, ir->nuinfo + 1, sizeof(*ir->uinfo)))
+        return -ENOMEM;
+    ir->uinfo[ir->nuinfo] = (struct ml_uinfo){unit, kind, strndup(name, len)};
+    return ir->uinfo[ir->nuinfo++].name ? 0 : -ENOMEM;
+}
+
+static int add_late(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, uint32_t ticks)
+{
+    if (grow((void **)&ir->late, &ir->caplate, ir->nlate + 1, sizeof(*ir->late)))
+        return -ENOMEM;
+    ir->late[ir->nlate++] = (struct ml_late){call, ir->cur_mult, regset, ticks};
+    return 0;
+}
+
+/*
+ * Adds `by` to a counter slot before `before`: one load-add-store on a
+ * thread-local slot (or, in code counted under the dynamic context, on the
+ * block the function found at its entry).
+ */
 static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMValueRef by)
 {
-    LLVMValueRef idx = LLVMConstInt(ir->t_i64, slot, 0);
-    LLVMValueRef p = LLVMConstGEP2(ir->t_i64, ir->ctr_ph, &idx, 1);
-    LLVMValueRef v;
+    LLVMValueRef idx = LLVMConstInt(ir->t_i64, slot, 0), p, v;
 
     LLVMPositionBuilderBefore(ir->b, before);
+    by = mult_by(ir, by);
+    p = ir->cur_base ? LLVMBuildGEP2(ir->b, ir->t_i64, ir->cur_base, &idx, 1, "")
+                     : LLVMConstGEP2(ir->t_i64, ir->ctr_ph, &idx, 1);
     v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
     v = LLVMBuildAdd(ir->b, v, by, "");
     LLVMBuildStore(ir->b, v, p);
 }
 
-static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx);
+/*
+ * 1 when p points into the calling thread's stack, else 0 (i64), built before
+ * `before`: (p - stack_lo) < stack_size on the bounds the runtime keeps in the
+ * module's thread-local block (both 0 on a thread it does not know: heap).
+ * Arguments are tested once, in the entry block (the same for both copies of a
+ * versioned function); other pointers where they are used.
+ */
+static LLVMValueRef stack_bit(struct ml_ir *ir, LLVMValueRef p, LLVMValueRef before)
+{
+    LLVMValueRef one = LLVMConstInt(ir->t_i64, 1, 0), lo, size, v, cached;
+
+    if (LLVMIsAArgument(p)) {
+        cached = ml_ptrmap_get(&ir->argbits, p);
+        if (cached)
+            return cached;
+        before = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(LLVMGetParamParent(p)));
+        while (before && LLVMIsAAllocaInst(before))
+            before = LLVMGetNextInstruction(before);
+    }
+    LLVMPositionBuilderBefore(ir->b, before);
+    lo = LLVMBuildLoad2(ir->b, ir->t_i64, ir->stk_ph, "");
+    size = LLVMBuildLoad2(ir->b, ir->t_i64, LLVMConstGEP2(ir->t_i64, ir->stk_ph, &one, 1), "");
+    v = LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, p, ir->t_i64, ""), lo, "");
+    v = LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, v, size, ""), ir->t_i64, "");
+    if (LLVMIsAArgument(p) && ml_ptrmap_put(&ir->argbits, p, v))
+        return NULL;
+    return v;
+}
+
+/* Adds `by` to counter slot + bit (bit: an i64 0 or 1) before `before`. */
+static void emit_add_at(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMValueRef bit,
+                        LLVMValueRef by)
+{
+    LLVMValueRef idx, p, v;
+
+    LLVMPositionBuilderBefore(ir->b, before);
+    by = mult_by(ir, by);
+    idx = LLVMBuildAdd(ir->b, LLVMConstInt(ir->t_i64, slot, 0), bit, "");
+    p = LLVMBuildGEP2(ir->b, ir->t_i64, ir->cur_base ? ir->cur_base : ir->ctr_ph, &idx, 1, "");
+    v = LLVMBuildLoad2(ir->b, ir->t_i64, p, "");
+    LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, v, by, ""), p);
+}
+
+/*
+ * Two units for bytes whose class the address decides: heap (slot) and stack
+ * (slot + 1), with rd and wr bytes each per count and `incr` increments.
+ */
+static int new_pair(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char *func,
+                    LLVMValueRef loc, uint64_t rd, uint64_t wr, uint64_t incr, uint32_t *slot)
+{
+    uint32_t u;
+    int rc;
+
+    for (int k = 0; k < 2; k++) {
+        rc = new_unit(ir, kind, regset, func, loc, &u);
+        if (rc)
+            return rc;
+        ir->units[u].facts[k ? ML_F_RD_STACK : ML_F_RD_HEAP] = rd;
+        ir->units[u].facts[k ? ML_F_WR_STACK : ML_F_WR_HEAP] = wr;
+        ir->units[u].facts[ML_F_INCR] = incr;
+        if (!k)
+            *slot = u;
+    }
+    return 0;
+}
+
+/* A hoisted unit's bytes through an argument: counted at the anchor with the unit's count. */
+struct deferred {
+    uint32_t unit, slot;
+    LLVMValueRef arg;
+};
+
+static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig);
+
+/*
+ * Class + 1 of each pointer argument 0-15 of a call (0: only the address can
+ * tell). For an OpenMP microtask (threads) a pointer into this thread's stack
+ * is left to the address: to the other threads of the team it is not stack.
+ */
+static uint32_t call_argsig(struct ml_ir *ir, LLVMValueRef call, unsigned first_arg,
+                            unsigned first_param, int threads)
+{
+    unsigned nargs = (unsigned)LLVMGetNumArgOperands(call);
+    uint32_t sig = 0;
+
+    for (unsigned a = first_arg, p = first_param; a < nargs && p < 16; a++, p++) {
+        LLVMValueRef v = LLVMGetOperand(call, a), base;
+        enum ml_memclass c;
+        if (LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMPointerTypeKind)
+            continue;
+        c = ml_ptr_origin(ir, v, &base);
+        if (c != ML_DYNAMIC && !(threads && c == ML_STACK))
+            sig |= (uint32_t)(c + 1) << (2 * p);
+    }
+    return sig;
+}
+
+/* Blocks ml_dyn_base adds before a function's entry: not the program's, never counted. */
+static int is_dyn_block(LLVMBasicBlockRef bb)
+{
+    const char *name = LLVMGetBasicBlockName(bb);
+
+    return name && !strncmp(name, "memlens.dyn", 11);
+}
+
+/* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
+static int is_fork_call(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+
+    return (len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
+           (len == 17 && !memcmp(name, "__kmpc_fork_teams", 17));
+}
+
+static int is_runtime_fn(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+
+    return len >= 9 && !memcmp(name, "__memlens", 9);
+}
+
+/* Bytes `n` (i64) through p read (rd) or written, counted into a new bytes unit before `at`. */
+static int count_bytes(struct ml_ir *ir, LLVMValueRef p, LLVMValueRef n, int rd, uint32_t regset,
+                       const char *func, LLVMValueRef loc, LLVMValueRef at)
+{
+    LLVMValueRef base, bit;
+    enum ml_memclass c = ml_ptr_origin(ir, p, &base);
+    uint32_t bu;
+    int rc;
+
+    if (c != ML_DYNAMIC) {
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, loc, &bu);
+        if (rc)
+            return rc;
+        ir->units[bu].facts[(rd ? ML_F_RD_HEAP : ML_F_WR_HEAP) + c] = 1;
+        emit_add(ir, at, bu, n);
+        return 0;
+    }
+    rc = new_pair(ir, ML_UNIT_BYTES, regset, func, loc, rd, !rd, 0, &bu);
+    if (rc)
+        return rc;
+    bit = stack_bit(ir, base, at);
+    if (!bit)
+        return -ENOMEM;
+    emit_add_at(ir, at, bu, bit, n);
+    return 0;
+}
+
+/* Size argument(s) of allocators: index of the size, and of a second factor (calloc) or -1. */
+static const struct {
+    const char *name;
+    int size, times;
+} alloc_sizes[] = {
+    {"malloc", 0, -1},
+    {"valloc", 0, -1},
+    {"pvalloc", 0, -1},
+    {"calloc", 0, 1},
+    {"realloc", 1, -1},
+    {"reallocarray", 1, 2},
+    {"aligned_alloc", 1, -1},
+    {"memalign", 1, -1},
+    {"posix_memalign", 2, -1},
+    {"_Znwm", 0, -1},
+    {"_Znam", 0, -1},
+    {"_ZnwmRKSt9nothrow_t", 0, -1},
+    {"_ZnamRKSt9nothrow_t", 0, -1},
+    {"_ZnwmSt11align_val_t", 0, -1},
+    {"_ZnamSt11align_val_t", 0, -1},
+};
+
+static const char *const deallocators[] = {
+    "free",
+    "cfree",
+    "_ZdlPv",
+    "_ZdaPv",
+    "_ZdlPvm",
+    "_ZdaPvm",
+    "_ZdlPvSt11align_val_t",
+    "_ZdaPvSt11align_val_t",
+    "_ZdlPvmSt11align_val_t",
+    "_ZdaPvmSt11align_val_t",
+};
+
+/*
+ * Library calls whose effect the arguments or the result tell, from region
+ * code (docs/regions.md, "Library work"): bytes of strlen, strnlen, memchr,
+ * stpcpy, strncpy, stpncpy (counted like the program's own); the bytes asked
+ * of allocators and the calls of deallocators (UNITINFO units).
+ */
+static int library_call(struct ml_ir *ir, LLVMValueRef call, LLVMValueRef fn, uint32_t regset,
+                        const char *func)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+    unsigned nargs = (unsigned)LLVMGetNumArgOperands(call);
+    LLVMValueRef next = LLVMGetNextInstruction(call), one = LLVMConstInt(ir->t_i64, 1, 0), n;
+    uint32_t u;
+    int rc;
+
+#define IS(s) (len == sizeof(s) - 1 && !memcmp(name, s, len))
+    for (size_t i = 0; i < sizeof(alloc_sizes) / sizeof(alloc_sizes[0]); i++) {
+        if (strlen(alloc_sizes[i].name) != len || memcmp(name, alloc_sizes[i].name, len) ||
+            (unsigned)alloc_sizes[i].size >= nargs || alloc_sizes[i].times >= (int)nargs)
+            continue;
+        LLVMPositionBuilderBefore(ir->b, call);
+        n = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, (unsigned)alloc_sizes[i].size),
+                                   ir->t_i64, "");
+        if (alloc_sizes[i].times >= 0)
+            n = LLVMBuildMul(
+                ir->b, n,
+                LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, (unsigned)alloc_sizes[i].times),
+                                       ir->t_i64, ""),
+                "");
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &u);
+        if (!rc)
+            rc = add_uinfo(ir, u, ML_UI_ALLOC_BYTES, name, len);
+        if (rc)
+            return rc;
+        emit_add(ir, call, u, n);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(deallocators) / sizeof(deallocators[0]); i++) {
+        if (strlen(deallocators[i]) != len || memcmp(name, deallocators[i], len))
+            continue;
+        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &u);
+        if (!rc)
+            rc = add_uinfo(ir, u, ML_UI_FREE_CALLS, name, len);
+        if (rc)
+            return rc;
+        emit_add(ir, call, u, one);
+        return 0;
+    }
+    /* The bytes follow from the result: counted after the call (a plain call, never an invoke). */
+    if (!LLVMIsACallInst(call) || !next)
+        return 0;
+    LLVMPositionBuilderBefore(ir->b, next);
+    if ((IS("strlen") || IS("strnlen")) && nargs >= 1) {
+        n = LLVMBuildAdd(ir->b, LLVMBuildZExtOrBitCast(ir->b, call, ir->t_i64, ""), one, "");
+        if (IS("strnlen") && nargs >= 2) {
+            LLVMValueRef max =
+                LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 1), ir->t_i64, "");
+            n = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, n, max, ""), n, max, "");
+        }
+        return count_bytes(ir, LLVMGetOperand(call, 0), n, 1, regset, func, call, next);
+    }
+    if (IS("memchr") && nargs >= 3) {
+        LLVMValueRef s0 = LLVMBuildPtrToInt(ir->b, LLVMGetOperand(call, 0), ir->t_i64, "");
+        LLVMValueRef r = LLVMBuildPtrToInt(ir->b, call, ir->t_i64, "");
+        LLVMValueRef all = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 2), ir->t_i64, "");
+        n = LLVMBuildSelect(ir->b,
+                            LLVMBuildICmp(ir->b, LLVMIntEQ, r, LLVMConstInt(ir->t_i64, 0, 0), ""),
+                            all, LLVMBuildAdd(ir->b, LLVMBuildSub(ir->b, r, s0, ""), one, ""), "");
+        return count_bytes(ir, LLVMGetOperand(call, 0), n, 1, regset, func, call, next);
+    }
+    if (IS("stpcpy") && nargs >= 2) {
+        n = LLVMBuildAdd(
+            ir->b,
+            LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, call, ir->t_i64, ""),
+                         LLVMBuildPtrToInt(ir->b, LLVMGetOperand(call, 0), ir->t_i64, ""), ""),
+            one, "");
+        rc = count_bytes(ir, LLVMGetOperand(call, 1), n, 1, regset, func, call, next);
+        return rc ? rc : count_bytes(ir, LLVMGetOperand(call, 0), n, 0, regset, func, call, next);
+    }
+    if ((IS("strncpy") || IS("stpncpy")) && nargs >= 3) {
+        n = LLVMBuildZExtOrBitCast(ir->b, LLVMGetOperand(call, 2), ir->t_i64, "");
+        return count_bytes(ir, LLVMGetOperand(call, 0), n, 0, regset, func, call, next);
+    }
+#undef IS
+    return 0;
+}
 
 /*
  * Calls out of a region: clone bodies we have, record the rest as not seen
@@ -523,20 +917,64 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
     int mk = ml_mem_call_kind(call);
 
     if (mk) {
-        LLVMValueRef n = LLVMGetOperand(call, 2);
-        uint32_t bu;
+        LLVMValueRef n = LLVMGetOperand(call, 2), len;
         int rc;
         if (LLVMIsAConstantInt(n))
             return 0;
-        rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &bu);
-        if (rc)
-            return rc;
-        ir->units[bu].facts[ML_F_WR_HEAP + ml_ptr_class(LLVMGetOperand(call, 0))] = 1;
-        if (mk == 1)
-            ir->units[bu].facts[ML_F_RD_HEAP + ml_ptr_class(LLVMGetOperand(call, 1))] = 1;
         LLVMPositionBuilderBefore(ir->b, call);
-        emit_add(ir, call, bu, LLVMBuildZExtOrBitCast(ir->b, n, ir->t_i64, ""));
+        len = LLVMBuildZExtOrBitCast(ir->b, n, ir->t_i64, "");
+        /* Per byte moved: written to the destination, read from the source (copies). */
+        for (int side = 0; side < (mk == 1 ? 2 : 1); side++) {
+            LLVMValueRef base, bit;
+            enum ml_memclass c = ml_ptr_origin(ir, LLVMGetOperand(call, (unsigned)side), &base);
+            uint32_t bu;
+            if (c != ML_DYNAMIC) {
+                rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &bu);
+                if (rc)
+                    return rc;
+                ir->units[bu].facts[(side ? ML_F_RD_HEAP : ML_F_WR_HEAP) + c] = 1;
+                emit_add(ir, call, bu, len);
+                continue;
+            }
+            rc = new_pair(ir, ML_UNIT_BYTES, regset, func, call, side, !side, 0, &bu);
+            if (rc)
+                return rc;
+            bit = stack_bit(ir, base, call);
+            if (!bit)
+                return -ENOMEM;
+            emit_add_at(ir, call, bu, bit, len);
+        }
         return 0;
+    }
+    {
+        /*
+         * Missed by the static sets: instrumented code it reaches counts for them at run time
+         * (the dynamic context); not seen, a known callee's time in timed executions is kept.
+         */
+        int missed =
+            !fn || (!LLVMGetIntrinsicID(fn) && (LLVMIsDeclaration(fn) || !ml_can_clone(fn)) &&
+                    !is_fork_call(fn) && !is_runtime_fn(fn));
+        uint32_t ctxset =
+            ir->dynset != ML_NOSET && regset != ir->dynset && regset != ML_NOSET && missed
+                ? regset
+                : ML_NOSET;
+        uint32_t ticks = UINT32_MAX;
+        int rc;
+        if (fn && missed && !ir->cur_base && regset != ML_NOSET && LLVMIsACallInst(call)) {
+            name = LLVMGetValueName2(fn, &len);
+            rc = new_unit(ir, ML_UNIT_BYTES, regset, func, call, &ticks);
+            if (!rc)
+                rc = add_uinfo(ir, ticks, ML_UI_NOTSEEN_TICKS, name, len);
+            if (rc)
+                return rc;
+        }
+        if ((ctxset != ML_NOSET || ticks != UINT32_MAX) && add_late(ir, call, ctxset, ticks))
+            return -ENOMEM;
+        if (fn && missed && LLVMIsDeclaration(fn) && regset != ML_NOSET) {
+            rc = library_call(ir, call, fn, regset, func);
+            if (rc)
+                return rc;
+        }
     }
     if (!fn)
         return add_call(ir, unit, "(indirect call)", 15, mult);
@@ -548,13 +986,13 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
         return 0;
     if (LLVMIsDeclaration(fn)) {
         /* OpenMP outlines parallel bodies: the microtask is region code run by every thread. */
-        if ((len == 16 && !memcmp(name, "__kmpc_fork_call", 16)) ||
-            (len == 17 && !memcmp(name, "__kmpc_fork_teams", 17))) {
+        if (is_fork_call(fn)) {
             LLVMValueRef mt = LLVMGetOperand(call, 2), base = mt;
             while (base && LLVMIsAConstantExpr(base) && LLVMGetConstOpcode(base) == LLVMBitCast)
                 base = LLVMGetOperand(base, 0);
             if (base && LLVMIsAFunction(base) && ml_can_clone(base) && regset != ir->noregion) {
-                LLVMValueRef c = clone_for(ir, base, regset);
+                /* The microtask's arguments 2... are the fork call's 3... */
+                LLVMValueRef c = clone_for(ir, base, regset, call_argsig(ir, call, 3, 2, 1));
                 if (!c)
                     return -ENOMEM;
                 LLVMSetOperand(call, 2, LLVMConstBitCast(c, LLVMTypeOf(mt)));
@@ -564,7 +1002,7 @@ static int region_call(struct ml_ir *ir, LLVMValueRef call, uint32_t unit, uint6
     }
     if (!ml_can_clone(fn))
         return add_call(ir, unit, name, len, mult);
-    LLVMValueRef c = clone_for(ir, fn, regset);
+    LLVMValueRef c = clone_for(ir, fn, regset, call_argsig(ir, call, 0, 0, 0));
     if (!c)
         return -ENOMEM;
     LLVMValueRef old = LLVMGetOperand(call, (unsigned)nops - 1);
@@ -623,14 +1061,18 @@ static void emit_exact(struct ml_ir *ir, LLVMValueRef *insts, size_t n, uint32_t
  */
 static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, LLVMValueRef at,
                          uint32_t regset, const char *func, uint32_t *holder, uint64_t mult,
-                         int own, unsigned adds)
+                         int own, unsigned adds, int hoist, struct deferred **defs, size_t *ndefs,
+                         size_t *capdefs)
 {
     uint64_t facts[ML_NFACTS] = {0};
     LLVMValueRef loc = NULL, *insts = NULL;
-    size_t n = 0, cap = 0;
+    struct ml_dynbytes dyn[ML_MAX_DYN];
+    size_t n = 0, cap = 0, ndyn;
     uint32_t unit;
     int any = 0, rc = 0, place;
 
+    ir->dyn = dyn;
+    ir->ndyn = 0;
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
         if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
             rc = -ENOMEM;
@@ -638,13 +1080,15 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         }
         insts[n++] = in;
         any |= ml_facts_add(ir, in, facts);
-        /* A variable-size memcpy/memset gets a bytes counter: one more add here. */
+        /* A variable-size memcpy/memset gets a bytes counter per side: more adds here. */
         if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && ml_mem_call_kind(in) &&
             !LLVMIsAConstantInt(LLVMGetOperand(in, 2)))
-            facts[ML_F_INCR]++;
+            facts[ML_F_INCR] += ml_mem_call_kind(in) == 1 ? 2 : 1;
         if (!loc && LLVMGetDebugLocLine(in))
             loc = in;
     }
+    ndyn = ir->ndyn;
+    ir->dyn = NULL;
     if ((!any && from != to) || !at)
         goto out;
     place = own && (*holder == UINT32_MAX || !ir->units[*holder].placed);
@@ -660,6 +1104,33 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         if (rc)
             goto out;
         memcpy(ir->units[unit].facts, facts, sizeof(facts));
+    }
+    /*
+     * Bytes through a pointer of unknown class: a pair of units (heap, stack), one of which
+     * counts each execution by the pointer's address. Through an argument of a hoisted unit:
+     * at the anchor with the unit's count; else before the segment's first access.
+     */
+    for (size_t i = 0; i < ndyn; i++) {
+        int defer = hoist && LLVMIsAArgument(dyn[i].base);
+        uint32_t slot;
+        LLVMValueRef bit;
+        rc = new_pair(ir, ML_UNIT_BLOCK, regset, func, loc, dyn[i].rd, dyn[i].wr, !defer, &slot);
+        if (rc)
+            goto out;
+        if (defer) {
+            if (grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            (*defs)[(*ndefs)++] = (struct deferred){unit, slot, dyn[i].base};
+            continue;
+        }
+        bit = stack_bit(ir, dyn[i].base, dyn[i].first);
+        if (!bit) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        emit_add_at(ir, dyn[i].first, slot, bit, LLVMConstInt(ir->t_i64, 1, 0));
     }
     if (ir->o && ir->o->exact)
         emit_exact(ir, insts, n, unit);
@@ -677,6 +1148,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
     }
     *holder = unit;
 out:
+    ir->dyn = NULL;
     free(insts);
     return rc;
 }
@@ -849,9 +1321,34 @@ out:
     return rc;
 }
 
+/* Is some local region open (every path into it) just before marker m? */
+static int marker_nested(const struct fwork *w, const struct marker *m)
+{
+    LLVMBasicBlockRef bb = LLVMGetInstructionParent(m->call);
+    int b = block_index(w, bb);
+    unsigned char open[w->nlocal + 1];
+
+    if (b < 0)
+        return 0;
+    for (uint32_t l = 0; l < w->nlocal; l++)
+        open[l] = w->in[(size_t)l * w->nb + (unsigned)b] == ST_IN;
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && in != m->call;
+         in = LLVMGetNextInstruction(in)) {
+        const struct marker *k = find_marker(w, in);
+        int l = k ? local_index(w, k->region) : -1;
+        if (l >= 0)
+            open[l] = (unsigned char)k->begin;
+    }
+    for (uint32_t l = 0; l < w->nlocal; l++)
+        if (open[l])
+            return 1;
+    return 0;
+}
+
 static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
 {
     struct fwork w = {.fn = job->fn, .ctx = job->ctx};
+    int dyn = ir->dynset != ML_NOSET && job->ctx == ir->dynset;
     uint32_t *active = NULL; /* sized after the markers have named their regions */
     struct ml_cfg cfg = {0};
     struct ml_ptrmap holders; /* (class, region set) -> unit + 1 */
@@ -860,10 +1357,18 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     int *class_of = NULL, nclasses;
     unsigned *leaders = NULL;
     uint32_t *set_of = NULL, *hoisted = NULL; /* hoisted: units counted at an anchor, + class */
-    size_t nhoisted = 0, first_unit;
+    size_t nhoisted = 0, first_unit, ndefs = 0, capdefs = 0;
+    struct deferred *defs = NULL; /* bytes of hoisted units through arguments */
+    unsigned first_real = 0;      /* the function's own entry (after ml_dyn_base's blocks) */
     unsigned char *unshared = NULL;
     int rc;
 
+    ir->argsig = job->argsig;
+    ir->cur_mult = job->mult;
+    ml_ptrmap_free(&ir->argbits);
+    ml_ptrmap_init(&ir->argbits);
+    /* A copy counted under the dynamic context finds its counter block first. */
+    ir->cur_base = dyn ? ml_dyn_base(ir, w.fn) : NULL;
     ml_ptrmap_init(&w.index);
     ml_ptrmap_init(&holders);
     ml_ptrmap_init(&synth);
@@ -921,7 +1426,9 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
      * the plain copy counts nothing.
      */
     first_unit = ir->nunits;
-    for (unsigned b = 0; b < w.nb && !job->plain; b++) {
+    while (first_real < w.nb && is_dyn_block(w.blocks[first_real]))
+        first_real++;
+    for (unsigned b = first_real; b < w.nb && !job->plain; b++) {
         LLVMBasicBlockRef bb = w.blocks[b];
         LLVMValueRef from = LLVMGetFirstInstruction(bb), at = first_insertion_point(bb);
         uint32_t nact = 0, set;
@@ -946,7 +1453,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             if (rc)
                 goto out;
             if (set == ML_NOSET)
-                set = ir->noregion;
+                set = dyn ? ir->dynset : ir->noregion;
             if (set != ML_NOSET && from != in) {
                 uint32_t holder = UINT32_MAX;
                 /* Folding only involves whole blocks (the planner sees to it). */
@@ -957,7 +1464,8 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
                 rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
                                    job->src_name, &holder, whole ? lf.factor[c] : 1,
-                                   host == c && !hoist, in ? 0 : lf.adds[b]);
+                                   host == c && !hoist, in ? 0 : lf.adds[b], hoist, &defs, &ndefs,
+                                   &capdefs);
                 if (rc)
                     goto out;
                 if (hoist && holder != UINT32_MAX && !ir->units[holder].placed) {
@@ -984,16 +1492,28 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             }
             from = at = LLVMGetNextInstruction(in);
         }
-        if (b == 0)
+        if (b == first_real)
             ml_all_mark_entry(ir, first_unit);
     }
 
     /* Counters of folded loops: one add of the computed count at the anchor (a preheader). */
     for (size_t i = 0; i < nhoisted; i += 2) {
         LLVMValueRef term = LLVMGetBasicBlockTerminator(cfg.blocks[lf.anchor[hoisted[i + 1]]]);
+        LLVMValueRef count;
         LLVMPositionBuilderBefore(ir->b, term);
-        emit_add(ir, term, hoisted[i],
-                 ml_loopfold_count(&lf, &cfg, hoisted[i + 1], ir->b, ir->t_i64));
+        count = ml_loopfold_count(&lf, &cfg, hoisted[i + 1], ir->b, ir->t_i64);
+        emit_add(ir, term, hoisted[i], count);
+        for (size_t k = 0; k < ndefs; k++) {
+            LLVMValueRef bit;
+            if (defs[k].unit != hoisted[i])
+                continue;
+            bit = stack_bit(ir, defs[k].arg, term);
+            if (!bit) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            emit_add_at(ir, term, defs[k].slot, bit, count);
+        }
     }
 
     /* Close local regions on edges that leave them and at returns. */
@@ -1033,18 +1553,33 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         }
     }
 
-    /* Markers become runtime calls on this module's descriptor; the id pairs the copies. */
+    /*
+     * Markers become runtime calls on this module's descriptor; the id pairs the copies. A BEGIN
+     * inside another region of this function (or its own: recursion) follows the enclosing
+     * execution: measured in the instrumented copy, not in the plain one.
+     */
+    for (size_t i = 0; i < w.nmarkers; i++)
+        w.markers[i].nested =
+            w.markers[i].begin && job->versioned && marker_nested(&w, &w.markers[i]);
     for (size_t i = 0; i < w.nmarkers; i++) {
-        LLVMValueRef fn = !w.markers[i].begin ? ir->f_exit
-                          : job->versioned    ? ir->f_enter
-                                              : ir->f_enter_always;
+        int nested = w.markers[i].nested;
+        LLVMValueRef fn = !w.markers[i].begin         ? ir->f_exit
+                          : job->mult                 ? ir->f_enter
+                          : nested && job->plain      ? ir->f_enter_never
+                          : job->versioned && !nested ? ir->f_enter
+                                                      : ir->f_enter_always;
         LLVMValueRef call;
         LLVMPositionBuilderBefore(ir->b, w.markers[i].call);
         call = emit_marker_call(ir, fn, w.markers[i].region);
+        if (job->mult && w.markers[i].begin) /* the decision multiplies the counts that follow */
+            LLVMBuildStore(ir->b, LLVMBuildZExt(ir->b, call, ir->t_i64, ""), ir->mult_ph);
         LLVMSetMetadata(call, ir->md_id, LLVMGetMetadata(w.markers[i].call, ir->md_id));
-        LLVMInstructionEraseFromParent(w.markers[i].call);
+        erase_marker(w.markers[i].call);
     }
 out:
+    ir->cur_base = NULL;
+    ir->cur_mult = 0;
+    free(defs);
     free(unshared);
     free(active);
     free(class_of);
@@ -1059,16 +1594,20 @@ out:
     return rc;
 }
 
-static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, const char *src)
+static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig,
+                     const char *src)
 {
     if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
-    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, src, 0, 0};
+    ir->work[ir->nwork++] = (struct ml_work){fn, ctx, argsig, 0, src, 0, 0};
     return 0;
 }
 
-/* The copy of fn counted under ctx, made once per (function, region set). */
-static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
+/*
+ * The copy of fn counted under ctx, made once per (function, region set,
+ * argument classes: the pointer arguments whose class its callers know).
+ */
+static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig)
 {
     LLVMValueRef tmpl = ml_ptrmap_get(&ir->templates, fn), c;
     size_t len;
@@ -1077,13 +1616,15 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
     if (!tmpl)
         tmpl = fn;
     for (size_t i = 0; i < ir->nclones; i++)
-        if (ir->clones[i].ctx == ctx && (ir->clones[i].tmpl == tmpl || ir->clones[i].fn == fn))
+        if (ir->clones[i].ctx == ctx && ir->clones[i].argsig == argsig &&
+            ir->clones[i].mult == ir->cur_mult &&
+            (ir->clones[i].tmpl == tmpl || ir->clones[i].fn == fn))
             return ir->clones[i].fn;
     if (ml_ptrmap_get(&ir->generated, fn)) {
         /* fn is itself a clone (recursion through a clone): find its template. */
         for (size_t i = 0; i < ir->nclones; i++)
             if (ir->clones[i].fn == fn)
-                return clone_for(ir, ir->clones[i].tmpl, ctx);
+                return clone_for(ir, ir->clones[i].tmpl, ctx, argsig);
     }
     name = LLVMGetValueName2(fn, &len);
     {
@@ -1094,9 +1635,10 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx)
     if (!c)
         return NULL;
     if (grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
-        ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, name))
+        ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, argsig, name))
         return NULL;
-    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, c};
+    ir->work[ir->nwork - 1].mult = (unsigned char)ir->cur_mult;
+    ir->clones[ir->nclones++] = (struct ml_clone){tmpl, ctx, argsig, ir->cur_mult, c};
     return c;
 }
 
@@ -1106,6 +1648,90 @@ static int has_markers(struct ml_ir *ir, LLVMValueRef fn)
         for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
             if (marker_kind(ir, in))
                 return 1;
+    return 0;
+}
+
+/*
+ * Dynamic attribution: a copy, counted under the dynamic context, of every
+ * function a call the static sets miss may reach (dyn.c); the originals get
+ * their entry checks once everything is instrumented.
+ */
+static int dyn_copies(struct ml_ir *ir)
+{
+    size_t n = 0;
+    LLVMValueRef *fns;
+
+    if (ir->dynset == ML_NOSET)
+        return 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn))
+        n++;
+    fns = calloc(n + 1, sizeof(*fns));
+    if (!fns)
+        return -ENOMEM;
+    n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn))
+        if (ml_dyn_wanted(ir, fn) && !has_markers(ir, fn))
+            fns[n++] = fn;
+    for (size_t i = 0; i < n; i++) {
+        LLVMValueRef c = clone_for(ir, fns[i], ir->dynset, 0);
+        if (!c || grow((void **)&ir->dyns, &ir->capdyns, ir->ndyns + 1, sizeof(*ir->dyns))) {
+            free(fns);
+            return -ENOMEM;
+        }
+        ir->dyns[ir->ndyns++] = (struct ml_version){fns[i], c};
+    }
+    free(fns);
+    return 0;
+}
+
+/*
+ * A function with regions that cannot be versioned (computed goto, callbr, too
+ * many blocks) runs its counted code on every execution; sampling only keeps
+ * 1 in N executions' counts (the thread's measured flag multiplies them). One
+ * clang-style warning per region says so at compile time, and the module
+ * marks the region (ML_RFLAG_NO_PLAIN) so the report can say it too.
+ */
+static int warn_unversioned(struct ml_ir *ir, LLVMValueRef fn)
+{
+    size_t flen;
+    const char *fname = LLVMGetValueName2(fn, &flen);
+    int goto_ = !ml_can_clone(fn);
+
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            uint32_t r;
+            unsigned len = 0;
+            const char *file;
+            char where[256];
+            int rc;
+            if (marker_kind(ir, in) != 1)
+                continue;
+            rc = marker_region(ir, in, &r);
+            if (rc)
+                return rc;
+            if (!ir->rflags || r >= ir->nrflags) {
+                uint32_t *f = realloc(ir->rflags, (ir->nregions + 16) * sizeof(*f));
+                if (!f)
+                    return -ENOMEM;
+                memset(f + ir->nrflags, 0, (ir->nregions + 16 - ir->nrflags) * sizeof(*f));
+                ir->rflags = f;
+                ir->nrflags = ir->nregions + 16;
+            }
+            if (ir->rflags[r] & ML_RFLAG_NO_PLAIN)
+                continue;
+            ir->rflags[r] |= ML_RFLAG_NO_PLAIN;
+            file = LLVMGetDebugLocFilename(in, &len);
+            if (file && len)
+                snprintf(where, sizeof(where), "%.*s:%u:%u", (int)len, file,
+                         LLVMGetDebugLocLine(in), LLVMGetDebugLocColumn(in));
+            else
+                snprintf(where, sizeof(where), "%s", "memlens");
+            ml_ir_warn(ir,
+                       "%s: warning: region '%s' in function '%.*s' runs its counted code on every "
+                       "execution (%s): sampling keeps 1 in N executions' counts but saves no time",
+                       where, ir->regions[r], (int)flen, fname,
+                       goto_ ? "computed goto" : "function too large to version");
+        }
     return 0;
 }
 
@@ -1125,7 +1751,7 @@ static int instrument_rest(struct ml_ir *ir)
         if (!ml_all_wants(ir, fn))
             continue;
         name = LLVMGetValueName2(fn, &len);
-        if (push_work(ir, fn, ML_NOSET, name))
+        if (push_work(ir, fn, ML_NOSET, 0, name))
             return ml_ir_fail(ir, -ENOMEM, "out of memory");
     }
     for (size_t i = first; i < ir->nwork; i++) {
@@ -1152,8 +1778,15 @@ static void ir_free(struct ml_ir *ir)
     free(ir->work);
     free(ir->clones);
     free(ir->versions);
+    free(ir->dyns);
+    for (size_t i = 0; i < ir->nuinfo; i++)
+        free(ir->uinfo[i].name);
+    free(ir->uinfo);
+    free(ir->late);
+    free(ir->rflags);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
+    ml_ptrmap_free(&ir->argbits);
     if (ir->b)
         LLVMDisposeBuilder(ir->b);
     if (ir->td)
@@ -1201,20 +1834,23 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         err[0] = 0;
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
-    if ((!ir.f_begin || !LLVMGetFirstUse(ir.f_begin)) &&
-        (!ir.f_end || !LLVMGetFirstUse(ir.f_end)) && !(o && (o->all || o->trace || o->events)))
+    ir.annot_id = LLVMLookupIntrinsicID("llvm.annotation", 15);
+    if (!module_has_markers(&ir) && !(o && (o->all || o->trace || o->events)))
         return 1; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
+    ml_ptrmap_init(&ir.argbits);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
     if (o && (o->trace || o->events)) {
+        markers_to_calls(&ir);
         rc = o->events ? ml_sink_queue(&ir) : ml_sink_trace(&ir);
         goto out;
     }
     ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);
     ir.f_enter_always = runtime_fn(&ir, "__memlens_enter_always", ir.ty_enter);
+    ir.f_enter_never = runtime_fn(&ir, "__memlens_enter_never", ir.ty_enter);
     ir.f_exit = runtime_fn(&ir, "__memlens_exit", ir.ty_exit);
     if (o && o->exact) {
         LLVMTypeRef p[5] = {ir.t_i8p, ir.t_i32, ir.t_i8p, ir.t_i64, ir.t_i32};
@@ -1223,12 +1859,14 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         if (!ir.f_access)
             ir.f_access = LLVMAddFunction(m, "__memlens_access", ir.ty_access);
     }
-    if (ml_all_setup(&ir)) {
+    if (ml_all_setup(&ir) || ml_dyn_setup(&ir)) {
         rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
         goto out;
     }
     ir.desc_ph = LLVMAddGlobal(m, ir.t_i8, "__memlens_desc.placeholder");
     ir.ctr_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_ctr.placeholder");
+    ir.stk_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_stack.placeholder");
+    ir.mult_ph = LLVMAddGlobal(m, ir.t_i64, "__memlens_mult.placeholder");
 
     /* Functions with markers are changed in place: keep pristine copies to clone from. */
     for (fn = LLVMGetFirstFunction(m); fn; fn = LLVMGetNextFunction(fn)) {
@@ -1246,7 +1884,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
                 goto out;
             }
         }
-        if (push_work(&ir, fn, ML_NOSET, name)) {
+        if (push_work(&ir, fn, ML_NOSET, 0, name)) {
             rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
             goto out;
         }
@@ -1260,7 +1898,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
                 grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
                      sizeof(*ir.versions)) ||
                 ml_ptrmap_put(&ir.generated, plain, plain) ||
-                push_work(&ir, plain, ML_NOSET, name)) {
+                push_work(&ir, plain, ML_NOSET, 0, name)) {
                 rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
                 goto out;
             }
@@ -1268,7 +1906,19 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
             ir.work[ir.nwork - 1].versioned = 1;
             ir.work[ir.nwork - 1].plain = 1;
             ir.versions[ir.nversions++] = (struct ml_version){fn, plain};
+        } else if (!(ir.o && ir.o->all)) {
+            ir.work[ir.nwork - 1].mult = 1;
+            rc = warn_unversioned(&ir, fn);
+            if (rc) {
+                ml_ir_fail(&ir, rc, "out of memory");
+                goto out;
+            }
         }
+    }
+    rc = dyn_copies(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
     }
     for (size_t i = 0; i < ir.nwork; i++) {
         struct ml_work job = ir.work[i];
@@ -1282,12 +1932,21 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = instrument_rest(&ir);
     if (rc)
         goto out;
+    for (size_t i = 0; i < ir.ndyns; i++)
+        ml_dyn_entry_check(&ir, ir.dyns[i].fn, ir.dyns[i].plain);
     for (size_t i = 0; i < ir.nversions; i++) {
         rc = ml_version_merge(&ir, &ir.versions[i]);
         if (rc) {
             ml_ir_fail(&ir, rc, "out of memory");
             goto out;
         }
+    }
+    rc = ml_late_calls(&ir);
+    if (!rc)
+        rc = ml_inline_markers(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
     }
     rc = ml_emit_module(&ir);
     if (rc)

@@ -23,16 +23,43 @@ struct ml_unit {
     int placed; /* its increment (or hoisted add) has been emitted */
 };
 
+/* A unit whose count is not executions (format/profile.h, UNITINFO). */
+struct ml_uinfo {
+    uint32_t unit;
+    uint32_t kind; /* ML_UI_* */
+    char *name;    /* owned */
+};
+
+/* A call whose wrapping waits until the code is final (late.c): context and clock. */
+struct ml_late {
+    LLVMValueRef call;
+    int mult;        /* in code that counts times the measured flag: so does the context */
+    uint32_t regset; /* dynamic context to set around it, or ML_NOSET */
+    uint32_t ticks;  /* unit counting its ticks in timed executions, or UINT32_MAX */
+};
+
 struct ml_callrec {
     uint32_t unit;
     char *callee; /* owned */
     uint64_t per_exec;
 };
 
+/* Bytes of one segment's accesses through one pointer whose class only its address tells. */
+struct ml_dynbytes {
+    LLVMValueRef base;  /* the pointer: an argument, a loaded pointer, a call's result, ... */
+    LLVMValueRef first; /* the segment's first instruction that accesses through it */
+    uint64_t rd, wr;
+};
+
+/* Pointers counted by address per segment; beyond that their bytes count as heap. */
+#define ML_MAX_DYN 32
+
 /* A function body to instrument under a context: regions active on every path into it. */
 struct ml_work {
     LLVMValueRef fn;
     uint32_t ctx;            /* regset offset; ML_NOSET when none */
+    uint32_t argsig;         /* class + 1 of pointer arguments 0-15, 2 bits each (0: unknown) */
+    unsigned char mult;      /* counts times the thread's measured flag (not versioned) */
     const char *src_name;    /* the source function it stands for */
     unsigned char versioned; /* BEGIN sites choose between an instrumented and a plain copy */
     unsigned char plain;     /* the plain copy: region markers and exits, no counters */
@@ -47,10 +74,16 @@ struct ml_version {
 struct ml_clone {
     LLVMValueRef tmpl;
     uint32_t ctx;
+    uint32_t argsig;
+    int mult;
     LLVMValueRef fn;
 };
 
 #define ML_NOSET UINT32_MAX
+
+/* llvm.annotation tags of region markers ('MLRB', 'MLRE'), as include/memlens.h writes them. */
+#define ML_ANNOT_BEGIN 0x4d4c5242u
+#define ML_ANNOT_END   0x4d4c5245u
 
 struct ml_ir {
     LLVMModuleRef m;
@@ -63,8 +96,10 @@ struct ml_ir {
 
     LLVMTypeRef t_void, t_i8, t_i32, t_i64, t_i8p, t_i64p;
     LLVMValueRef f_begin, f_end;  /* user API (may be NULL) */
+    unsigned annot_id;            /* llvm.annotation: markers from memlens cc (memlens.h) */
     LLVMValueRef f_enter, f_exit; /* runtime entry points */
     LLVMValueRef f_enter_always;  /* BEGIN in code that is always instrumented */
+    LLVMValueRef f_enter_never;   /* BEGIN nested in a plain copy: never measured */
     LLVMTypeRef ty_enter, ty_exit;
     unsigned md_id;        /* metadata kind pairing the two copies' instructions */
     LLVMValueRef f_access; /* exact mode only */
@@ -88,6 +123,29 @@ struct ml_ir {
     struct ml_ptrmap templates; /* function instrumented in place -> pristine copy */
     struct ml_ptrmap generated; /* clones and templates: never scanned as originals */
     uint32_t noregion;          /* all-blocks mode: the empty region set; else ML_NOSET */
+    uint32_t argsig;            /* the function being instrumented: struct ml_work.argsig */
+    struct ml_dynbytes *dyn; /* collector of ml_facts_add, or NULL (dynamic bytes count as heap) */
+    size_t ndyn;
+    LLVMValueRef stk_ph; /* placeholder for the thread's stack bounds (2 x i64, thread-local) */
+    struct ml_ptrmap argbits; /* argument -> its stack bit, computed in the entry block */
+    /* Dynamic attribution (dyn.c). */
+    uint32_t dynset;         /* ctx of copies counted under the dynamic context, or ML_NOSET */
+    LLVMValueRef g_dctx;     /* the runtime's thread-local context word (a global set id) */
+    LLVMValueRef setids_ph;  /* placeholder: module region set -> global set id, per word */
+    LLVMValueRef f_dynblock; /* __memlens_dyn_block */
+    LLVMTypeRef ty_dynblock;
+    LLVMValueRef cur_base;   /* counter block of the function being instrumented, or NULL */
+    struct ml_version *dyns; /* (original, dynamic copy) pairs that get an entry check */
+    size_t ndyns, capdyns;
+    struct ml_uinfo *uinfo; /* units counting allocations, frees, ticks of not-seen calls */
+    size_t nuinfo, capuinfo;
+    struct ml_late *late; /* calls to wrap once the code is final */
+    size_t nlate, caplate;
+    LLVMValueRef g_timed; /* the runtime's thread-local count of open timed executions */
+    uint32_t *rflags;     /* per region: ML_RFLAG_* ([nrflags], grown as regions appear) */
+    uint32_t nrflags;
+    int cur_mult;         /* the function being instrumented counts times the mult word */
+    LLVMValueRef mult_ph; /* placeholder: the module block's measured flag of this thread */
     struct ml_version *versions;
     size_t nversions, capversions;
 };
@@ -107,8 +165,15 @@ int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t
 int ml_regset_has(const struct ml_ir *ir, uint32_t off, uint32_t id);
 
 /* facts.c: static facts of instructions. */
-enum ml_memclass { ML_HEAP = 0, ML_GLOBAL = 1, ML_STACK = 2 };
+enum ml_memclass { ML_HEAP = 0, ML_GLOBAL = 1, ML_STACK = 2, ML_DYNAMIC = 3 };
+/* Static class of the object ptr points into, ML_DYNAMIC counted as heap (no context). */
 enum ml_memclass ml_ptr_class(LLVMValueRef ptr);
+/*
+ * Class of the object ptr points into, in the function being instrumented
+ * (ir->argsig); ML_DYNAMIC when only the address can tell, *base then being
+ * the pointer whose address decides (docs/regions.md, "What a count is").
+ */
+enum ml_memclass ml_ptr_origin(const struct ml_ir *ir, LLVMValueRef ptr, LLVMValueRef *base);
 /* Adds the facts of one instruction to f; returns 0 for instructions that are not counted. */
 int ml_facts_add(struct ml_ir *ir, LLVMValueRef inst, uint64_t *f);
 /* Memory intrinsic or libc memcpy/memmove/memset: 1 = copy, 2 = set, 0 = neither. */
@@ -162,6 +227,35 @@ LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasi
 void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
                       LLVMBasicBlockRef to);
 
+/*
+ * inline.c: turns every call of __memlens_enter, __memlens_enter_always and
+ * __memlens_exit into the inline path of runtime/abi.h ("Region slots"), the
+ * call kept on its cold side. Runs last, after versioning. 0 or -ENOMEM.
+ */
+int ml_inline_markers(struct ml_ir *ir);
+
+/*
+ * dyn.c: dynamic attribution (docs/regions.md, "Dynamic attribution").
+ * setup: the empty set for code counted under the dynamic context
+ * (ir->dynset, ML_NOSET when off: all-blocks and exact mode), the runtime's
+ * context word and entry point. wanted: fn may be reached by a call the
+ * static sets miss (its address escapes, or other modules may call it) and
+ * can get a dynamic copy. base: builds, before fn's entry, the counter block
+ * for the thread's context (counters of a dynamic copy add into it).
+ * entry_check: fn runs dyn when a context is set. wrap_call: a call from
+ * region code (set regset) that the static sets miss runs under that set.
+ */
+int ml_dyn_setup(struct ml_ir *ir);
+int ml_dyn_wanted(struct ml_ir *ir, LLVMValueRef fn);
+LLVMValueRef ml_dyn_base(struct ml_ir *ir, LLVMValueRef fn);
+void ml_dyn_entry_check(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef dyn);
+void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, int mult);
+/*
+ * Wraps the recorded calls (ir->late) once the code is final: the dynamic
+ * context around calls the static sets miss, and clock reads around not-seen
+ * calls in timed executions. 0 or -ENOMEM.
+ */
+int ml_late_calls(struct ml_ir *ir);
 /* sink-trace.c: trace mode (ml_ir_opts.trace) instead of regions. */
 int ml_sink_trace(struct ml_ir *ir);
 /* sink-queue.c: event profiling (ml_ir_opts.events) instead of regions. */

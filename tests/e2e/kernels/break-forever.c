@@ -18,7 +18,7 @@ int main(int argc, char **argv)
         a[i] = i == pos ? -1 : (int)i;
     for (i = 0;; i++) {
         MEMLENS_ROI_BEGIN("body");
-        int v = a[i];
+        int v = ((volatile int *)a)[i]; /* volatile: stays after the BEGIN */
         if (v < 0)
             break;
         sum += v;

@@ -16,7 +16,7 @@ struct chunk {
 };
 
 /* Not inlined into main, so at every -O level main's call reads the four fields and writes sum
- * through the pointer argument (heap, 32 + 8 bytes), inside pt_spawn. */
+ * through the pointer argument (32 + 8 bytes of a chunk on main's stack), inside pt_spawn. */
 __attribute__((noinline)) static void *work(void *arg)
 {
     struct chunk *c = arg;

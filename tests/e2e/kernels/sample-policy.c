@@ -32,12 +32,14 @@ static void *frequent(void *arg)
     if (!a)
         exit(1);
     sample_escape = a;
+    /* Volatile: the markers do not stop the optimiser from keeping a[] in registers. */
+    volatile long *v = a;
     for (long e = 0; e < execs; e++) {
         MEMLENS_ROI_BEGIN("outer");
         for (int i = 0; i < K; i++)
-            sum += a[i];
+            sum += v[i];
         MEMLENS_ROI_BEGIN("inner");
-        a[K] = sum + e;
+        v[K] = sum + e;
         MEMLENS_ROI_END("inner");
         MEMLENS_ROI_END("outer");
     }

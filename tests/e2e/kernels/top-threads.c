@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static long n;
+/* Volatile n, src and dst: the markers let the optimiser keep loop-invariant loads out of the
+   loop, and the test counts them in every execution (24 bytes). */
+static volatile long n;
 static const char *stop_file;
 static volatile int stop;
 
 struct job {
-    double *src, *dst;
+    double *volatile src, *volatile dst;
     long execs;
 };
 
@@ -21,8 +23,10 @@ static void *work(void *arg)
 
     while (!stop) {
         MEMLENS_ROI_BEGIN("top_copy");
-        for (long i = 0; i < n; i++)
-            j->dst[i] = j->src[i] + 1.0;
+        long len = n;
+        double *dst = j->dst, *src = j->src;
+        for (long i = 0; i < len; i++)
+            dst[i] = src[i] + 1.0;
         MEMLENS_ROI_END("top_copy");
         j->execs++;
     }

@@ -1,0 +1,113 @@
+#!/bin/bash
+# memlens analyze throughput: records per second of every analysis on traces of >= 10^8 records,
+# on one core (-j1: CPU seconds) and with chunks decoded on both cores (-j2: wall seconds), peak
+# memory; the sampled reuse mode's miss-ratio error against the exact one; and, for the membus
+# question, cachegrind's time on the same program and input beside memlens' (trace + membus).
+# Runs are interleaved round-robin for RUNS rounds (default 3); figures are medians.
+#   bench/analyze.sh            both traces (stream: regular, pagerank: irregular)
+#   RUNS=1 bench/analyze.sh stream
+set -e
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+B=${B:-build}
+ML=$ROOT/$B/bin/memlens
+MLCC=$ROOT/$B/bin/memlens-cc
+RUNS=${RUNS:-3}
+W=$(mktemp -d "${TMPDIR:-/tmp}/memlens-bench-analyze.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+[ -x "$ML" ] || { echo "bench/analyze.sh: build memlens first (make)" >&2; exit 1; }
+
+# kernel | arguments (each trace has at least 10^8 records)
+KERNELS="stream|1000000 66
+pagerank|400000 16 8"
+SEL=${*:-stream pagerank}
+ANALYSES=(summary membus "reuse" "reuse --sample 0.01" streams hotpages bandwidth io)
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min), $(nproc) CPUs"
+declare -A TRACE RECORDS ARGS
+while IFS='|' read -r k args; do
+    case " $SEL " in *" $k "*) ;; *) continue ;; esac
+    "$MLCC" --ml-trace -O2 -I"$ROOT/include" "bench/kernels/$k.c" -o "$W/$k" -lm
+    clang-14 -O2 -I"$ROOT/include" "bench/kernels/$k.c" -o "$W/$k.plain" -lm
+    MEMLENS_OUT=$W/t-$k "$ML" trace -q -- "$W/$k" $args >/dev/null
+    TRACE[$k]=$(ls "$W"/t-$k/*.mlt)
+    RECORDS[$k]=$("$ML" analyze -q --csv "${TRACE[$k]}" summary | awk -F, 'NR > 1 && $2 == "all" { print $5 }')
+    ARGS[$k]=$args
+    printf '%s: %s records in %s bytes\n' "$k" "${RECORDS[$k]}" "$(stat -c %s "${TRACE[$k]}")"
+done <<<"$KERNELS"
+
+# One timed run: prints "cpu_seconds wall_seconds peak_kib".
+timed() {
+    /usr/bin/time -f '%U %S %e %M' -o "$W/time" "$@" >/dev/null 2>"$W/err" ||
+        { cat "$W/err" >&2; return 1; }
+    awk '{ printf "%.3f %.3f %d\n", $1 + $2, $3, $4 }' "$W/time"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+: >"$W/results"
+for r in $(seq "$RUNS"); do
+    for k in $SEL; do
+        for a in "${ANALYSES[@]}"; do
+            for j in 1 2; do
+                # shellcheck disable=SC2086
+                set -- $(timed "$ML" analyze -q --no-progress -j$j "${TRACE[$k]}" $a)
+                echo "$k|$a|$j|$1|$2|$3" >>"$W/results"
+            done
+        done
+        # membus question: memlens (trace + membus) against cachegrind, same program and input
+        if [ "$k" = stream ] && command -v valgrind >/dev/null; then
+            set -- $(timed env MEMLENS_OUT="$W/m" "$ML" trace -q -- "$W/$k" ${ARGS[$k]})
+            tr=$2
+            set -- $(timed "$ML" analyze -q --no-progress -j2 "$W"/m/*.mlt membus --l1 32k:8 \
+                --l2 none --llc 32m:16)
+            rm -rf "$W/m"
+            echo "$k|memlens trace + membus|2|0|$(echo "$tr + $2" | bc)|$3" >>"$W/results"
+            set -- $(timed valgrind --tool=cachegrind --cache-sim=yes --D1=32768,8,64 \
+                --LL=33554432,16,64 --cachegrind-out-file=/dev/null "$W/$k.plain" ${ARGS[$k]})
+            echo "$k|cachegrind --cache-sim=yes|1|0|$2|$3" >>"$W/results"
+        fi
+    done
+done
+
+echo
+printf '%-9s %-22s %14s %14s %14s %10s\n' trace analysis "1 core (M/s)" "2 cores (M/s)" \
+    "wall -j2 (s)" "peak MiB"
+for k in $SEL; do
+    for a in "${ANALYSES[@]}"; do
+        c1=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a && $3 == 1 { print $4 }' "$W/results" | median)
+        w2=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a && $3 == 2 { print $5 }' "$W/results" | median)
+        m2=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a { print $6 }' "$W/results" | sort -n | tail -1)
+        printf '%-9s %-22s %14.1f %14.1f %14.2f %10.0f\n' "$k" "$a" \
+            "$(echo "${RECORDS[$k]} / $c1 / 1000000" | bc -l)" \
+            "$(echo "${RECORDS[$k]} / $w2 / 1000000" | bc -l)" "$w2" "$(echo "$m2 / 1024" | bc -l)"
+    done
+done
+if grep -q cachegrind "$W/results"; then
+    echo
+    echo "membus question on stream ${ARGS[stream]} (l1 32 KiB 8-way, llc 32 MiB 16-way):"
+    for a in "memlens trace + membus" "cachegrind --cache-sim=yes"; do
+        printf '  %-28s %8.2f s wall (median)\n' "$a" \
+            "$(awk -F'|' -v a="$a" '$2 == a { print $5 }' "$W/results" | median)"
+    done
+fi
+
+# Sampled reuse: the largest miss-ratio error against the exact curve, lines and pages.
+echo
+for k in $SEL; do
+    "$ML" analyze -q --json "${TRACE[$k]}" reuse >"$W/exact.json"
+    "$ML" analyze -q --json --sample 0.01 "${TRACE[$k]}" reuse >"$W/sampled.json"
+    python3 - "$k" "$W/exact.json" "$W/sampled.json" <<'PY'
+import json, sys
+k, e, s = sys.argv[1], json.load(open(sys.argv[2]))['mrc'], json.load(open(sys.argv[3]))['mrc']
+for g in ('line', 'page'):
+    ex = {r['cache_entries']: r['miss_ratio'] for r in e if r['granularity'] == g}
+    sa = {r['cache_entries']: (r['miss_ratio'], r['error_bound']) for r in s if r['granularity'] == g}
+    err = max((abs(ex[c] - sa[c][0]) for c in ex if c in sa), default=0)
+    worst = max((c for c in ex if c in sa), key=lambda c: abs(ex[c] - sa[c][0]), default=0)
+    bound = max((sa[c][1] for c in sa if c >= 10000), default=0)
+    print(f'{k}: sampled reuse (rate 0.01), {g}s: max miss-ratio error {err:.4f} over all cache '
+          f'sizes (at {worst} entries); stated bound at >= 10000 entries {bound:.4f}')
+PY
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

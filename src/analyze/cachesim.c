@@ -1,0 +1,370 @@
+/* Cache hierarchy simulator (membus, bandwidth --memory, export): sets in MRU order, LRU,
+ * write-back. */
+#include "analyze/cachesim.h"
+#include "analyze/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ml_an_parse_level(const char *s, struct ml_an_level *l)
+{
+    char *end;
+    unsigned long long size, ways;
+
+    if (!strcmp(s, "none")) {
+        l->size = 0;
+        l->ways = 0;
+        return 0;
+    }
+    size = strtoull(s, &end, 10);
+    if (end == s)
+        return -EINVAL;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        size <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        size <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        size <<= 30;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end != ':')
+        return -EINVAL;
+    ways = strtoull(end + 1, &end, 10);
+    if (*end || !size || !ways || ways > 1024 || size > (1ull << 40))
+        return -EINVAL;
+    l->size = size;
+    l->ways = (uint32_t)ways;
+    return 0;
+}
+
+/* Sysfs size strings: "32K", "1024K", "32768K". */
+static uint64_t read_size(const char *dir, const char *name)
+{
+    char path[256], buf[64], *end;
+    FILE *f;
+    unsigned long long v;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (!(f = fopen(path, "r")))
+        return 0;
+    if (!fgets(buf, sizeof(buf), f))
+        buf[0] = 0;
+    fclose(f);
+    v = strtoull(buf, &end, 10);
+    if (*end == 'K')
+        v <<= 10;
+    else if (*end == 'M')
+        v <<= 20;
+    return v;
+}
+
+int ml_an_sysfs_caches(struct ml_an_opts *o)
+{
+    int found = 0;
+
+    for (int i = 0; i < 16; i++) {
+        char dir[128], type[32] = "", path[160];
+        FILE *f;
+        uint64_t level, size, ways, line;
+        snprintf(dir, sizeof(dir), "/sys/devices/system/cpu/cpu0/cache/index%d", i);
+        snprintf(path, sizeof(path), "%s/type", dir);
+        if (!(f = fopen(path, "r")))
+            break;
+        if (!fgets(type, sizeof(type), f))
+            type[0] = 0;
+        fclose(f);
+        if (!strncmp(type, "Instruction", 11))
+            continue;
+        level = read_size(dir, "level");
+        size = read_size(dir, "size");
+        ways = read_size(dir, "ways_of_associativity");
+        line = read_size(dir, "coherency_line_size");
+        if (!size || !ways || ways > 1024)
+            continue;
+        if (level == 1)
+            o->l1 = (struct ml_an_level){size, (uint32_t)ways};
+        else if (level == 2)
+            o->l2 = (struct ml_an_level){size, (uint32_t)ways};
+        else if (level == 3)
+            o->llc = (struct ml_an_level){size, (uint32_t)ways};
+        else
+            continue;
+        if (line >= 16 && line <= 4096 && !(line & (line - 1)))
+            o->line = (uint32_t)line;
+        found++;
+    }
+    return found ? 0 : -ENOENT;
+}
+
+static int cache_init(struct ml_cache *c, const struct ml_an_level *g, uint32_t line)
+{
+    uint64_t lines = g->size / line;
+
+    memset(c, 0, sizeof(*c));
+    if (!g->size)
+        return 0;
+    if (lines < g->ways || lines % g->ways)
+        return -EINVAL;
+    c->ways = g->ways;
+    c->sets = lines / g->ways;
+    c->pow2 = !(c->sets & (c->sets - 1));
+    c->mask = c->sets - 1;
+    c->tags = malloc(lines * sizeof(*c->tags));
+    if (!c->tags)
+        return -ENOMEM;
+    memset(c->tags, 0xff, lines * sizeof(*c->tags));
+    return 0;
+}
+
+static void cache_clear(struct ml_cache *c)
+{
+    if (c->tags)
+        memset(c->tags, 0xff, c->sets * c->ways * sizeof(*c->tags));
+}
+
+static inline uint64_t *set_of(const struct ml_cache *c, uint64_t line)
+{
+    return c->tags + (c->pow2 ? line & c->mask : line % c->sets) * c->ways;
+}
+
+int ml_csim_init(struct ml_csim *s, const struct ml_an_opts *o, int record_mem)
+{
+    int rc;
+
+    memset(s, 0, sizeof(*s));
+    s->geom[0] = o->l1;
+    s->geom[1] = o->l2;
+    s->geom[2] = o->llc;
+    if (!o->line || (o->line & (o->line - 1)) || !o->l1.size)
+        return -EINVAL;
+    while ((1u << s->line_shift) < o->line)
+        s->line_shift++;
+    for (int i = 0; i < 3; i++)
+        if (s->geom[i].size &&
+            (s->geom[i].size % o->line || s->geom[i].size / o->line < s->geom[i].ways ||
+             (s->geom[i].size / o->line) % s->geom[i].ways))
+            return -EINVAL;
+    if ((rc = cache_init(&s->llc, &o->llc, o->line)))
+        return rc;
+    if (record_mem) {
+        s->capmem = 64;
+        if (!(s->mem = malloc(s->capmem * sizeof(*s->mem))))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static void thr_free(struct ml_csim_thr *t)
+{
+    if (!t)
+        return;
+    free(t->priv[0].tags);
+    free(t->priv[1].tags);
+    free(t);
+}
+
+void ml_csim_free(struct ml_csim *s)
+{
+    for (uint32_t i = 0; i < s->nthr; i++)
+        thr_free(s->thr[i]);
+    free(s->thr);
+    free(s->llc.tags);
+    free(s->mem);
+    memset(s, 0, sizeof(*s));
+}
+
+void ml_csim_reset(struct ml_csim *s)
+{
+    for (uint32_t i = 0; i < s->nthr; i++)
+        thr_free(s->thr[i]);
+    free(s->thr);
+    s->thr = NULL;
+    s->nthr = 0;
+    cache_clear(&s->llc);
+    s->nmem = 0;
+}
+
+const char *ml_csim_describe(const struct ml_csim *s, char *buf, size_t n)
+{
+    static const char *const names[] = {"l1", "l2", "llc"};
+    size_t len = 0;
+
+    buf[0] = 0;
+    for (int i = 0; i < 3 && len < n; i++) {
+        char b[32];
+        if (!s->geom[i].size)
+            continue;
+        len += (size_t)snprintf(buf + len, n - len, "%s%s %s %u-way%s", len ? ", " : "", names[i],
+                                ml_fmt_bytes(b, sizeof(b), (double)s->geom[i].size),
+                                s->geom[i].ways, i < 2 ? " per thread" : " shared");
+    }
+    if (len < n)
+        snprintf(buf + len, n - len, ", %u-byte lines", 1u << s->line_shift);
+    return buf;
+}
+
+static struct ml_csim_thr *thread_of(struct ml_csim *s, uint32_t thread)
+{
+    struct ml_csim_thr *t;
+
+    if (thread >= s->nthr) {
+        uint32_t n = thread + 1;
+        struct ml_csim_thr **v = realloc(s->thr, (size_t)n * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + s->nthr, 0, (size_t)(n - s->nthr) * sizeof(*v));
+        s->thr = v;
+        s->nthr = n;
+    }
+    if (s->thr[thread])
+        return s->thr[thread];
+    t = calloc(1, sizeof(*t));
+    if (!t || cache_init(&t->priv[0], &s->geom[0], 1u << s->line_shift) ||
+        cache_init(&t->priv[1], &s->geom[1], 1u << s->line_shift)) {
+        thr_free(t);
+        return NULL;
+    }
+    return s->thr[thread] = t;
+}
+
+/* Looks line up; a hit moves it to the front. Returns its tag or NULL. */
+static inline uint64_t *lookup(const struct ml_cache *c, uint64_t line)
+{
+    uint64_t *set = set_of(c, line), tag;
+
+    for (uint32_t w = 0; w < c->ways; w++)
+        if ((set[w] >> 1) == line) {
+            tag = set[w];
+            memmove(set + 1, set, w * sizeof(*set));
+            set[0] = tag;
+            return set;
+        }
+    return NULL;
+}
+
+/* Installs line at the front; returns the victim's tag (ML_CS_EMPTY: none). */
+static inline uint64_t install(const struct ml_cache *c, uint64_t line, int dirty, uint64_t **at)
+{
+    uint64_t *set = set_of(c, line), victim = set[c->ways - 1];
+
+    memmove(set + 1, set, (c->ways - 1) * sizeof(*set));
+    set[0] = line << 1 | (uint64_t)dirty;
+    *at = set;
+    return victim;
+}
+
+static int mem_event(struct ml_csim *s, uint64_t line, int write)
+{
+    if (!s->mem)
+        return 0;
+    if (s->nmem == s->capmem) {
+        uint32_t cap = 2 * s->capmem;
+        struct ml_cs_mem *m = realloc(s->mem, cap * sizeof(*m));
+        if (!m)
+            return -ENOMEM;
+        s->mem = m;
+        s->capmem = cap;
+    }
+    s->mem[s->nmem++] = (struct ml_cs_mem){line, write};
+    return 0;
+}
+
+/* Levels of a thread in order: l1, l2 (if any), llc (if any). */
+static int levels(struct ml_csim *s, struct ml_csim_thr *t, struct ml_cache **v)
+{
+    int n = 0;
+
+    v[n++] = &t->priv[0];
+    if (t->priv[1].ways)
+        v[n++] = &t->priv[1];
+    if (s->llc.ways)
+        v[n++] = &s->llc;
+    return n;
+}
+
+/* Counter index of level i's (lookups, misses, write-backs) for a hierarchy of n levels. */
+static void level_ctrs(struct ml_csim *s, int i, int *acc, int *miss, int *wb)
+{
+    int l2 = s->geom[1].size != 0;
+    int which = i == 0 ? 0 : (i == 1 && l2) ? 1 : 2;
+    static const int a[] = {ML_CS_ACCESSES, ML_CS_L2_ACC, ML_CS_LLC_ACC},
+                     m[] = {ML_CS_L1_MISS, ML_CS_L2_MISS, ML_CS_LLC_MISS},
+                     w[] = {ML_CS_L1_WB, ML_CS_L2_WB, ML_CS_LLC_WB};
+
+    *acc = a[which];
+    *miss = m[which];
+    *wb = w[which];
+}
+
+/* Writes a dirty line evicted from level `from` back to the next level holding it, or memory. */
+static int write_back(struct ml_csim *s, struct ml_cache **lv, int n, int from, uint64_t line,
+                      uint64_t *c)
+{
+    int acc, miss, wb;
+
+    level_ctrs(s, from, &acc, &miss, &wb);
+    c[wb]++;
+    for (int j = from + 1; j < n; j++) {
+        uint64_t *set = set_of(lv[j], line);
+        for (uint32_t w = 0; w < lv[j]->ways; w++)
+            if ((set[w] >> 1) == line) {
+                set[w] |= 1;
+                return 0;
+            }
+    }
+    c[ML_CS_MEM_WR]++;
+    return mem_event(s, line, 1);
+}
+
+int ml_csim_line(struct ml_csim *s, uint32_t thread, uint64_t line, int write, uint64_t *c)
+{
+    struct ml_csim_thr *t =
+        thread < s->nthr && s->thr[thread] ? s->thr[thread] : thread_of(s, thread);
+    struct ml_cache *lv[3];
+    uint64_t *hit = NULL, *at = NULL;
+    int n, h, rc;
+
+    if (!t)
+        return -ENOMEM;
+    n = levels(s, t, lv);
+    for (h = 0; h < n; h++) {
+        int acc, miss, wb;
+        level_ctrs(s, h, &acc, &miss, &wb);
+        if (h)
+            c[acc]++;
+        if ((hit = lookup(lv[h], line)))
+            break;
+        c[miss]++;
+    }
+    if (h == n) {
+        c[ML_CS_MEM_RD]++;
+        if ((rc = mem_event(s, line, 0)))
+            return rc;
+    }
+    /* Install from the level above the hit up to l1; victims go down. */
+    for (int i = h - 1; i >= 0; i--) {
+        uint64_t victim = install(lv[i], line, i == 0 && write, &at);
+        if (victim != ML_CS_EMPTY && (victim & 1) && (rc = write_back(s, lv, n, i, victim >> 1, c)))
+            return rc;
+    }
+    if (h == 0) {
+        at = hit;
+        *at |= (uint64_t)write;
+    }
+    t->last = line;
+    t->last_tag = at;
+    return 0;
+}

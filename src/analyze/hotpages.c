@@ -1,0 +1,931 @@
+/* Analysis 'hotpages': top-N pages and lines per thread and marker; hit rate of an N-entry hot-page
+ * LRU over time. */
+#include "analyze/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Accesses are weighted (a record of weight w is w accesses to its first
+ * line and page; a record whose range spans several lines or pages counts
+ * for each). Counts are kept per (row, page) and (row, line), a row being a
+ * (thread, --by interval); the top N of every row and of the sums over
+ * threads and intervals are reported. The LRU of hot pages (--lru N, 128 by
+ * default) sees each process's merged stream; its hit rate is given per
+ * time interval (--interval, automatic: about 100 per trace).
+ */
+#define ROW_SHIFT_PAGE 36 /* (row << 36 | page): 48-bit virtual pages of 4 KiB and up */
+#define ROW_SHIFT_LINE 42
+
+/*
+ * The hot-page LRU: its most recent pages in a short move-to-front array
+ * (most accesses hit there, without hashing), the rest in a list with a
+ * hash: together one LRU of cap pages.
+ */
+#define HK 8
+
+struct lru {
+    uint64_t front[HK];
+    uint32_t nfront, kfront; /* front size limit: min(HK, cap) */
+    struct ml_map pos;       /* page -> node + 1, for the rest */
+    uint64_t *page;
+    uint32_t *prev, *next;
+    uint32_t n, cap, head, tail, free_; /* the rest: nodes in use, room, list, a free node */
+};
+
+struct tbin {
+    uint64_t acc, hit;
+};
+
+struct ttr { /* one trace */
+    uint32_t pid;
+    uint64_t interval_ns;
+    double t0_ns;
+    struct tbin *bins;
+    uint32_t nbins;
+    /* --html: accesses per (page, bin) for the heat map */
+    struct ml_map heat;
+    uint32_t heat_div; /* bins merged per heat column */
+};
+
+/*
+ * Counts while reading: one record per (row, page) with a counter per line
+ * of the page, found through a map; each thread keeps its recent pages in a
+ * short move-to-front array, so most accesses add to a counter directly.
+ * The page and line maps of the report are built when the trace ends.
+ */
+struct pstat {
+    uint64_t page;
+    uint32_t row, pad;
+    uint64_t lines[]; /* lines per page */
+};
+
+#define PS_BLOCK 1024 /* records per block: addresses stay valid */
+
+struct hthr {
+    uint64_t page[HK];
+    struct pstat *ps[HK];
+    uint32_t n;
+    uint32_t row;
+};
+
+struct hotpages {
+    const struct ml_an_run *run;
+    struct ml_rows rows;        /* one counter per row: its accesses */
+    struct ml_map pages, lines; /* (row, page) and (row, line) -> accesses, for the report */
+    struct ml_map pmap;         /* (row, page) -> pstat index + 1, while reading */
+    uint8_t **blocks;
+    size_t nps, nblocks;
+    uint32_t lpp, ps_size; /* lines per page, bytes per pstat */
+    struct lru lru;
+    uint32_t lru_n;
+    uint32_t page_shift, line_shift;
+    struct hthr *thr;
+    uint32_t nthr, base;
+    struct ttr *tr;
+    int ntr;
+    /* the current time bin */
+    uint64_t tick0, bin_end;
+    double ticks_per_bin;
+    uint32_t bin;
+    int html;
+};
+
+static int lru_init(struct lru *l, uint32_t cap)
+{
+    memset(l, 0, sizeof(*l));
+    l->kfront = cap < HK ? cap : HK;
+    l->cap = cap - l->kfront;
+    l->page = calloc(l->cap + 1, sizeof(*l->page));
+    l->prev = calloc(l->cap + 1, sizeof(*l->prev));
+    l->next = calloc(l->cap + 1, sizeof(*l->next));
+    l->head = l->tail = l->free_ = UINT32_MAX;
+    if (!l->page || !l->prev || !l->next || ml_map_init(&l->pos, 2 * (uint64_t)l->cap + 2))
+        return -ENOMEM;
+    return 0;
+}
+
+static void lru_free(struct lru *l)
+{
+    free(l->page);
+    free(l->prev);
+    free(l->next);
+    ml_map_free(&l->pos);
+    memset(l, 0, sizeof(*l));
+}
+
+static void unlink_node(struct lru *l, uint32_t i)
+{
+    if (l->prev[i] != UINT32_MAX)
+        l->next[l->prev[i]] = l->next[i];
+    else
+        l->head = l->next[i];
+    if (l->next[i] != UINT32_MAX)
+        l->prev[l->next[i]] = l->prev[i];
+    else
+        l->tail = l->prev[i];
+}
+
+static void push_head(struct lru *l, uint32_t i)
+{
+    l->prev[i] = UINT32_MAX;
+    l->next[i] = l->head;
+    if (l->head != UINT32_MAX)
+        l->prev[l->head] = i;
+    l->head = i;
+    if (l->tail == UINT32_MAX)
+        l->tail = i;
+}
+
+/* Puts a page demoted from the front at the head of the rest (evicting its tail when full). */
+static int rest_push(struct lru *l, uint64_t page)
+{
+    uint32_t i;
+    uint64_t *slot;
+
+    if (!l->cap)
+        return 0;
+    if (l->free_ != UINT32_MAX) {
+        i = l->free_;
+        l->free_ = UINT32_MAX;
+    } else if (l->n < l->cap) {
+        i = l->n++;
+    } else {
+        i = l->tail;
+        unlink_node(l, i);
+        ml_map_del(&l->pos, l->page[i]);
+    }
+    l->page[i] = page;
+    push_head(l, i);
+    if (!(slot = ml_map_slot(&l->pos, page)))
+        return -ENOMEM;
+    *slot = i + 1;
+    return 0;
+}
+
+/* 1 on a hit, 0 on a miss; -ENOMEM. */
+static int lru_access(struct lru *l, uint64_t page)
+{
+    uint32_t i;
+    int hit = 0;
+
+    for (i = 0; i < l->nfront; i++)
+        if (l->front[i] == page)
+            break;
+    if (i < l->nfront) {
+        ml_to_front(l->front, i, page);
+        return 1;
+    }
+    {
+        uint64_t *slot = l->cap ? ml_map_find(&l->pos, page) : NULL;
+        if (slot) {
+            /* Out of the rest, into the front; its node is free until the next demotion. */
+            i = (uint32_t)(*slot - 1);
+            unlink_node(l, i);
+            ml_map_del(&l->pos, page);
+            l->free_ = i;
+            hit = 1;
+        }
+    }
+    if (l->nfront == l->kfront) {
+        int rc = rest_push(l, l->front[--l->nfront]);
+        if (rc)
+            return rc;
+    }
+    ml_to_front(l->front, l->nfront++, page);
+    return hit;
+}
+
+static void *start(const struct ml_an_run *run)
+{
+    const struct ml_an_opts *o = ml_an_options(run);
+    struct hotpages *h = calloc(1, sizeof(*h));
+
+    if (!h)
+        return NULL;
+    h->run = run;
+    h->html = o->html != NULL;
+    ml_rows_init(&h->rows, 1);
+    while ((1u << h->line_shift) < o->line)
+        h->line_shift++;
+    if (ml_map_init(&h->pages, 4096) || ml_map_init(&h->lines, 4096) ||
+        ml_map_init(&h->pmap, 4096) ||
+        lru_init(&h->lru, h->lru_n = o->lru_pages ? o->lru_pages : 128)) {
+        ml_map_free(&h->pages);
+        ml_map_free(&h->lines);
+        lru_free(&h->lru);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+#define MAX_BINS (1u << 22)
+
+static int begin(void *st, const struct ml_an_input *in)
+{
+    struct hotpages *h = st;
+    const struct ml_an_opts *o = ml_an_options(h->run);
+    uint32_t page = in->info->hdr.page_size ? in->info->hdr.page_size : 4096;
+    struct ttr *t = realloc(h->tr, (size_t)(h->ntr + 1) * sizeof(*t));
+    double span, ns_per_tick;
+
+    if (!t)
+        return -ENOMEM;
+    h->tr = t;
+    t += h->ntr++;
+    memset(t, 0, sizeof(*t));
+    t->pid = in->info->hdr.pid;
+    h->page_shift = 0;
+    while ((1u << h->page_shift) < page)
+        h->page_shift++;
+    if (h->page_shift < h->line_shift)
+        h->page_shift = h->line_shift;
+    h->lpp = 1u << (h->page_shift - h->line_shift);
+    h->ps_size = (uint32_t)(sizeof(struct pstat) + h->lpp * sizeof(uint64_t));
+    /* Bins over the trace's span. */
+    t->t0_ns = ml_trace_ns(in->trace, in->t_first);
+    span = ml_trace_ns(in->trace, in->t_last) - t->t0_ns;
+    if (!(span >= 0 && span < 1e18)) /* damaged clock pairs */
+        span = 0;
+    t->interval_ns = o->interval_ns ? o->interval_ns : ml_auto_interval(span, 100);
+    t->nbins = (uint32_t)(span / (double)t->interval_ns) + 1;
+    if (t->nbins > MAX_BINS) {
+        fprintf(stderr,
+                "memlens: hotpages: an interval of %llu ns makes too many bins over %.3f s\n",
+                (unsigned long long)t->interval_ns, span / 1e9);
+        return -EINVAL;
+    }
+    t->bins = calloc(t->nbins, sizeof(*t->bins));
+    t->heat_div = 1;
+    if (!t->bins || (h->html && ml_map_init(&t->heat, 4096)))
+        return -ENOMEM;
+    ns_per_tick = ml_trace_ns(in->trace, in->t_first + 1000000) / 1e6 -
+                  ml_trace_ns(in->trace, in->t_first) / 1e6;
+    h->ticks_per_bin = ns_per_tick > 0 ? (double)t->interval_ns / ns_per_tick : 1;
+    h->tick0 = in->t_first;
+    h->bin = 0;
+    h->bin_end = h->tick0 + (uint64_t)h->ticks_per_bin;
+    h->base = in->thread_base;
+    /* A new process: a new LRU, and nothing pending. */
+    {
+        lru_free(&h->lru);
+        if (lru_init(&h->lru, h->lru_n))
+            return -ENOMEM;
+    }
+    free(h->thr);
+    h->thr = NULL;
+    h->nthr = 0;
+    return 0;
+}
+
+static inline int add_count(struct ml_map *m, uint64_t key, uint64_t n)
+{
+    uint64_t *c = ml_map_slot(m, key);
+
+    if (!c)
+        return -ENOMEM;
+    *c += n;
+    return 0;
+}
+
+/* Heat-map cells stay under this many: the time resolution halves when they would not. */
+#define MAX_HEAT (1u << 23)
+
+static int heat_add(struct ttr *t, uint64_t page, uint32_t bin, uint64_t n)
+{
+    uint32_t col = bin / t->heat_div;
+
+    if (t->heat.n >= MAX_HEAT) {
+        struct ml_map m;
+        if (ml_map_init(&m, t->heat.n))
+            return -ENOMEM;
+        t->heat_div *= 2;
+        ml_map_each(&t->heat, i)
+        {
+            uint64_t k = ml_map_key(&t->heat, i);
+            if (add_count(&m, (k & ~0xffffull) | ((k & 0xffff) / 2), t->heat.vals[i])) {
+                ml_map_free(&m);
+                return -ENOMEM;
+            }
+        }
+        ml_map_free(&t->heat);
+        t->heat = m;
+        col = bin / t->heat_div;
+    }
+    return add_count(&t->heat, page << 16 | (col & 0xffff), n);
+}
+
+static struct pstat *ps_at(struct hotpages *h, size_t i)
+{
+    return (struct pstat *)(h->blocks[i / PS_BLOCK] + (i % PS_BLOCK) * (size_t)h->ps_size);
+}
+
+/* The counters of (row, page), created on first use. */
+static struct pstat *ps_get(struct hotpages *h, uint32_t row, uint64_t page)
+{
+    uint64_t *slot = ml_map_slot(&h->pmap, (uint64_t)row << ROW_SHIFT_PAGE | page);
+    struct pstat *ps;
+
+    if (!slot)
+        return NULL;
+    if (*slot)
+        return ps_at(h, *slot - 1);
+    if (h->nps == h->nblocks * PS_BLOCK) {
+        uint8_t **b = realloc(h->blocks, (h->nblocks + 1) * sizeof(*b));
+        if (!b)
+            return NULL;
+        h->blocks = b;
+        if (!(b[h->nblocks] = calloc(PS_BLOCK, h->ps_size)))
+            return NULL;
+        h->nblocks++;
+    }
+    ps = ps_at(h, h->nps);
+    ps->page = page;
+    ps->row = row;
+    *slot = ++h->nps;
+    return ps;
+}
+
+/* The counters of page for thread p's row, through its recent pages. */
+static inline struct pstat *ps_of(struct hotpages *h, struct hthr *p, uint64_t page)
+{
+    uint32_t i;
+    struct pstat *ps;
+
+    for (i = 0; i < p->n; i++)
+        if (p->page[i] == page)
+            break;
+    if (i < p->n) {
+        ps = p->ps[i];
+    } else {
+        if (!(ps = ps_get(h, p->row, page)))
+            return NULL;
+        i = p->n < HK ? p->n++ : HK - 1;
+    }
+    for (uint32_t k = i; k; k--)
+        p->ps[k] = p->ps[k - 1];
+    ml_to_front(p->page, i, page);
+    p->ps[0] = ps;
+    return ps;
+}
+
+/* Moves the trace's counters into the report's maps. */
+static int collect(struct hotpages *h)
+{
+    for (size_t i = 0; i < h->nps; i++) {
+        struct pstat *ps = ps_at(h, i);
+        uint64_t sum = 0;
+        for (uint32_t l = 0; l < h->lpp; l++) {
+            if (!ps->lines[l])
+                continue;
+            sum += ps->lines[l];
+            if (add_count(&h->lines,
+                          (uint64_t)ps->row << ROW_SHIFT_LINE |
+                              (ps->page << (h->page_shift - h->line_shift) | l),
+                          ps->lines[l]))
+                return -ENOMEM;
+        }
+        if (add_count(&h->pages, (uint64_t)ps->row << ROW_SHIFT_PAGE | ps->page, sum))
+            return -ENOMEM;
+    }
+    for (size_t b = 0; b < h->nblocks; b++)
+        free(h->blocks[b]);
+    free(h->blocks);
+    h->blocks = NULL;
+    h->nblocks = h->nps = 0;
+    ml_map_free(&h->pmap);
+    return ml_map_init(&h->pmap, 4096);
+}
+
+static struct hthr *thread_of(struct hotpages *h, uint32_t i)
+{
+    if (i >= h->nthr) {
+        struct hthr *v = realloc(h->thr, (size_t)(i + 1) * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + h->nthr, 0, (size_t)(i + 1 - h->nthr) * sizeof(*v));
+        for (uint32_t k = h->nthr; k <= i; k++)
+            v[k].row = UINT32_MAX;
+        h->thr = v;
+        h->nthr = i + 1;
+    }
+    return &h->thr[i];
+}
+
+/* Moves the current bin forward to the record's time. */
+static inline void to_bin(struct hotpages *h, struct ttr *t, uint64_t time)
+{
+    if (time < h->bin_end)
+        return;
+    {
+        double b = (double)(time - h->tick0) / h->ticks_per_bin;
+        h->bin = b >= t->nbins - 1 ? t->nbins - 1 : (uint32_t)b;
+        h->bin_end = h->bin + 1 >= t->nbins
+                         ? UINT64_MAX
+                         : h->tick0 + (uint64_t)((h->bin + 1) * h->ticks_per_bin);
+    }
+}
+
+static int one_page(struct hotpages *h, struct ttr *t, struct hthr *p, uint64_t page, uint64_t line,
+                    uint64_t w)
+{
+    struct pstat *ps = ps_of(h, p, page);
+    int rc;
+
+    if (!ps)
+        return -ENOMEM;
+    ps->lines[line & (h->lpp - 1)] += w;
+    t->bins[h->bin].acc += w;
+    rc = lru_access(&h->lru, page);
+    if (rc < 0)
+        return rc;
+    t->bins[h->bin].hit += (uint64_t)rc + w - 1;
+    return h->html ? heat_add(t, page, h->bin, w) : 0;
+}
+
+static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+{
+    struct hotpages *h = st;
+    struct ttr *t = &h->tr[h->ntr - 1];
+    uint32_t lshift = h->page_shift - h->line_shift;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct ml_trace_rec *x = &r[i];
+        struct hthr *p;
+        uint64_t end, line, w = x->weight;
+        uint32_t row;
+        if (!ml_ev_is_access(x->kind))
+            continue;
+        if (x->thread >= h->nthr || (p = &h->thr[x->thread])->row == UINT32_MAX ||
+            h->rows.key[p->row] != ml_an_key(in, x)) {
+            if (!(p = thread_of(h, x->thread)))
+                return -ENOMEM;
+            if ((row = ml_rows_id(&h->rows, in->thread_base + x->thread, ml_an_key(in, x))) ==
+                UINT32_MAX)
+                return -ENOMEM;
+            p->row = row;
+            p->n = 0;
+        }
+        ml_rows_row(&h->rows, p->row)[0] += w;
+        if (x->time >= h->bin_end)
+            to_bin(h, t, x->time);
+        line = x->addr >> h->line_shift;
+        end = (x->addr + (x->size ? x->size - 1 : 0)) >> h->line_shift;
+        /* The common case: one line of the thread's last page, the LRU's first. */
+        if (line == end && p->n && (line >> lshift) == p->page[0] && h->lru.nfront &&
+            p->page[0] == h->lru.front[0] && !h->html) {
+            p->ps[0]->lines[line & (h->lpp - 1)] += w;
+            t->bins[h->bin].acc += w;
+            t->bins[h->bin].hit += w;
+            continue;
+        }
+        /* A range counts once for each line, and for each page once per line in it. */
+        for (uint64_t l = line; l <= end; l++) {
+            if ((rc = one_page(h, t, p, l >> lshift, l, w)))
+                return rc;
+            if (l == UINT64_MAX)
+                break;
+        }
+    }
+    return 0;
+}
+
+static int end(void *st, const struct ml_an_input *in)
+{
+    struct hotpages *h = st;
+    (void)in;
+    return collect(h);
+}
+
+/* ---- report ---- */
+
+struct ent {
+    uint32_t agg; /* aggregate row */
+    uint64_t addr, count;
+};
+
+static int by_agg_count(const void *a, const void *b)
+{
+    const struct ent *x = a, *y = b;
+
+    if (x->agg != y->agg)
+        return x->agg < y->agg ? -1 : 1;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/*
+ * Aggregate rows: every row (thread, key), (thread, all), (all of a trace,
+ * key), (all, all); numbered in the order ml_rows_visit reports them.
+ */
+struct aggs {
+    struct ml_map id; /* (g + 1) << 32 | (k + 1), trace in high bits for ALL -> id + 1 */
+    uint32_t n;
+    uint64_t *total; /* accesses per aggregate */
+    uint32_t *g, *k;
+    int *tr;
+};
+
+static uint64_t agg_key(int tr, uint32_t g, uint32_t k)
+{
+    return ((uint64_t)(g == ML_ALL ? 0xffffff00u + (uint32_t)tr : g) << 32) | k;
+}
+
+static int agg_visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
+{
+    struct aggs *a = arg;
+    uint64_t *slot = ml_map_slot(&a->id, agg_key(tr, g, k));
+    uint32_t i = a->n;
+
+    if (!slot)
+        return -ENOMEM;
+    *slot = i + 1;
+    {
+        uint64_t *t = realloc(a->total, (i + 1) * sizeof(*t));
+        uint32_t *gg, *kk;
+        int *tt;
+        if (!t)
+            return -ENOMEM;
+        a->total = t;
+        gg = realloc(a->g, (i + 1) * sizeof(*gg));
+        if (!gg)
+            return -ENOMEM;
+        a->g = gg;
+        kk = realloc(a->k, (i + 1) * sizeof(*kk));
+        if (!kk)
+            return -ENOMEM;
+        a->k = kk;
+        tt = realloc(a->tr, (i + 1) * sizeof(*tt));
+        if (!tt)
+            return -ENOMEM;
+        a->tr = tt;
+    }
+    a->total[i] = c[0];
+    a->g[i] = g;
+    a->k[i] = k;
+    a->tr[i] = tr;
+    a->n++;
+    return 0;
+}
+
+/* "Less hot" for the min-heap: fewer accesses, or the higher address among equals. */
+static int colder(const struct ent *x, const struct ent *y)
+{
+    return x->count != y->count ? x->count < y->count : x->addr > y->addr;
+}
+
+/* Keeps the top n entries in heap h of *len (min-heap on colder). */
+static void heap_push(struct ent *h, uint32_t *len, uint32_t n, const struct ent *e)
+{
+    uint32_t i;
+
+    if (*len < n) {
+        for (i = (*len)++; i && colder(e, &h[(i - 1) / 2]); i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = *e;
+        return;
+    }
+    if (!colder(&h[0], e))
+        return;
+    for (i = 0;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && colder(&h[c + 1], &h[c]))
+            c++;
+        if (!colder(&h[c], e))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = *e;
+}
+
+/* The top entries of m summed into every aggregate each row belongs to; sorted by aggregate and
+ * count. */
+static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct ml_map *m,
+                          int shift, size_t *n)
+{
+    uint32_t top = ml_an_options(h->run)->top ? ml_an_options(h->run)->top : 10;
+    struct ml_map sum;
+    struct ent *v;
+    size_t k = 0;
+    const struct ml_an_opts *o = ml_an_options(h->run);
+
+    if (ml_map_init(&sum, m->n * 2 + 16))
+        return NULL;
+    ml_map_each(m, i)
+    {
+        uint64_t key = ml_map_key(m, i), addr = key & ((1ull << shift) - 1);
+        uint32_t row = (uint32_t)(key >> shift), g = h->rows.thread[row], kk = h->rows.key[row];
+        int tr = ml_an_thread_trace(h->run, g);
+        uint64_t ids[4] = {0};
+        int nids = 0;
+        uint64_t *x;
+        if (o->by != ML_BY_THREAD) {
+            x = ml_map_find(&a->id, agg_key(tr, g, kk));
+            ids[nids++] = x ? *x : 0;
+            x = ml_map_find(&a->id, agg_key(tr, ML_ALL, kk));
+            ids[nids++] = x ? *x : 0;
+        }
+        x = ml_map_find(&a->id, agg_key(tr, g, ML_ALL));
+        ids[nids++] = x ? *x : 0;
+        x = ml_map_find(&a->id, agg_key(tr, ML_ALL, ML_ALL));
+        ids[nids++] = x ? *x : 0;
+        for (int j = 0; j < nids; j++) {
+            uint64_t *c;
+            if (!ids[j])
+                continue;
+            /* 20 bits of aggregate id above 44 bits of address: enough for pages and lines. */
+            if (!(c = ml_map_slot(&sum, (ids[j] - 1) << 44 | (addr & ((1ull << 44) - 1))))) {
+                ml_map_free(&sum);
+                return NULL;
+            }
+            *c += m->vals[i];
+        }
+    }
+    /* Only the top N of each aggregate: a min-heap of N per aggregate, then sorted. */
+    v = malloc(((size_t)a->n * top + 1) * sizeof(*v));
+    if (v) {
+        uint32_t *len = calloc(a->n + 1, sizeof(*len));
+        if (!len) {
+            free(v);
+            ml_map_free(&sum);
+            return NULL;
+        }
+        ml_map_each(&sum, i)
+        {
+            uint64_t key = ml_map_key(&sum, i);
+            struct ent e = {(uint32_t)(key >> 44), key & ((1ull << 44) - 1), sum.vals[i]};
+            struct ent *hp = v + (size_t)e.agg * top;
+            heap_push(hp, &len[e.agg], top, &e);
+        }
+        for (uint32_t g = 0; g < a->n; g++) {
+            memmove(v + k, v + (size_t)g * top, len[g] * sizeof(*v));
+            k += len[g];
+        }
+        free(len);
+        qsort(v, k, sizeof(*v), by_agg_count);
+    }
+    *n = k;
+    ml_map_free(&sum);
+    return v;
+}
+
+static int top_rows(struct hotpages *h, const struct aggs *a, struct ml_tab *t, const char *gran,
+                    const struct ent *v, size_t n, int shift)
+{
+    uint32_t top = ml_an_options(h->run)->top ? ml_an_options(h->run)->top : 10, rank = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n && !rc; i++) {
+        char addr[32];
+        rank = i && v[i].agg == v[i - 1].agg ? rank + 1 : 1;
+        if (rank > top)
+            continue;
+        snprintf(addr, sizeof(addr), "%#llx", (unsigned long long)(v[i].addr << shift));
+        rc |= ml_tab_str(t, gran);
+        rc |= ml_tab_who(t, h->run, a->tr[v[i].agg], a->g[v[i].agg], a->k[v[i].agg]);
+        rc |= ml_tab_u64(t, rank);
+        rc |= ml_tab_str(t, addr);
+        rc |= ml_tab_u64(t, v[i].count);
+        rc |=
+            ml_tab_f64(t, a->total[v[i].agg] ? (double)v[i].count / (double)a->total[v[i].agg] : 0);
+    }
+    return rc ? -ENOMEM : 0;
+}
+
+static int build(struct hotpages *h, struct ml_tab **tabs)
+{
+    struct aggs a;
+    struct ent *pv = NULL, *lv = NULL;
+    size_t np = 0, nl = 0, k = 0;
+    uint32_t lru = ml_an_options(h->run)->lru_pages ? ml_an_options(h->run)->lru_pages : 128;
+    char title[200];
+    int rc = -ENOMEM;
+
+    memset(&a, 0, sizeof(a));
+    snprintf(title, sizeof(title),
+             "hot-page LRU of %u pages (merged stream of each process): hits per interval", lru);
+    tabs[0] = ml_tab_new("top",
+                         "hottest pages and lines by accesses (rank within each thread and marker)",
+                         "granularity pid:u thread tid:u marker rank:u address accesses:u share:p");
+    tabs[1] = ml_tab_new("lru", title, "pid:u start_ns:u accesses:u hits:u hit_rate:p");
+    if (!tabs[0] || !tabs[1] || ml_map_init(&a.id, 64))
+        goto out;
+    if ((rc = ml_rows_visit(&h->rows, h->run, agg_visit, &a)))
+        goto out;
+    rc = -ENOMEM;
+    if (!(pv = gather(h, &a, &h->pages, ROW_SHIFT_PAGE, &np)) ||
+        !(lv = gather(h, &a, &h->lines, ROW_SHIFT_LINE, &nl)))
+        goto out;
+    /* Pages then lines of each aggregate, in the aggregates' report order. */
+    rc = 0;
+    for (uint32_t g = 0; g < a.n && !rc; g++) {
+        size_t i = k;
+        while (k < np && pv[k].agg == g)
+            k++;
+        rc = top_rows(h, &a, tabs[0], "page", pv + i, k - i, (int)h->page_shift);
+        {
+            size_t lo = 0, hi = nl;
+            while (lo < hi && lv[lo].agg < g)
+                lo++;
+            hi = lo;
+            while (hi < nl && lv[hi].agg == g)
+                hi++;
+            if (!rc)
+                rc = top_rows(h, &a, tabs[0], "line", lv + lo, hi - lo, (int)h->line_shift);
+        }
+    }
+    for (int i = 0; i < h->ntr && !rc; i++) {
+        const struct ttr *t = &h->tr[i];
+        for (uint32_t b = 0; b < t->nbins && !rc; b++) {
+            rc |= ml_tab_u64(tabs[1], t->pid);
+            rc |= ml_tab_u64(tabs[1], (uint64_t)b * t->interval_ns);
+            rc |= ml_tab_u64(tabs[1], t->bins[b].acc);
+            rc |= ml_tab_u64(tabs[1], t->bins[b].hit);
+            if (t->bins[b].acc)
+                rc |= ml_tab_f64(tabs[1], (double)t->bins[b].hit / (double)t->bins[b].acc);
+            else
+                rc |= ml_tab_null(tabs[1]);
+        }
+        rc = rc ? -ENOMEM : 0;
+    }
+out:
+    free(pv);
+    free(lv);
+    ml_map_free(&a.id);
+    free(a.total);
+    free(a.g);
+    free(a.k);
+    free(a.tr);
+    return rc;
+}
+
+static int report(void *st, FILE *out, enum ml_an_format fmt)
+{
+    struct ml_tab *tabs[2] = {0};
+    int rc = build(st, tabs);
+
+    if (rc) {
+        ml_tab_free(tabs[0]);
+        ml_tab_free(tabs[1]);
+        return rc;
+    }
+    return ml_tab_print(out, fmt, tabs, 2, NULL);
+}
+
+struct hp {
+    uint64_t page, count;
+};
+
+static int by_hp(const void *a, const void *b)
+{
+    const struct hp *x = a, *y = b;
+
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return x->page < y->page ? -1 : x->page > y->page;
+}
+
+static int by_page(const void *a, const void *b)
+{
+    const struct hp *x = a, *y = b;
+
+    return x->page < y->page ? -1 : x->page > y->page;
+}
+
+/* Heat map of trace i: the 40 hottest pages (in address order) x time. */
+static int heat_html(struct hotpages *h, FILE *out, const struct ttr *t)
+{
+    struct ml_map tot;
+    struct hp *v = NULL;
+    size_t n = 0, rows;
+    uint32_t cols = (t->nbins + t->heat_div - 1) / t->heat_div;
+    double *cells = NULL;
+    char(*labels)[24] = NULL, title[160], xl[64], iv[32];
+    const char **lp = NULL;
+    int rc = -ENOMEM;
+
+    if (ml_map_init(&tot, 1024))
+        return -ENOMEM;
+    ml_map_each(&t->heat, i)
+    {
+        uint64_t *c = ml_map_slot(&tot, ml_map_key(&t->heat, i) >> 16);
+        if (!c)
+            goto out;
+        *c += t->heat.vals[i];
+    }
+    v = malloc((tot.n + 1) * sizeof(*v));
+    if (!v)
+        goto out;
+    ml_map_each(&tot, i) v[n++] = (struct hp){ml_map_key(&tot, i), tot.vals[i]};
+    qsort(v, n, sizeof(*v), by_hp);
+    rows = n < 40 ? n : 40;
+    qsort(v, rows, sizeof(*v), by_page);
+    cells = calloc(rows * cols + 1, sizeof(*cells));
+    labels = calloc(rows + 1, sizeof(*labels));
+    lp = calloc(rows + 1, sizeof(*lp));
+    if (!cells || !labels || !lp)
+        goto out;
+    for (size_t r = 0; r < rows; r++) {
+        snprintf(labels[r], sizeof(labels[r]), "%#llx",
+                 (unsigned long long)(v[r].page << h->page_shift));
+        lp[r] = labels[r];
+        for (uint32_t c = 0; c < cols; c++) {
+            uint64_t *x = ml_map_find(&t->heat, v[r].page << 16 | c);
+            cells[r * cols + c] = x ? (double)*x : 0;
+        }
+    }
+    snprintf(title, sizeof(title), "Accesses per page over time, pid %u (the %zu hottest pages)",
+             t->pid, rows);
+    snprintf(xl, sizeof(xl), "time (columns of %s)",
+             ml_fmt_interval(iv, sizeof(iv), t->interval_ns * t->heat_div));
+    rc = ml_svg_heat(out, title, lp, rows, cols, cells, xl, (double)t->interval_ns * t->heat_div);
+out:
+    ml_map_free(&tot);
+    free(v);
+    free(cells);
+    free(labels);
+    free(lp);
+    return rc;
+}
+
+static int html(void *st, FILE *out)
+{
+    struct hotpages *h = st;
+    struct ml_tab *tabs[2] = {0};
+    int rc = build(h, tabs);
+
+    if (!rc) {
+        fprintf(out, "<h2>hot pages</h2>\n");
+        for (int i = 0; i < h->ntr && !rc; i++)
+            rc = heat_html(h, out, &h->tr[i]);
+        for (int i = 0; i < h->ntr && !rc; i++) {
+            const struct ttr *t = &h->tr[i];
+            double *x = calloc(t->nbins + 1, sizeof(*x)), *y = calloc(t->nbins + 1, sizeof(*y));
+            const double *ys[1] = {y};
+            const char *names[1] = {"hit rate"};
+            char title[160];
+            if (!x || !y)
+                rc = -ENOMEM;
+            for (uint32_t b = 0; !rc && b < t->nbins; b++) {
+                x[b] = (double)b * (double)t->interval_ns / 1e6;
+                y[b] = t->bins[b].acc ? (double)t->bins[b].hit / (double)t->bins[b].acc : NAN;
+            }
+            snprintf(title, sizeof(title), "Hit rate of a %u-page LRU of hot pages, pid %u",
+                     h->lru_n, t->pid);
+            if (!rc)
+                rc = ml_svg_series(out, title, "time (ms)", "hit rate", x, ys, names, 1, t->nbins,
+                                   NULL, 0);
+            free(x);
+            free(y);
+        }
+        if (!rc)
+            rc = ml_tab_html(out, tabs[0]);
+    }
+    ml_tab_free(tabs[0]);
+    ml_tab_free(tabs[1]);
+    return rc;
+}
+
+static void hp_free(void *st)
+{
+    struct hotpages *h = st;
+
+    if (!h)
+        return;
+    ml_map_free(&h->pages);
+    ml_map_free(&h->lines);
+    ml_map_free(&h->pmap);
+    for (size_t b = 0; b < h->nblocks; b++)
+        free(h->blocks[b]);
+    free(h->blocks);
+    lru_free(&h->lru);
+    for (int i = 0; i < h->ntr; i++) {
+        free(h->tr[i].bins);
+        ml_map_free(&h->tr[i].heat);
+    }
+    free(h->tr);
+    free(h->thr);
+    ml_rows_free(&h->rows);
+    free(h);
+}
+
+const struct ml_analysis ml_an_hotpages = {
+    .name = "hotpages",
+    .summary = "top-N pages and lines per thread and marker; hit rate of an N-entry LRU of hot "
+               "pages over time",
+    .start = start,
+    .begin = begin,
+    .record = record,
+    .end = end,
+    .report = report,
+    .html = html,
+    .free = hp_free,
+};

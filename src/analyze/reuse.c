@@ -1,0 +1,447 @@
+/* Analysis 'reuse': reuse-distance histograms (lines, pages), exact or sampled (SHARDS), and
+ * miss-ratio curves. */
+#include "analyze/reuse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Distances are measured on each process's merged stream (all threads in
+ * time order: what a shared fully associative LRU cache sees) and counted
+ * in the row of the accessing thread and its --by interval. A record counts
+ * once per line (page) its range touches: the first access with its
+ * distance, weight - 1 more at distance 0.
+ *
+ * Row layout per granularity g (lines, pages): EX + b counts accesses of
+ * bin b measured exactly; SM + b sampled accesses by bin of their estimated
+ * distance, NR the accesses whose distance was to be estimated (exact
+ * count) and NRS those of them measured. Exact mode measures everything
+ * exactly. Sampled mode (SHARDS) measures exactly the accesses to the 16
+ * most recent keys of all (a short move-to-front list: distances below 16
+ * are exact), and estimates the others from the keys whose hash falls under
+ * rate x 2^32, scaled to their exact count: a bin's estimate is SM + b x NR
+ * / NRS.
+ */
+#define FRONT 16
+enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
+#define WIDTH (2 * GW)
+
+struct gran {
+    struct ml_reuse eng;
+    uint32_t shift;
+    uint64_t prev;
+    int have_prev;
+    uint64_t front[FRONT]; /* sampled mode: the most recent keys of all, most recent first */
+    uint32_t nfront;
+    /* sampled mode: per key count of estimated accesses, for the error bound */
+    struct ml_map cnt;
+    double rate;        /* sampling rate of this granularity */
+    uint64_t threshold; /* a key is sampled when (hash >> 32) < threshold (2^32: all) */
+    double sumsq;       /* sum over sampled keys of count^2, this trace */
+    uint64_t nr;        /* estimated accesses, this trace */
+};
+
+struct tbound { /* error bound per trace and granularity */
+    double sigma[2];
+};
+
+struct reuse {
+    const struct ml_an_run *run;
+    struct ml_rows rows;
+    struct gran g[2];
+    double rate;
+    int sampled;
+    struct tbound *bound;
+    int nbound;
+};
+
+static void *start(const struct ml_an_run *run)
+{
+    const struct ml_an_opts *o = ml_an_options(run);
+    struct reuse *s = calloc(1, sizeof(*s));
+
+    if (!s)
+        return NULL;
+    s->run = run;
+    s->rate = o->sample;
+    s->sampled = o->sample > 0 && o->sample < 1;
+    ml_rows_init(&s->rows, WIDTH);
+    return s;
+}
+
+static int begin(void *st, const struct ml_an_input *in)
+{
+    struct reuse *s = st;
+    uint32_t page = in->info->hdr.page_size ? in->info->hdr.page_size : 4096,
+             line = ml_an_options(s->run)->line;
+    struct tbound *b = realloc(s->bound, (size_t)(s->nbound + 1) * sizeof(*b));
+
+    if (!b)
+        return -ENOMEM;
+    s->bound = b;
+    memset(&b[s->nbound++], 0, sizeof(*b));
+    for (int i = 0; i < 2; i++) {
+        struct gran *g = &s->g[i];
+        ml_reuse_free(&g->eng);
+        ml_map_free(&g->cnt);
+        memset(g, 0, sizeof(*g));
+        if (ml_reuse_init(&g->eng) || (s->sampled && ml_map_init(&g->cnt, 1024)))
+            return -ENOMEM;
+        g->shift = 0;
+        while ((1u << g->shift) < (i ? page : line))
+            g->shift++;
+        /*
+         * Pages are sampled at the same share of bytes as lines (rate x page /
+         * line), all of them from 1/4 on: there are far fewer of them, and too
+         * few sampled keys make a poor estimate.
+         */
+        g->rate = s->rate * (i ? (double)page / line : 1);
+        if (g->rate >= 0.25) /* about as costly as measuring all: measure all */
+            g->rate = 1;
+        g->threshold = (uint64_t)(g->rate * 4294967296.0);
+    }
+    return 0;
+}
+
+/* One access to key by a record of weight w, counted in c (this granularity's part of a row). */
+static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t w, uint64_t *c)
+{
+    uint64_t d;
+    uint32_t i;
+    int sampled, estimated;
+
+    if (g->have_prev && key == g->prev) {
+        c[EX] += w;
+        return 0;
+    }
+    g->prev = key;
+    g->have_prev = 1;
+    c[EX] += w - 1;
+    if (!s->sampled) {
+        d = ml_reuse_slow(&g->eng, key);
+        if (d == UINT64_MAX - 1)
+            return -ENOMEM;
+        c[EX + ml_reuse_bin(d)]++;
+        return 0;
+    }
+    sampled = (ml_hash64(key) >> 32) < g->threshold;
+    for (i = 0; i < g->nfront && g->front[i] != key; i++)
+        ;
+    estimated = i == g->nfront;
+    if (!estimated) {
+        c[EX + ml_reuse_bin(i)]++; /* exact: i distinct keys since */
+    } else {
+        if (g->nfront < FRONT)
+            g->nfront++;
+        i = g->nfront - 1;
+        c[NR]++;
+        g->nr++;
+    }
+    ml_to_front(g->front, i, key);
+    if (!sampled)
+        return 0;
+    /* Sampled keys always go through their own stack, to keep their times right. */
+    d = ml_reuse_slow(&g->eng, key);
+    if (d == UINT64_MAX - 1)
+        return -ENOMEM;
+    if (estimated) {
+        /* Estimated: d sampled keys stand for about d / rate keys, and it is at least FRONT. */
+        uint64_t *n = ml_map_slot(&g->cnt, key);
+        if (!n)
+            return -ENOMEM;
+        g->sumsq += 2.0 * (double)*n + 1;
+        ++*n;
+        if (d != ML_REUSE_COLD) {
+            double e = (double)d / g->rate;
+            d = e < FRONT ? FRONT : (uint64_t)(e + 0.5);
+        }
+        c[NRS]++;
+        c[SM + ml_reuse_bin(d)]++;
+    }
+    return 0;
+}
+
+static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+{
+    struct reuse *s = st;
+    uint32_t thr = UINT32_MAX;
+    uint64_t *c = NULL;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct ml_trace_rec *x = &r[i];
+        uint64_t end;
+        if (!ml_ev_is_access(x->kind))
+            continue;
+        if (x->thread != thr) {
+            thr = x->thread;
+            if (!(c = ml_rows_at(&s->rows, in->thread_base + thr, ml_an_key(in, x))))
+                return -ENOMEM;
+        }
+        end = x->addr + (x->size ? x->size - 1 : 0);
+        for (int k = 0; k < 2; k++) {
+            struct gran *g = &s->g[k];
+            uint64_t first = x->addr >> g->shift, last = end >> g->shift;
+            uint64_t *cg = c + k * GW;
+            if (first == last && g->have_prev && first == g->prev) {
+                cg[EX] += x->weight;
+                continue;
+            }
+            for (uint64_t key = first; key <= last; key++)
+                if ((rc = count(s, g, key, x->weight, cg)))
+                    return rc;
+        }
+    }
+    return 0;
+}
+
+static int end(void *st, const struct ml_an_input *in)
+{
+    struct reuse *s = st;
+    struct tbound *b = &s->bound[s->nbound - 1];
+
+    (void)in;
+    for (int k = 0; k < 2 && s->sampled; k++) {
+        const struct gran *g = &s->g[k];
+        /*
+         * Horvitz-Thompson estimate of a miss ratio over keys sampled with
+         * probability R: its variance is at most (1 - R) / R x sum_a c_a^2 /
+         * N^2 (c_a: key a's non-repeat accesses, an upper bound of its
+         * misses); sum_a c_a^2 is estimated from the sample by sumsq / R.
+         */
+        if (g->nr)
+            b->sigma[k] = sqrt((1 - g->rate) / g->rate * g->sumsq / g->rate) / (double)g->nr;
+    }
+    return 0;
+}
+
+static const char *gname(int k)
+{
+    return k ? "page" : "line";
+}
+
+/* Estimated count of bin b of granularity part c. */
+static double est(const uint64_t *c, unsigned b)
+{
+    return (double)c[EX + b] + (c[NRS] ? (double)c[SM + b] * (double)c[NR] / (double)c[NRS] : 0);
+}
+
+static double total_of(const uint64_t *c)
+{
+    double t = (double)c[NR];
+
+    for (unsigned b = 0; b < BINS; b++)
+        t += (double)c[EX + b];
+    return t;
+}
+
+/* The highest distance bin with a count. */
+static unsigned top_of(const uint64_t *c)
+{
+    unsigned top = 0;
+
+    for (unsigned b = 0; b < BINS - 1; b++)
+        if (c[EX + b] || c[SM + b])
+            top = b;
+    return top;
+}
+
+struct rep {
+    struct reuse *s;
+    struct ml_tab *hist, *mrc;
+    FILE *html;
+};
+
+static int visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
+{
+    struct rep *p = arg;
+    int rc = 0;
+
+    for (int gi = 0; gi < 2 && !rc; gi++) {
+        const uint64_t *cg = c + gi * GW;
+        double total = total_of(cg), above;
+        unsigned top = top_of(cg);
+        above = total - est(cg, 0);
+        for (unsigned b = 0; b < BINS && !rc; b++) {
+            double v;
+            if (b > top && b != BINS - 1)
+                continue;
+            v = est(cg, b);
+            rc |= ml_tab_who(p->hist, p->s->run, tr, g, k);
+            rc |= ml_tab_str(p->hist, gname(gi));
+            if (b == BINS - 1) {
+                rc |= ml_tab_null(p->hist);
+                rc |= ml_tab_null(p->hist);
+            } else {
+                rc |= ml_tab_u64(p->hist, b ? 1ull << (b - 1) : 0);
+                rc |= ml_tab_u64(p->hist, b ? (b == 64 ? UINT64_MAX : (1ull << b) - 1) : 0);
+            }
+            rc |= ml_tab_u64(p->hist, (uint64_t)(v + 0.5));
+            if (b == BINS - 1) {
+                rc |= ml_tab_null(p->hist);
+            } else {
+                rc |= ml_tab_f64(p->hist, total ? above / total : 0);
+                above -= est(cg, b + 1);
+            }
+        }
+        /* The miss-ratio curve for the totals of each trace. */
+        if (g == ML_ALL && k == ML_ALL && total > 0) {
+            const struct tbound *bd = &p->s->bound[tr];
+            double misses = est(cg, BINS - 1);
+            uint32_t unit = 1u << p->s->g[gi].shift;
+            for (unsigned b = BINS - 1; b-- > 1;)
+                misses += est(cg, b);
+            /* Cache of 2^j entries: misses are cold + distances >= 2^j (bins j + 1 and up). */
+            for (unsigned j = 0; j <= top && !rc; j++) {
+                rc |= ml_tab_u64(p->mrc, ml_an_trace_pid(p->s->run, tr));
+                rc |= ml_tab_str(p->mrc, gname(gi));
+                rc |= ml_tab_u64(p->mrc, 1ull << j);
+                rc |= ml_tab_u64(p->mrc, (1ull << j) * unit);
+                rc |= ml_tab_f64(p->mrc, misses / total);
+                if (p->s->sampled)
+                    rc |= ml_tab_f64(p->mrc, 3 * bd->sigma[gi]);
+                else
+                    rc |= ml_tab_f64(p->mrc, 0);
+                misses -= est(cg, j + 1);
+            }
+        }
+    }
+    return rc ? -ENOMEM : 0;
+}
+
+static int build(struct reuse *s, struct rep *p)
+{
+    p->s = s;
+    p->hist = ml_tab_new("histogram",
+                         s->sampled ? "reuse distances (sampled; counts are estimates)"
+                                    : "reuse distances (exact)",
+                         "pid:u thread tid:u marker granularity distance_lo:u distance_hi:u "
+                         "count:u lru_miss_ratio:p");
+    p->mrc = ml_tab_new("mrc",
+                        "miss-ratio curve of a fully associative LRU cache (all threads); "
+                        "error_bound: 3 sigma of the sampling error of each miss ratio",
+                        "pid:u granularity cache_entries:u cache_bytes:u miss_ratio:p "
+                        "error_bound:p");
+    if (!p->hist || !p->mrc)
+        return -ENOMEM;
+    return ml_rows_visit(&s->rows, s->run, visit, p);
+}
+
+static int report(void *st, FILE *out, enum ml_an_format fmt)
+{
+    struct reuse *s = st;
+    struct rep p = {0};
+    struct ml_tab *tabs[2];
+    char extra[200];
+    int rc = build(s, &p);
+
+    tabs[0] = p.hist;
+    tabs[1] = p.mrc;
+    if (rc) {
+        ml_tab_free(p.hist);
+        ml_tab_free(p.mrc);
+        return rc;
+    }
+    snprintf(extra, sizeof(extra), "\"mode\": \"%s\", \"rate\": %g, \"page_rate\": %g",
+             s->sampled ? "sampled" : "exact", s->sampled ? s->g[0].rate : 1.0,
+             s->sampled ? s->g[1].rate : 1.0);
+    if (fmt == ML_AN_TABLE && s->sampled)
+        fprintf(out,
+                "reuse: lines sampled at rate %g (pages at %g), SHARDS beyond the 16 most "
+                "recent keys; each miss ratio is within error_bound (3 sigma) of the exact one, "
+                "for caches of at least 100 / rate entries\n",
+                s->g[0].rate, s->g[1].rate);
+    return ml_tab_print(out, fmt, tabs, 2, extra);
+}
+
+struct chart {
+    struct reuse *s;
+    FILE *out;
+};
+
+/* Charts of the totals of each trace: the histogram and the miss-ratio curve per granularity. */
+static int chart(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
+{
+    struct chart *ch = arg;
+    int rc = 0;
+
+    if (g != ML_ALL || k != ML_ALL)
+        return 0;
+    for (int gi = 0; gi < 2 && !rc; gi++) {
+        const uint64_t *cg = c + gi * GW;
+        char lab[BINS + 1][48], title[160];
+        const char *lp[BINS + 1];
+        double v[BINS + 1], mr[BINS + 1], total = total_of(cg), misses;
+        unsigned top = top_of(cg), n = 0;
+        uint32_t unit = 1u << ch->s->g[gi].shift;
+        for (unsigned b = 0; b <= top; b++) {
+            if (b < 2)
+                snprintf(lab[n], sizeof(lab[n]), "%u", b);
+            else
+                snprintf(lab[n], sizeof(lab[n]), "%llu-%llu", 1ull << (b - 1), (1ull << b) - 1);
+            lp[n] = lab[n];
+            v[n++] = est(cg, b);
+        }
+        snprintf(lab[n], sizeof(lab[n]), "cold");
+        lp[n] = lab[n];
+        v[n++] = est(cg, BINS - 1);
+        snprintf(title, sizeof(title), "Reuse distances of %ss, pid %u (%s)", gname(gi),
+                 ml_an_trace_pid(ch->s->run, tr), ch->s->sampled ? "sampled estimate" : "exact");
+        rc = ml_svg_bars(ch->out, title, "distance (distinct other keys)", "accesses", lp, v, n);
+        misses = total;
+        n = 0;
+        for (unsigned j = 0; j <= top && total > 0; j++) {
+            char b[32];
+            misses -= est(cg, j);
+            snprintf(lab[n], sizeof(lab[n]), "%s",
+                     ml_fmt_bytes(b, sizeof(b), (double)(1ull << j) * unit));
+            lp[n] = lab[n];
+            mr[n++] = misses / total;
+        }
+        snprintf(title, sizeof(title),
+                 "Miss ratio of a fully associative LRU cache by size (%ss), pid %u", gname(gi),
+                 ml_an_trace_pid(ch->s->run, tr));
+        if (!rc && n)
+            rc = ml_svg_bars(ch->out, title, "cache size", "miss ratio", lp, mr, n);
+    }
+    return rc;
+}
+
+static int html(void *st, FILE *out)
+{
+    struct reuse *s = st;
+    struct chart ch = {s, out};
+
+    fprintf(out, "<h2>reuse</h2>\n");
+    return ml_rows_visit(&s->rows, s->run, chart, &ch);
+}
+
+static void reuse_free(void *st)
+{
+    struct reuse *s = st;
+
+    if (!s)
+        return;
+    for (int i = 0; i < 2; i++) {
+        ml_reuse_free(&s->g[i].eng);
+        ml_map_free(&s->g[i].cnt);
+    }
+    ml_rows_free(&s->rows);
+    free(s->bound);
+    free(s);
+}
+
+const struct ml_analysis ml_an_reuse = {
+    .name = "reuse",
+    .summary = "reuse-distance histograms of lines and pages (exact, or --sample R: SHARDS) "
+               "and the LRU miss-ratio curve",
+    .start = start,
+    .begin = begin,
+    .record = record,
+    .end = end,
+    .report = report,
+    .html = html,
+    .free = reuse_free,
+};

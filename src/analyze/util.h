@@ -1,0 +1,226 @@
+/* Helpers shared by the analyses: rows of counters per (thread, key), output tables, hashing. */
+#ifndef ML_ANALYZE_UTIL_H
+#define ML_ANALYZE_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyze/analyze.h"
+#include "format/json.h" /* ml_json_str */
+
+/* ---- Rows: a vector of `width` counters per (gthread, key), created on first use ---- */
+
+#define ML_ROWS_BLOCK 256 /* rows per block: row pointers stay valid as rows are added */
+
+struct ml_rows {
+    uint32_t width;
+    uint32_t n, cap; /* rows, and room in blocks */
+    uint64_t **blocks;
+    uint32_t *thread, *key; /* [cap] */
+    uint32_t **map;         /* [gthread][key]: row + 1 */
+    uint32_t *mapcap;
+    uint32_t nthr;
+};
+
+int ml_rows_init(struct ml_rows *r, uint32_t width);
+void ml_rows_free(struct ml_rows *r);
+/* Slow path of ml_rows_at: adds the row (zeroed); NULL when out of memory. */
+uint64_t *ml_rows_add(struct ml_rows *r, uint32_t gthread, uint32_t key);
+
+static inline uint64_t *ml_rows_row(const struct ml_rows *r, uint32_t i)
+{
+    return r->blocks[i / ML_ROWS_BLOCK] + (size_t)(i % ML_ROWS_BLOCK) * r->width;
+}
+
+/* The counters of (gthread, key); valid for the life of r. NULL when out of memory. */
+static inline uint64_t *ml_rows_at(struct ml_rows *r, uint32_t gthread, uint32_t key)
+{
+    uint32_t i;
+
+    if (gthread < r->nthr && key < r->mapcap[gthread] && (i = r->map[gthread][key]))
+        return ml_rows_row(r, i - 1);
+    return ml_rows_add(r, gthread, key);
+}
+
+/* The index of (gthread, key)'s row, created on first use; UINT32_MAX when out of memory. */
+static inline uint32_t ml_rows_id(struct ml_rows *r, uint32_t gthread, uint32_t key)
+{
+    uint32_t i;
+
+    if (gthread < r->nthr && key < r->mapcap[gthread] && (i = r->map[gthread][key]))
+        return i - 1;
+    return ml_rows_add(r, gthread, key) ? r->map[gthread][key] - 1 : UINT32_MAX;
+}
+
+/*
+ * Visits the rows for a report, per trace: each thread's rows by key (only
+ * with a --by breakdown), then the thread's total (key ML_ALL); then the
+ * trace's rows over all its threads (gthread ML_ALL) by key, and its total.
+ * Totals and sums are computed by adding counters. trace is the trace index.
+ * Stops at the first non-zero return of fn and returns it.
+ */
+typedef int (*ml_rows_fn)(void *arg, int trace, uint32_t gthread, uint32_t key, const uint64_t *c);
+int ml_rows_visit(const struct ml_rows *r, const struct ml_an_run *run, ml_rows_fn fn, void *arg);
+
+/* ---- Output tables: printed as an aligned table, CSV or a JSON array of objects ---- */
+
+struct ml_tab;
+
+/*
+ * cols: space-separated "name:type", type s (string), u (unsigned), i
+ * (signed), f (float, printed with %.6g), p (float, 4 decimals). Cells are
+ * added row by row in column order; a missing cell is empty (CSV) or null
+ * (JSON).
+ */
+struct ml_tab *ml_tab_new(const char *name, const char *title, const char *cols);
+void ml_tab_free(struct ml_tab *t);
+int ml_tab_str(struct ml_tab *t, const char *s);
+int ml_tab_u64(struct ml_tab *t, uint64_t v);
+int ml_tab_i64(struct ml_tab *t, int64_t v);
+int ml_tab_f64(struct ml_tab *t, double v);
+int ml_tab_null(struct ml_tab *t);
+size_t ml_tab_rows(const struct ml_tab *t);
+/* The pid, thread, tid and marker cells that start most rows (from a ml_rows_visit callback). */
+int ml_tab_who(struct ml_tab *t, const struct ml_an_run *run, int trace, uint32_t gthread,
+               uint32_t key);
+
+/*
+ * Prints an analysis's tables: table format all of them with their titles;
+ * CSV the first one only (the one whose columns scripts rely on); JSON one
+ * object with a member per table, then `extra` (already formatted members,
+ * "\"k\": v, ..." or NULL). Frees the tables. 0 or -EIO.
+ */
+int ml_tab_print(FILE *out, enum ml_an_format fmt, struct ml_tab **tabs, int ntabs,
+                 const char *extra);
+
+/* Human-readable byte count ("1.5 MiB"). */
+const char *ml_fmt_bytes(char *buf, size_t n, double bytes);
+
+/* ---- Hashing ---- */
+
+/*
+ * Move-to-front in a short array: v[0..i - 1] one place back, x at v[0]. A
+ * plain loop: these arrays hold a few entries and memmove is a call.
+ */
+static inline void ml_to_front(uint64_t *v, uint32_t i, uint64_t x)
+{
+    for (; i; i--)
+        v[i] = v[i - 1];
+    v[0] = x;
+}
+
+static inline uint64_t ml_hash64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Open-addressing map from a non-zero-able 64-bit key to a 64-bit value (keys stored + 1). */
+struct ml_map {
+    uint64_t *keys, *vals;
+    uint64_t mask;
+    uint64_t n;
+};
+
+int ml_map_init(struct ml_map *m, uint64_t cap);
+void ml_map_free(struct ml_map *m);
+int ml_map_grow(struct ml_map *m);
+
+/* Slot of key (inserted with value 0 when absent); NULL when out of memory. */
+static inline uint64_t *ml_map_slot(struct ml_map *m, uint64_t key)
+{
+    uint64_t k = key + 1, i;
+
+    if (k == 0)
+        k = 1; /* UINT64_MAX shares a slot with 0: callers never use it */
+    for (;;) {
+        i = ml_hash64(k) & m->mask;
+        while (m->keys[i]) {
+            if (m->keys[i] == k)
+                return &m->vals[i];
+            i = (i + 1) & m->mask;
+        }
+        if ((m->n + 1) * 4 <= (m->mask + 1) * 3)
+            break;
+        if (ml_map_grow(m))
+            return NULL;
+    }
+    m->keys[i] = k;
+    m->vals[i] = 0;
+    m->n++;
+    return &m->vals[i];
+}
+
+/* Value of key or NULL. */
+static inline uint64_t *ml_map_find(const struct ml_map *m, uint64_t key)
+{
+    uint64_t k = key + 1 ? key + 1 : 1, i = ml_hash64(k) & m->mask;
+
+    while (m->keys[i]) {
+        if (m->keys[i] == k)
+            return &m->vals[i];
+        i = (i + 1) & m->mask;
+    }
+    return NULL;
+}
+
+#define ml_map_each(m, i)                                                                          \
+    for (uint64_t i = 0; i <= (m)->mask; i++)                                                      \
+        if ((m)->keys[i])
+#define ml_map_key(m, i) ((m)->keys[i] - 1)
+
+/* Removes key if present (backward-shift deletion). */
+void ml_map_del(struct ml_map *m, uint64_t key);
+
+/* ---- Output files: created beside the target, mode 0600, renamed into place at the end ---- */
+
+struct ml_outfile {
+    char *path, *tmp;
+    int fd;
+    FILE *f;
+};
+
+/* Creates path's temporary file; -EEXIST when path exists and !force (err says so). */
+int ml_outfile_open(struct ml_outfile *o, const char *path, int force, char *err, size_t errlen);
+/* Flushes, closes and renames into place (never over an existing file unless force). */
+int ml_outfile_commit(struct ml_outfile *o, int force, char *err, size_t errlen);
+void ml_outfile_abort(struct ml_outfile *o);
+
+/* ---- HTML page pieces (html.c): tables and SVG charts, self-contained ---- */
+
+/* Writes s with <, >, & and " escaped. */
+void ml_html_esc(FILE *out, const char *s);
+int ml_tab_html(FILE *out, const struct ml_tab *t);
+/* The same with at most max rows (a last row says how many were left out). */
+int ml_tab_html_rows(FILE *out, const struct ml_tab *t, size_t max);
+/* Every analysis's section of the page, in order (driver.c). */
+int ml_an_html_sections(struct ml_an_run *run, FILE *out);
+/* A bar chart of n values with a label each. */
+int ml_svg_bars(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                const char *const *labels, const double *v, size_t n);
+/* A time range to shade behind a series chart (x in the chart's units), per thread. */
+struct ml_band {
+    double x0, x1;
+    const char *label;
+    uint32_t thread;
+};
+/* Line chart of ns series over x[n] (NAN: no point), with bands behind. */
+int ml_svg_series(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+                  const double *x, const double *const *ys, const char *const *names, int ns,
+                  size_t n, const struct ml_band *bands, size_t nbands);
+/* Heat map of rows x cols cells (row labels; columns are time bins of col_ns each). */
+int ml_svg_heat(FILE *out, const char *title, const char *const *rowlabels, size_t rows,
+                size_t cols, const double *cells, const char *xlabel, double col_ns);
+
+/* ---- Time axis: bins of a fixed number of ns over a trace ---- */
+
+/* An interval of 1, 2 or 5 x 10^k ns giving about `want` bins over span_ns (at least 1 us). */
+uint64_t ml_auto_interval(double span_ns, unsigned want);
+/* "1us", "20ms", ... */
+const char *ml_fmt_interval(char *buf, size_t n, uint64_t ns);
+
+#endif

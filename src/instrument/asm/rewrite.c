@@ -1,0 +1,221 @@
+/* Whole-file driver: decode units, cut blocks, select per block, explain, write the assembly. */
+#include "instrument/asm/asm.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int has(const char *s, const char *what)
+{
+    return s && strstr(s, what) != NULL;
+}
+
+/* TLS general/local-dynamic and descriptor sequences: the linker rewrites them whole. */
+static void mark_tls(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                     struct ml_asm_insn *insn)
+{
+    for (int k = 0; k < u->n; k++) {
+        const char *ops = f->line[u->last[k]].operands;
+
+        if (has(ops, "@TLSGD") || has(ops, "@TLSLD") || has(ops, "@TLSDESC") ||
+            has(ops, "@TLSCALL") || has(ops, "@tlsgd") || has(ops, "@tlsld")) {
+            insn[k].tls_sequence = 1;
+            if (k + 1 < u->n && insn[k + 1].flow == ML_ASM_FLOW_CALL)
+                insn[k + 1].tls_sequence = 1;
+        }
+    }
+    for (int k = 0; k < u->n; k++)
+        if (insn[k].tls_sequence)
+            insn[k].naccess = 0;
+}
+
+static const char *dir_name(int dir)
+{
+    return dir == (ML_ASM_LOAD | ML_ASM_STORE) ? "modify" : dir == ML_ASM_STORE ? "store" : "load";
+}
+
+static const char *why_name(int why)
+{
+    static const char *const n[] = {"every access (ns)", "forced: count known at run time",
+                                    "cluster representative", "refined: exact address", ""};
+
+    return n[why];
+}
+
+static void print_bid(FILE *o, const struct ml_asm_bid *b)
+{
+    const char *sep = "";
+
+    if (b->unstable) {
+        fputs("(unstable)", o);
+        return;
+    }
+    if (b->seg)
+        fputs(b->seg == ML_ASM_SEG_FS ? "%fs:" : "%gs:", o);
+    if (b->sym) {
+        fprintf(o, "%.*s", (int)b->symlen, b->sym);
+        sep = "+";
+    }
+    if (b->base != ML_ASM_NOREG) {
+        fprintf(o, "%s%%%s#%d", sep, ml_asm_reg_name(b->base), b->base_inc);
+        sep = "+";
+    }
+    if (b->index != ML_ASM_NOREG) {
+        fprintf(o, "%s%%%s#%d*%d", sep, ml_asm_reg_name(b->index), b->index_inc, b->scale);
+        sep = "+";
+    }
+    if (b->d || !*sep)
+        fprintf(o, "%s%" PRId64, b->d < 0 || !*sep ? "" : "+", b->d);
+}
+
+static void explain_block(FILE *o, const struct ml_asm_file *f, const struct ml_asm_units *u,
+                          const struct ml_asm_block *b, const struct ml_asm_insn *insn,
+                          const struct ml_asm_result *r, int bno)
+{
+    fprintf(o, "  block %d", bno);
+    if (b->label_line >= 0)
+        fprintf(o, " %s", f->line[b->label_line].name);
+    fprintf(o, " (line %d): %d instructions, %d accesses", u->first[b->first] + 1,
+            b->end - b->first, r->m);
+    if (r->m)
+        fprintf(o, ", W %d, %d classes, %d clusters, %d instrumented, MA %.3f AIA %.3f", r->budget,
+                r->nclass, r->ncluster, r->nsel, r->ma, r->aia);
+    fputc('\n', o);
+    for (int k = b->first, a = 0; k < b->end; k++) {
+        const struct ml_asm_line *l = &f->line[u->last[k]];
+
+        if (insn[k].opaque || insn[k].tls_sequence)
+            fprintf(o, "      %s %s   [%s]\n", l->name, l->operands,
+                    insn[k].opaque ? "not decoded: left alone" : "TLS sequence: left alone");
+        for (int j = 0; j < insn[k].naccess && !insn[k].opaque; j++, a++) {
+            const struct ml_asm_pick *p = &r->pick[a];
+            const struct ml_asm_access *ac = &insn[k].acc[j];
+
+            fprintf(o, "    %c %s %s%s  %s %u B at ", p->selected ? '+' : '.', l->name, l->operands,
+                    ac->implicit ? " (implicit)" : "", dir_name(ac->dir), ac->size);
+            print_bid(o, &p->bid);
+            fprintf(o, "  class %d", p->cls);
+            if (p->selected) {
+                fprintf(o, ": %s", why_name(p->why));
+                if (p->why == ML_ASM_WHY_CLUSTER || p->why == ML_ASM_WHY_REFINE)
+                    fprintf(o, ", value %ld", p->value);
+                if (p->weight > 1)
+                    fprintf(o, ", weight %d", p->weight);
+            } else {
+                const struct ml_asm_pick *q = &r->pick[p->rep];
+
+                fprintf(o, ": counted by line %d", u->last[b->first + q->insn] + 1);
+                if (p->level == 1)
+                    fputs(" (same address)", o);
+                else if (p->level == 2)
+                    fprintf(o, " (%" PRIu64 " B away)",
+                            (uint64_t)(p->bid.d > q->bid.d ? p->bid.d - q->bid.d
+                                                           : q->bid.d - p->bid.d));
+                else
+                    fputs(" (address unknown)", o);
+                fprintf(o, ", item value %ld", p->value);
+            }
+            fputc('\n', o);
+        }
+    }
+}
+
+int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                   const struct ml_asm_opts *o, FILE *out, struct ml_asm_stats *st, char *err,
+                   size_t errlen)
+{
+    struct ml_asm_insn *insn = calloc(u->n + 1, sizeof(*insn));
+    struct ml_asm_block *blocks = NULL;
+    struct ml_asm_emit *em;
+    const struct ml_asm_params *p = &o->params;
+    double ma = 0, aia = 0;
+    int nb, rc = 0, lastfunc = -2;
+
+    memset(st, 0, sizeof(*st));
+    if (!insn) {
+        ml_asm_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    for (int k = 0; k < u->n; k++) {
+        const struct ml_asm_line *l = &f->line[u->last[k]];
+
+        if (ml_asm_decode(u->code[k], u->len[k], l->operands, &insn[k]))
+            st->opaque++;
+        insn[k].line = u->first[k];
+        st->untraced += insn[k].untraced;
+    }
+    mark_tls(f, u, insn);
+    nb = ml_asm_blocks(f, u, insn, &blocks);
+    if (nb < 0) {
+        free(insn);
+        ml_asm_err(err, errlen, "out of memory");
+        return nb;
+    }
+    em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
+    if (!em) {
+        free(blocks);
+        free(insn);
+        ml_asm_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    st->functions = f->nfunc;
+    st->blocks = nb;
+    st->insns = u->n;
+    if (o->explain)
+        fprintf(o->explain, "memlens: '%s': trace=asm mode=%s omega=%g chunk=%u scores=%d:%d:%d\n",
+                o->name,
+                p->mode == ML_ASM_NS   ? "ns"
+                : p->mode == ML_ASM_MA ? "ma"
+                                       : "aia",
+                p->omega, p->chunk, p->score[0], p->score[1], p->score[2]);
+    for (int i = 0; i < nb; i++) {
+        const struct ml_asm_block *b = &blocks[i];
+        struct ml_asm_result r;
+
+        rc = ml_asm_select(insn + b->first, b->end - b->first, p, &r);
+        if (rc) {
+            ml_asm_err(err, errlen, "out of memory");
+            break;
+        }
+        st->accesses += r.m;
+        st->selected += r.nsel;
+        ma += r.ma * r.m;
+        aia += r.aia * r.m;
+        for (int a = 0; a < r.m; a++)
+            st->forced += r.pick[a].why == ML_ASM_WHY_FORCED;
+        for (int k = b->first; k < b->end; k++)
+            st->tls += insn[k].tls_sequence;
+        rc = ml_asm_emit_block(em, b, i, &r);
+        if (rc) {
+            ml_asm_err(err, errlen,
+                       rc == -ENOSPC ? "no scratch register for a record" : "out of memory");
+            ml_asm_result_free(&r);
+            break;
+        }
+        if (o->explain) {
+            if (b->func != lastfunc)
+                fprintf(o->explain, "function %s\n", b->func >= 0 ? f->func[b->func].name : "?");
+            lastfunc = b->func;
+            explain_block(o->explain, f, u, b, insn, &r, i);
+        }
+        ml_asm_result_free(&r);
+    }
+    st->ma = st->accesses ? ma / st->accesses : 1;
+    st->aia = st->accesses ? aia / st->accesses : 1;
+    if (!rc && o->explain)
+        fprintf(o->explain,
+                "total: %d functions, %d blocks, %d instructions, %d accesses, %d instrumented "
+                "(%d forced), MA %.3f AIA %.3f, %d not decoded, %d in TLS sequences, %d accesses "
+                "not traced\n",
+                st->functions, st->blocks, st->insns, st->accesses, st->selected, st->forced,
+                st->ma, st->aia, st->opaque, st->tls, st->untraced);
+    if (!rc && ml_asm_emit_write(em, out, o->name ? o->name : "")) {
+        ml_asm_err(err, errlen, "cannot write the assembly");
+        rc = -EIO;
+    }
+    ml_asm_emit_free(em);
+    free(blocks);
+    free(insn);
+    return rc;
+}

@@ -1,0 +1,470 @@
+/* Unit tests of trace analyses: reuse distances and the cache filter against brute force, the
+ * driver end to end. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analyze/analyze.h"
+#include "analyze/cachesim.h"
+#include "analyze/reuse.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* ---- reuse distances ---- */
+
+/* Distinct keys between the previous access of seq[i] and i; COLD when none. */
+static uint64_t brute_distance(const uint64_t *seq, size_t i, uint8_t *seen, size_t nkeys)
+{
+    size_t j = i;
+    uint64_t d = 0;
+
+    memset(seen, 0, nkeys);
+    while (j-- > 0) {
+        if (seq[j] == seq[i])
+            return d;
+        if (!seen[seq[j]]) {
+            seen[seq[j]] = 1;
+            d++;
+        }
+    }
+    return ML_REUSE_COLD;
+}
+
+static void test_reuse_brute(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 3000; c++) {
+        size_t n = 1 + rnd() % (c < 100 ? 20000 : 1500), nkeys = 1 + rnd() % (c % 7   ? 60
+                                                                              : c % 2 ? 800
+                                                                                      : 3000);
+        uint64_t *seq = malloc(n * sizeof(*seq));
+        uint8_t *seen = malloc(nkeys);
+        struct ml_reuse r;
+        assert_non_null(seq);
+        assert_non_null(seen);
+        /* Mixed locality: repeats, small loops, strides and random keys. */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = rnd() % 4;
+            seq[i] = k == 0 && i       ? seq[i - 1]
+                     : k == 1 && i > 3 ? seq[i - 1 - rnd() % 3]
+                     : k == 2          ? (i / 3) % nkeys
+                                       : rnd() % nkeys;
+        }
+        assert_int_equal(ml_reuse_init(&r), 0);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t want = n > 3000 && i % 17 ? UINT64_MAX : brute_distance(seq, i, seen, nkeys),
+                     got = ml_reuse_access(&r, seq[i] * 0x10001 + 7);
+            if (want != UINT64_MAX && want != got) {
+                fprintf(stderr, "case %d access %zu of %zu: distance %llu, brute force %llu\n", c,
+                        i, n, (unsigned long long)got, (unsigned long long)want);
+                fail();
+            }
+        }
+        ml_reuse_free(&r);
+        free(seq);
+        free(seen);
+    }
+}
+
+/* ---- cache filter: a reference written independently (timestamps, not move-to-front) ---- */
+
+struct way {
+    uint64_t line;
+    int valid, dirty;
+    uint64_t stamp;
+};
+
+struct rcache {
+    struct way *w;
+    uint64_t sets;
+    uint32_t ways;
+};
+
+static uint64_t clk;
+
+static void rc_init(struct rcache *c, uint64_t size, uint32_t ways)
+{
+    c->ways = ways;
+    c->sets = size ? size / 64 / ways : 0;
+    c->w = calloc(c->sets * ways + 1, sizeof(*c->w));
+}
+
+static struct way *rc_find(struct rcache *c, uint64_t line)
+{
+    struct way *s = c->w + (line % c->sets) * c->ways;
+
+    for (uint32_t i = 0; i < c->ways; i++)
+        if (s[i].valid && s[i].line == line)
+            return &s[i];
+    return NULL;
+}
+
+/* Installs line; returns the evicted way's copy (valid 0: none). */
+static struct way rc_install(struct rcache *c, uint64_t line, int dirty)
+{
+    struct way *s = c->w + (line % c->sets) * c->ways, *v = NULL, old;
+
+    for (uint32_t i = 0; i < c->ways && !v; i++)
+        if (!s[i].valid)
+            v = &s[i];
+    if (!v) {
+        v = &s[0];
+        for (uint32_t i = 1; i < c->ways; i++)
+            if (s[i].stamp < v->stamp)
+                v = &s[i];
+    }
+    old = *v;
+    *v = (struct way){line, 1, dirty, ++clk};
+    return old;
+}
+
+struct ref {
+    struct rcache l1[4], l2[4], llc;
+    int have_l2, have_llc;
+    uint64_t c[ML_CS_N];
+};
+
+/* Thread t's levels in order, with which of l1, l2, llc each is. */
+static int ref_levels(struct ref *r, int t, struct rcache **lv, int *which)
+{
+    int n = 0;
+
+    lv[n] = &r->l1[t];
+    which[n++] = 0;
+    if (r->have_l2) {
+        lv[n] = &r->l2[t];
+        which[n++] = 1;
+    }
+    if (r->have_llc) {
+        lv[n] = &r->llc;
+        which[n++] = 2;
+    }
+    return n;
+}
+
+static void ref_wb(struct ref *r, int t, int from, uint64_t line)
+{
+    struct rcache *lv[3];
+    static const int wb[] = {ML_CS_L1_WB, ML_CS_L2_WB, ML_CS_LLC_WB};
+    int which[3], n = ref_levels(r, t, lv, which);
+
+    r->c[wb[which[from]]]++;
+    for (int j = from + 1; j < n; j++) {
+        struct way *w = rc_find(lv[j], line);
+        if (w) {
+            w->dirty = 1;
+            return;
+        }
+    }
+    r->c[ML_CS_MEM_WR]++;
+}
+
+static void ref_line(struct ref *r, int t, uint64_t line, int write)
+{
+    struct rcache *lv[3];
+    int h, which[3], n = ref_levels(r, t, lv, which);
+    static const int acc[] = {-1, ML_CS_L2_ACC, ML_CS_LLC_ACC},
+                     miss[] = {ML_CS_L1_MISS, ML_CS_L2_MISS, ML_CS_LLC_MISS};
+
+    for (h = 0; h < n; h++) {
+        struct way *w;
+        if (h)
+            r->c[acc[which[h]]]++;
+        if ((w = rc_find(lv[h], line))) {
+            w->stamp = ++clk;
+            if (h == 0 && write)
+                w->dirty = 1;
+            break;
+        }
+        r->c[miss[which[h]]]++;
+    }
+    if (h == n)
+        r->c[ML_CS_MEM_RD]++;
+    for (int i = h - 1; i >= 0; i--) {
+        struct way old = rc_install(lv[i], line, i == 0 && write);
+        if (old.valid && old.dirty)
+            ref_wb(r, t, i, old.line);
+    }
+}
+
+static void test_cachesim_brute(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 300; c++) {
+        struct ml_an_opts o;
+        struct ml_csim sim;
+        struct ref ref;
+        uint64_t got[ML_CS_N] = {0};
+        int nthr = 1 + (int)(rnd() % 3);
+        memset(&o, 0, sizeof(o));
+        o.line = 64;
+        o.l1 = (struct ml_an_level){64 * 4 * (1 + rnd() % 4), 1 + (uint32_t)(rnd() % 4)};
+        o.l1.size = o.l1.size / 64 / o.l1.ways * 64 * o.l1.ways;
+        o.l2 = c % 3 == 0 ? (struct ml_an_level){0, 0} : (struct ml_an_level){64 * 8 * 16, 8};
+        o.llc = c % 5 == 0 ? (struct ml_an_level){0, 0} : (struct ml_an_level){64 * 12 * 32, 12};
+        if (!o.l1.size)
+            o.l1 = (struct ml_an_level){64 * 4, 2};
+        memset(&ref, 0, sizeof(ref));
+        ref.have_l2 = o.l2.size != 0;
+        ref.have_llc = o.llc.size != 0;
+        for (int t = 0; t < nthr; t++) {
+            rc_init(&ref.l1[t], o.l1.size, o.l1.ways);
+            rc_init(&ref.l2[t], o.l2.size, o.l2.ways ? o.l2.ways : 1);
+        }
+        rc_init(&ref.llc, o.llc.size, o.llc.ways ? o.llc.ways : 1);
+        assert_int_equal(ml_csim_init(&sim, &o, 0), 0);
+        for (int i = 0; i < 20000; i++) {
+            int t = (int)(rnd() % (uint64_t)nthr);
+            unsigned kind = ML_EV_LOAD + (unsigned)(rnd() % 3);
+            uint64_t addr = 0x10000 + (rnd() % 3 == 0 ? rnd() % 64 : rnd() % 40000),
+                     size = rnd() % 50 == 0 ? 1 + rnd() % 300 : 1 + rnd() % 16;
+            uint32_t w = 1 + (uint32_t)(rnd() % 3);
+            if (i && rnd() % 3 == 0)
+                addr = 0x10000 + (i * 8) % 6000; /* a sequential stream */
+            assert_int_equal(ml_csim_access(&sim, (uint32_t)t, kind, addr, (uint32_t)size, w, got),
+                             0);
+            ref.c[ML_CS_ACCESSES] += w;
+            ref.c[ML_CS_LOADS] += kind != ML_EV_STORE ? w : 0;
+            ref.c[ML_CS_STORES] += kind != ML_EV_LOAD ? w : 0;
+            for (uint64_t l = addr / 64; l <= (addr + size - 1) / 64; l++)
+                ref_line(&ref, t, l, kind != ML_EV_LOAD);
+        }
+        for (int k = 0; k < ML_CS_N; k++)
+            if (got[k] != ref.c[k]) {
+                fprintf(stderr, "case %d counter %d: %llu, reference %llu\n", c, k,
+                        (unsigned long long)got[k], (unsigned long long)ref.c[k]);
+                fail();
+            }
+        ml_csim_free(&sim);
+        for (int t = 0; t < nthr; t++) {
+            free(ref.l1[t].w);
+            free(ref.l2[t].w);
+        }
+        free(ref.llc.w);
+    }
+}
+
+/* ---- the driver on a trace written with the writer ---- */
+
+static const struct ml_ev_site sites[] = {
+    {ML_EV_LOAD, 8, 1, ML_EV_NOID, 10, 1, "k", "k.c", ""},
+    {ML_EV_STORE, 8, 1, ML_EV_NOID, 11, 1, "k", "k.c", ""},
+    {ML_EV_REGION_BEGIN, 0, 1, 0, 12, 1, "k", "k.c", ""},
+    {ML_EV_REGION_END, 0, 1, 0, 13, 1, "k", "k.c", ""},
+    {ML_EV_REGION_BEGIN, 0, 1, 1, 14, 1, "k", "k.c", ""},
+    {ML_EV_REGION_END, 0, 1, 1, 15, 1, "k", "k.c", ""},
+};
+static const struct ml_ev_marker markers[] = {
+    {ML_MK_REGION, 12, "outer", "k.c", "k"},
+    {ML_MK_REGION, 14, "inner", "k.c", "k"},
+};
+
+/* Writes a two-thread trace with nested regions; returns the total weighted accesses. */
+static uint64_t write_trace(const char *path, uint64_t *loads)
+{
+    struct ml_trace_header h;
+    struct ml_trace_writer *w;
+    struct ml_trace_end e;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    uint64_t total = 0, t = 1000;
+
+    assert_true(fd >= 0);
+    memset(&h, 0, sizeof(h));
+    h.pid = 4242;
+    h.clock = 0;
+    h.page_size = 4096;
+    assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
+    ml_tw_chunk_records(w, 1000);
+    ml_tw_clock(w, 1000, 1000);
+    *loads = 0;
+    for (uint32_t th = 0; th < 2; th++)
+        assert_int_equal(
+            ml_tw_event(w, th, 100 + th, ML_EV_THREAD_START, t++, (uint64_t[]){0, 100 + th}, 2), 0);
+    for (int i = 0; i < 20000; i++) {
+        uint32_t th = (uint32_t)(rnd() % 2), wt = 1 + (uint32_t)(rnd() % 3),
+                 s = (uint32_t)(rnd() % 2);
+        uint64_t addr = 0x200000 + (rnd() % 5 ? (uint64_t)i * 8 : rnd() % 100000);
+        if (i % 1000 == 100)
+            assert_int_equal(ml_tw_put(w, th, 0, 2, 0, 0, 1, t++, 1), 0);
+        if (i % 1000 == 300)
+            assert_int_equal(ml_tw_put(w, 0, 0, 4, 0, 0, 1, t++, 1), 0);
+        if (i % 1000 == 600)
+            assert_int_equal(ml_tw_put(w, 0, 0, 5, 0, 0, 1, t++, 1), 0);
+        if (i % 1000 == 900) {
+            assert_int_equal(ml_tw_put(w, 0, 0, 3, 0, 0, 1, t++, 1), 0);
+            assert_int_equal(ml_tw_put(w, 1, 0, 3, 0, 0, 1, t++, 1), 0);
+        }
+        assert_int_equal(ml_tw_put(w, th, 0, s, addr, 8, wt, t++, 1), 0);
+        total += wt;
+        *loads += s == 0 ? wt : 0;
+    }
+    memset(&e, 0, sizeof(e));
+    e.reason = ML_END_EXIT;
+    ml_tw_clock(w, t, t);
+    assert_int_equal(ml_tw_finish(w, &e), 0);
+    close(fd);
+    return total;
+}
+
+/* Runs analyses on path with --by by; returns the CSV report (caller frees). */
+static char *run_csv(const char *path, const char *name, enum ml_an_by by)
+{
+    struct ml_an_opts o;
+    const struct ml_analysis *an[1] = {ml_analysis_find(name)};
+    char err[300], *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    struct ml_an_run *run;
+
+    assert_non_null(an[0]);
+    ml_an_opts_init(&o);
+    o.warn = stderr;
+    o.by = by;
+    o.jobs = 2;
+    o.l1 = (struct ml_an_level){4096, 4};
+    o.l2 = (struct ml_an_level){0, 0};
+    o.llc = (struct ml_an_level){32768, 8};
+    o.line = 64;
+    run = ml_an_new(&o, an, 1, err, sizeof(err));
+    assert_non_null(run);
+    assert_int_equal(ml_an_read(run, &path, 1, err, sizeof(err)), 0);
+    assert_int_equal(ml_an_report(run, f, ML_AN_CSV), 0);
+    ml_an_free(run);
+    fclose(f);
+    return buf;
+}
+
+/* Sum of column col over CSV rows whose thread and marker columns match (NULL: any). */
+static uint64_t csv_sum(const char *csv, const char *col, const char *level, const char *thread,
+                        const char *marker, int *rows)
+{
+    char head[512], *cols[32];
+    int nc = 0, ic = -1, it = -1, im = -1, il = -1;
+    const char *p = strchr(csv, '\n');
+    uint64_t sum = 0;
+
+    memcpy(head, csv, (size_t)(p - csv));
+    head[p - csv] = 0;
+    for (char *tok = strtok(head, ","); tok; tok = strtok(NULL, ","))
+        cols[nc++] = tok;
+    for (int i = 0; i < nc; i++) {
+        if (!strcmp(cols[i], col))
+            ic = i;
+        if (!strcmp(cols[i], "thread"))
+            it = i;
+        if (!strcmp(cols[i], "marker"))
+            im = i;
+        if (!strcmp(cols[i], "level"))
+            il = i;
+    }
+    assert_true(ic >= 0);
+    *rows = 0;
+    for (p++; *p;) {
+        char line[512], *f[32];
+        const char *e = strchr(p, '\n');
+        int n = 0;
+        memcpy(line, p, (size_t)(e - p));
+        line[e - p] = 0;
+        p = e + 1;
+        for (char *s = line, *c; s; s = c) {
+            c = strchr(s, ',');
+            if (c)
+                *c++ = 0;
+            f[n++] = s;
+        }
+        if ((thread && strcmp(f[it], thread)) || (marker && strcmp(f[im], marker)) ||
+            (level && strcmp(f[il], level)))
+            continue;
+        sum += strtoull(f[ic], NULL, 10);
+        ++*rows;
+    }
+    return sum;
+}
+
+static void test_driver(void **state)
+{
+    char path[] = "/tmp/ml-test-analyze-XXXXXX";
+    uint64_t loads, total;
+    char *csv;
+    int rows;
+    (void)state;
+
+    close(mkstemp(path));
+    total = write_trace(path, &loads);
+    /* summary: the weighted loads of the trace */
+    csv = run_csv(path, "summary", ML_BY_THREAD);
+    assert_int_equal(csv_sum(csv, "loads", NULL, "all", "all", &rows), loads);
+    free(csv);
+    /* membus by region: rows of each thread add up to its total; threads to the process's */
+    csv = run_csv(path, "membus", ML_BY_REGION);
+    assert_int_equal(csv_sum(csv, "accesses", "l1", "all", "all", &rows), total);
+    for (int lv = 0; lv < 3; lv++) {
+        const char *l = lv == 0 ? "l1" : lv == 1 ? "llc" : "memory";
+        static const char *const col[] = {"accesses", "misses", "bytes_from_memory",
+                                          "bytes_to_memory"};
+        for (int k = 0; k < 4; k++) {
+            uint64_t all = csv_sum(csv, col[k], l, "all", "all", &rows);
+            uint64_t t0 = csv_sum(csv, col[k], l, "0", "all", &rows),
+                     t1 = csv_sum(csv, col[k], l, "1", "all", &rows);
+            uint64_t k0 = csv_sum(csv, col[k], l, "0", NULL, &rows) - t0,
+                     kall = csv_sum(csv, col[k], l, "all", NULL, &rows) - all;
+            assert_int_equal(t0 + t1, all);
+            assert_int_equal(k0, t0);
+            assert_int_equal(kall, all);
+        }
+    }
+    assert_true(strstr(csv, "region:inner") != NULL);
+    free(csv);
+    /* reuse: counts add up to the line accesses, cold first touches with an empty distance */
+    csv = run_csv(path, "reuse", ML_BY_THREAD);
+    assert_true(strstr(csv, ",line,,,") != NULL);
+    free(csv);
+    unlink(path);
+}
+
+/* A truncated trace still analyses, up to its last complete chunk. */
+static void test_truncated(void **state)
+{
+    char path[] = "/tmp/ml-test-analyze-XXXXXX";
+    uint64_t loads, all;
+    char *csv;
+    int rows;
+    (void)state;
+
+    close(mkstemp(path));
+    write_trace(path, &loads);
+    assert_int_equal(truncate(path, 3000), 0);
+    csv = run_csv(path, "summary", ML_BY_THREAD);
+    all = csv_sum(csv, "loads", NULL, "all", "all", &rows);
+    assert_true(all < loads);
+    free(csv);
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reuse_brute),
+        cmocka_unit_test(test_cachesim_brute),
+        cmocka_unit_test(test_driver),
+        cmocka_unit_test(test_truncated),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
