@@ -32,6 +32,9 @@ enum ml_bpart {
     ML_BPART_ID,      /* the owner of word 0's id (an instruction, site or loop) */
 };
 
+/* Bit of event kind k in struct ml_module.ev_kinds. */
+#define ML_BEV(k) (1ull << (k))
+
 #define ML_BKIND_ANY 0x100u /* a handler for every kind without one of its own */
 
 struct ml_bhandler {
@@ -78,6 +81,13 @@ struct ml_module {
     const char *name;
     const char *summary;
     const struct ml_bhandler *handlers; /* one per kind the module wants (or chunk, below) */
+    /*
+     * What `memlens cc --events=<name>` instruments for the module: event
+     * kinds (bit k: kind k of format/events.h) and fields (ML_EVF_*). The
+     * instrumenter emits nothing else and computes no other field.
+     */
+    uint64_t ev_kinds;
+    unsigned ev_fields;
     /* A fresh state for worker w (NULL: out of memory). */
     void *(*init)(struct ml_bworker *w);
     /* Folds state from into into and frees from; returns 0 or -errno. */

@@ -4,8 +4,12 @@
 #include <string.h>
 
 extern const struct ml_module ml_module_stats;
+extern const struct ml_module ml_module_dep;
+extern const struct ml_module ml_module_sharing;
 
 const struct ml_module *const ml_modules[] = {
+    &ml_module_dep,
+    &ml_module_sharing,
     &ml_module_stats,
     NULL,
 };

@@ -1,4 +1,5 @@
 /* memlens cc: a drop-in for clang-14 / clang++-14 that instruments each translation unit. */
+#include "backend/backend.h"
 #include "cli/cc-args.h"
 #include "cli/cc-asm.h"
 #include "cli/cc-exec.h"
@@ -54,6 +55,9 @@ static const char cc_usage[] =
     "                      store with markers (see 'memlens trace --help')\n"
     "    --trace-functions with --trace, also record function entries and exits\n"
     "    --trace-loops     with --trace, also record loop entries and exits\n"
+    "    --events=MODS     build for event profiling instead ('memlens profile'):\n"
+    "                      only the events the profiling modules MODS need, e.g.\n"
+    "                      --events=dep,sharing (see 'memlens profile --list-modules')\n"
     "    --trace=asm[,omega=W][,chunk=C][,mode=ns|ma|aia][,scores=S1:S2:S3]\n"
     "                      selective machine-code tracing: rewrite the x86-64\n"
     "                      assembly of each unit so that per basic block about W of\n"
@@ -86,6 +90,9 @@ static const char cc_usage[] =
 
 static struct {
     bool cxx, whole_program, compiled, exact, all, trace, trace_functions, trace_loops;
+    bool events_set;       /* --events given */
+    uint64_t events;       /* event kinds the chosen profiling modules need */
+    unsigned event_fields; /* and their fields (ML_EVF_*) */
     bool direct; /* clang writes its outputs itself (-save-temps, side files named after -o) */
     const char *clang;
     struct ml_strv raw; /* clang arguments as given, memlens options removed */
@@ -105,6 +112,25 @@ static const char *dirs(const char *sub)
     return ml_cc_strfmt("%s/%s", prefix, sub);
 }
 
+/* --events=<module>[,<module>...]: the events and fields those profiling modules declare. */
+static void set_events(const char *list)
+{
+    char *copy = ml_cc_strfmt("%s", list), *save = NULL;
+
+    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        const struct ml_module *m = ml_module_find(w);
+        if (!m)
+            die("unknown profiling module '%s' in --events; 'memlens profile --list-modules' "
+                "lists them",
+                w);
+        g.events |= m->ev_kinds;
+        g.event_fields |= m->ev_fields;
+        g.events_set = true;
+    }
+    if (!g.events_set)
+        die("--events needs a list of profiling modules, such as --events=dep,sharing");
+}
+
 static bool set_option(const char *name)
 {
     if (!strcmp(name, "whole-program"))
@@ -119,6 +145,8 @@ static bool set_option(const char *name)
         g.trace_functions = true;
     else if (!strcmp(name, "trace-loops"))
         g.trace_loops = true;
+    else if (!strncmp(name, "events=", 7))
+        set_events(name + 7);
     else if (!strncmp(name, "trace=asm", 9))
         ml_cc_asm_option(name + 9);
     else if (!strcmp(name, "explain"))
@@ -442,12 +470,16 @@ static void print_warning(void *ctx, const char *msg)
 
 static struct ml_ir_opts ir_opts(void)
 {
+    if (g.events_set && (g.trace || g.trace_functions || g.trace_loops))
+        die("--events and --trace build for different tools; choose one");
     return (struct ml_ir_opts){.warn = print_warning,
                                .exact = g.exact,
                                .all = g.all,
                                .trace = g.trace || g.trace_functions || g.trace_loops,
                                .trace_functions = g.trace_functions,
-                               .trace_loops = g.trace_loops};
+                               .trace_loops = g.trace_loops,
+                               .events = g.events,
+                               .event_fields = g.event_fields};
 }
 
 /* Length of the "<file>:<line>[:<column>]" that starts msg, or 0. */

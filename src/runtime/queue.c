@@ -1,5 +1,7 @@
 /* Event queue producer (sink 2): per-thread double-buffered chunks in the backend's shared memory.
  */
+#include "format/events.h"
+#include "format/qtables.h"
 #include "format/queue.h"
 #include "runtime/clock.h"
 
@@ -528,4 +530,85 @@ ML_EXPORT void __memlens_q_sync(void)
         start_chunk(sl);
     }
     qt.busy = 0;
+}
+
+static uint8_t *put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+    return p + 4;
+}
+
+static uint32_t slen(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    return n > 65535 ? 65535 : (uint32_t)n;
+}
+
+static uint8_t *putstr(uint8_t *p, const char *s, uint32_t n)
+{
+    if (n)
+        memcpy(p, s, n);
+    return p + n;
+}
+
+static _Atomic uint32_t q_sites, q_markers;
+
+/*
+ * From the constructor of a module built with --events: gives it global site
+ * and marker ids and sends its tables (format/qtables.h). Without a backend
+ * the blob goes to the scratch area like any event.
+ */
+ML_EXPORT void __memlens_q_register(struct ml_ev_module *m)
+{
+    uint64_t len = 7 * 4 + slen(m->name);
+    uint8_t *buf, *p;
+
+    if (m->abi != ML_EV_ABI)
+        return; /* built by another memlens: its tables cannot be read safely */
+    m->site_base = atomic_fetch_add(&q_sites, m->nsites);
+    m->marker_base = atomic_fetch_add(&q_markers, m->nmarkers);
+    for (uint32_t i = 0; i < m->nsites; i++)
+        len += 7 * 4 + slen(m->sites[i].func) + slen(m->sites[i].file);
+    for (uint32_t i = 0; i < m->nmarkers; i++)
+        len +=
+            5 * 4 + slen(m->markers[i].name) + slen(m->markers[i].file) + slen(m->markers[i].func);
+    buf = malloc(len);
+    if (!buf) {
+        if (hdr && !detached)
+            atomic_fetch_add(&hdr->lost_events, 1);
+        return;
+    }
+    p = put32(buf, ML_QT_MAGIC);
+    p = put32(p, ML_QT_VERSION);
+    p = put32(p, m->site_base);
+    p = put32(p, m->nsites);
+    p = put32(p, m->marker_base);
+    p = put32(p, m->nmarkers);
+    p = put32(p, slen(m->name));
+    p = putstr(p, m->name, slen(m->name));
+    for (uint32_t i = 0; i < m->nsites; i++) {
+        const struct ml_ev_site *x = &m->sites[i];
+        p = put32(p, x->kind);
+        p = put32(p, x->size);
+        p = put32(p, x->marker);
+        p = put32(p, x->line);
+        p = put32(p, x->column);
+        p = put32(p, slen(x->func));
+        p = put32(p, slen(x->file));
+        p = putstr(p, x->func, slen(x->func));
+        p = putstr(p, x->file, slen(x->file));
+    }
+    for (uint32_t i = 0; i < m->nmarkers; i++) {
+        const struct ml_ev_marker *x = &m->markers[i];
+        p = put32(p, x->kind);
+        p = put32(p, x->line);
+        p = put32(p, slen(x->name));
+        p = put32(p, slen(x->file));
+        p = put32(p, slen(x->func));
+        p = putstr(p, x->name, slen(x->name));
+        p = putstr(p, x->file, slen(x->file));
+        p = putstr(p, x->func, slen(x->func));
+    }
+    __memlens_q_blob(ML_QT_TAG, buf, len);
+    free(buf);
 }

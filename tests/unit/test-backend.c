@@ -428,7 +428,9 @@ static void test_module_check(void **state)
     assert_string_equal(err, "module 't' has no 'handlers' callback");
     for (size_t i = 0; ml_modules[i]; i++)
         assert_int_equal(ml_module_check(ml_modules[i], err, sizeof(err)), 0);
-    assert_ptr_equal(ml_module_find("stats"), ml_modules[0]);
+    for (size_t i = 0; ml_modules[i]; i++)
+        assert_ptr_equal(ml_module_find(ml_modules[i]->name), ml_modules[i]);
+    assert_string_equal(ml_module_find("dep")->name, "dep");
     assert_null(ml_module_find("nope"));
 }
 

@@ -127,7 +127,7 @@ void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned 
 void ml_emit_register(struct ml_ir *ir, LLVMValueRef desc, const char *reg, const char *unreg,
                       const char *prefix, unsigned priority)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < (unreg ? 2 : 1); k++) {
         LLVMTypeRef reg_t = LLVMFunctionType(ir->t_void, &ir->t_i8p, 1, 0);
         const char *callee = k ? unreg : reg;
         LLVMValueRef f = LLVMGetNamedFunction(ir->m, callee), fn;

@@ -478,6 +478,20 @@ static LLVMValueRef first_real(LLVMBasicBlockRef bb)
 }
 
 /*
+ * The loop whose next iteration the edge p -> s starts (s is its header, p
+ * inside it), when iterations are wanted; -1 otherwise.
+ */
+static int back_edge_loop(const struct ml_cfg *cfg, unsigned p, unsigned s, int want)
+{
+    if (!want)
+        return -1;
+    for (int l = cfg->loop_of[p]; l >= 0; l = cfg->loops[l].parent)
+        if (cfg->loops[l].header == s)
+            return l;
+    return -1;
+}
+
+/*
  * Loop markers: one per natural loop, named "<function>:loop@<line>" after
  * the header's first located instruction. Every edge entering a loop (into
  * its header from outside) and every edge leaving it is routed through a new
@@ -487,7 +501,7 @@ static LLVMValueRef first_real(LLVMBasicBlockRef bb)
 static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
 {
     struct ml_cfg cfg = {0};
-    int rc = ml_cfg_build(fn, &cfg);
+    int rc = ml_cfg_build(fn, &cfg), iters = !!(ev->o.kinds & ML_EV_BIT(ML_EV_LOOP_ITER));
     uint32_t *marker = NULL;
     struct {
         LLVMBasicBlockRef p, s;
@@ -532,7 +546,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             continue;
         for (unsigned k = cfg.succ_off[p]; k < cfg.succ_off[p + 1]; k++) {
             unsigned s = cfg.succ[k];
-            if (cfg.loop_of[p] == cfg.loop_of[s])
+            if (cfg.loop_of[p] == cfg.loop_of[s] && back_edge_loop(&cfg, p, s, iters) < 0)
                 continue;
             if (ml_ev_grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
                 rc = -ENOMEM;
@@ -563,13 +577,16 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             if (!in_p)
                 entered[ne++] = l;
         }
-        if (!nl && !ne)
+        int iter = back_edge_loop(&cfg, (unsigned)pi, (unsigned)si, iters);
+        if (!nl && !ne && iter < 0)
             continue;
         nb = ml_split_edge(ev->ir, edges[e].p, edges[e].s, "memlens.loopedge");
         if (!nb)
             continue;
         for (int i = 0; i < nl && !rc; i++)
             rc = add_edge_mark(em, nb, ML_EV_LOOP_EXIT, marker[left[i]]);
+        if (iter >= 0 && !rc)
+            rc = add_edge_mark(em, nb, ML_EV_LOOP_ITER, marker[iter]);
         for (int i = ne - 1; i >= 0 && !rc; i--)
             rc = add_edge_mark(em, nb, ML_EV_LOOP_ENTRY, marker[entered[i]]);
         if (rc)
@@ -633,5 +650,130 @@ out:
     }
     *out = l.v;
     *n = l.n;
+    return 0;
+}
+
+LLVMValueRef ml_ev_emit_module(struct ml_ev *ev, LLVMValueRef segs_ptr, uint32_t nsegs,
+                               const char *symbol)
+{
+    struct ml_ir *ir = ev->ir;
+    struct ml_strtab st = {0};
+    LLVMTypeRef site_f[9] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32,
+                             ir->t_i32, ir->t_i8p, ir->t_i8p, ir->t_i8p};
+    LLVMTypeRef site_t = LLVMStructTypeInContext(ir->ctx, site_f, 9, 0);
+    LLVMTypeRef mark_f[5] = {ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, ir->t_i8p};
+    LLVMTypeRef mark_t = LLVMStructTypeInContext(ir->ctx, mark_f, 5, 0);
+    LLVMValueRef *sites = calloc(ev->nsites + 1, sizeof(*sites));
+    LLVMValueRef *marks = calloc(ev->nmarkers + 1, sizeof(*marks));
+    LLVMValueRef g_sites = NULL, g_marks = NULL, desc = NULL, mname;
+    const char *modname;
+    size_t len;
+
+    if (!sites || !marks)
+        goto out;
+    for (uint32_t i = 0; i < ev->nsites; i++) {
+        const struct ml_ev_site *x = &ev->sites[i];
+        LLVMValueRef f[9] = {
+            LLVMConstInt(ir->t_i32, x->kind, 0),   LLVMConstInt(ir->t_i32, x->size, 0),
+            LLVMConstInt(ir->t_i32, x->weight, 0), LLVMConstInt(ir->t_i32, x->marker, 0),
+            LLVMConstInt(ir->t_i32, x->line, 0),   LLVMConstInt(ir->t_i32, x->column, 0),
+            ml_emit_cstr(ir, &st, x->func),        ml_emit_cstr(ir, &st, x->file),
+            ml_emit_cstr(ir, &st, x->text)};
+        if (!f[6] || !f[7] || !f[8])
+            goto out;
+        sites[i] = LLVMConstNamedStruct(site_t, f, 9);
+    }
+    for (uint32_t i = 0; i < ev->nmarkers; i++) {
+        const struct ml_ev_marker *x = &ev->markers[i];
+        LLVMValueRef f[5] = {LLVMConstInt(ir->t_i32, x->kind, 0),
+                             LLVMConstInt(ir->t_i32, x->line, 0), ml_emit_cstr(ir, &st, x->name),
+                             ml_emit_cstr(ir, &st, x->file), ml_emit_cstr(ir, &st, x->func)};
+        if (!f[2] || !f[3] || !f[4])
+            goto out;
+        marks[i] = LLVMConstNamedStruct(mark_t, f, 5);
+    }
+    if (ev->nsites)
+        g_sites =
+            ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites), "__memlens_tsites", 1);
+    if (ev->nmarkers)
+        g_marks = ml_emit_global(ir, LLVMConstArray(mark_t, marks, ev->nmarkers),
+                                 "__memlens_tmarkers", 1);
+    modname = LLVMGetSourceFileName(ir->m, &len);
+    {
+        char name[len + 1];
+        memcpy(name, modname, len);
+        name[len] = 0;
+        mname = ml_emit_cstr(ir, &st, name);
+    }
+    if (!mname)
+        goto out;
+    {
+        /* Field order and types mirror struct ml_ev_module in format/events.h. */
+        LLVMValueRef d[13] = {
+            LLVMConstInt(ir->t_i32, ML_EV_ABI, 0),
+            LLVMConstInt(ir->t_i32, ev->nsites, 0),
+            LLVMConstInt(ir->t_i32, ev->nmarkers, 0),
+            LLVMConstInt(ir->t_i32, nsegs, 0),
+            LLVMConstInt(ir->t_i32, ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0, 0),
+            LLVMConstInt(ir->t_i32, 0, 0),
+            mname,
+            ml_emit_array_ptr(ir, g_sites, site_t),
+            ml_emit_array_ptr(ir, g_marks, mark_t),
+            segs_ptr,
+            LLVMConstInt(ir->t_i32, 0, 0),
+            LLVMConstInt(ir->t_i32, 0, 0),
+            LLVMConstNull(ir->t_i8p),
+        };
+        desc = ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), symbol, 0);
+    }
+out:
+    ml_emit_strtab_free(&st);
+    free(sites);
+    free(marks);
+    return desc;
+}
+
+int ml_ev_barrier_between(LLVMValueRef from, LLVMValueRef to)
+{
+    for (LLVMValueRef in = from; in && in != to; in = LLVMGetNextInstruction(in))
+        if (ml_ev_is_barrier(in))
+            return 1;
+    return 0;
+}
+
+/* Functions a sink instruments: defined here, not memlens' own, not naked. */
+static int wanted(LLVMValueRef fn)
+{
+    size_t len;
+    const char *name = LLVMGetValueName2(fn, &len);
+
+    if (LLVMIsDeclaration(fn) || LLVMGetLinkage(fn) == LLVMAvailableExternallyLinkage)
+        return 0;
+    if (len >= 9 && !memcmp(name, "__memlens", 9))
+        return 0;
+    return !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                        LLVMGetEnumAttributeKindForName("naked", 5));
+}
+
+int ml_ev_functions(struct ml_ir *ir, LLVMValueRef **out, size_t *n)
+{
+    LLVMValueRef *fns = NULL;
+    size_t cap = 0;
+
+    *n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
+        if (!wanted(fn))
+            continue;
+        if (*n == cap) {
+            LLVMValueRef *v = realloc(fns, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+            if (!v) {
+                free(fns);
+                return ml_ir_fail(ir, -ENOMEM, "out of memory");
+            }
+            fns = v;
+        }
+        fns[(*n)++] = fn;
+    }
+    *out = fns;
     return 0;
 }

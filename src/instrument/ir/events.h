@@ -99,8 +99,27 @@ int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out
 /* Whether inst may run other code (a call that is not an intrinsic): sinks batch between these. */
 int ml_ev_is_barrier(LLVMValueRef inst);
 
+/* Does an instruction in [from, to) of one block run other code? */
+int ml_ev_barrier_between(LLVMValueRef from, LLVMValueRef to);
+
+/*
+ * The functions of the module a sink instruments, as they are now (clones a
+ * sink makes later are not listed): defined here, not memlens' own, not
+ * naked. *out is malloc'd (NULL when n is 0). 0 or -ENOMEM.
+ */
+int ml_ev_functions(struct ml_ir *ir, LLVMValueRef **out, size_t *n);
+
 /* Grows *p (elements of elem bytes) to hold need; 0 or -ENOMEM. */
 int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+
+/*
+ * Emits the module's site and marker tables and its struct ml_ev_module (a
+ * writable global named symbol: the runtime fills the bases) with the sink's
+ * segment descriptors segs_ptr (nsegs words; a null pointer for none).
+ * Returns the descriptor, NULL when out of memory.
+ */
+LLVMValueRef ml_ev_emit_module(struct ml_ev *ev, LLVMValueRef segs_ptr, uint32_t nsegs,
+                               const char *symbol);
 
 /* Payload words of a point in the trace buffer (format/trace-abi.h). */
 unsigned ml_ev_point_words(const struct ml_ev_point *p);

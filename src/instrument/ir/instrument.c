@@ -1835,7 +1835,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.f_begin = LLVMGetNamedFunction(m, "__memlens_roi_begin");
     ir.f_end = LLVMGetNamedFunction(m, "__memlens_roi_end");
     ir.annot_id = LLVMLookupIntrinsicID("llvm.annotation", 15);
-    if (!module_has_markers(&ir) && !(o && (o->all || o->trace)))
+    if (!module_has_markers(&ir) && !(o && (o->all || o->trace || o->events)))
         return 1; /* no regions: leave the module untouched */
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
@@ -1843,9 +1843,9 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);
-    if (o && o->trace) {
+    if (o && (o->trace || o->events)) {
         markers_to_calls(&ir);
-        rc = ml_sink_trace(&ir);
+        rc = o->events ? ml_sink_queue(&ir) : ml_sink_trace(&ir);
         goto out;
     }
     ir.f_enter = runtime_fn(&ir, "__memlens_enter", ir.ty_enter);

@@ -31,6 +31,14 @@ struct ml_ir_opts {
     int trace;
     int trace_functions;
     int trace_loops;
+    /*
+     * Event profiling (memlens cc --events): bit k set = the profiling modules
+     * chosen need events of kind k (format/events.h), with event_fields
+     * (ML_EVF_*); appended inline to the profiling queue
+     * (src/instrument/ir/sink-queue.c, docs/profile.md). No region counters.
+     */
+    uint64_t events;
+    unsigned event_fields;
 };
 
 /*

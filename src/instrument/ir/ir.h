@@ -258,6 +258,8 @@ void ml_dyn_wrap_call(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, int 
 int ml_late_calls(struct ml_ir *ir);
 /* sink-trace.c: trace mode (ml_ir_opts.trace) instead of regions. */
 int ml_sink_trace(struct ml_ir *ir);
+/* sink-queue.c: event profiling (ml_ir_opts.events) instead of regions. */
+int ml_sink_queue(struct ml_ir *ir);
 
 /* emit.c: the descriptor, counters, constructor. */
 int ml_emit_module(struct ml_ir *ir);
@@ -281,7 +283,7 @@ LLVMValueRef ml_emit_array_ptr(struct ml_ir *ir, LLVMValueRef g, LLVMTypeRef ele
 void ml_emit_xtor(struct ml_ir *ir, LLVMValueRef fn, const char *list, unsigned priority);
 /*
  * A constructor <prefix>_ctor calling reg(desc) and a destructor <prefix>_dtor
- * calling unreg(desc), at the given priority.
+ * calling unreg(desc) (none when unreg is NULL), at the given priority.
  */
 void ml_emit_register(struct ml_ir *ir, LLVMValueRef desc, const char *reg, const char *unreg,
                       const char *prefix, unsigned priority);

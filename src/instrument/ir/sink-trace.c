@@ -313,15 +313,6 @@ static int emit_segment(struct tsink *s, const struct ml_ev_point *p, uint32_t n
     return 0;
 }
 
-/* Does an instruction in [from, to) of one block run other code? */
-static int barrier_between(LLVMValueRef from, LLVMValueRef to)
-{
-    for (LLVMValueRef in = from; in && in != to; in = LLVMGetNextInstruction(in))
-        if (ml_ev_is_barrier(in))
-            return 1;
-    return 0;
-}
-
 static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n, int guarded)
 {
     size_t start = 0;
@@ -332,7 +323,7 @@ static int emit_points(struct tsink *s, const struct ml_ev_point *p, size_t n, i
         if (!cut && i > start) {
             const struct ml_ev_point *a = &p[i - 1], *c = &p[i];
             cut = LLVMGetInstructionParent(a->at) != LLVMGetInstructionParent(c->at) ||
-                  barrier_between(a->at, c->at) || i - start >= 255 ||
+                  ml_ev_barrier_between(a->at, c->at) || i - start >= 255 ||
                   words + ml_ev_point_words(c) > ML_TB_MAX_SEG;
         }
         if (cut && i > start) {
@@ -391,20 +382,6 @@ static void merge(struct tsink *s, LLVMValueRef fn, LLVMValueRef plain)
     hoist_allocas(ir, tentry, gate);
     hoist_allocas(ir, pentry, gate);
     LLVMDeleteFunction(plain);
-}
-
-static int wanted(LLVMValueRef fn)
-{
-    size_t len;
-    const char *name = LLVMGetValueName2(fn, &len);
-    LLVMLinkage l = LLVMGetLinkage(fn);
-
-    if (LLVMIsDeclaration(fn) || l == LLVMAvailableExternallyLinkage)
-        return 0;
-    if (len >= 9 && !memcmp(name, "__memlens", 9))
-        return 0;
-    return !LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                        LLVMGetEnumAttributeKindForName("naked", 5));
 }
 
 /*
@@ -500,103 +477,32 @@ static void find_switching(struct tsink *s, LLVMValueRef *fns, size_t n, unsigne
 static int emit_module(struct tsink *s)
 {
     struct ml_ir *ir = s->ir;
-    struct ml_ev *ev = &s->ev;
-    struct ml_strtab st = {0};
-    LLVMTypeRef site_f[9] = {ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32, ir->t_i32,
-                             ir->t_i32, ir->t_i8p, ir->t_i8p, ir->t_i8p};
-    LLVMTypeRef site_t = LLVMStructTypeInContext(ir->ctx, site_f, 9, 0);
-    LLVMTypeRef mark_f[5] = {ir->t_i32, ir->t_i32, ir->t_i8p, ir->t_i8p, ir->t_i8p};
-    LLVMTypeRef mark_t = LLVMStructTypeInContext(ir->ctx, mark_f, 5, 0);
-    LLVMValueRef *sites = calloc(ev->nsites + 1, sizeof(*sites));
-    LLVMValueRef *marks = calloc(ev->nmarkers + 1, sizeof(*marks));
     LLVMValueRef *words = calloc(s->nsegs + 1, sizeof(*words));
-    LLVMValueRef g_sites = NULL, g_marks = NULL, g_segs = NULL, desc, segs_ptr;
-    const char *modname;
-    size_t len;
-    int rc = -ENOMEM;
+    LLVMValueRef g_segs = NULL, desc = NULL, segs_ptr;
 
-    if (!sites || !marks || !words)
-        goto out;
-    for (uint32_t i = 0; i < ev->nsites; i++) {
-        const struct ml_ev_site *x = &ev->sites[i];
-        LLVMValueRef f[9] = {
-            LLVMConstInt(ir->t_i32, x->kind, 0),   LLVMConstInt(ir->t_i32, x->size, 0),
-            LLVMConstInt(ir->t_i32, x->weight, 0), LLVMConstInt(ir->t_i32, x->marker, 0),
-            LLVMConstInt(ir->t_i32, x->line, 0),   LLVMConstInt(ir->t_i32, x->column, 0),
-            ml_emit_cstr(ir, &st, x->func),        ml_emit_cstr(ir, &st, x->file),
-            ml_emit_cstr(ir, &st, x->text)};
-        if (!f[6] || !f[7] || !f[8])
-            goto out;
-        sites[i] = LLVMConstNamedStruct(site_t, f, 9);
-    }
-    for (uint32_t i = 0; i < ev->nmarkers; i++) {
-        const struct ml_ev_marker *x = &ev->markers[i];
-        LLVMValueRef f[5] = {LLVMConstInt(ir->t_i32, x->kind, 0),
-                             LLVMConstInt(ir->t_i32, x->line, 0), ml_emit_cstr(ir, &st, x->name),
-                             ml_emit_cstr(ir, &st, x->file), ml_emit_cstr(ir, &st, x->func)};
-        if (!f[2] || !f[3] || !f[4])
-            goto out;
-        marks[i] = LLVMConstNamedStruct(mark_t, f, 5);
-    }
+    if (!words)
+        return ml_ir_fail(ir, -ENOMEM, "out of memory while emitting the trace tables");
     for (uint32_t i = 0; i < s->nsegs; i++)
         words[i] = LLVMConstInt(ir->t_i32, s->segs[i], 0);
-    if (ev->nsites)
-        g_sites =
-            ml_emit_global(ir, LLVMConstArray(site_t, sites, ev->nsites), "__memlens_tsites", 1);
-    if (ev->nmarkers)
-        g_marks = ml_emit_global(ir, LLVMConstArray(mark_t, marks, ev->nmarkers),
-                                 "__memlens_tmarkers", 1);
     if (s->nsegs) {
         g_segs =
             ml_emit_global(ir, LLVMConstArray(ir->t_i32, words, s->nsegs), "__memlens_tsegs", 1);
         LLVMSetAlignment(g_segs, 8);
     }
+    free(words);
     segs_ptr = ml_emit_array_ptr(ir, g_segs, ir->t_i32);
     LLVMReplaceAllUsesWith(s->segs_ph, segs_ptr);
     LLVMDeleteGlobal(s->segs_ph);
-    modname = LLVMGetSourceFileName(ir->m, &len);
-    {
-        char name[len + 1];
-        LLVMValueRef mname;
-        memcpy(name, modname, len);
-        name[len] = 0;
-        mname = ml_emit_cstr(ir, &st, name);
-        if (!mname)
-            goto out;
-        /* Field order and types mirror struct ml_ev_module in format/events.h. */
-        LLVMValueRef d[13] = {
-            LLVMConstInt(ir->t_i32, ML_EV_ABI, 0),
-            LLVMConstInt(ir->t_i32, ev->nsites, 0),
-            LLVMConstInt(ir->t_i32, ev->nmarkers, 0),
-            LLVMConstInt(ir->t_i32, s->nsegs, 0),
-            LLVMConstInt(ir->t_i32, ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0, 0),
-            LLVMConstInt(ir->t_i32, 0, 0),
-            mname,
-            ml_emit_array_ptr(ir, g_sites, site_t),
-            ml_emit_array_ptr(ir, g_marks, mark_t),
-            segs_ptr,
-            LLVMConstInt(ir->t_i32, 0, 0),
-            LLVMConstInt(ir->t_i32, 0, 0),
-            LLVMConstNull(ir->t_i8p),
-        };
-        desc =
-            ml_emit_global(ir, LLVMConstStructInContext(ir->ctx, d, 13, 0), "__memlens_tmodule", 0);
-    }
+    desc = ml_ev_emit_module(&s->ev, segs_ptr, s->nsegs, "__memlens_tmodule");
+    if (!desc)
+        return ml_ir_fail(ir, -ENOMEM, "out of memory while emitting the trace tables");
     LLVMReplaceAllUsesWith(s->desc_ph, LLVMConstBitCast(desc, ir->t_i8p));
     LLVMDeleteGlobal(s->desc_ph);
     /* Registered before the program's own constructors, which may run traced code;
        unregistered before dlclose unmaps the tables. */
     ml_emit_register(ir, desc, ML_TB_SYM_REGISTER, "__memlens_trace_unregister", "__memlens_trace",
                      101);
-    rc = 0;
-out:
-    if (rc)
-        ml_ir_fail(ir, rc, "out of memory while emitting the trace tables");
-    ml_emit_strtab_free(&st);
-    free(sites);
-    free(marks);
-    free(words);
-    return rc;
+    return 0;
 }
 
 int ml_sink_trace(struct ml_ir *ir)
@@ -605,7 +511,7 @@ int ml_sink_trace(struct ml_ir *ir)
     struct ml_ev_opts eo = {0};
     LLVMValueRef *fns = NULL;
     unsigned char *sw = NULL;
-    size_t nfns = 0, cap = 0;
+    size_t nfns = 0;
     int rc = 0;
 
     eo.kinds = ML_EV_BIT(ML_EV_LOAD) | ML_EV_BIT(ML_EV_STORE) | ML_EV_BIT(ML_EV_RMW);
@@ -619,19 +525,9 @@ int ml_sink_trace(struct ml_ir *ir)
     ml_ev_init(&s.ev, ir, &eo);
     setup(&s);
     /* The functions as they are now: clones made below are not visited. */
-    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn; fn = LLVMGetNextFunction(fn)) {
-        if (!wanted(fn))
-            continue;
-        if (nfns == cap) {
-            LLVMValueRef *v = realloc(fns, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-            if (!v) {
-                rc = ml_ir_fail(ir, -ENOMEM, "out of memory");
-                goto out;
-            }
-            fns = v;
-        }
-        fns[nfns++] = fn;
-    }
+    rc = ml_ev_functions(ir, &fns, &nfns);
+    if (rc)
+        goto out;
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_calls(&s, fns[i]);
     sw = calloc(nfns + 1, 1);

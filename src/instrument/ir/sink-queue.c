@@ -1,0 +1,269 @@
+/* Queue sink of the instrumenter: inline appends of event records to the profiling queue. */
+#include "format/queue.h"
+#include "instrument/ir/events.h"
+
+#include <errno.h>
+#include <llvm-c/DebugInfo.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * `memlens cc --events=<modules>` (ml_ir_opts.events): the event layer
+ * (events.c) gives the points the chosen modules need and nothing else; each
+ * run of points in one block with no call between them becomes one inline
+ * append of at most ML_Q_MAX_EVENT bytes (format/queue.h, "Producer ABI"):
+ * load the cursor, compare, a cold call when the chunk is full, non-temporal
+ * stores, store the new position. Record of a point (docs/profile.md):
+ *   word 0  kind, extra units, aux = access size (1..63, else 0), id = global site id
+ *   word 1  the address (accesses) or the global marker id (loop and function markers)
+ *   extra   accesses of variable or large size: the length; with values: the value
+ * Global ids are the module's bases, which the runtime assigns at
+ * registration (__memlens_q_register), plus the module-local ids.
+ */
+struct qsink {
+    struct ml_ir *ir;
+    struct ml_ev ev;
+    LLVMTypeRef t_cur, t_curp; /* struct ml_q_cursor { i8 *pos, *end; ... } */
+    LLVMValueRef g_cur, f_next, desc_ph;
+    LLVMTypeRef ty_next;
+    unsigned md_prof, md_nt;
+    LLVMValueRef prof_unlikely, nt_node;
+};
+
+static void setup(struct qsink *s)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMTypeRef f[2] = {ir->t_i8p, ir->t_i8p};
+    LLVMMetadataRef w[3], one;
+
+    s->t_cur = LLVMStructCreateNamed(ir->ctx, "memlens.qcursor");
+    LLVMStructSetBody(s->t_cur, f, 2, 0);
+    s->t_curp = LLVMPointerType(s->t_cur, 0);
+    s->g_cur = LLVMGetNamedGlobal(ir->m, "__memlens_q_cur");
+    if (!s->g_cur) {
+        s->g_cur = LLVMAddGlobal(ir->m, s->t_curp, "__memlens_q_cur");
+        LLVMSetThreadLocal(s->g_cur, 1);
+        LLVMSetThreadLocalMode(s->g_cur, LLVMInitialExecTLSModel);
+    }
+    s->ty_next = LLVMFunctionType(s->t_curp, NULL, 0, 0);
+    s->f_next = LLVMGetNamedFunction(ir->m, "__memlens_q_next");
+    if (!s->f_next) {
+        s->f_next = LLVMAddFunction(ir->m, "__memlens_q_next", s->ty_next);
+        LLVMAddAttributeAtIndex(
+            s->f_next, LLVMAttributeFunctionIndex,
+            LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
+    }
+    s->desc_ph = LLVMAddGlobal(ir->m, ir->t_i32, "__memlens_qdesc.placeholder");
+    s->md_prof = LLVMGetMDKindIDInContext(ir->ctx, "prof", 4);
+    w[0] = LLVMMDStringInContext2(ir->ctx, "branch_weights", 14);
+    w[1] = LLVMValueAsMetadata(LLVMConstInt(ir->t_i32, 1, 0));
+    w[2] = LLVMValueAsMetadata(LLVMConstInt(ir->t_i32, 4000, 0));
+    s->prof_unlikely = LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, w, 3));
+    s->md_nt = LLVMGetMDKindIDInContext(ir->ctx, "nontemporal", 11);
+    one = LLVMValueAsMetadata(LLVMConstInt(ir->t_i32, 1, 0));
+    s->nt_node = LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, &one, 1));
+}
+
+/* Units of a point's record, and whether its extra unit holds a length or a value. */
+static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p, int *len,
+                             int *value)
+{
+    *len = *value = 0;
+    if (!ml_ev_is_access(p->kind))
+        return 1;
+    if (p->len_op >= 0 || p->size >= 64)
+        *len = 1;
+    else if (p->value_op != -1 && (s->ev.o.fields & ML_EVF_VALUE))
+        *value = 1;
+    return 1 + (unsigned)(*len || *value);
+}
+
+/* A field of the descriptor (site_base = 10, marker_base = 11), loaded as i64. */
+static LLVMValueRef load_base(struct qsink *s, unsigned field)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMValueRef idx = LLVMConstInt(ir->t_i64, field == 10 ? 0 : 1, 0);
+    LLVMValueRef p = LLVMBuildGEP2(ir->b, ir->t_i32, s->desc_ph, &idx, 1, "");
+
+    return LLVMBuildZExt(ir->b, LLVMBuildLoad2(ir->b, ir->t_i32, p, ""), ir->t_i64, "");
+}
+
+static void store_word(struct qsink *s, LLVMValueRef base, unsigned off, LLVMValueRef v)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMValueRef idx = LLVMConstInt(ir->t_i64, off / 8, 0);
+    LLVMValueRef p = LLVMBuildGEP2(ir->b, ir->t_i64, base, &idx, 1, "");
+    LLVMValueRef st = LLVMBuildStore(ir->b, v, p);
+
+    LLVMSetMetadata(st, s->md_nt, s->nt_node);
+}
+
+/* The value of a load or store as 64 bits (wider or aggregate values: 0, see docs). */
+static LLVMValueRef value_word(struct qsink *s, LLVMValueRef v)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMTypeKind k = LLVMGetTypeKind(t);
+
+    if (k == LLVMPointerTypeKind)
+        return LLVMBuildPtrToInt(ir->b, v, ir->t_i64, "");
+    if (k == LLVMFloatTypeKind)
+        return LLVMBuildZExt(ir->b, LLVMBuildBitCast(ir->b, v, ir->t_i32, ""), ir->t_i64, "");
+    if (k == LLVMDoubleTypeKind)
+        return LLVMBuildBitCast(ir->b, v, ir->t_i64, "");
+    if (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) <= 64)
+        return LLVMBuildZExt(ir->b, v, ir->t_i64, "");
+    return LLVMConstInt(ir->t_i64, 0, 0);
+}
+
+/* The inline append of points p[0..n-1] (at most ML_Q_MAX_EVENT bytes), after the last one. */
+static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
+{
+    struct ml_ir *ir = s->ir;
+    LLVMBuilderRef b = ir->b;
+    LLVMValueRef last = p[n - 1].at, ins, c, pos, end, full, br, c2, pos2, cph, pph, ph[2], base;
+    LLVMValueRef site_base = NULL, marker_base = NULL;
+    LLVMBasicBlockRef rec, fill, slow, blocks[2];
+    unsigned off = 0;
+
+    ins = LLVMIsATerminatorInst(last) ? last : LLVMGetNextInstruction(last);
+    LLVMPositionBuilderBefore(b, ins);
+    LLVMSetCurrentDebugLocation2(b, LLVMInstructionGetDebugLoc(last));
+    c = LLVMBuildLoad2(b, s->t_curp, s->g_cur, "");
+    pos = LLVMBuildLoad2(b, ir->t_i8p, LLVMBuildStructGEP2(b, s->t_cur, c, 0, ""), "");
+    end = LLVMBuildLoad2(b, ir->t_i8p, LLVMBuildStructGEP2(b, s->t_cur, c, 1, ""), "");
+    full = LLVMBuildICmp(b, LLVMIntUGT, pos, end, "");
+    rec = LLVMGetInstructionParent(full);
+    fill = ml_split_after(ir, full);
+    slow = LLVMInsertBasicBlockInContext(ir->ctx, fill, "memlens.qnext");
+    LLVMPositionBuilderAtEnd(b, rec);
+    br = LLVMBuildCondBr(b, full, slow, fill);
+    LLVMSetMetadata(br, s->md_prof, s->prof_unlikely);
+    LLVMPositionBuilderAtEnd(b, slow);
+    c2 = LLVMBuildCall2(b, s->ty_next, s->f_next, NULL, 0, "");
+    pos2 = LLVMBuildLoad2(b, ir->t_i8p, LLVMBuildStructGEP2(b, s->t_cur, c2, 0, ""), "");
+    LLVMBuildBr(b, fill);
+    LLVMPositionBuilderBefore(b, LLVMGetFirstInstruction(fill));
+    blocks[0] = rec;
+    blocks[1] = slow;
+    cph = LLVMBuildPhi(b, s->t_curp, "");
+    ph[0] = c;
+    ph[1] = c2;
+    LLVMAddIncoming(cph, ph, blocks, 2);
+    pph = LLVMBuildPhi(b, ir->t_i8p, "");
+    ph[0] = pos;
+    ph[1] = pos2;
+    LLVMAddIncoming(pph, ph, blocks, 2);
+    base = LLVMBuildBitCast(b, pph, ir->t_i64p, "");
+    for (uint32_t k = 0; k < n; k++) {
+        const struct ml_ev_point *q = &p[k];
+        int len, value;
+        unsigned units = record_units(s, q, &len, &value);
+        unsigned aux = ml_ev_is_access(q->kind) && !len ? (unsigned)q->size : 0;
+        LLVMValueRef w0, w1;
+
+        if (!site_base)
+            site_base = load_base(s, 10);
+        w0 = LLVMConstInt(ir->t_i64, ML_Q_W0(q->kind, units - 1, aux, q->site), 0);
+        w0 =
+            LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
+        if (ml_ev_is_access(q->kind)) {
+            w1 = LLVMBuildPtrToInt(b, ml_ev_operand(q, q->addr_op), ir->t_i64, "");
+        } else {
+            uint32_t mk = s->ev.sites[q->site].marker;
+            if (!marker_base)
+                marker_base = load_base(s, 11);
+            w1 = LLVMBuildAdd(b, marker_base, LLVMConstInt(ir->t_i64, mk, 0), "");
+        }
+        store_word(s, base, off, w0);
+        store_word(s, base, off + 8, w1);
+        if (len)
+            store_word(s, base, off + 16,
+                       q->len_op >= 0
+                           ? LLVMBuildZExtOrBitCast(b, ml_ev_operand(q, q->len_op), ir->t_i64, "")
+                           : LLVMConstInt(ir->t_i64, q->size, 0));
+        if (value)
+            store_word(s, base, off + 16, value_word(s, ml_ev_operand(q, q->value_op)));
+        if (len || value)
+            store_word(s, base, off + 24, LLVMConstInt(ir->t_i64, 0, 0));
+        off += units * ML_Q_UNIT;
+    }
+    {
+        LLVMValueRef idx = LLVMConstInt(ir->t_i64, off, 0);
+        LLVMBuildStore(b, LLVMBuildGEP2(b, ir->t_i8, pph, &idx, 1, ""),
+                       LLVMBuildStructGEP2(b, s->t_cur, cph, 0, ""));
+    }
+    LLVMSetCurrentDebugLocation2(b, NULL);
+}
+
+static int do_function(struct qsink *s, LLVMValueRef fn)
+{
+    struct ml_ev_point *p = NULL;
+    size_t n = 0, start = 0;
+    unsigned bytes = 0;
+    int rc = ml_ev_points(&s->ev, fn, &p, &n);
+
+    for (size_t i = 0; i <= n && !rc; i++) {
+        int len, value, cut = i == n;
+        unsigned sz = i < n ? record_units(s, &p[i], &len, &value) * ML_Q_UNIT : 0;
+        if (!cut && i > start)
+            cut = LLVMGetInstructionParent(p[i - 1].at) != LLVMGetInstructionParent(p[i].at) ||
+                  ml_ev_barrier_between(p[i - 1].at, p[i].at) || bytes + sz > ML_Q_MAX_EVENT ||
+                  LLVMIsATerminatorInst(p[i - 1].at);
+        if (cut && i > start) {
+            emit_group(s, p + start, (uint32_t)(i - start));
+            start = i;
+            bytes = 0;
+        }
+        bytes += sz;
+    }
+    free(p);
+    return rc;
+}
+
+int ml_sink_queue(struct ml_ir *ir)
+{
+    struct qsink s = {.ir = ir};
+    struct ml_ev_opts eo = {0};
+    LLVMValueRef *fns = NULL, desc;
+    size_t nfns = 0;
+    int rc = 0;
+
+    eo.kinds = ir->o->events;
+    eo.fields = ir->o->event_fields | ML_EVF_ADDR | ML_EVF_SIZE | ML_EVF_SITE;
+    eo.loops = !!(eo.kinds & (ML_EV_BIT(ML_EV_LOOP_ENTRY) | ML_EV_BIT(ML_EV_LOOP_ITER) |
+                              ML_EV_BIT(ML_EV_LOOP_EXIT)));
+    eo.functions = !!(eo.kinds & (ML_EV_BIT(ML_EV_FUNC_ENTRY) | ML_EV_BIT(ML_EV_FUNC_EXIT)));
+    rc = ml_ev_init(&s.ev, ir, &eo);
+    if (rc)
+        return ml_ir_fail(ir, rc, "out of memory");
+    setup(&s);
+    rc = ml_ev_functions(ir, &fns, &nfns);
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < nfns && !rc; i++)
+        rc = do_function(&s, fns[i]);
+    if (rc)
+        goto out;
+    desc = ml_ev_emit_module(&s.ev, LLVMConstNull(LLVMPointerType(ir->t_i32, 0)), 0,
+                             "__memlens_qmodule");
+    if (!desc) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    {
+        /* site_base and marker_base: fields 10 and 11 of struct ml_ev_module. */
+        LLVMValueRef idx[2] = {LLVMConstInt(ir->t_i32, 0, 0), LLVMConstInt(ir->t_i32, 10, 0)};
+        LLVMReplaceAllUsesWith(s.desc_ph,
+                               LLVMConstInBoundsGEP2(LLVMGlobalGetValueType(desc), desc, idx, 2));
+    }
+    LLVMDeleteGlobal(s.desc_ph);
+    /* Registered before the program's own constructors, which may run instrumented code. */
+    ml_emit_register(ir, desc, "__memlens_q_register", NULL, "__memlens_queue", 101);
+out:
+    if (rc == -ENOMEM)
+        ml_ir_fail(ir, rc, "out of memory");
+    free(fns);
+    ml_ev_free(&s.ev);
+    return rc;
+}

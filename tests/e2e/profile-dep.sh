@@ -1,0 +1,50 @@
+#!/bin/bash
+# memlens cc --events=dep + memlens profile -m dep on kernels with known dependences (closed forms
+# in profile/dep-check.py): C at -O0, -O2 without unrolling/vectorising (exact) and -O2 (shape),
+# with 2 extra threads, 1 and 2 workers; C++ std::vector; program output unchanged; bad usage.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+M=$root/build/bin/memlens
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+for o in O0 O2f O2; do
+    flags=-$o
+    [ $o = O2f ] && flags="-O2 -fno-unroll-loops -fno-vectorize -fno-slp-vectorize"
+    cp "$here/profile/dep-kernels.c" .
+    # shellcheck disable=SC2086
+    "$M" cc --events=dep $flags -g -pthread dep-kernels.c -o dk || fail "cc $o"
+    # shellcheck disable=SC2086
+    clang-14 $flags -pthread dep-kernels.c -o plain || fail "plain cc $o"
+    want=$(./plain 1000 3 t)
+    for w in 1 2; do
+        rm -rf out
+        got=$("$M" profile -m dep -w $w -o out -q -- ./dk 1000 3 t) || fail "profile $o -w $w"
+        [ "$got" = "$want" ] || fail "output changed under profiling ($o): '$got' vs '$want'"
+        python3 "$here/profile/dep-check.py" out/dk.*.dep.csv dep-kernels.c 1000 3 $o 2 ||
+            fail "dep $o -w $w"
+        grep -q '"complete": true' out/dk.*.dep.json || fail "not complete ($o)"
+    done
+done
+
+cp "$here/profile/dep-cxx.cc" .
+"$M" cc --c++ --events=dep -O0 -g dep-cxx.cc -o dx || fail "c++ cc"
+rm -rf out
+"$M" profile -m dep -o out -q -- ./dx 500 4 >/dev/null || fail "c++ profile"
+line=$(grep -n '// CARRIED$' dep-cxx.cc | cut -d: -f1)
+python3 - out/dx.*.dep.csv "$line" <<'PY' || fail "c++ dep"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1]))
+        if r["src"].endswith("dep-cxx.cc:" + sys.argv[2]) and r["dst"] == r["src"] and r["kind"] == "RAW"
+        and r["carried"] == "1"]
+assert len(rows) == 1 and rows[0]["distance"] == "4" and rows[0]["count"] == str(500 - 8), rows
+PY
+
+"$M" cc --events=nosuch -c dep-kernels.c -o x.o 2>err && fail "unknown module accepted"
+grep -q "unknown profiling module 'nosuch'" err || fail "unknown module message: $(cat err)"
+"$M" cc --events=dep --trace -c dep-kernels.c -o x.o 2>err && fail "--events with --trace accepted"
+grep -q "choose one" err || fail "events+trace message: $(cat err)"
+exit 0
