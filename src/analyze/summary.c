@@ -44,7 +44,7 @@ struct tsum { /* one trace */
     uint64_t records, markers, events, faults, dropped, waits, wait_ticks, lost;
     uint64_t raw, stored, file;
     double seconds, wait_ms, writer_s;
-    uint64_t raw_words;
+    uint64_t raw_words, end_dropped;
     int ended;
     uint32_t end_reason, end_signal;
     size_t problems;
@@ -285,6 +285,9 @@ static int finish_trace(struct summary *s)
         ts->dropped += t->dropped;
         ts->faults += t->faults;
     }
+    /* The END count is exact; a drop record may itself have been in a dropped buffer. */
+    if (ts->ended && ts->end_dropped > ts->dropped)
+        ts->dropped = ts->end_dropped;
     if (!rc)
         rc = add_row(ts, UINT32_MAX, 0, "", "all", &total);
     free_threads(s);
@@ -320,6 +323,7 @@ static int begin_trace(void *st, const struct ml_an_input *in)
     ts->lost = in->info->end.lost;
     ts->writer_s = in->info->end.writer_ns / 1e9;
     ts->raw_words = in->info->end.raw_words;
+    ts->end_dropped = in->info->end.dropped;
     ts->problems = in->info->nproblems;
     ts->pfn = !!(in->info->hdr.flags & ML_TF_PFN);
     return begin(st, in);
@@ -393,12 +397,13 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
                     (unsigned long long)ts->records, (unsigned long long)ts->markers,
                     (unsigned long long)ts->events, per_record(ts->raw, ts->records),
                     per_record(ts->file, ts->records), (unsigned long long)ts->file);
-            fprintf(out,
-                    "  dropped %llu records, %llu waits for the writer (%.3f ms), %llu page "
-                    "faults%s, %llu damaged raw records, %zu problems\n",
-                    (unsigned long long)ts->dropped, (unsigned long long)ts->waits, ts->wait_ms,
-                    (unsigned long long)ts->faults, ts->pfn ? " (with frames)" : "",
-                    (unsigned long long)ts->lost, ts->problems);
+            fprintf(
+                out,
+                "  dropped %llu words of records, %llu waits for the writer (%.3f ms), %llu page "
+                "faults%s, %llu damaged raw records, %zu problems\n",
+                (unsigned long long)ts->dropped, (unsigned long long)ts->waits, ts->wait_ms,
+                (unsigned long long)ts->faults, ts->pfn ? " (with frames)" : "",
+                (unsigned long long)ts->lost, ts->problems);
             fprintf(out, "%-6s %-8s %-24s %14s %14s %14s %16s %16s\n", "thread", "tid", "marker",
                     "records", "loads", "stores", "bytes_read", "bytes_written");
         } else if (fmt == ML_AN_JSON) {

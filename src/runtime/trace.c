@@ -156,7 +156,7 @@ static struct {
     int writer_started;
     pid_t writer_tid;
     /* totals (writer) */
-    uint64_t records, dropped, waits, wait_ticks, lost, raw_words;
+    uint64_t records, waits, wait_ticks, lost, raw_words;
     volatile uint64_t p_dropped, p_waits, p_wait_ticks; /* producers */
     /* writer state */
     int fd;
@@ -1281,8 +1281,6 @@ static void process_buffer(struct tbuf *b)
                 uint64_t f[5] = {0, 0, 0, 0, arg <= tr.wsites ? arg : 0};
                 for (unsigned i = 0; i < 4 && i + 2 <= nw; i++)
                     f[i] = w[2 + i];
-                if (kind == ML_EV_DROP)
-                    tr.dropped += f[1];
                 ml_tenc_event(&t->enc, kind, tick, f, 5);
             }
             w += 1 + nw;
@@ -1342,7 +1340,7 @@ static void do_sync(struct sync *s)
     e.signal = s->signal;
     e.nthreads = tr.nthreads;
     e.records = tr.records;
-    e.dropped = tr.dropped + tr.p_dropped;
+    e.dropped = tr.p_dropped; /* the stream's drop records say the same, and may be lost */
     e.waits = tr.p_waits;
     e.wait_ticks = tr.p_wait_ticks;
     e.lost = tr.lost;
@@ -1629,7 +1627,7 @@ static void after_fork_child(void)
     tr.fd = -1;
     tr.threads = NULL;
     tr.nthreads = 0;
-    tr.records = tr.dropped = tr.waits = tr.wait_ticks = tr.lost = 0;
+    tr.records = tr.waits = tr.wait_ticks = tr.lost = 0;
     tr.p_dropped = tr.p_waits = tr.p_wait_ticks = 0;
     tr.wsites = 0; /* tables are written again for the new file */
     tr.nmaps = 0;
