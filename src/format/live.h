@@ -84,6 +84,7 @@ enum ml_live_field {
      */
     ML_LF_RT_ACC,     /* pointer */
     ML_LF_RT_NFOLDED, /* u64: exited threads summed in it */
+    ML_LF_RT_RECSEQ,  /* u64: odd while a thread record or acc changes (a seqlock) */
     ML_LIVE_NFIELDS
 };
 

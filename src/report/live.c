@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #define MAX_OFFSET  (1u << 20) /* of a field in the runtime's structs (read in place) */
 #define MAX_REGIONS (1u << 16)
 #define MAX_RAW     (1ull << 30) /* bytes of one module's units copied at once */
+#define MAX_TRIES   1000         /* reads of a record that a thread update overlapped */
 
 static const char *const field_names[ML_LIVE_NFIELDS] = {
     [ML_LF_RT_MODS] = "rt.mods",
@@ -61,6 +63,9 @@ static const char *const field_names[ML_LIVE_NFIELDS] = {
     [ML_LF_RS_START] = "region_state.start",
     [ML_LF_RS_DEPTH] = "region_state.depth",
     [ML_LF_RT_SAMPLE] = "rt.sample",
+    [ML_LF_RT_ACC] = "rt.acc",
+    [ML_LF_RT_NFOLDED] = "rt.nfolded",
+    [ML_LF_RT_RECSEQ] = "rt.recseq",
 };
 
 /* Whether field f (n bytes) lies inside a record of size bytes; else says so in err. */
@@ -142,6 +147,9 @@ struct ml_live {
     uint32_t *region_off; /* [nregions]: name offsets in strtab */
     char *strtab;
     uint64_t strtab_len;
+    /* Every thread record ever seen, by address: records are never freed, only moved. */
+    uint64_t *recs;
+    uint32_t nrecs, caprecs;
 };
 
 static int peek(const struct ml_live *l, uint64_t addr, void *buf, size_t n)
@@ -302,6 +310,7 @@ void ml_live_close(struct ml_live *l)
     free(l->regsets);
     free(l->region_off);
     free(l->strtab);
+    free(l->recs);
     free(l);
 }
 
@@ -662,11 +671,90 @@ static int read_thread(struct ml_live *l, uint64_t rec, struct ml_profile_thread
     return 0;
 }
 
+/*
+ * Reads record rec into pt while no thread record is set up, folded or
+ * reused: the runtime's recseq is even, and the same after the read. A read
+ * overlapping a reuse could see the old thread's index with the new thread's
+ * (reset) counts, or the exited-threads record half summed. After MAX_TRIES
+ * (a process stopped mid-update) the last read is kept. With folded, also
+ * reads how many threads the exited-threads record sums.
+ */
+static int read_stable(struct ml_live *l, uint64_t rec, struct ml_profile_thread *pt,
+                       uint64_t *folded, unsigned char *rsbuf, struct iovec *lo, struct iovec *re,
+                       uint64_t *ptrs)
+{
+    uint64_t s1, s2;
+    int rc;
+
+    for (int tries = 0;; tries++) {
+        if (tries)
+            sched_yield();
+        rc = peek_u64(l, l->h.rt_addr, ML_LF_RT_RECSEQ, &s1);
+        if (!rc && (s1 & 1) && tries < MAX_TRIES)
+            continue;
+        if (!rc)
+            rc = read_thread(l, rec, pt, rsbuf, lo, re, ptrs);
+        if (!rc && folded)
+            rc = peek_u64(l, l->h.rt_addr, ML_LF_RT_NFOLDED, folded);
+        if (!rc)
+            rc = peek_u64(l, l->h.rt_addr, ML_LF_RT_RECSEQ, &s2);
+        if (rc || s1 == s2 || tries >= MAX_TRIES)
+            return rc;
+    }
+}
+
+static int addr_known(const struct ml_live *l, uint64_t a, uint32_t *at)
+{
+    uint32_t lo = 0, hi = l->nrecs;
+
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (l->recs[mid] < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return lo < l->nrecs && l->recs[lo] == a;
+}
+
+/* Adds thread record a to the known ones; 0, -ENOMEM, or -EPROTO when there are too many. */
+static int known_add(struct ml_live *l, uint64_t a)
+{
+    uint32_t at;
+
+    if (addr_known(l, a, &at))
+        return 0;
+    if (l->nrecs == l->caprecs) {
+        uint32_t cap = l->caprecs ? 2 * l->caprecs : 16;
+        uint64_t *r;
+        if (cap > MAX_THREADS)
+            return -EPROTO;
+        r = realloc(l->recs, cap * sizeof(*r));
+        if (!r)
+            return -ENOMEM;
+        l->recs = r;
+        l->caprecs = cap;
+    }
+    memmove(l->recs + at + 1, l->recs + at, (l->nrecs - at) * sizeof(*l->recs));
+    l->recs[at] = a;
+    l->nrecs++;
+    return 0;
+}
+
+static int by_index(const void *a, const void *b)
+{
+    uint32_t x = ((const struct ml_profile_thread *)a)->index;
+    uint32_t y = ((const struct ml_profile_thread *)b)->index;
+
+    return x < y ? -1 : x > y;
+}
+
 int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t errlen)
 {
     struct ml_profile *p = NULL;
-    uint64_t *recs = NULL, addr, now, mono, folded;
-    uint32_t nmods, nregions, nthreads = 0, cap = 0, sample;
+    uint64_t addr, acc = 0, now, mono, folded = 0;
+    uint32_t nmods, nregions, nthreads, steps = 0, t = 0, sample;
     unsigned char *rsbuf = NULL;
     struct iovec *lo = NULL, *re = NULL;
     uint64_t *ptrs = NULL;
@@ -688,30 +776,30 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
     if (rc)
         return rc;
 
+    /*
+     * The list only tells which records exist: one moved to its end while we
+     * pass it ends the walk early or shows twice. Records are never freed, so
+     * every record seen before is read again, each once.
+     */
     rc = peek_ptr(l, l->h.rt_addr, ML_LF_RT_THREADS, &addr);
     while (!rc && addr) {
-        if (nthreads == cap) {
-            uint64_t *r;
-            cap = cap ? 2 * cap : 16;
-            if (cap > MAX_THREADS) {
-                rc =
-                    fail(err, errlen, -EPROTO, "process %d: thread list does not end", (int)l->pid);
-                goto out;
-            }
-            r = realloc(recs, cap * sizeof(*r));
-            if (!r) {
-                rc = fail(err, errlen, -ENOMEM, "out of memory");
-                goto out;
-            }
-            recs = r;
+        if (++steps > MAX_THREADS || (rc = known_add(l, addr)) == -EPROTO) {
+            rc = fail(err, errlen, -EPROTO, "process %d: thread list does not end", (int)l->pid);
+            goto out;
         }
-        recs[nthreads++] = addr;
+        if (rc) {
+            rc = fail(err, errlen, -ENOMEM, "out of memory");
+            goto out;
+        }
         rc = peek_ptr(l, addr, ML_LF_THR_NEXT, &addr);
     }
+    if (!rc && !peek_ptr(l, l->h.rt_addr, ML_LF_RT_ACC, &acc) && acc && known_add(l, acc))
+        acc = 0;
     if (rc) {
         rc = read_failed(l, rc, err, errlen);
         goto out;
     }
+    nthreads = l->nrecs;
     p = prof_new(l->strtab_len, l->nregions, l->nregset_words, l->nunits, nthreads);
     rsbuf = malloc((size_t)l->nregions * l->h.off[ML_LF_RS_SIZE] + 1);
     lo = calloc(l->nmods + 2, sizeof(*lo));
@@ -722,19 +810,23 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
         goto out;
     }
     prof_fill_tables(p, l->strtab, l->region_off, l->regsets, l->units);
-    for (uint32_t t = 0; t < nthreads; t++) {
-        rc = read_thread(l, recs[t], &p->threads[t], rsbuf, lo, re, ptrs);
-        if (rc) {
-            rc = read_failed(l, rc, err, errlen);
-            goto out;
-        }
+    /*
+     * The exited-threads record first: a thread folded into it while the
+     * others are read is then missing from both, never in both, and
+     * ml_live_diff makes up for a missing one (the next read has it).
+     */
+    if (acc) {
+        rc = read_stable(l, acc, &p->threads[t], &folded, rsbuf, lo, re, ptrs);
+        p->threads[t++].exited = folded ? folded : 1;
     }
-    /* The exited-threads record, so that ml_live_diff can tell where vanished threads went. */
-    if (!peek_ptr(l, l->h.rt_addr, ML_LF_RT_ACC, &addr) && addr &&
-        !peek_u64(l, l->h.rt_addr, ML_LF_RT_NFOLDED, &folded))
-        for (uint32_t t = 0; t < nthreads; t++)
-            if (recs[t] == addr)
-                p->threads[t].exited = folded ? folded : 1;
+    for (uint32_t i = 0; !rc && i < nthreads; i++)
+        if (l->recs[i] != acc)
+            rc = read_stable(l, l->recs[i], &p->threads[t++], NULL, rsbuf, lo, re, ptrs);
+    if (rc) {
+        rc = read_failed(l, rc, err, errlen);
+        goto out;
+    }
+    qsort(p->threads, nthreads, sizeof(*p->threads), by_index);
     now = ml_rt_ticks();
     mono = ml_rt_mono_ns();
     memcpy(p->hdr.magic, ML_PROF_MAGIC, sizeof(p->hdr.magic));
@@ -754,7 +846,6 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
     p = NULL;
 out:
     ml_profile_free(p);
-    free(recs);
     free(rsbuf);
     free(lo);
     free(re);
@@ -780,19 +871,30 @@ static uint64_t grow_diff(uint64_t *c, uint64_t b)
     return *c - b;
 }
 
+/* Takes up to v off *d; what it could not take is added to *c. */
+static void take_off(uint64_t *d, uint64_t *c, uint64_t v)
+{
+    uint64_t k = *d < v ? *d : v;
+
+    *d -= k;
+    *c += v - k;
+}
+
 /*
  * A thread of prev that is gone from cur was folded, all its counts at once,
- * into the exited-threads record: that record's difference already holds
- * them, but prev's counts were shown under the thread's own row before, so
- * they come off again (never below zero). Only the growth since prev stays.
+ * into the exited-threads record: that record's difference holds them, but
+ * prev's counts were shown under the thread's own row before, so they come
+ * off again. Only the growth since prev stays. The record is read before the
+ * others (ml_live_read), so a thread folded during a read is missing from
+ * both: what the record's difference lacks is added to cur's record, which
+ * the next read's holds; dropping it would count it again then.
  */
-static void unfold(const struct ml_profile *prev, const struct ml_profile *cur,
-                   struct ml_profile *d)
+static void unfold(const struct ml_profile *prev, struct ml_profile *cur, struct ml_profile *d)
 {
     uint64_t x = 0, nu = prev->nunits < cur->nunits ? prev->nunits : cur->nunits;
     uint64_t nr = prev->nregions < cur->nregions ? prev->nregions : cur->nregions;
-    uint64_t *dc;
-    struct ml_prof_rstat *dr;
+    uint64_t *dc, *cc;
+    struct ml_prof_rstat *dr, *cr;
 
     while (x < cur->nthreads && !cur->threads[x].exited)
         x++;
@@ -800,16 +902,17 @@ static void unfold(const struct ml_profile *prev, const struct ml_profile *cur,
         return;
     dc = (uint64_t *)d->threads[x].counts;
     dr = (struct ml_prof_rstat *)d->threads[x].rstats;
+    cc = (uint64_t *)cur->threads[x].counts;
+    cr = (struct ml_prof_rstat *)cur->threads[x].rstats;
     for (uint64_t t = 0; t < prev->nthreads; t++) {
         const struct ml_profile_thread *pt = &prev->threads[t];
         if (pt->exited || thread_by_index(cur, pt->index))
             continue;
         for (uint64_t u = 0; u < nu; u++)
-            dc[u] -= dc[u] < pt->counts[u] ? dc[u] : pt->counts[u];
+            take_off(&dc[u], &cc[u], pt->counts[u]);
         for (uint64_t g = 0; g < nr; g++) {
-            dr[g].entries -=
-                dr[g].entries < pt->rstats[g].entries ? dr[g].entries : pt->rstats[g].entries;
-            dr[g].ticks -= dr[g].ticks < pt->rstats[g].ticks ? dr[g].ticks : pt->rstats[g].ticks;
+            take_off(&dr[g].entries, &cr[g].entries, pt->rstats[g].entries);
+            take_off(&dr[g].ticks, &cr[g].ticks, pt->rstats[g].ticks);
         }
     }
 }

@@ -57,7 +57,10 @@ int ml_live_read(struct ml_live *l, struct ml_profile **out, char *err, size_t e
  * entries and ticks are cur - prev per thread (matched by thread index; a
  * thread new in cur starts from zero), wall_ns the interval. A value of cur
  * below prev (a racy read) is first raised to prev in cur, so that the
- * intervals of successive reads add up to the last read minus the first.
+ * intervals of successive reads add up to the last read minus the first. A
+ * thread of prev gone from cur was folded into the exited-threads record: its
+ * prev counts come off that record's difference, and what the difference
+ * lacks (folded after the record was read) is added to the record in cur.
  * Returns 0 or -ENOMEM.
  */
 int ml_live_diff(const struct ml_profile *prev, struct ml_profile *cur, struct ml_profile **out);

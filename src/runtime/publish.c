@@ -55,6 +55,7 @@ static void fill_offsets(uint32_t *o)
     o[ML_LF_RT_SAMPLE] = offsetof(struct ml_rt, sample);
     o[ML_LF_RT_ACC] = offsetof(struct ml_rt, acc);
     o[ML_LF_RT_NFOLDED] = offsetof(struct ml_rt, nfolded);
+    o[ML_LF_RT_RECSEQ] = offsetof(struct ml_rt, recseq);
 }
 
 void ml_rt_unpublish(void)

@@ -303,17 +303,24 @@ static void stack_bounds(struct ml_thread_rec *t)
 /* Creates the calling thread's record, or reuses an exited thread's; caller holds the lock. */
 static struct ml_thread_rec *thread_new_locked(void)
 {
-    struct ml_thread_rec *t = reuse_exited();
+    struct ml_thread_rec *t;
 
+    /* ml_rt.recseq odd until the record has its new index (a seqlock for the live reader). */
+    __atomic_store_n(&ml_rt.recseq, ml_rt.recseq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    t = reuse_exited();
     if (!t) {
         t = calloc(1, sizeof(*t));
-        if (!t)
+        if (!t) {
+            __atomic_store_n(&ml_rt.recseq, ml_rt.recseq + 1, __ATOMIC_RELEASE);
             return NULL;
+        }
         *ml_rt.threads_tail = t;
         ml_rt.threads_tail = &t->next;
     }
     t->tid = ml_rt_gettid();
     t->index = ml_rt.nthreads++;
+    __atomic_store_n(&ml_rt.recseq, ml_rt.recseq + 1, __ATOMIC_RELEASE);
     t->rng = (ml_rt_ticks() ^ ((uint64_t)t->tid * 0x9e3779b97f4a7c15ull)) | 1;
     t->hint = ml_rt_ticks();
     stack_bounds(t);

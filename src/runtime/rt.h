@@ -147,6 +147,13 @@ struct ml_rt {
     uint32_t nexited;
     struct ml_thread_rec *acc; /* the sum of the folded threads (tid 0, done), or NULL */
     uint64_t nfolded;          /* threads folded into acc */
+    /*
+     * Odd while a thread record is being set up, folded into acc or reused:
+     * the live reader (src/report/live.c) reads a record again when this
+     * changed meanwhile, so that it never sees a thread both in its record
+     * and in acc, a reused record with its old index, or acc half-summed.
+     */
+    uint64_t recseq;
     /* Dynamic attribution: interned global sets (words n, ids... at set_off[id - 1]). */
     uint32_t set_words[ML_RT_SET_WORDS];
     uint32_t set_off[ML_RT_MAX_SETS];

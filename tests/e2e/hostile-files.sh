@@ -53,7 +53,7 @@ touch "$T/b/unused"
 (cd "$T/b" && MEMLENS_OUT=$T/b/out exec "$T/files" wait $n "$T/b/go") >"$T/b.out" 2>"$T/b.err" &
 pid=$!
 for _ in $(seq 200); do
-    pub=$(compgen -G "/dev/shm/memlens.$pid.*") && break
+    pub=$(compgen -G "/dev/shm/memlens.$pid.*" | grep -v '\.tmp$') && break # .tmp: renamed soon
     [ -e /dev/shm/memlens.$pid ] && break # a memlens from before tokens: plant the old names
     sleep 0.05
 done

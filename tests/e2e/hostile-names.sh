@@ -83,7 +83,7 @@ MEMLENS_OUT=$T/victim setpriv --reuid=65534 --regid=65534 --clear-groups "$T/fil
     >"$T/victim.out" 2>"$T/victim.err" &
 v=\$!
 for _ in \$(seq 200); do
-    compgen -G "/dev/shm/memlens.\$v.*" >/dev/null && break
+    compgen -G "/dev/shm/memlens.\$v.*" | grep -qv '\.tmp\$' && break
     sleep 0.05
 done
 "$MEMLENS" top -b -n 1 -d 0.1 \$v >"$T/top.out" 2>"$T/top.err"

@@ -31,7 +31,8 @@ start_prog() {
     prog=$!
     pids+=("$prog")
     for _ in $(seq 100); do
-        pub=$(compgen -G "/dev/shm/memlens.$prog.*") && return 0
+        # the runtime writes memlens.<pid>.<token>.tmp first, then renames it
+        pub=$(compgen -G "/dev/shm/memlens.$prog.*" | grep -v '\.tmp$') && return 0
         sleep 0.05
     done
     ml_error "the program did not publish /dev/shm/memlens.$prog.*"
