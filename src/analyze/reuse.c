@@ -33,8 +33,7 @@ struct gran {
     uint32_t shift;
     uint64_t prev;
     int have_prev;
-    uint64_t front[FRONT]; /* sampled mode: the most recent keys of all, most recent first */
-    uint32_t nfront;
+    struct ml_mtf front; /* sampled mode: the FRONT most recent keys of all */
     /* sampled mode: per key count of estimated accesses, for the error bound */
     struct ml_map cnt;
     double rate;        /* sampling rate of this granularity */
@@ -89,6 +88,7 @@ static int begin(void *st, const struct ml_an_input *in)
         memset(g, 0, sizeof(*g));
         if (ml_reuse_init(&g->eng) || (s->sampled && ml_map_init(&g->cnt, 1024)))
             return -ENOMEM;
+        ml_mtf_init(&g->front, FRONT);
         g->shift = 0;
         while ((1u << g->shift) < (i ? page : line))
             g->shift++;
@@ -108,9 +108,8 @@ static int begin(void *st, const struct ml_an_input *in)
 /* One access to key by a record of weight w, counted in c (this granularity's part of a row). */
 static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t w, uint64_t *c)
 {
-    uint64_t d;
-    uint32_t i;
-    int sampled, estimated;
+    uint64_t d, h, old;
+    int i, sampled, estimated;
 
     if (g->have_prev && key == g->prev) {
         c[EX] += w;
@@ -119,27 +118,37 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     g->prev = key;
     g->have_prev = 1;
     c[EX] += w - 1;
-    if (!s->sampled) {
+    if (!s->sampled || g->rate == 1) {
         d = ml_reuse_slow(&g->eng, key);
         if (d == UINT64_MAX - 1)
             return -ENOMEM;
-        c[EX + ml_reuse_bin(d)]++;
+        if (!s->sampled || d < FRONT) {
+            c[EX + ml_reuse_bin(d)]++;
+            return 0;
+        }
+        /*
+         * Every key sampled: the engine's distance is what the front and the
+         * estimate below would give (rank below FRONT, d / 1 above), and the
+         * bound is 0 (its 1 - rate factor), so neither is kept.
+         */
+        c[NR]++;
+        c[NRS]++;
+        c[SM + ml_reuse_bin(d)]++;
+        g->nr++;
         return 0;
     }
-    sampled = (ml_hash64(key) >> 32) < g->threshold;
-    for (i = 0; i < g->nfront && g->front[i] != key; i++)
-        ;
-    estimated = i == g->nfront;
+    h = ml_hash64(key);
+    sampled = (h >> 32) < g->threshold;
+    i = ml_mtf_find(&g->front, key, (uint8_t)h);
+    estimated = i < 0;
     if (!estimated) {
-        c[EX + ml_reuse_bin(i)]++; /* exact: i distinct keys since */
+        c[EX + ml_reuse_bin((uint64_t)i)]++; /* exact: i distinct keys since */
+        ml_mtf_touch(&g->front, i);
     } else {
-        if (g->nfront < FRONT)
-            g->nfront++;
-        i = g->nfront - 1;
+        ml_mtf_push(&g->front, key, (uint8_t)h, &old);
         c[NR]++;
         g->nr++;
     }
-    ml_to_front(g->front, i, key);
     if (!sampled)
         return 0;
     /* Sampled keys always go through their own stack, to keep their times right. */

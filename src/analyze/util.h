@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "analyze/analyze.h"
 #include "format/json.h" /* ml_json_str */
@@ -107,6 +108,86 @@ static inline void ml_to_front(uint64_t *v, uint32_t i, uint64_t x)
     for (; i; i--)
         v[i] = v[i - 1];
     v[0] = x;
+}
+
+/*
+ * A move-to-front list of at most ML_MTF_MAX keys at O(1) per access, for
+ * the short recency lists the analyses keep in front of their hash tables.
+ * Keys stay in fixed slots, each with a tag byte from the caller's hash of
+ * the key; the recency order is one word of 4-bit slot numbers, rank 0 in
+ * the low nibble. A lookup compares the 16 tags a word at a time (SWAR) and
+ * checks the key of each matching slot, the rank is the place of the slot's
+ * nibble, and moving to the front is a few masks and shifts: no scan that
+ * depends on the rank and no moving of keys.
+ */
+#define ML_MTF_MAX 16
+
+struct ml_mtf {
+    uint64_t key[ML_MTF_MAX];
+    uint64_t tag[2]; /* slot s's tag: byte s % 8 of tag[s / 8] */
+    uint64_t ord;    /* nibble r: the slot at rank r (ranks < n are meaningful) */
+    uint32_t n, cap; /* keys held, at most cap (1..ML_MTF_MAX) */
+};
+
+static inline void ml_mtf_init(struct ml_mtf *m, uint32_t cap)
+{
+    memset(m, 0, sizeof(*m));
+    m->cap = cap < 1 ? 1 : cap > ML_MTF_MAX ? ML_MTF_MAX : cap;
+}
+
+/* The rank of key (0: most recent), or -1 when absent. */
+static inline int ml_mtf_find(const struct ml_mtf *m, uint64_t key, uint8_t tag)
+{
+    const uint64_t ones = 0x0101010101010101ull, low7 = 0x7f7f7f7f7f7f7f7full,
+                   nib = 0x1111111111111111ull, low3 = 0x7777777777777777ull;
+
+    for (unsigned w = 0; w < 2; w++) {
+        /* The high bit of each byte of z: that byte of x is zero, i.e. the tags are equal. */
+        uint64_t x = m->tag[w] ^ (ones * tag), z = ~(((x & low7) + low7) | x | low7);
+        for (; z; z &= z - 1) {
+            unsigned s = 8 * w + ((unsigned)__builtin_ctzll(z) >> 3);
+            if (s < m->n && m->key[s] == key) {
+                /* The same for nibbles of ord: the lowest rank holding slot s. */
+                uint64_t y = m->ord ^ (nib * s);
+                y = ~(((y & low3) + low3) | y | low3);
+                return (int)((unsigned)__builtin_ctzll(y) >> 2);
+            }
+        }
+    }
+    return -1;
+}
+
+/* Moves the key at rank r (< n) to the front. */
+static inline void ml_mtf_touch(struct ml_mtf *m, int r)
+{
+    uint64_t o = m->ord, s = (o >> (4 * r)) & 15, below, above;
+
+    if (!r)
+        return;
+    below = o & ((1ull << (4 * r)) - 1);
+    above = r < ML_MTF_MAX - 1 ? o & ~((1ull << (4 * r + 4)) - 1) : 0;
+    m->ord = above | below << 4 | s;
+}
+
+/*
+ * Puts an absent key at the front; when the list was full, its least recent
+ * key leaves: returns 1 with it in *old, else 0.
+ */
+static inline int ml_mtf_push(struct ml_mtf *m, uint64_t key, uint8_t tag, uint64_t *old)
+{
+    unsigned s;
+    int full = m->n == m->cap;
+
+    if (full) {
+        s = (unsigned)(m->ord >> (4 * (m->cap - 1))) & 15;
+        *old = m->key[s];
+    } else {
+        s = m->n++;
+    }
+    m->key[s] = key;
+    m->tag[s / 8] = (m->tag[s / 8] & ~(0xffull << (8 * (s % 8)))) | (uint64_t)tag << (8 * (s % 8));
+    m->ord = m->ord << 4 | s;
+    return full;
 }
 
 static inline uint64_t ml_hash64(uint64_t x)
