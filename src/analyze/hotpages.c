@@ -20,16 +20,13 @@
 #define ROW_SHIFT_LINE 42
 
 /*
- * The hot-page LRU: its most recent pages in a short move-to-front array
+ * The hot-page LRU: its most recent pages in a short move-to-front list
  * (most accesses hit there, without hashing), the rest in a list with a
  * hash: together one LRU of cap pages.
  */
-#define HK 8
-
 struct lru {
-    uint64_t front[HK];
-    uint32_t nfront, kfront; /* front size limit: min(HK, cap) */
-    struct ml_map pos;       /* page -> node + 1, for the rest */
+    struct ml_mtf front;  /* min(ML_MTF_MAX, cap) pages */
+    struct ml_map pos;    /* page -> node + 1, for the rest */
     uint64_t *page;
     uint32_t *prev, *next;
     uint32_t n, cap, head, tail, free_; /* the rest: nodes in use, room, list, a free node */
@@ -64,10 +61,11 @@ struct pstat {
 
 #define PS_BLOCK 1024 /* records per block: addresses stay valid */
 
+#define HC 16 /* a thread's cache of page counters: direct-mapped by a hash of the page */
+
 struct hthr {
-    uint64_t page[HK];
-    struct pstat *ps[HK];
-    uint32_t n;
+    uint64_t page[HC];
+    struct pstat *ps[HC]; /* NULL: empty */
     uint32_t row;
 };
 
@@ -96,8 +94,8 @@ struct hotpages {
 static int lru_init(struct lru *l, uint32_t cap)
 {
     memset(l, 0, sizeof(*l));
-    l->kfront = cap < HK ? cap : HK;
-    l->cap = cap - l->kfront;
+    ml_mtf_init(&l->front, cap < ML_MTF_MAX ? cap : ML_MTF_MAX);
+    l->cap = cap - l->front.cap;
     l->page = calloc(l->cap + 1, sizeof(*l->page));
     l->prev = calloc(l->cap + 1, sizeof(*l->prev));
     l->next = calloc(l->cap + 1, sizeof(*l->next));
@@ -166,35 +164,32 @@ static int rest_push(struct lru *l, uint64_t page)
 }
 
 /* 1 on a hit, 0 on a miss; -ENOMEM. */
-static int lru_access(struct lru *l, uint64_t page)
+static inline int lru_access(struct lru *l, uint64_t page)
 {
-    uint32_t i;
-    int hit = 0;
+    uint8_t tag = ml_mtf_tag(page);
+    int i = ml_mtf_find(&l->front, page, tag), hit = 0;
+    uint64_t old;
 
-    for (i = 0; i < l->nfront; i++)
-        if (l->front[i] == page)
-            break;
-    if (i < l->nfront) {
-        ml_to_front(l->front, i, page);
+    if (i >= 0) {
+        ml_mtf_touch(&l->front, i);
         return 1;
     }
     {
         uint64_t *slot = l->cap ? ml_map_find(&l->pos, page) : NULL;
         if (slot) {
             /* Out of the rest, into the front; its node is free until the next demotion. */
-            i = (uint32_t)(*slot - 1);
-            unlink_node(l, i);
+            uint32_t k = (uint32_t)(*slot - 1);
+            unlink_node(l, k);
             ml_map_del(&l->pos, page);
-            l->free_ = i;
+            l->free_ = k;
             hit = 1;
         }
     }
-    if (l->nfront == l->kfront) {
-        int rc = rest_push(l, l->front[--l->nfront]);
+    if (ml_mtf_push(&l->front, page, tag, &old)) {
+        int rc = rest_push(l, old);
         if (rc)
             return rc;
     }
-    ml_to_front(l->front, l->nfront++, page);
     return hit;
 }
 
@@ -349,27 +344,25 @@ static struct pstat *ps_get(struct hotpages *h, uint32_t row, uint64_t page)
     return ps;
 }
 
-/* The counters of page for thread p's row, through its recent pages. */
+/* The slot of page in a thread's cache. */
+static inline unsigned hc_slot(uint64_t page)
+{
+    return (unsigned)((page * 0x9e3779b97f4a7c15ull) >> 60);
+}
+
+/* The counters of page for thread p's row, through its cache. */
 static inline struct pstat *ps_of(struct hotpages *h, struct hthr *p, uint64_t page)
 {
-    uint32_t i;
-    struct pstat *ps;
+    unsigned i = hc_slot(page);
 
-    for (i = 0; i < p->n; i++)
-        if (p->page[i] == page)
-            break;
-    if (i < p->n) {
-        ps = p->ps[i];
-    } else {
-        if (!(ps = ps_get(h, p->row, page)))
+    if (!p->ps[i] || p->page[i] != page) {
+        struct pstat *ps = ps_get(h, p->row, page);
+        if (!ps)
             return NULL;
-        i = p->n < HK ? p->n++ : HK - 1;
+        p->page[i] = page;
+        p->ps[i] = ps;
     }
-    for (uint32_t k = i; k; k--)
-        p->ps[k] = p->ps[k - 1];
-    ml_to_front(p->page, i, page);
-    p->ps[0] = ps;
-    return ps;
+    return p->ps[i];
 }
 
 /* Moves the trace's counters into the report's maps. */
@@ -468,20 +461,26 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
                 UINT32_MAX)
                 return -ENOMEM;
             p->row = row;
-            p->n = 0;
+            memset(p->ps, 0, sizeof(p->ps));
         }
         ml_rows_row(&h->rows, p->row)[0] += w;
         if (x->time >= h->bin_end)
             to_bin(h, t, x->time);
         line = x->addr >> h->line_shift;
         end = (x->addr + (x->size ? x->size - 1 : 0)) >> h->line_shift;
-        /* The common case: one line of the thread's last page, the LRU's first. */
-        if (line == end && p->n && (line >> lshift) == p->page[0] && h->lru.nfront &&
-            p->page[0] == h->lru.front[0] && !h->html) {
-            p->ps[0]->lines[line & (h->lpp - 1)] += w;
-            t->bins[h->bin].acc += w;
-            t->bins[h->bin].hit += w;
-            continue;
+        /* The common case: one line of a page in the thread's cache and the LRU's front. */
+        if (line == end && !h->html) {
+            uint64_t page = line >> lshift;
+            unsigned k = hc_slot(page);
+            int j;
+            if (p->ps[k] && p->page[k] == page &&
+                (j = ml_mtf_find(&h->lru.front, page, ml_mtf_tag(page))) >= 0) {
+                ml_mtf_touch(&h->lru.front, j);
+                p->ps[k]->lines[line & (h->lpp - 1)] += w;
+                t->bins[h->bin].acc += w;
+                t->bins[h->bin].hit += w;
+                continue;
+            }
         }
         /* A range counts once for each line, and for each page once per line in it. */
         for (uint64_t l = line; l <= end; l++) {

@@ -12,6 +12,7 @@ int ml_reuse_init(struct ml_reuse *r)
     memset(r, 0, sizeof(*r));
     r->cap = START_CAP;
     r->now = 1;
+    ml_mtf_init(&r->front, ML_REUSE_FRONT);
     r->bit = calloc(r->cap + 1, sizeof(*r->bit));
     r->keyat = malloc((r->cap + 1) * sizeof(*r->keyat));
     if (!r->bit || !r->keyat || ml_map_init(&r->last, 1024)) {
@@ -96,44 +97,40 @@ static int compact(struct ml_reuse *r)
 
 uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key)
 {
-    uint64_t *slot, d = ML_REUSE_COLD;
-    uint32_t i;
+    uint64_t *slot, d = ML_REUSE_COLD, old;
+    uint8_t tag = ml_mtf_tag(key);
+    int i = ml_mtf_find(&r->front, key, tag);
 
-    for (i = 0; i < r->nfront; i++)
-        if (r->front[i] == key)
-            break;
-    if (i < r->nfront) {
-        /* In the front: its position is its distance; no tree work. */
-        ml_to_front(r->front, i, key);
-        return i;
+    if (i >= 0) {
+        /* In the front: its rank is its distance; no tree work. */
+        ml_mtf_touch(&r->front, i);
+        return (uint64_t)i;
     }
     if (!(slot = ml_map_slot(&r->last, key)))
         return UINT64_MAX - 1;
     if (*slot) {
         uint64_t t = *slot;
-        d = r->nfront + r->live - bit_prefix(r->bit, t);
+        d = r->front.n + r->live - bit_prefix(r->bit, t);
         bit_add(r->bit, r->cap, t, -1);
         r->keyat[t] = UINT64_MAX;
         r->live--;
         *slot = 0;
     }
-    if (r->nfront == ML_REUSE_FRONT) {
+    if (r->front.n == r->front.cap && r->now > r->cap && compact(r))
+        return UINT64_MAX - 1;
+    if (ml_mtf_push(&r->front, key, tag, &old)) {
         /*
-         * The least recent front key goes to the tree. Its time is taken now:
+         * The least recent front key went to the tree. Its time is taken now:
          * later than every mark (those keys were demoted before it), earlier
          * than the other front keys' (demoted after it): the order of recency.
          */
-        uint64_t old = r->front[ML_REUSE_FRONT - 1], *s;
-        if (r->now > r->cap && compact(r))
-            return UINT64_MAX - 1;
-        if (!(s = ml_map_slot(&r->last, old)))
+        uint64_t *s = ml_map_slot(&r->last, old);
+        if (!s)
             return UINT64_MAX - 1;
         *s = r->now;
         r->keyat[r->now] = old;
         bit_add(r->bit, r->cap, r->now++, 1);
         r->live++;
-        r->nfront--;
     }
-    ml_to_front(r->front, r->nfront++, key);
     return d;
 }

@@ -28,9 +28,9 @@ struct ml_reuse {
     uint32_t *bit;      /* Fenwick tree over times 1..cap */
     uint64_t *keyat;    /* [cap + 1]: key marked at each time, or UINT64_MAX */
     uint64_t cap, now, live;
-    uint64_t front[ML_REUSE_FRONT]; /* most recent first; they have no time yet */
-    uint32_t nfront;
+    struct ml_mtf front; /* the ML_REUSE_FRONT most recent keys; they have no time yet */
 };
+
 
 int ml_reuse_init(struct ml_reuse *r);
 void ml_reuse_free(struct ml_reuse *r);
@@ -39,7 +39,7 @@ uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key);
 
 static inline uint64_t ml_reuse_access(struct ml_reuse *r, uint64_t key)
 {
-    if (r->nfront && key == r->front[0])
+    if (r->front.n && key == r->front.key[r->front.ord & 15])
         return 0;
     return ml_reuse_slow(r, key);
 }

@@ -129,6 +129,12 @@ struct ml_mtf {
     uint32_t n, cap; /* keys held, at most cap (1..ML_MTF_MAX) */
 };
 
+/* A tag for a key when the caller has no hash of it (multiplicative: one multiply). */
+static inline uint8_t ml_mtf_tag(uint64_t key)
+{
+    return (uint8_t)((key * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
 static inline void ml_mtf_init(struct ml_mtf *m, uint32_t cap)
 {
     memset(m, 0, sizeof(*m));

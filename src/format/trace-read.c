@@ -695,6 +695,8 @@ static void fill_times(struct ml_trace_rec *out, const struct ml_tpoint *pts, si
     }
 }
 
+#define ML_RUN_CYCLE 16 /* longest cycle of sites a run is read from */
+
 static int tok_fail(char *err, size_t errlen, size_t at, const char *what)
 {
     return fail(err, errlen, -EINVAL, "%s at token byte %zu", what, at);
@@ -703,12 +705,14 @@ static int tok_fail(char *err, size_t errlen, size_t at, const char *what)
 int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *sites,
                            uint32_t nsites, uint32_t thread, uint64_t t_first, uint64_t t_last,
                            struct ml_trace_rec *out, uint32_t count, struct ml_tstate *st,
-                           uint32_t *gen, struct ml_tpoint *pts, char *err, size_t errlen)
+                           struct ml_trace_rec *tmpl, uint32_t *gen, struct ml_tpoint *pts,
+                           char *err, size_t errlen)
 {
     const uint8_t *const start = p, *const end = p + len;
     uint32_t prev = ML_EV_NOID, n = 0;
     uint64_t prev_addr = 0, t_cur = t_first;
     size_t npts = 0;
+    uint32_t cyc[ML_RUN_CYCLE], cycle;
     struct rd r;
 
     if (++*gen == 0) {
@@ -732,12 +736,44 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
             why = "run longer than the chunk";
             NEED(nrun <= count - n);
             why = "run without a predicted site";
-            for (uint64_t i = 0; i < nrun; i++) {
+            /*
+             * Runs do not change successors, so when prev's successors lead back
+             * to it the run cycles through them: reading the sites from that
+             * cycle spares each record a load that depends on the one before.
+             */
+            cycle = 0;
+            if (nrun >= 32 && prev != ML_EV_NOID)
+                for (uint32_t k = 0, x = prev; k < ML_RUN_CYCLE; k++) {
+                    if ((x = st[x].succ) == ML_EV_NOID)
+                        break;
+                    cyc[k] = x;
+                    if (x == prev) {
+                        cycle = k + 1;
+                        break;
+                    }
+                }
+            for (uint64_t i = 0, j = 0; i < nrun; i++) {
                 uint32_t s;
                 struct ml_tstate *S;
                 struct ml_trace_rec *o = &out[n++];
-                NEED(prev != ML_EV_NOID && (s = st[prev].succ) != ML_EV_NOID);
+                if (cycle) {
+                    s = cyc[j];
+                    if (++j == cycle)
+                        j = 0;
+                } else {
+                    NEED(prev != ML_EV_NOID && (s = st[prev].succ) != ML_EV_NOID);
+                }
                 S = &st[s];
+                if (S->fast) {
+                    /* A steady stride: d = stride = cand, so only the address moves. */
+                    uint64_t a = S->last + (uint64_t)S->stride;
+                    *o = tmpl[s];
+                    o->addr = a;
+                    S->last = a;
+                    prev_addr = a;
+                    prev = s;
+                    continue;
+                }
                 o->time = 0;
                 o->aux = 0;
                 o->site = s;
@@ -759,6 +795,10 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                     prev_addr = a;
                     o->addr = a;
                     o->aux2 = 0;
+                    if (S->stride == S->cand) {
+                        tmpl[s] = *o;
+                        S->fast = 1;
+                    }
                 } else {
                     o->addr = 0;
                     o->aux2 = sites[s].marker;
@@ -788,6 +828,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
             why = "record of an undefined site";
             NEED(ml_ev_is_access(sites[s].kind) || ml_ev_is_marker(sites[s].kind));
             S = &st[s];
+            S->fast = 0; /* its size, weight or stride may change here */
             if (S->gen != *gen) {
                 S->gen = *gen;
                 S->seen = 0;
@@ -905,6 +946,7 @@ struct ml_trace_dec {
     size_t caprecs;
     struct ml_tpoint *pts;
     struct ml_tstate *st;
+    struct ml_trace_rec *tmpl;
     uint32_t gen;
 };
 
@@ -917,7 +959,8 @@ struct ml_trace_dec *ml_trace_dec_new(const struct ml_trace *t)
     d->t = t;
     d->dctx = ZSTD_createDCtx();
     d->st = calloc((size_t)t->nsites + 1, sizeof(*d->st));
-    if (!d->dctx || !d->st) {
+    d->tmpl = malloc(((size_t)t->nsites + 1) * sizeof(*d->tmpl));
+    if (!d->dctx || !d->st || !d->tmpl) {
         ml_trace_dec_free(d);
         return NULL;
     }
@@ -934,6 +977,7 @@ void ml_trace_dec_free(struct ml_trace_dec *d)
     free(d->recs);
     free(d->pts);
     free(d->st);
+    free(d->tmpl);
     free(d);
 }
 
@@ -970,7 +1014,7 @@ int ml_trace_decode(struct ml_trace_dec *d, size_t i, const struct ml_trace_rec 
     if (rc)
         return rc;
     rc = ml_trace_decode_tokens(data, h.raw_size, t->tsites, t->nsites, h.thread, h.t_first,
-                                h.t_last, d->recs, h.count, d->st, &d->gen, d->pts, why,
+                                h.t_last, d->recs, h.count, d->st, d->tmpl, &d->gen, d->pts, why,
                                 sizeof(why));
     if (rc)
         return fail(err, errlen, rc, "chunk at offset %llu: %s", (unsigned long long)c->offset,

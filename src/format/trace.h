@@ -195,7 +195,8 @@ struct ml_tstate {
     uint32_t succ;
     uint32_t gen;
     uint32_t seen; /* an access of this site was recorded in the chunk */
-    uint32_t pad;
+    /* decoder: a steady access site (stride == cand) whose next RUN record is tmpl[site] */
+    uint32_t fast;
 };
 
 /*
@@ -478,7 +479,9 @@ int ml_trace_decode(struct ml_trace_dec *d, size_t i, const struct ml_trace_rec 
 /*
  * Decodes a token stream (exposed for tests): count records into out, st a
  * state per site (nsites, zeroed once; *gen, 0 at first, tells chunks apart),
- * pts scratch room for 2 * count + 3 time points.
+ * tmpl scratch room for nsites records (the next RUN record of each steady
+ * site: a run then costs a copy and an add per record), pts scratch room for
+ * 2 * count + 3 time points.
  */
 struct ml_tpoint {
     uint64_t pos, tick;
@@ -486,6 +489,7 @@ struct ml_tpoint {
 int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *sites,
                            uint32_t nsites, uint32_t thread, uint64_t t_first, uint64_t t_last,
                            struct ml_trace_rec *out, uint32_t count, struct ml_tstate *st,
-                           uint32_t *gen, struct ml_tpoint *pts, char *err, size_t errlen);
+                           struct ml_trace_rec *tmpl, uint32_t *gen, struct ml_tpoint *pts,
+                           char *err, size_t errlen);
 
 #endif

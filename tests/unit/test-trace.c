@@ -170,6 +170,7 @@ static void check_decode(const struct ml_tenc *e, const struct item *v, size_t f
     struct ml_trace_rec *out = calloc(e->count + 1, sizeof(*out));
     struct ml_tpoint *pts = calloc(2 * (size_t)e->count + 3, sizeof(*pts));
     static struct ml_tstate st[NSITES];
+    static struct ml_trace_rec tmpl[NSITES];
     static uint32_t gen;
     char err[200] = "";
     uint64_t last_time = t_first;
@@ -178,7 +179,7 @@ static void check_decode(const struct ml_tenc *e, const struct item *v, size_t f
     assert_non_null(out);
     assert_non_null(pts);
     if (ml_trace_decode_tokens(e->out, e->len, tsites, NSITES, 7, t_first, t_last, out, e->count,
-                               st, &gen, pts, err, sizeof(err)))
+                               st, tmpl, &gen, pts, err, sizeof(err)))
         fail_msg("decode: %s", err);
     for (size_t i = from; i < to; i++) {
         const struct item *it = &v[i];
@@ -276,6 +277,7 @@ static void test_interpolation(void **state)
     struct ml_trace_rec out[8];
     struct ml_tpoint pts[19];
     struct ml_tstate st[NSITES];
+    struct ml_trace_rec tmpl[NSITES];
     uint32_t gen = 0;
     char err[100];
 
@@ -291,7 +293,7 @@ static void test_interpolation(void **state)
         ml_tenc_put(&e, 0, 4128 + 8 * (uint64_t)i, 1, 1, 0, 0);
     e.len = (size_t)(ml_tenc_flush_run(&e, e.out + e.len) - e.out);
     assert_int_equal(ml_trace_decode_tokens(e.out, e.len, tsites, NSITES, 0, 1000, 3000, out, 8, st,
-                                            &gen, pts, err, sizeof(err)),
+                                            tmpl, &gen, pts, err, sizeof(err)),
                      0);
     /* Records 0..3 sit at 1, 3, 5, 7 of 8 half-steps between 1000 and 2000. */
     assert_int_equal(out[0].time, 1125);
@@ -323,6 +325,7 @@ static void test_hostile_tokens(void **state)
     struct ml_trace_rec out[4];
     struct ml_tpoint pts[11];
     struct ml_tstate st[NSITES];
+    struct ml_trace_rec tmpl[NSITES];
     uint32_t gen = 0;
     char err[100];
 
@@ -331,7 +334,7 @@ static void test_hostile_tokens(void **state)
     memset(st, 0, sizeof(st));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = ml_trace_decode_tokens(cases[i].tok, cases[i].len, tsites, NSITES, 0, 0, 10, out,
-                                        cases[i].count, st, &gen, pts, err, sizeof(err));
+                                        cases[i].count, st, tmpl, &gen, pts, err, sizeof(err));
         if (i == 7)
             assert_int_equal(rc, 0);
         else
