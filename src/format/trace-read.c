@@ -653,49 +653,125 @@ double ml_trace_ns(const struct ml_trace *t, uint64_t tick)
 /* ---- decoding ---- */
 
 /*
- * Gives every record without a measured time one interpolated linearly
- * between its time points (records j sit at 2j + 1, gaps before record j at
- * 2j): tick_a + (tick_b - tick_a) x (p - pos_a) / (pos_b - pos_a), stepped
- * by quotient and remainder instead of a 128-bit division per record.
+ * Gives every record of [from, to) without a measured time one interpolated
+ * linearly between its time points (records j sit at 2j + 1, gaps before
+ * record j at 2j): tick_a + (tick_b - tick_a) x (p - pos_a) / (pos_b -
+ * pos_a), stepped by quotient and remainder instead of a 128-bit division
+ * per record. *k is the segment [pts[*k], pts[*k + 1]] to start from (0 at
+ * first); ranges come in order, so the decoder can fill each block of
+ * records while it is still in cache.
  */
-static void fill_times(struct ml_trace_rec *out, const struct ml_tpoint *pts, size_t npts)
+static void fill_times(struct ml_trace_rec *out, const struct ml_tpoint *pts, size_t npts,
+                       size_t *k, uint64_t from, uint64_t to)
 {
-    for (size_t k = 0; k + 1 < npts; k++) {
-        const struct ml_tpoint *a = &pts[k], *b = &pts[k + 1];
-        uint64_t j = a->pos / 2, dt, dp, q, r, sq, sr;
+    for (; *k + 1 < npts; ++*k) {
+        const struct ml_tpoint *a = &pts[*k], *b = &pts[*k + 1];
+        uint64_t j = a->pos / 2, e = b->pos / 2, stop, dt, dp, q, r, sq, sr;
         while (2 * j + 1 <= a->pos)
             j++;
-        if (2 * j + 1 >= b->pos)
-            continue;
-        if (b->tick <= a->tick || b->pos <= a->pos) {
-            for (; 2 * j + 1 < b->pos; j++)
-                out[j].time = a->tick;
-            continue;
-        }
-        dt = b->tick - a->tick;
-        dp = b->pos - a->pos;
-        /* (dt x (p - a.pos)) / dp at p = 2j + 1, then + 2 dt per record. */
-        {
-            unsigned __int128 n = (unsigned __int128)dt * (2 * j + 1 - a->pos);
-            q = (uint64_t)(n / dp);
-            r = (uint64_t)(n % dp);
-            n = (unsigned __int128)dt * 2;
-            sq = (uint64_t)(n / dp);
-            sr = (uint64_t)(n % dp);
-        }
-        for (; 2 * j + 1 < b->pos; j++) {
-            out[j].time = a->tick + q;
-            q += sq;
-            r += sr;
-            if (r >= dp) {
-                r -= dp;
-                q++;
+        /* Records j with 2j + 1 < b.pos are inside the segment: j < e. */
+        if (j < from)
+            j = from;
+        stop = e < to ? e : to;
+        if (j < stop) {
+            if (b->tick <= a->tick || b->pos <= a->pos) {
+                for (; j < stop; j++)
+                    out[j].time = a->tick;
+            } else {
+                dt = b->tick - a->tick;
+                dp = b->pos - a->pos;
+                /* (dt x (p - a.pos)) / dp at p = 2j + 1, then + 2 dt per record. */
+                {
+                    unsigned __int128 n = (unsigned __int128)dt * (2 * j + 1 - a->pos);
+                    q = (uint64_t)(n / dp);
+                    r = (uint64_t)(n % dp);
+                    n = (unsigned __int128)dt * 2;
+                    sq = (uint64_t)(n / dp);
+                    sr = (uint64_t)(n % dp);
+                }
+                for (; j < stop; j++) {
+                    out[j].time = a->tick + q;
+                    q += sq;
+                    r += sr;
+                    if (r >= dp) {
+                        r -= dp;
+                        q++;
+                    }
+                }
             }
         }
+        if (e > to) /* the segment goes on past this range */
+            return;
     }
 }
 
-#define ML_RUN_CYCLE 16 /* longest cycle of sites a run is read from */
+/*
+ * The time points of a token stream, found without decoding its records
+ * (the same points, in the same order, as the decoder's); -1 when the
+ * stream is malformed (the decoder then finds where).
+ */
+static int scan_times(const uint8_t *p, const uint8_t *end, uint32_t count, uint64_t t_first,
+                      uint64_t t_last, struct ml_tpoint *pts, size_t *npts_out)
+{
+    uint64_t n = 0, t_cur = t_first;
+    size_t npts = 0;
+
+    pts[npts++] = (struct ml_tpoint){0, t_first};
+    while (p < end) {
+        uint8_t b = *p;
+        struct rd r = {p + 1, end, 0};
+        if (!(b & 0x80)) {
+            uint64_t nrun = b ? b : rd_varint(&r);
+            if (r.bad || nrun > count - n)
+                return -1;
+            n += nrun;
+        } else if (!(b & 0x40)) {
+            if (n >= count)
+                return -1;
+            for (unsigned bit = 0x20; bit > 0x02; bit >>= 1)
+                if (b & bit)
+                    rd_varint(&r);
+            if (b & 0x02) {
+                uint64_t dt = rd_varint(&r);
+                if (t_cur + dt < t_cur)
+                    return -1;
+                t_cur += dt;
+                pts[npts++] = (struct ml_tpoint){2 * n + 1, t_cur};
+            }
+            n++;
+        } else {
+            uint64_t dt = rd_varint(&r), nf;
+            if (r.bad || t_cur + dt < t_cur)
+                return -1;
+            t_cur += dt;
+            if (!(b & 0x3f)) {
+                if (pts[npts - 1].pos == 2 * n && npts > 1)
+                    pts[npts - 1].tick = t_cur;
+                else
+                    pts[npts++] = (struct ml_tpoint){2 * n, t_cur};
+            } else {
+                nf = rd_varint(&r);
+                if (nf > ML_TOK_MAX_FIELDS || n >= count)
+                    return -1;
+                for (uint64_t i = 0; i < nf; i++)
+                    rd_varint(&r);
+                pts[npts++] = (struct ml_tpoint){2 * n + 1, t_cur};
+                n++;
+            }
+        }
+        if (r.bad)
+            return -1;
+        p = r.p;
+    }
+    if (n != count)
+        return -1;
+    pts[npts++] = (struct ml_tpoint){2 * n, t_cur > t_last ? t_cur : t_last};
+    *npts_out = npts;
+    return 0;
+}
+
+#define ML_RUN_CYCLE 16  /* longest cycle of sites a run is read from */
+#define FILL_BLOCK   1024 /* records decoded between two fills of their times */
 
 static int tok_fail(char *err, size_t errlen, size_t at, const char *what)
 {
@@ -711,15 +787,29 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
     const uint8_t *const start = p, *const end = p + len;
     uint32_t prev = ML_EV_NOID, n = 0;
     uint64_t prev_addr = 0, t_cur = t_first;
-    size_t npts = 0;
+    size_t npts = 0, seg = 0, filled = 0;
     uint32_t cyc[ML_RUN_CYCLE], cycle;
+    /*
+     * Time points found first, so that each block of records gets its times
+     * while in cache: worth it where runs dominate (under half a token byte
+     * per record), not where the scan would read every record's fields twice.
+     */
+    int early = len < count / 2 && !scan_times(p, p + len, count, t_first, t_last, pts, &npts);
     struct rd r;
 
     if (++*gen == 0) {
         memset(st, 0, (size_t)nsites * sizeof(*st));
         *gen = 1;
     }
-    pts[npts++] = (struct ml_tpoint){0, t_first};
+    if (!early)
+        pts[npts++] = (struct ml_tpoint){0, t_first};
+#define FILL()                                                                                     \
+    do {                                                                                           \
+        if (early && n - filled >= FILL_BLOCK) {                                                   \
+            fill_times(out, pts, npts, &seg, filled, n);                                           \
+            filled = n;                                                                            \
+        }                                                                                          \
+    } while (0)
 #define NEED(c)                                                                                    \
     do {                                                                                           \
         if (r.bad)                                                                                 \
@@ -772,6 +862,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                     S->last = a;
                     prev_addr = a;
                     prev = s;
+                    FILL();
                     continue;
                 }
                 o->time = 0;
@@ -804,6 +895,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                     o->aux2 = sites[s].marker;
                 }
                 prev = s;
+                FILL();
             }
         } else if (!(b & 0x40)) {
             uint32_t s;
@@ -857,7 +949,8 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                 t_cur += dt;
                 o->time = t_cur;
                 o->flags = ML_RF_EXACT_TIME;
-                pts[npts++] = (struct ml_tpoint){2ull * n + 1, t_cur};
+                if (!early)
+                    pts[npts++] = (struct ml_tpoint){2ull * n + 1, t_cur};
             }
             NEED(!r.bad);
             if (ml_ev_is_access(sites[s].kind)) {
@@ -895,9 +988,9 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
             t_cur += dt;
             if (!k) {
                 /* Consecutive time points at one gap: the last one holds. */
-                if (pts[npts - 1].pos == 2ull * n && npts > 1)
+                if (!early && pts[npts - 1].pos == 2ull * n && npts > 1)
                     pts[npts - 1].tick = t_cur;
-                else
+                else if (!early)
                     pts[npts++] = (struct ml_tpoint){2ull * n, t_cur};
             } else {
                 uint64_t f[ML_TOK_MAX_FIELDS] = {0}, nf = rd_varint(&r);
@@ -921,19 +1014,23 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                 o->thread = thread;
                 o->kind = (uint16_t)k;
                 o->flags = ML_RF_EXACT_TIME;
-                pts[npts++] = (struct ml_tpoint){2ull * n + 1, t_cur};
+                if (!early)
+                    pts[npts++] = (struct ml_tpoint){2ull * n + 1, t_cur};
                 n++;
             }
         }
         p = r.p;
+        FILL();
     }
 #undef NEED
+#undef FILL
     if (n != count)
         return fail(err, errlen, -EINVAL, "chunk holds %u records, its header says %u", n, count);
     if (t_cur > t_last)
         t_last = t_cur;
-    pts[npts++] = (struct ml_tpoint){2ull * n, t_last};
-    fill_times(out, pts, npts);
+    if (!early)
+        pts[npts++] = (struct ml_tpoint){2ull * n, t_last};
+    fill_times(out, pts, npts, &seg, filled, n);
     return 0;
 }
 
