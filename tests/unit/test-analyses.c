@@ -82,6 +82,39 @@ static void test_reuse_brute(void **state)
     }
 }
 
+/* ml_mtf against a plain move-to-front array, with tags that collide often and never. */
+static void test_mtf_brute(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 2000; c++) {
+        uint32_t cap = 1 + (uint32_t)(rnd() % ML_MTF_MAX), n = 0, nkeys = 1 + rnd() % 40;
+        uint64_t ref[ML_MTF_MAX];
+        struct ml_mtf m;
+        ml_mtf_init(&m, cap);
+        for (int i = 0; i < 3000; i++) {
+            uint64_t key = rnd() % nkeys * 0x1000003ull, old = 0;
+            uint8_t tag = c % 3 == 0 ? (uint8_t)(key & 1) : c % 3 == 1 ? 7 : ml_mtf_tag(key);
+            int want = -1, got = ml_mtf_find(&m, key, tag);
+            for (uint32_t j = 0; j < n; j++)
+                if (ref[j] == key)
+                    want = (int)j;
+            assert_int_equal(got, want);
+            if (want >= 0) {
+                ml_mtf_touch(&m, got);
+            } else {
+                int full = ml_mtf_push(&m, key, tag, &old);
+                assert_int_equal(full, n == cap);
+                if (full)
+                    assert_true(old == ref[--n]);
+                want = (int)n++;
+            }
+            for (; want > 0; want--)
+                ref[want] = ref[want - 1];
+            ref[0] = key;
+        }
+    }
+}
+
 /* ---- cache filter: a reference written independently (timestamps, not move-to-front) ---- */
 
 struct way {
@@ -461,6 +494,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reuse_brute),
+        cmocka_unit_test(test_mtf_brute),
         cmocka_unit_test(test_cachesim_brute),
         cmocka_unit_test(test_driver),
         cmocka_unit_test(test_truncated),

@@ -270,6 +270,77 @@ static void test_regular_is_tiny(void **state)
     ml_tenc_free(&e);
 }
 
+/*
+ * Long runs take the decoder's fast paths (template records of steady sites,
+ * sites read from the run's cycle, times found before the records and filled
+ * block by block): every field and every interpolated time must be what the
+ * slow path gives, through size and stride changes in the middle of runs
+ * and time points anywhere.
+ */
+static void test_runs_fast(void **state)
+{
+    struct ml_tenc e = {.sites = tsites, .nsites = NSITES};
+    size_t n = 60000, m = 0;
+    struct item *v = calloc(n + 64, sizeof(*v));
+    struct ml_trace_rec *out;
+    struct ml_tpoint *pts, tp[64];
+    static struct ml_tstate st[NSITES];
+    static struct ml_trace_rec tmpl[NSITES];
+    static uint32_t gen;
+    uint64_t addr[3] = {0x10000000, 0x20000000, 0x30000000}, t = 1000, t_last;
+    size_t ntp = 0, len;
+    char err[200] = "";
+
+    (void)state;
+    make_sites();
+    assert_non_null(v);
+    tp[ntp++] = (struct ml_tpoint){0, 1000};
+    for (size_t i = 0; i < n; i++) {
+        uint32_t s = (uint32_t)(i % 3);
+        if (i && i % 9001 == 0) { /* a time point between records */
+            t += 5000 + i % 777;
+            v[m].event = 2;
+            v[m++].r.time = t;
+            tp[ntp++] = (struct ml_tpoint){2 * i, t};
+        }
+        v[m].r.site = s;
+        v[m].r.kind = tsites[s].kind;
+        /* Site 1 changes size for a while; site 2 jumps once: both leave and rejoin runs. */
+        v[m].r.size = s == 1 && i > 20000 && i < 20300 ? 2 : tsites[s].size;
+        v[m].r.weight = 1;
+        if (s == 2 && i == 40001)
+            addr[2] += 1 << 20;
+        v[m++].r.addr = addr[s] += tsites[s].size;
+    }
+    t_last = t + 100000;
+    tp[ntp++] = (struct ml_tpoint){2 * n, t_last};
+    len = encode(&e, v, 0, m, 1000);
+    assert_true(len < n / 2); /* run-heavy: times are scanned first */
+    check_decode(&e, v, 0, m, 1000, t_last);
+    out = calloc(n, sizeof(*out));
+    pts = calloc(2 * n + 3, sizeof(*pts));
+    assert_non_null(out);
+    assert_non_null(pts);
+    if (ml_trace_decode_tokens(e.out, e.len, tsites, NSITES, 0, 1000, t_last, out, (uint32_t)n, st,
+                               tmpl, &gen, pts, err, sizeof(err)))
+        fail_msg("decode: %s", err);
+    /* Record j sits at 2j + 1 between the time points around it. */
+    for (size_t j = 0, k = 0; j < n; j++) {
+        uint64_t p = 2 * j + 1, want;
+        while (tp[k + 1].pos < p)
+            k++;
+        want = tp[k].tick + (uint64_t)((unsigned __int128)(tp[k + 1].tick - tp[k].tick) *
+                                       (p - tp[k].pos) / (tp[k + 1].pos - tp[k].pos));
+        if (out[j].time != want)
+            fail_msg("record %zu: time %llu, want %llu", j, (unsigned long long)out[j].time,
+                     (unsigned long long)want);
+    }
+    free(out);
+    free(pts);
+    free(v);
+    ml_tenc_free(&e);
+}
+
 /* Times between time points are interpolated by position and never go backwards. */
 static void test_interpolation(void **state)
 {
@@ -572,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_regular_is_tiny),
         cmocka_unit_test(test_interpolation),
+        cmocka_unit_test(test_runs_fast),
         cmocka_unit_test(test_hostile_tokens),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_truncated),
