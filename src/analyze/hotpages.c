@@ -443,27 +443,33 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
 {
     struct hotpages *h = st;
     struct ttr *t = &h->tr[h->ntr - 1];
-    uint32_t lshift = h->page_shift - h->line_shift;
+    uint32_t lshift = h->page_shift - h->line_shift, thr = UINT32_MAX;
+    struct hthr *p = NULL;
+    uint64_t *rowc = NULL;
     int rc;
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
-        struct hthr *p;
         uint64_t end, line, w = x->weight;
         uint32_t row;
         if (!ml_ev_is_access(x->kind))
             continue;
-        if (x->thread >= h->nthr || (p = &h->thr[x->thread])->row == UINT32_MAX ||
-            h->rows.key[p->row] != ml_an_key(in, x)) {
-            if (!(p = thread_of(h, x->thread)))
-                return -ENOMEM;
-            if ((row = ml_rows_id(&h->rows, in->thread_base + x->thread, ml_an_key(in, x))) ==
-                UINT32_MAX)
-                return -ENOMEM;
-            p->row = row;
-            memset(p->ps, 0, sizeof(p->ps));
+        /* Keys change only between calls: a thread's row is checked once per call. */
+        if (x->thread != thr) {
+            thr = x->thread;
+            if (thr >= h->nthr || (p = &h->thr[thr])->row == UINT32_MAX ||
+                h->rows.key[p->row] != ml_an_key(in, x)) {
+                if (!(p = thread_of(h, thr)))
+                    return -ENOMEM;
+                if ((row = ml_rows_id(&h->rows, in->thread_base + thr, ml_an_key(in, x))) ==
+                    UINT32_MAX)
+                    return -ENOMEM;
+                p->row = row;
+                memset(p->ps, 0, sizeof(p->ps));
+            }
+            rowc = ml_rows_row(&h->rows, p->row);
         }
-        ml_rows_row(&h->rows, p->row)[0] += w;
+        rowc[0] += w;
         if (x->time >= h->bin_end)
             to_bin(h, t, x->time);
         line = x->addr >> h->line_shift;

@@ -141,23 +141,36 @@ static inline void ml_mtf_init(struct ml_mtf *m, uint32_t cap)
     m->cap = cap < 1 ? 1 : cap > ML_MTF_MAX ? ML_MTF_MAX : cap;
 }
 
+/* Bit s set: slot s (< n) has the tag (its key is then compared). */
+static inline uint32_t ml_mtf_match(const struct ml_mtf *m, uint8_t tag)
+{
+    const uint64_t ones = 0x0101010101010101ull, low7 = 0x7f7f7f7f7f7f7f7full,
+                   gather = 0x0102040810204080ull;
+    uint64_t x0 = m->tag[0] ^ (ones * tag), x1 = m->tag[1] ^ (ones * tag);
+    /* The high bit of each byte: that byte of x is zero (the tags are equal), then 8 bits. */
+    uint64_t z0 = ~(((x0 & low7) + low7) | x0 | low7), z1 = ~(((x1 & low7) + low7) | x1 | low7);
+    uint32_t bits = (uint32_t)(((z0 >> 7) * gather) >> 56) | (uint32_t)(((z1 >> 7) * gather) >> 56) << 8;
+
+    return bits & (uint32_t)((1ull << m->n) - 1);
+}
+
 /* The rank of key (0: most recent), or -1 when absent. */
 static inline int ml_mtf_find(const struct ml_mtf *m, uint64_t key, uint8_t tag)
 {
-    const uint64_t ones = 0x0101010101010101ull, low7 = 0x7f7f7f7f7f7f7f7full,
-                   nib = 0x1111111111111111ull, low3 = 0x7777777777777777ull;
+    const uint64_t nib = 0x1111111111111111ull, low3 = 0x7777777777777777ull;
+    uint32_t bits;
 
-    for (unsigned w = 0; w < 2; w++) {
-        /* The high bit of each byte of z: that byte of x is zero, i.e. the tags are equal. */
-        uint64_t x = m->tag[w] ^ (ones * tag), z = ~(((x & low7) + low7) | x | low7);
-        for (; z; z &= z - 1) {
-            unsigned s = 8 * w + ((unsigned)__builtin_ctzll(z) >> 3);
-            if (s < m->n && m->key[s] == key) {
-                /* The same for nibbles of ord: the lowest rank holding slot s. */
-                uint64_t y = m->ord ^ (nib * s);
-                y = ~(((y & low3) + low3) | y | low3);
-                return (int)((unsigned)__builtin_ctzll(y) >> 2);
-            }
+    /* Most hits are among the few most recent keys: try them in order first. */
+    for (uint32_t r = 0; r < 3 && r < m->n; r++)
+        if (m->key[(m->ord >> (4 * r)) & 15] == key)
+            return (int)r;
+    for (bits = ml_mtf_match(m, tag); bits; bits &= bits - 1) {
+        unsigned s = (unsigned)__builtin_ctz(bits);
+        if (m->key[s] == key) {
+            /* The same for nibbles of ord: the lowest rank holding slot s. */
+            uint64_t y = m->ord ^ (nib * s);
+            y = ~(((y & low3) + low3) | y | low3);
+            return (int)((unsigned)__builtin_ctzll(y) >> 2);
         }
     }
     return -1;
