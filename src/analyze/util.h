@@ -157,18 +157,23 @@ static inline uint32_t ml_mtf_match(const struct ml_mtf *m, uint8_t tag)
 /* The rank of key (0: most recent), or -1 when absent. */
 static inline int ml_mtf_find(const struct ml_mtf *m, uint64_t key, uint8_t tag)
 {
-    const uint64_t nib = 0x1111111111111111ull, low3 = 0x7777777777777777ull;
+    const uint64_t nib = 0x1111111111111111ull, low3 = 0x7777777777777777ull, o = m->ord;
     uint32_t bits;
 
     /* Most hits are among the few most recent keys: try them in order first. */
-    for (uint32_t r = 0; r < 3 && r < m->n; r++)
-        if (m->key[(m->ord >> (4 * r)) & 15] == key)
-            return (int)r;
+    if (m->n >= 3) {
+        if (m->key[o & 15] == key)
+            return 0;
+        if (m->key[(o >> 4) & 15] == key)
+            return 1;
+        if (m->key[(o >> 8) & 15] == key)
+            return 2;
+    }
     for (bits = ml_mtf_match(m, tag); bits; bits &= bits - 1) {
         unsigned s = (unsigned)__builtin_ctz(bits);
         if (m->key[s] == key) {
             /* The same for nibbles of ord: the lowest rank holding slot s. */
-            uint64_t y = m->ord ^ (nib * s);
+            uint64_t y = o ^ (nib * s);
             y = ~(((y & low3) + low3) | y | low3);
             return (int)((unsigned)__builtin_ctzll(y) >> 2);
         }
