@@ -4,8 +4,13 @@
 # memory; the sampled reuse mode's miss-ratio error against the exact one; and, for the membus
 # question, cachegrind's time on the same program and input beside memlens' (trace + membus).
 # Runs are interleaved round-robin for RUNS rounds (default 3); figures are medians.
+# OLD=/path/to/memlens also runs another build (an earlier revision) on the same traces, each
+# analysis paired with this build's in every round (the order alternating), and prints its
+# records per CPU second and the median over rounds of the ratio old CPU s / new CPU s.
+# J="1 2" (default) are the -j values run.
 #   bench/analyze.sh            both traces (stream: regular, pagerank: irregular)
 #   RUNS=1 bench/analyze.sh stream
+#   OLD=/tmp/old/bin/memlens J=1 bench/analyze.sh
 set -e
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -13,9 +18,12 @@ B=${B:-build}
 ML=$ROOT/$B/bin/memlens
 MLCC=$ROOT/$B/bin/memlens-cc
 RUNS=${RUNS:-3}
+J=${J:-1 2}
+OLD=${OLD:-}
 W=$(mktemp -d "${TMPDIR:-/tmp}/memlens-bench-analyze.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 [ -x "$ML" ] || { echo "bench/analyze.sh: build memlens first (make)" >&2; exit 1; }
+[ -z "$OLD" ] || [ -x "$OLD" ] || { echo "bench/analyze.sh: OLD='$OLD' is not executable" >&2; exit 1; }
 
 # kernel | arguments (each trace has at least 10^8 records)
 KERNELS="stream|1000000 66
@@ -43,16 +51,26 @@ timed() {
     awk '{ printf "%.3f %.3f %d\n", $1 + $2, $3, $4 }' "$W/time"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 : >"$W/results"
 for r in $(seq "$RUNS"); do
     for k in $SEL; do
         for a in "${ANALYSES[@]}"; do
-            for j in 1 2; do
-                # shellcheck disable=SC2086
-                set -- $(timed "$ML" analyze -q --no-progress -j$j "${TRACE[$k]}" $a)
-                echo "$k|$a|$j|$1|$2|$3" >>"$W/results"
+            for j in $J; do
+                # This build and OLD back to back, the order alternating by round.
+                order="new old"
+                [ $((r % 2)) = 0 ] && order="old new"
+                for who in $order; do
+                    m=$ML
+                    if [ "$who" = old ]; then
+                        [ -n "$OLD" ] || continue
+                        m=$OLD
+                    fi
+                    # shellcheck disable=SC2086
+                    set -- $(timed "$m" analyze -q --no-progress -j$j "${TRACE[$k]}" $a)
+                    echo "$k|$a|$j|$1|$2|$3|$who|$r" >>"$W/results"
+                done
             done
         done
         # membus question: memlens (trace + membus) against cachegrind, same program and input
@@ -70,17 +88,33 @@ for r in $(seq "$RUNS"); do
     done
 done
 
+# M records per second from a median of seconds ("-" when not run).
+rate() { [ -n "$2" ] && [ "$2" != 0 ] && echo "$1 / $2 / 1000000" | bc -l || echo nan; }
+
 echo
-printf '%-9s %-22s %14s %14s %14s %10s\n' trace analysis "1 core (M/s)" "2 cores (M/s)" \
+printf '%-9s %-22s %14s %14s %14s %10s' trace analysis "1 core (M/s)" "2 cores (M/s)" \
     "wall -j2 (s)" "peak MiB"
+[ -n "$OLD" ] && printf ' %14s %11s' "OLD 1 core" "OLD/new CPU"
+echo
 for k in $SEL; do
     for a in "${ANALYSES[@]}"; do
-        c1=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a && $3 == 1 { print $4 }' "$W/results" | median)
-        w2=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a && $3 == 2 { print $5 }' "$W/results" | median)
-        m2=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a { print $6 }' "$W/results" | sort -n | tail -1)
-        printf '%-9s %-22s %14.1f %14.1f %14.2f %10.0f\n' "$k" "$a" \
-            "$(echo "${RECORDS[$k]} / $c1 / 1000000" | bc -l)" \
-            "$(echo "${RECORDS[$k]} / $w2 / 1000000" | bc -l)" "$w2" "$(echo "$m2 / 1024" | bc -l)"
+        sel() { awk -F'|' -v k="$k" -v a="$a" -v j="$1" -v w="$2" -v f="$3" \
+            '$1 == k && $2 == a && $3 == j && $7 == w { print $f }' "$W/results"; }
+        c1=$(sel 1 new 4 | median)
+        w2=$(sel 2 new 5 | median)
+        m2=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a && $7 == "new" { print $6 }' \
+            "$W/results" | sort -n | tail -1)
+        printf '%-9s %-22s %14.1f %14.1f %14.2f %10.0f' "$k" "$a" "$(rate "${RECORDS[$k]}" "$c1")" \
+            "$(rate "${RECORDS[$k]}" "$w2")" "${w2:-nan}" "$(echo "${m2:-0} / 1024" | bc -l)"
+        if [ -n "$OLD" ]; then
+            # The ratio within each round (old and new back to back), then its median.
+            ratio=$(awk -F'|' -v k="$k" -v a="$a" '$1 == k && $2 == a && $3 == 1 {
+                        t[$8, $7] = $4 } END { for (key in t) { split(key, p, SUBSEP)
+                        if (p[2] == "new" && t[p[1], "old"] > 0 && t[key] > 0)
+                            print t[p[1], "old"] / t[key] } }' "$W/results" | median)
+            printf ' %14.1f %10.2fx' "$(rate "${RECORDS[$k]}" "$(sel 1 old 4 | median)")" "${ratio:-0}"
+        fi
+        echo
     done
 done
 if grep -q cachegrind "$W/results"; then

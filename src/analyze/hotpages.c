@@ -49,8 +49,9 @@ struct ttr { /* one trace */
 
 /*
  * Counts while reading: one record per (row, page) with a counter per line
- * of the page, found through a map; each thread keeps its recent pages in a
- * short move-to-front array, so most accesses add to a counter directly.
+ * of the page, found through a map; each thread keeps the counters of its
+ * recent pages in a small direct-mapped cache, so most accesses add to a
+ * counter directly.
  * The page and line maps of the report are built when the trace ends.
  */
 struct pstat {
