@@ -168,11 +168,11 @@ test: deps
 	tests/run.sh
 
 demo: deps
-	$(MAKE) all
+	$(MAKE) -j$(shell nproc) all
 	examples/demo.sh
 
 bench: deps
-	$(MAKE) all
+	$(MAKE) -j$(shell nproc) all
 	bench/run.sh
 
 format:
