@@ -25,8 +25,8 @@
  * hash: together one LRU of cap pages.
  */
 struct lru {
-    struct ml_mtf front;  /* min(ML_MTF_MAX, cap) pages */
-    struct ml_map pos;    /* page -> node + 1, for the rest */
+    struct ml_mtf front; /* min(ML_MTF_MAX, cap) pages */
+    struct ml_map pos;   /* page -> node + 1, for the rest */
     uint64_t *page;
     uint32_t *prev, *next;
     uint32_t n, cap, head, tail, free_; /* the rest: nodes in use, room, list, a free node */

@@ -31,7 +31,6 @@ struct ml_reuse {
     struct ml_mtf front; /* the ML_REUSE_FRONT most recent keys; they have no time yet */
 };
 
-
 int ml_reuse_init(struct ml_reuse *r);
 void ml_reuse_free(struct ml_reuse *r);
 /* Slow path of ml_reuse_access; UINT64_MAX - 1 when out of memory. */

@@ -149,7 +149,8 @@ static inline uint32_t ml_mtf_match(const struct ml_mtf *m, uint8_t tag)
     uint64_t x0 = m->tag[0] ^ (ones * tag), x1 = m->tag[1] ^ (ones * tag);
     /* The high bit of each byte: that byte of x is zero (the tags are equal), then 8 bits. */
     uint64_t z0 = ~(((x0 & low7) + low7) | x0 | low7), z1 = ~(((x1 & low7) + low7) | x1 | low7);
-    uint32_t bits = (uint32_t)(((z0 >> 7) * gather) >> 56) | (uint32_t)(((z1 >> 7) * gather) >> 56) << 8;
+    uint32_t bits = (uint32_t)(((z0 >> 7) * gather) >> 56) | (uint32_t)(((z1 >> 7) * gather) >> 56)
+                                                                 << 8;
 
     return bits & (uint32_t)((1ull << m->n) - 1);
 }

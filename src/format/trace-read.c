@@ -770,7 +770,7 @@ static int scan_times(const uint8_t *p, const uint8_t *end, uint32_t count, uint
     return 0;
 }
 
-#define ML_RUN_CYCLE 16  /* longest cycle of sites a run is read from */
+#define ML_RUN_CYCLE 16   /* longest cycle of sites a run is read from */
 #define FILL_BLOCK   1024 /* records decoded between two fills of their times */
 
 static int tok_fail(char *err, size_t errlen, size_t at, const char *what)

@@ -493,10 +493,8 @@ static void test_truncated(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reuse_brute),
-        cmocka_unit_test(test_mtf_brute),
-        cmocka_unit_test(test_cachesim_brute),
-        cmocka_unit_test(test_driver),
+        cmocka_unit_test(test_reuse_brute),    cmocka_unit_test(test_mtf_brute),
+        cmocka_unit_test(test_cachesim_brute), cmocka_unit_test(test_driver),
         cmocka_unit_test(test_truncated),
     };
 
