@@ -17,6 +17,7 @@
  *   word 0  kind, extra units, aux = access size (1..63, else 0), id = global site id
  *   word 1  the address (accesses) or the global marker id (loop and function markers)
  *   extra   accesses of variable or large size: the length; with values: the value
+ *           (zero-extended) and its type (ML_Q_VAL_*)
  * Global ids are the module's bases, which the runtime assigns at
  * registration (__memlens_q_register), plus the module-local ids.
  */
@@ -64,6 +65,30 @@ static void setup(struct qsink *s)
     s->nt_node = LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, &one, 1));
 }
 
+/*
+ * The type code of a value the record carries (ML_Q_VAL_*), 0 for values it
+ * does not: vectors (whose lanes would read as one odd number), aggregates
+ * and scalars wider than 8 bytes.
+ */
+static unsigned value_type(LLVMTypeRef t)
+{
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMPointerTypeKind:
+        return ML_Q_VAL_PTR;
+    case LLVMHalfTypeKind:
+    case LLVMBFloatTypeKind:
+        return ML_Q_VAL_INT; /* no C type reads them back: their bits */
+    case LLVMFloatTypeKind:
+        return ML_Q_VAL_FLOAT;
+    case LLVMDoubleTypeKind:
+        return ML_Q_VAL_DOUBLE;
+    case LLVMIntegerTypeKind:
+        return LLVMGetIntTypeWidth(t) <= 64 ? ML_Q_VAL_INT : 0;
+    default:
+        return 0;
+    }
+}
+
 /* Units of a point's record, and whether its extra unit holds a length or a value. */
 static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p, int *len,
                              int *value)
@@ -73,7 +98,8 @@ static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p,
         return 1;
     if (p->len_op >= 0 || p->size >= 64)
         *len = 1;
-    else if (p->value_op != -1 && (s->ev.o.fields & ML_EVF_VALUE))
+    else if (p->value_op != -1 && (s->ev.o.fields & ML_EVF_VALUE) &&
+             value_type(LLVMTypeOf(ml_ev_operand(p, p->value_op))))
         *value = 1;
     return 1 + (unsigned)(*len || *value);
 }
@@ -98,7 +124,7 @@ static void store_word(struct qsink *s, LLVMValueRef base, unsigned off, LLVMVal
     LLVMSetMetadata(st, s->md_nt, s->nt_node);
 }
 
-/* The value of a load or store as 64 bits (wider or aggregate values: 0, see docs). */
+/* The value of a load or store (value_type() != 0) as 64 bits, zero-extended. */
 static LLVMValueRef value_word(struct qsink *s, LLVMValueRef v)
 {
     struct ml_ir *ir = s->ir;
@@ -107,13 +133,12 @@ static LLVMValueRef value_word(struct qsink *s, LLVMValueRef v)
 
     if (k == LLVMPointerTypeKind)
         return LLVMBuildPtrToInt(ir->b, v, ir->t_i64, "");
-    if (k == LLVMFloatTypeKind)
-        return LLVMBuildZExt(ir->b, LLVMBuildBitCast(ir->b, v, ir->t_i32, ""), ir->t_i64, "");
+    if (k != LLVMIntegerTypeKind && k != LLVMDoubleTypeKind)
+        v = LLVMBuildBitCast(ir->b, v,
+                             LLVMIntTypeInContext(ir->ctx, k == LLVMFloatTypeKind ? 32 : 16), "");
     if (k == LLVMDoubleTypeKind)
         return LLVMBuildBitCast(ir->b, v, ir->t_i64, "");
-    if (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) <= 64)
-        return LLVMBuildZExt(ir->b, v, ir->t_i64, "");
-    return LLVMConstInt(ir->t_i64, 0, 0);
+    return LLVMBuildZExt(ir->b, v, ir->t_i64, "");
 }
 
 /* The inline append of points p[0..n-1] (at most ML_Q_MAX_EVENT bytes), after the last one. */
@@ -182,10 +207,13 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
                        q->len_op >= 0
                            ? LLVMBuildZExtOrBitCast(b, ml_ev_operand(q, q->len_op), ir->t_i64, "")
                            : LLVMConstInt(ir->t_i64, q->size, 0));
-        if (value)
-            store_word(s, base, off + 16, value_word(s, ml_ev_operand(q, q->value_op)));
-        if (len || value)
+        if (value) {
+            LLVMValueRef v = ml_ev_operand(q, q->value_op);
+            store_word(s, base, off + 16, value_word(s, v));
+            store_word(s, base, off + 24, LLVMConstInt(ir->t_i64, value_type(LLVMTypeOf(v)), 0));
+        } else if (len) {
             store_word(s, base, off + 24, LLVMConstInt(ir->t_i64, 0, 0));
+        }
         off += units * ML_Q_UNIT;
     }
     {
