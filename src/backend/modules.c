@@ -9,7 +9,11 @@ extern const struct ml_module ml_module_sharing;
 extern const struct ml_module ml_module_value;
 
 const struct ml_module *const ml_modules[] = {
-    &ml_module_dep, &ml_module_sharing, &ml_module_stats, &ml_module_value, NULL,
+    &ml_module_dep,
+    &ml_module_sharing,
+    &ml_module_stats,
+    &ml_module_value,
+    NULL,
 };
 
 const struct ml_module *ml_module_find(const char *name)

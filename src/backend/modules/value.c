@@ -75,8 +75,8 @@ static void on_load(void *st, struct ml_bworker *w, uint32_t thread, const uint6
     /* a value unit follows the address only for scalars of 1..8 bytes (size in aux) */
     if (size && size <= 8 && ML_Q_EXTRA(rec[0]) && rec[3] >= ML_Q_VAL_INT && rec[3] <= ML_Q_VAL_PTR)
         ml_vprof_add(p, thread, rec[2], (unsigned)rec[3], size);
-    else
-        p->novalue++;
+    else if (!p->novalue++ && !p->n)
+        p->size = size; /* 0: 64 bytes or more */
 }
 
 static void va_fini(void *st)

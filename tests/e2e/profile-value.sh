@@ -1,0 +1,99 @@
+#!/bin/bash
+# memlens cc --events=value + memlens profile -m value on kernels with known loaded values (closed
+# forms in profile/value-check.py): a constant, a stride, a three-value set, a varied load, 1-, 2-
+# and 8-byte integers, float, double and pointer loads; -O0 and -O2 -fno-unroll-loops
+# -fno-vectorize exact (unrolled copies and vector loads would split or hide the sequences), plain
+# -O2 and -O3 by shape; 3 threads (per-thread strides), 1 and 2 workers identical; program output
+# identical to a plain clang-14 build; the instrumented IR of a value build carries no stores and
+# that of a dep build no values; bad usage.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+M=$root/build/bin/memlens
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+cp "$here/profile/value-kernels.c" .
+# Addresses loaded (pointers, pthread_t) differ between runs with ASLR, and argv's with the
+# environment: the 1- and 2-worker profiles must be identical but for pointer values (masked), and,
+# where ASLR cannot be turned off, rows of main and of the threads' start (pthread_t) are skipped.
+norand=()
+setarch "$(uname -m)" -R true 2>/dev/null && norand=(setarch "$(uname -m)" -R)
+masked() {
+    if [ ${#norand[@]} -gt 0 ]; then cat "$1"; else grep ',k_' "$1"; fi |
+        sed 's/0x[0-9a-f]*/0xADDR/g'
+}
+same() { [ "$(masked "$1")" = "$(masked "$2")" ]; }
+
+for o in O0 O2f O2 O3; do
+    flags=-$o
+    [ $o = O2f ] && flags="-O2 -fno-unroll-loops -fno-vectorize"
+    # shellcheck disable=SC2086
+    "$M" cc --events=value $flags -g -pthread value-kernels.c -o vk || fail "cc $o"
+    # shellcheck disable=SC2086
+    clang-14 $flags -pthread value-kernels.c -o plain || fail "plain cc $o"
+    for args in "1000 2 7" "777 0 -3"; do
+        # shellcheck disable=SC2086
+        set -- $args
+        want=$(./plain "$@")
+        for w in 1 2; do
+            rm -rf out$w
+            got=$("${norand[@]}" "$M" profile -m value -w $w -o out$w -q -- ./vk "$@" 2>err) ||
+                fail "profile $o -w $w: $(cat err)"
+            [ "$got" = "$want" ] || fail "output changed under profiling ($o): '$got' vs '$want'"
+            grep -q '"complete": true' out$w/vk.*.value.json || fail "not complete ($o)"
+            level=$o
+            [ $o = O3 ] && level=O2
+            python3 "$here/profile/value-check.py" out$w/vk.*.value.csv value-kernels.c "$1" \
+                $(($2 + 1)) $level "$3" >/dev/null || fail "value $o -w $w ($args)"
+        done
+        same out1/vk.*.value.csv out2/vk.*.value.csv ||
+            fail "1 and 2 workers differ ($o, $args)"
+    done
+done
+
+# the readable table: a header, then the kernel rows
+"$M" cc --events=value -O2 -fno-unroll-loops -fno-vectorize -g -pthread value-kernels.c -o vt ||
+    fail "cc for the table"
+"$M" profile -m value -o out3 -- ./vt 300 >table 2>/dev/null || fail "profile with table"
+grep -q "^load  *kind  *value  *stride  *count  *distinct  *function" table || fail "table header"
+grep -q "^value-kernels.c:[0-9]*  *strided  *5  *3  *300 " table || fail "table row: $(cat table)"
+
+# The instrumented IR (memlens instrument, as memlens cc runs it): value builds append load records
+# with value units and nothing else; dep builds no value units. A build for both must fail both
+# checks (the checks can fail).
+for o in -O0 -O2 -O3; do
+    clang-14 $o -g -c -emit-llvm value-kernels.c -o k.bc || fail "bitcode $o"
+    for mod in value dep value,dep; do
+        "$M" instrument --events=$mod -o i.bc k.bc || fail "instrument --events=$mod"
+        llvm-dis-14 i.bc -o i.ll || fail "llvm-dis $mod"
+        case $mod in
+        value,dep)
+            python3 "$here/profile/value-ir.py" value i.ll >/dev/null 2>&1 &&
+                fail "value,dep build passed the value-only IR check"
+            python3 "$here/profile/value-ir.py" dep i.ll >/dev/null 2>&1 &&
+                fail "value,dep build passed the no-values IR check"
+            ;;
+        *) python3 "$here/profile/value-ir.py" $mod i.ll >/dev/null || fail "IR of $mod $o" ;;
+        esac
+    done
+done
+
+# bad usage: one line each, non-zero exit
+one_line() { [ "$(wc -l <err)" -eq 1 ] || fail "$1: not one line: $(cat err)"; }
+"$M" cc --events=value,nosuch -c value-kernels.c -o x.o 2>err && fail "unknown module accepted"
+grep -q "unknown profiling module 'nosuch'" err || fail "unknown module: $(cat err)"
+one_line "cc unknown module"
+"$M" cc --events= -c value-kernels.c -o x.o 2>err && fail "empty --events accepted"
+grep -q "needs a list of profiling modules" err || fail "empty --events: $(cat err)"
+one_line "cc empty events"
+"$M" instrument --events=nosuch -o i.bc k.bc 2>err && fail "instrument: unknown module accepted"
+one_line "instrument unknown module"
+"$M" instrument --events=value --trace -o i.bc k.bc 2>err && fail "instrument: events+trace"
+grep -q "choose one" err || fail "instrument events+trace: $(cat err)"
+one_line "instrument events+trace"
+"$M" profile -m valu -- ./vk 10 >/dev/null 2>err && fail "profile: unknown module accepted"
+one_line "profile unknown module"
+grep -q "valu" err || fail "profile unknown module: $(cat err)"
+exit 0
