@@ -249,6 +249,28 @@ static int do_function(struct qsink *s, LLVMValueRef fn)
     return rc;
 }
 
+/*
+ * Region markers (MEMLENS_ROI_*, annotations the instrumenter turned into
+ * __memlens_roi_* calls) mean nothing to the profiling modules: the calls go,
+ * so that an event build does not profile regions on the side, and no code
+ * refers to the annotation's name string, which lives in the section
+ * llvm.metadata that is never emitted (the link failed on an undefined .L.str).
+ */
+static void drop_region_markers(struct qsink *s)
+{
+    LLVMValueRef f[2] = {s->ev.f_roi_begin, s->ev.f_roi_end};
+
+    if (s->ev.o.kinds & (ML_EV_BIT(ML_EV_REGION_BEGIN) | ML_EV_BIT(ML_EV_REGION_END)))
+        return;
+    for (int k = 0; k < 2; k++)
+        for (LLVMUseRef u = f[k] ? LLVMGetFirstUse(f[k]) : NULL, next; u; u = next) {
+            LLVMValueRef call = LLVMGetUser(u);
+            next = LLVMGetNextUse(u);
+            if (LLVMIsACallInst(call) && LLVMGetCalledValue(call) == f[k])
+                LLVMInstructionEraseFromParent(call);
+        }
+}
+
 int ml_sink_queue(struct ml_ir *ir)
 {
     struct qsink s = {.ir = ir};
@@ -273,6 +295,7 @@ int ml_sink_queue(struct ml_ir *ir)
         rc = do_function(&s, fns[i]);
     if (rc)
         goto out;
+    drop_region_markers(&s);
     desc = ml_ev_emit_module(&s.ev, LLVMConstNull(LLVMPointerType(ir->t_i32, 0)), 0,
                              "__memlens_qmodule");
     if (!desc) {
