@@ -91,7 +91,8 @@ static void count_value(struct ml_vprof *p, uint64_t v, uint64_t n)
     p->cnt[p->nvals++] = n;
 }
 
-void ml_vprof_add(struct ml_vprof *p, uint32_t thread, uint64_t v, unsigned type, unsigned size)
+void ml_vprof_add_slow(struct ml_vprof *p, uint32_t thread, uint64_t v, unsigned type,
+                       unsigned size)
 {
     struct ml_vseq *s;
 

@@ -47,8 +47,21 @@ struct ml_vprof {
     int nomem;
 };
 
+void ml_vprof_add_slow(struct ml_vprof *p, uint32_t thread, uint64_t v, unsigned type,
+                       unsigned size);
+
 /* One value v of type (enum ml_q_val) loaded size bytes wide by thread. */
-void ml_vprof_add(struct ml_vprof *p, uint32_t thread, uint64_t v, unsigned type, unsigned size);
+static inline void ml_vprof_add(struct ml_vprof *p, uint32_t thread, uint64_t v, unsigned type,
+                                unsigned size)
+{
+    /* settled (too many values, and this thread's are no progression): only counted */
+    if (p->overflow && p->hot < p->nseq && p->seq[p->hot].thread == thread &&
+        p->seq[p->hot].state == ML_VSEQ_BROKEN) {
+        p->n++;
+        return;
+    }
+    ml_vprof_add_slow(p, thread, v, type, size);
+}
 /*
  * Folds from into into: value counts add; sequences of one thread are
  * treated as one progression only when both are one with the same stride

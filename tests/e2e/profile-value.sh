@@ -122,6 +122,35 @@ for o in -O0 "-O2 -fno-vectorize -fno-unroll-loops"; do
         fail "roi profile $o: $(cat out4/roi.*.value.csv)"
 done
 
+# C++: a range-for over a std::vector of one value, two source files
+cat >vx.cc <<'CC'
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+long total(const std::vector<int> &v);
+int main(int argc, char **argv)
+{
+    std::vector<int> v(argc > 1 ? std::atoi(argv[1]) : 100, 5);
+    std::printf("%ld\n", total(v));
+}
+CC
+cat >vy.cc <<'CC'
+#include <vector>
+long total(const std::vector<int> &v)
+{
+    long s = 0;
+    for (int x : v)
+        s += x;
+    return s;
+}
+CC
+"$M" cc --c++ --events=value -O2 -fno-unroll-loops -fno-vectorize -g vx.cc vy.cc -o vx ||
+    fail "c++ cc"
+rm -rf out5
+[ "$("$M" profile -m value -o out5 -q -- ./vx 500 2>/dev/null)" = 2500 ] || fail "c++ output"
+grep -q "^vy.cc:5,constant,5,,500,_Z5totalRKSt6vectorIiSaIiEE,[0-9]*,int,4,1,5:500,1$" \
+    out5/vx.*.value.csv || fail "c++ profile: $(cat out5/vx.*.value.csv)"
+
 # bad usage: one line each, non-zero exit
 one_line() { [ "$(wc -l <err)" -eq 1 ] || fail "$1: not one line: $(cat err)"; }
 "$M" cc --events=value,nosuch -c value-kernels.c -o x.o 2>err && fail "unknown module accepted"

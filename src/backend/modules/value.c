@@ -40,7 +40,7 @@ static void *va_init(struct ml_bworker *w)
     return calloc(1, sizeof(struct value));
 }
 
-static struct ml_vprof *prof(struct value *s, uint64_t id)
+static __attribute__((noinline)) struct ml_vprof *prof_new(struct value *s, uint64_t id)
 {
     if (id >= MAX_SITES) {
         s->bad_ids++;
@@ -62,6 +62,12 @@ static struct ml_vprof *prof(struct value *s, uint64_t id)
     if (!s->site[id] && !(s->site[id] = calloc(1, sizeof(struct ml_vprof))))
         s->nomem = 1;
     return s->site[id];
+}
+
+/* The profile of site id, created on first use; NULL: bad id or no memory (counted). */
+static inline struct ml_vprof *prof(struct value *s, uint64_t id)
+{
+    return id < s->nsite && s->site[id] ? s->site[id] : prof_new(s, id);
 }
 
 static void on_load(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
