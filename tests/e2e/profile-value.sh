@@ -151,6 +151,20 @@ rm -rf out5
 grep -q "^vy.cc:5,constant,5,,500,_Z5totalRKSt6vectorIiSaIiEE,[0-9]*,int,4,1,5:500,1$" \
     out5/vx.*.value.csv || fail "c++ profile: $(cat out5/vx.*.value.csv)"
 
+# a build for another module: loads arrive without values; the table says how to build
+"$M" cc --events=dep -O0 -g -pthread value-kernels.c -o vd || fail "cc --events=dep"
+"$M" profile -m value -o out6 -- ./vd 50 >table 2>/dev/null || fail "profile -m value of a dep build"
+grep -q "no load carried a value: build the program with 'memlens cc --events=value'" table ||
+    fail "dep build under -m value: $(tail -3 table)"
+! grep -q ",constant,\|,strided,\|,set,\|,varied," out6/vd.*.value.csv || fail "values from a dep build"
+# both modules from one build: stores then carry values too, dep's figures do not change
+"$M" cc --events=dep,value -O0 -g -pthread value-kernels.c -o vdv || fail "cc --events=dep,value"
+"$M" profile -m dep,value -o out7 -q -- ./vdv 1000 2 7 >/dev/null 2>&1 || fail "profile -m dep,value"
+python3 "$here/profile/value-check.py" out7/vdv.*.value.csv value-kernels.c 1000 3 O0 7 >/dev/null ||
+    fail "value next to dep"
+"$M" profile -m dep -o out8 -q -- ./vd 1000 2 7 >/dev/null 2>&1 || fail "profile -m dep"
+[ "$(masked out7/vdv.*.dep.csv)" = "$(masked out8/vd.*.dep.csv)" ] || fail "dep changed next to value"
+
 # bad usage: one line each, non-zero exit
 one_line() { [ "$(wc -l <err)" -eq 1 ] || fail "$1: not one line: $(cat err)"; }
 "$M" cc --events=value,nosuch -c value-kernels.c -o x.o 2>err && fail "unknown module accepted"

@@ -214,7 +214,7 @@ static int va_report(void *st, struct ml_bout *o)
     struct ml_bsites t = {0};
     uint32_t n = 0;
     struct row *rows = NULL;
-    int rc = ml_bsites_load(&t, o->blobs);
+    int rc = ml_bsites_load(&t, o->blobs), valued = 0;
 
     if (rc)
         goto out;
@@ -232,9 +232,15 @@ static int va_report(void *st, struct ml_bout *o)
     if (o->table)
         fprintf(o->table, "%-28s %-8s %20s %12s %12s %8s  %s\n", "load", "kind", "value", "stride",
                 "count", "distinct", "function");
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         write_row(o, &t, &rows[i], !i);
+        valued |= rows[i].p->n != 0;
+    }
     fprintf(o->json, "],\n \"bad_site_ids\": %" PRIu64 ", \"bad_tables\": %u}", s->bad_ids, t.bad);
+    /* loads arrived but not one value: built for another module */
+    if (o->table && n && !valued)
+        fprintf(o->table, "no load carried a value: build the program with 'memlens cc "
+                          "--events=value' (and -fno-vectorize to see vectorised loops)\n");
     rc = s->nomem ? -ENOMEM : 0;
 out:
     free(rows);
