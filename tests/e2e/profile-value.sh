@@ -1,7 +1,7 @@
 #!/bin/bash
 # memlens cc --events=value + memlens profile -m value on kernels with known loaded values (closed
 # forms in profile/value-check.py): a constant, a stride, a three-value set, a varied load, 1-, 2-
-# and 8-byte integers, float, double and pointer loads; -O0 and -O2 -fno-unroll-loops
+# and 8-byte integers, float, double and pointer loads; -O0, -O1 and -O2 -fno-unroll-loops
 # -fno-vectorize exact (unrolled copies and vector loads would split or hide the sequences), plain
 # -O2 and -O3 by shape; 3 threads (per-thread strides), 1 and 2 workers identical; program output
 # identical to a plain clang-14 build; the instrumented IR of a value build carries no stores and
@@ -26,7 +26,7 @@ masked() {
 }
 same() { [ "$(masked "$1")" = "$(masked "$2")" ]; }
 
-for o in O0 O2f O2 O3; do
+for o in O0 O1 O2f O2 O3; do
     flags=-$o
     [ $o = O2f ] && flags="-O2 -fno-unroll-loops -fno-vectorize"
     # shellcheck disable=SC2086
@@ -57,6 +57,7 @@ for o in O0 O2f O2 O3; do
             grep -q '"complete": true' out$w/vk.*.value.json || fail "not complete ($o)"
             level=$o
             [ $o = O3 ] && level=O2
+            [ $o = O1 ] && level=O2f # -O1 neither unrolls nor vectorises these loops
             python3 "$here/profile/value-check.py" out$w/vk.*.value.csv value-kernels.c "$1" \
                 $(($2 + 1)) $level "$3" >/dev/null || fail "value $o -w $w ($args)"
         done
