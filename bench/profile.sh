@@ -1,16 +1,18 @@
 #!/bin/bash
-# Event-profiling benchmark (issue 14): slowdown of 'memlens profile' per module and for the
-# modules built so far together (dep, sharing), with 1 and 2 workers, per bench/ kernel and
+# Event-profiling benchmark (issue 14): slowdown of 'memlens profile' per module and for
+# dep and sharing together, with 1 and 2 workers, per bench/ kernel and
 # geomean; peak memory of memlens (backend) beside the program's. Every variant of a kernel runs
 # once per round, in an order rotated each round; a slowdown is the ratio to the plain run of the
 # same round; figures are medians over RUNS rounds. Prints 'uptime' before and after: timings on
 # a shared machine are only as good as its load.
-# Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs)
+# Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs;
+#        MODULES, default "dep sharing value dep,sharing": the builds to time)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 RUNS=${RUNS:-5}
+MODULES=${MODULES:-dep sharing value dep,sharing}
 
 die() {
     echo "profile.sh: $*" >&2
@@ -36,7 +38,7 @@ while IFS='|' read -r name args small; do
     [ -n "${SMALL:-}" ] && args=$small
     src=bench/kernels/$name.c
     clang-14 -O2 -I"$ROOT/include" "$src" -o "$W/$name.plain" || die "clang-14 failed on '$src'"
-    for m in dep sharing dep,sharing; do
+    for m in $MODULES; do
         "$MEMLENS_BUILD/bin/memlens" cc --events=$m -O2 -g "$src" -o "$W/$name.$m" ||
             die "memlens cc --events=$m failed on '$src'"
     done
@@ -45,12 +47,12 @@ done <<<"$KERNELS"
 [ ${#rows[@]} -gt 0 ] || die "no kernel matches '$*'"
 
 echo "load before: $(uptime)"
-MEMLENS_BUILD=$MEMLENS_BUILD python3 - "$W" "$RUNS" "${rows[@]}" <<'PY'
+MEMLENS_BUILD=$MEMLENS_BUILD MODULES=$MODULES python3 - "$W" "$RUNS" "${rows[@]}" <<'PY'
 import math, os, statistics, subprocess, sys, time
 
 W, runs, rows = sys.argv[1], int(sys.argv[2]), [r.split('|') for r in sys.argv[3:]]
 M = os.environ['MEMLENS_BUILD'] + '/bin/memlens'
-variants = ['plain'] + ['%s/w%d' % (m, w) for m in ('dep', 'sharing', 'dep,sharing') for w in (1, 2)]
+variants = ['plain'] + ['%s/w%d' % (m, w) for m in os.environ['MODULES'].split() for w in (1, 2)]
 
 def run(name, args, v):
     """Seconds and peak RSS (KiB) of one run."""

@@ -3,6 +3,7 @@
 #define ML_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdnoreturn.h>
 
 /* Each subcommand lives in cmd-<name>.c; argv[0] is the subcommand name. */
@@ -33,6 +34,13 @@ int ml_cli_is_new(char *const *before, size_t nbefore, const char *name);
 void ml_cli_free_files(char **v, size_t n);
 /* Runs argv[0] with argv and waits; its exit status, 128 + signal when killed. */
 int ml_cli_run_child(char **argv);
+
+/*
+ * --events=<module>[,<module>...] (cmd-cc.c): ORs the event kinds and fields
+ * those profiling modules declare into *kinds and *fields; dies on an unknown
+ * module or an empty list.
+ */
+void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields);
 
 /* Directory holding the running memlens executable (for finding the runtime). */
 const char *ml_self_dir(void);

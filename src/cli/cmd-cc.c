@@ -112,10 +112,10 @@ static const char *dirs(const char *sub)
     return ml_cc_strfmt("%s/%s", prefix, sub);
 }
 
-/* --events=<module>[,<module>...]: the events and fields those profiling modules declare. */
-static void set_events(const char *list)
+void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields)
 {
     char *copy = ml_cc_strfmt("%s", list), *save = NULL;
+    int any = 0;
 
     for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         const struct ml_module *m = ml_module_find(w);
@@ -123,11 +123,12 @@ static void set_events(const char *list)
             die("unknown profiling module '%s' in --events; 'memlens profile --list-modules' "
                 "lists them",
                 w);
-        g.events |= m->ev_kinds;
-        g.event_fields |= m->ev_fields;
-        g.events_set = true;
+        *kinds |= m->ev_kinds;
+        *fields |= m->ev_fields;
+        any = 1;
     }
-    if (!g.events_set)
+    free(copy);
+    if (!any)
         die("--events needs a list of profiling modules, such as --events=dep,sharing");
 }
 
@@ -146,7 +147,7 @@ static bool set_option(const char *name)
     else if (!strcmp(name, "trace-loops"))
         g.trace_loops = true;
     else if (!strncmp(name, "events=", 7))
-        set_events(name + 7);
+        ml_cli_events(name + 7, &g.events, &g.event_fields), g.events_set = true;
     else if (!strncmp(name, "trace=asm", 9))
         ml_cc_asm_option(name + 9);
     else if (!strcmp(name, "explain"))

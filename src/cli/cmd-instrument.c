@@ -18,7 +18,9 @@ static const char instrument_usage[] =
     "    --exact     also report every access with its address (slow; for checking)\n"
     "    --all       count every function, not only region code\n"
     "    --trace     instrument for memory traces instead (as memlens cc --trace)\n"
-    "    --trace-functions, --trace-loops   with function or loop markers\n";
+    "    --trace-functions, --trace-loops   with function or loop markers\n"
+    "    --events=MODS   instrument for event profiling instead (as memlens cc --events=MODS);\n"
+    "                    'llvm-dis-14 out.bc' shows which events and values each module costs\n";
 
 static void print_warning(void *ctx, const char *msg)
 {
@@ -50,6 +52,8 @@ int cmd_instrument(int argc, char **argv)
             o.trace = o.trace_functions = 1;
         } else if (!strcmp(argv[i], "--trace-loops")) {
             o.trace = o.trace_loops = 1;
+        } else if (!strncmp(argv[i], "--events=", 9)) {
+            ml_cli_events(argv[i] + 9, &o.events, &o.event_fields);
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-') {
@@ -61,6 +65,8 @@ int cmd_instrument(int argc, char **argv)
     }
     if (!n)
         usage(instrument_usage);
+    if (o.events && o.trace)
+        die("--events and --trace build for different tools; choose one");
     if (ml_ir_instrument_bitcode(in, n, &o, &bc, err, sizeof(err)))
         die("%s", err);
     if (bc) {

@@ -68,13 +68,24 @@
  *   bits 10..15  aux: 6 bits the vocabulary gives a meaning per kind (size class, flags)
  *   bits 16..63  id: 48 bits (instruction, function, loop or site id)
  * Word 1 is the kind's main payload (an address for memory events). Extra
- * units carry wider fields: a loaded or stored value takes one extra unit
- * (its first 8 bytes, then the next 8; a value wider than 16 bytes keeps its
- * first 8 bytes and a 64-bit fold of the rest), a range (memcpy) one more
+ * units carry wider fields: a loaded or stored scalar value of at most 8
+ * bytes takes one extra unit (the value, then its type: enum ml_q_val;
+ * vectors and wider values are sent without one), a range (memcpy) one more
  * address and a length. The framing does not depend on the vocabulary, so
  * the consumer skips kinds it does not know and checks every record against
  * its chunk.
  */
+/*
+ * Type of a loaded or stored value (word 3 of a value unit; word 2 holds the
+ * value zero-extended to 64 bits: an integer's or a float's bits, a pointer).
+ */
+enum ml_q_val {
+    ML_Q_VAL_INT = 1,
+    ML_Q_VAL_FLOAT = 2,
+    ML_Q_VAL_DOUBLE = 3,
+    ML_Q_VAL_PTR = 4,
+};
+
 #define ML_Q_KIND_BLOB 0xffu /* id: payload bytes; word 1: blob tag; payload follows */
 
 #define ML_Q_W0(kind, extra, aux, id)                                                              \

@@ -17,6 +17,7 @@
  *   word 0  kind, extra units, aux = access size (1..63, else 0), id = global site id
  *   word 1  the address (accesses) or the global marker id (loop and function markers)
  *   extra   accesses of variable or large size: the length; with values: the value
+ *           (zero-extended) and its type (ML_Q_VAL_*)
  * Global ids are the module's bases, which the runtime assigns at
  * registration (__memlens_q_register), plus the module-local ids.
  */
@@ -64,6 +65,30 @@ static void setup(struct qsink *s)
     s->nt_node = LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, &one, 1));
 }
 
+/*
+ * The type code of a value the record carries (ML_Q_VAL_*), 0 for values it
+ * does not: vectors (whose lanes would read as one odd number), aggregates
+ * and scalars wider than 8 bytes.
+ */
+static unsigned value_type(LLVMTypeRef t)
+{
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMPointerTypeKind:
+        return ML_Q_VAL_PTR;
+    case LLVMHalfTypeKind:
+    case LLVMBFloatTypeKind:
+        return ML_Q_VAL_INT; /* no C type reads them back: their bits */
+    case LLVMFloatTypeKind:
+        return ML_Q_VAL_FLOAT;
+    case LLVMDoubleTypeKind:
+        return ML_Q_VAL_DOUBLE;
+    case LLVMIntegerTypeKind:
+        return LLVMGetIntTypeWidth(t) <= 64 ? ML_Q_VAL_INT : 0;
+    default:
+        return 0;
+    }
+}
+
 /* Units of a point's record, and whether its extra unit holds a length or a value. */
 static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p, int *len,
                              int *value)
@@ -73,7 +98,8 @@ static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p,
         return 1;
     if (p->len_op >= 0 || p->size >= 64)
         *len = 1;
-    else if (p->value_op != -1 && (s->ev.o.fields & ML_EVF_VALUE))
+    else if (p->value_op != -1 && (s->ev.o.fields & ML_EVF_VALUE) &&
+             value_type(LLVMTypeOf(ml_ev_operand(p, p->value_op))))
         *value = 1;
     return 1 + (unsigned)(*len || *value);
 }
@@ -98,7 +124,7 @@ static void store_word(struct qsink *s, LLVMValueRef base, unsigned off, LLVMVal
     LLVMSetMetadata(st, s->md_nt, s->nt_node);
 }
 
-/* The value of a load or store as 64 bits (wider or aggregate values: 0, see docs). */
+/* The value of a load or store (value_type() != 0) as 64 bits, zero-extended. */
 static LLVMValueRef value_word(struct qsink *s, LLVMValueRef v)
 {
     struct ml_ir *ir = s->ir;
@@ -107,13 +133,26 @@ static LLVMValueRef value_word(struct qsink *s, LLVMValueRef v)
 
     if (k == LLVMPointerTypeKind)
         return LLVMBuildPtrToInt(ir->b, v, ir->t_i64, "");
-    if (k == LLVMFloatTypeKind)
-        return LLVMBuildZExt(ir->b, LLVMBuildBitCast(ir->b, v, ir->t_i32, ""), ir->t_i64, "");
-    if (k == LLVMDoubleTypeKind)
-        return LLVMBuildBitCast(ir->b, v, ir->t_i64, "");
-    if (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) <= 64)
-        return LLVMBuildZExt(ir->b, v, ir->t_i64, "");
-    return LLVMConstInt(ir->t_i64, 0, 0);
+    if (k != LLVMIntegerTypeKind && k != LLVMDoubleTypeKind)
+        v = LLVMBuildBitCast(ir->b, v,
+                             LLVMIntTypeInContext(ir->ctx, k == LLVMFloatTypeKind ? 32 : 16), "");
+    if (k == LLVMDoubleTypeKind) {
+        /*
+         * The optimiser turns a store of a double's bits into a store of the
+         * double, and x86 has no non-temporal store from an SSE register: a
+         * plain store into the line the other words reach by movnti flushes
+         * the write-combining buffer at every record (spmv ran 100x slower).
+         * An empty asm that takes and gives the bits in an integer register
+         * keeps the store an integer one.
+         */
+        static char cons[] = "=r,0";
+        LLVMTypeRef ty = LLVMFunctionType(ir->t_i64, &ir->t_i64, 1, 0);
+        LLVMValueRef gpr =
+            LLVMGetInlineAsm(ty, "", 0, cons, sizeof(cons) - 1, 0, 0, LLVMInlineAsmDialectATT, 0);
+        LLVMValueRef bits = LLVMBuildBitCast(ir->b, v, ir->t_i64, "");
+        return LLVMBuildCall2(ir->b, ty, gpr, &bits, 1, "");
+    }
+    return LLVMBuildZExt(ir->b, v, ir->t_i64, "");
 }
 
 /* The inline append of points p[0..n-1] (at most ML_Q_MAX_EVENT bytes), after the last one. */
@@ -182,10 +221,13 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
                        q->len_op >= 0
                            ? LLVMBuildZExtOrBitCast(b, ml_ev_operand(q, q->len_op), ir->t_i64, "")
                            : LLVMConstInt(ir->t_i64, q->size, 0));
-        if (value)
-            store_word(s, base, off + 16, value_word(s, ml_ev_operand(q, q->value_op)));
-        if (len || value)
+        if (value) {
+            LLVMValueRef v = ml_ev_operand(q, q->value_op);
+            store_word(s, base, off + 16, value_word(s, v));
+            store_word(s, base, off + 24, LLVMConstInt(ir->t_i64, value_type(LLVMTypeOf(v)), 0));
+        } else if (len) {
             store_word(s, base, off + 24, LLVMConstInt(ir->t_i64, 0, 0));
+        }
         off += units * ML_Q_UNIT;
     }
     {
@@ -221,6 +263,28 @@ static int do_function(struct qsink *s, LLVMValueRef fn)
     return rc;
 }
 
+/*
+ * Region markers (MEMLENS_ROI_*, annotations the instrumenter turned into
+ * __memlens_roi_* calls) mean nothing to the profiling modules: the calls go,
+ * so that an event build does not profile regions on the side, and no code
+ * refers to the annotation's name string, which lives in the section
+ * llvm.metadata that is never emitted (the link failed on an undefined .L.str).
+ */
+static void drop_region_markers(struct qsink *s)
+{
+    LLVMValueRef f[2] = {s->ev.f_roi_begin, s->ev.f_roi_end};
+
+    if (s->ev.o.kinds & (ML_EV_BIT(ML_EV_REGION_BEGIN) | ML_EV_BIT(ML_EV_REGION_END)))
+        return;
+    for (int k = 0; k < 2; k++)
+        for (LLVMUseRef u = f[k] ? LLVMGetFirstUse(f[k]) : NULL, next; u; u = next) {
+            LLVMValueRef call = LLVMGetUser(u);
+            next = LLVMGetNextUse(u);
+            if (LLVMIsACallInst(call) && LLVMGetCalledValue(call) == f[k])
+                LLVMInstructionEraseFromParent(call);
+        }
+}
+
 int ml_sink_queue(struct ml_ir *ir)
 {
     struct qsink s = {.ir = ir};
@@ -245,6 +309,7 @@ int ml_sink_queue(struct ml_ir *ir)
         rc = do_function(&s, fns[i]);
     if (rc)
         goto out;
+    drop_region_markers(&s);
     desc = ml_ev_emit_module(&s.ev, LLVMConstNull(LLVMPointerType(ir->t_i32, 0)), 0,
                              "__memlens_qmodule");
     if (!desc) {

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Reads the queue records an instrumented module appends (llvm-dis text of `memlens instrument
+--events=MODS`) and checks which kinds and fields they carry.
+
+usage: value-ir.py value|dep file.ll
+
+Each record's word 0 is stored as `add i64 C, %site_base_shifted` at word index K of an append
+(C = kind | extra units << 8 | aux << 10 | local site << 16, format/queue.h); a value unit is
+words K+2 (the value) and K+3 (its type, 1..4); a length unit has 0 at K+3."""
+import re
+import sys
+
+mode, path = sys.argv[1], sys.argv[2]
+records, fn, defs, slots = [], 0, {}, {}
+for line in open(path):
+    if line.startswith("define "):  # value names are per function
+        defs, slots, fn = {}, {}, fn + 1
+    m = re.match(r"\s*(%[\w.]+) = (.*)", line)
+    if m:
+        defs[m.group(1)] = m.group(2)
+    m = re.match(r"\s*store i64 (\S+), i64\* (%[\w.]+),.*!nontemporal", line)
+    if not m:
+        continue
+    g = re.match(r"getelementptr i64, i64\* (%[\w.]+), i64 (\d+)", defs.get(m.group(2), ""))
+    assert g, "queue store without a word index: " + line
+    slot = (g.group(1), int(g.group(2)))
+    slots[slot] = m.group(1)
+    d = re.match(r"add i64 (\d+), %", defs.get(m.group(1), ""))
+    if d:  # word 0; the unit after it is stored later in the same block
+        c = int(d.group(1))
+        records.append([c & 0xFF, (c >> 8) & 3, (c >> 10) & 63, slots, slot])
+
+# the word after the extra unit's first (K+3): a value's type, 0 for a length
+records = [(k, e, a, slots.get((s[0], s[1] + 3))) for k, e, a, slots, s in records]
+kinds = {r[0] for r in records}
+valued = [r for r in records if r[1] and r[2]]
+assert records, "no queue records found"
+if mode == "value":
+    assert kinds == {1}, "a value build appends kinds %s (want loads only)" % sorted(kinds)
+    assert valued and all(r[3] in ("1", "2", "3", "4") for r in valued), valued[:3]
+    print("value: %d load records, %d with a value unit, no stores" % (len(records), len(valued)))
+else:
+    assert 1 in kinds and 2 in kinds, "dep build without loads and stores: %s" % sorted(kinds)
+    assert not valued, "a dep build sends values: %s" % valued[:3]
+    assert all(r[3] in (None, "0") for r in records if r[1]), "extra units other than lengths"
+    print("dep: %d records (kinds %s), none with a value" % (len(records), sorted(kinds)))
