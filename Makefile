@@ -95,11 +95,16 @@ $(B)/asan/bin/memlens: $(ASAN_OBJ)
 	ln -sf memlens $*/bin/memlens-cc
 	ln -sf memlens $*/bin/memlens-c++
 
+# The malloc family runtime/heap.c interposes (weak) for heap events.
+RT_HEAP_API := malloc calloc realloc reallocarray free memalign aligned_alloc posix_memalign \
+	valloc pvalloc
+
 # One relocatable object whose only global symbols are the runtime's entry points, so that
 # its internals (ml_profile_*, ...) can never clash with the program's own symbols.
 $(B)/rt/memlens-rt.o: $(RT_OBJ)
 	ld -r -o $@.tmp $^
 	objcopy --wildcard --keep-global-symbol='__memlens_*' --keep-global-symbol=pthread_create \
+		$(foreach f,$(RT_HEAP_API),--keep-global-symbol=$(f)) \
 		$@.tmp $@
 	rm -f $@.tmp
 

@@ -169,6 +169,8 @@ const char *ml_ev_kind_name(unsigned kind)
         return "stack-free";
     case ML_EV_PTR_DEF:
         return "pointer";
+    case ML_EV_ALLOC_SITE:
+        return "alloc-site";
     default:
         return "?";
     }

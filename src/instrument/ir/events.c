@@ -449,6 +449,88 @@ static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLV
     return rc;
 }
 
+static LLVMValueRef first_real(LLVMBasicBlockRef bb)
+{
+    LLVMValueRef in = LLVMGetFirstInstruction(bb);
+
+    while (in && (LLVMIsAPHINode(in) || LLVMIsALandingPadInst(in)))
+        in = LLVMGetNextInstruction(in);
+    return in;
+}
+
+/* A block entered only from pred (one edge): where an invoke's result can be read. */
+static int single_pred(LLVMBasicBlockRef bb, LLVMBasicBlockRef pred)
+{
+    LLVMValueRef me = LLVMBasicBlockAsValue(bb);
+    unsigned n = 0;
+
+    for (LLVMUseRef u = LLVMGetFirstUse(me); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef t = LLVMGetUser(u);
+        if (!LLVMIsAInstruction(t) || LLVMGetInstructionParent(t) != pred)
+            return 0;
+        n++;
+    }
+    return n == 1;
+}
+
+/*
+ * Heap blocks get their site from the call in instrumented code that
+ * returned them (docs/profile-modules.md, "lifetime"): a call of a function
+ * not defined here (malloc, new, strdup, fopen, a library's constructor, a
+ * function pointer) returning a pointer, or posix_memalign (the block it
+ * stored). The point reads the returned pointer from a helper instruction
+ * made after the call (ptrtoint; posix_memalign: a load of *memptr), which
+ * is returned so that the walk skips it; NULL when the call is not one.
+ */
+static LLVMValueRef alloc_site_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn,
+                                     LLVMValueRef in)
+{
+    struct ml_ir *ir = ev->ir;
+    LLVMValueRef f = ml_called_function(in), at;
+    LLVMBasicBlockRef dest = NULL;
+    const char *name = "";
+    size_t len = 0;
+    int memalign;
+
+    if (!(ev->o.kinds & ML_EV_BIT(ML_EV_ALLOC_SITE)))
+        return NULL;
+    if (f && (LLVMGetIntrinsicID(f) || !LLVMIsDeclaration(f) || name_starts(f, "__memlens")))
+        return NULL;
+    if (f)
+        name = fn_name(f, &len);
+    memalign = len == 14 && !memcmp(name, "posix_memalign", 14);
+    if (LLVMGetTypeKind(LLVMTypeOf(in)) != LLVMPointerTypeKind && !memalign)
+        return NULL;
+    if (LLVMIsAInvokeInst(in)) {
+        dest = LLVMGetNormalDest(in);
+        if (memalign || !single_pred(dest, LLVMGetInstructionParent(in)))
+            return NULL;
+        LLVMPositionBuilderBefore(ir->b, first_real(dest));
+    } else {
+        LLVMPositionBuilderBefore(ir->b, LLVMGetNextInstruction(in));
+    }
+    if (memalign) {
+        LLVMValueRef pp = LLVMBuildBitCast(ir->b, LLVMGetOperand(in, 0),
+                                           LLVMPointerType(ir->t_i8p, 0), "");
+        at = LLVMBuildLoad2(ir->b, ir->t_i8p, pp, "memlens.block");
+    } else {
+        at = LLVMBuildPtrToInt(ir->b, in, ir->t_i64, "memlens.block");
+    }
+    LLVMInstructionSetDebugLoc(at, LLVMInstructionGetDebugLoc(in));
+    {
+        char text[len + 1];
+        int64_t site;
+        memcpy(text, name, len);
+        text[len] = 0;
+        site = add_site(ev, ML_EV_ALLOC_SITE, 0, ML_EV_NOID, fn, in, text);
+        if (site < 0 || ml_ev_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+            return NULL;
+        l->v[l->n++] =
+            (struct ml_ev_point){ML_EV_ALLOC_SITE, (uint32_t)site, at, memalign ? -2 : 0, -1, -1, 0};
+    }
+    return dest ? in : at;
+}
+
 /* Marker points waiting for the block made for them (split loop edges). */
 struct edge_mark {
     LLVMBasicBlockRef bb;
@@ -466,15 +548,6 @@ static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, 
         return -ENOMEM;
     e->v[e->n++] = (struct edge_mark){bb, kind, marker};
     return 0;
-}
-
-static LLVMValueRef first_real(LLVMBasicBlockRef bb)
-{
-    LLVMValueRef in = LLVMGetFirstInstruction(bb);
-
-    while (in && (LLVMIsAPHINode(in) || LLVMIsALandingPadInst(in)))
-        in = LLVMGetNextInstruction(in);
-    return in;
 }
 
 /*
@@ -638,8 +711,12 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
             LLVMOpcode op = LLVMGetInstructionOpcode(in);
             if (fmark >= 0 && (op == LLVMRet || op == LLVMResume))
                 rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, -1, -1, 0, -1, (uint32_t)fmark);
-            else
-                rc = access_points(ev, &l, fn, in);
+            else if ((rc = access_points(ev, &l, fn, in)) == 0 &&
+                     (LLVMIsACallInst(in) || LLVMIsAInvokeInst(in))) {
+                LLVMValueRef skip = alloc_site_point(ev, &l, fn, in);
+                if (skip)
+                    in = skip;
+            }
         }
     }
 out:
@@ -714,7 +791,10 @@ LLVMValueRef ml_ev_emit_module(struct ml_ev *ev, LLVMValueRef segs_ptr, uint32_t
             LLVMConstInt(ir->t_i32, ev->nsites, 0),
             LLVMConstInt(ir->t_i32, ev->nmarkers, 0),
             LLVMConstInt(ir->t_i32, nsegs, 0),
-            LLVMConstInt(ir->t_i32, ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0, 0),
+            LLVMConstInt(ir->t_i32,
+                         (ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0) |
+                             (ev->o.kinds & ML_EV_HEAP_KINDS ? ML_EVM_HEAP : 0),
+                         0),
             LLVMConstInt(ir->t_i32, 0, 0),
             mname,
             ml_emit_array_ptr(ir, g_sites, site_t),
