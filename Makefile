@@ -129,7 +129,8 @@ $(B)/rt-$(1)/%.o: %.c
 $(B)/rt-$(1)/memlens-rt.o: $(RT_SRC:%.c=$(B)/rt-$(1)/%.o)
 	$(1)-ld -r -o $$@.tmp $$^
 	$(1)-objcopy --wildcard --keep-global-symbol='__memlens_*' \
-		--keep-global-symbol=pthread_create $$@.tmp $$@
+		--keep-global-symbol=pthread_create \
+		$(foreach f,$(RT_HEAP_API),--keep-global-symbol=$(f)) $$@.tmp $$@
 	rm -f $$@.tmp
 
 $(B)/lib/$(1)/libmemlens-rt.a: $(B)/rt-$(1)/memlens-rt.o

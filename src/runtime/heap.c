@@ -8,9 +8,9 @@
 
 /*
  * The program's malloc, calloc, realloc, reallocarray, free, posix_memalign,
- * aligned_alloc, memalign, valloc and pvalloc are these (weak, so that a
- * program with an allocator of its own keeps it, and a -static link keeps the
- * C library's). They forward to the C library's own entry points
+ * aligned_alloc, memalign, valloc and pvalloc are these (weak aliases, so
+ * that a program with an allocator of its own keeps it, and a -static link
+ * keeps the C library's: ml_q_heap_usable tells). They forward to the C library's own entry points
  * (__libc_malloc, ...), so no dlsym is needed and calloc works before
  * anything is set up; libraries' calls reach them too (glibc routes its own
  * allocations through the interposable names), and so do C++ new and delete,
@@ -25,6 +25,7 @@
  * the runtime's own allocations) sends nothing: ml_q_heap_off guards the
  * recursion malloc -> queue -> pthread_atfork -> malloc.
  */
+int ml_q_heap_usable(void) __attribute__((visibility("hidden")));
 int ml_q_heap_on __attribute__((visibility("hidden")));
 __thread int ml_q_heap_off __attribute__((tls_model("initial-exec"), visibility("hidden")));
 
@@ -36,7 +37,6 @@ extern void *__libc_memalign(size_t align, size_t n);
 extern void *__libc_valloc(size_t n);
 extern void *__libc_pvalloc(size_t n);
 
-#define HEAP_API __attribute__((weak, visibility("default")))
 
 static inline int sending(void)
 {
@@ -61,24 +61,24 @@ static inline void *made(void *p, size_t n, unsigned aux)
     return p;
 }
 
-HEAP_API void *malloc(size_t n)
+static void *ml_heap_malloc(size_t n)
 {
     return made(__libc_malloc(n), n, 0);
 }
 
-HEAP_API void *calloc(size_t n, size_t size)
+static void *ml_heap_calloc(size_t n, size_t size)
 {
     return made(__libc_calloc(n, size), n * size, ML_EV_HEAP_ZERO);
 }
 
-HEAP_API void free(void *p)
+static void ml_heap_free(void *p)
 {
     if (p && sending())
         send(ML_EV_FREE, 0, 0, p);
     __libc_free(p);
 }
 
-HEAP_API void *realloc(void *p, size_t n)
+static void *ml_heap_realloc(void *p, size_t n)
 {
     void *q = __libc_realloc(p, n);
 
@@ -91,7 +91,7 @@ HEAP_API void *realloc(void *p, size_t n)
     return made(q, n, ML_EV_HEAP_REALLOC);
 }
 
-HEAP_API void *reallocarray(void *p, size_t n, size_t size)
+static void *ml_heap_reallocarray(void *p, size_t n, size_t size)
 {
     size_t bytes;
 
@@ -99,20 +99,20 @@ HEAP_API void *reallocarray(void *p, size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(p, bytes);
+    return ml_heap_realloc(p, bytes);
 }
 
-HEAP_API void *memalign(size_t align, size_t n)
+static void *ml_heap_memalign(size_t align, size_t n)
 {
     return made(__libc_memalign(align, n), n, 0);
 }
 
-HEAP_API void *aligned_alloc(size_t align, size_t n)
+static void *ml_heap_aligned_alloc(size_t align, size_t n)
 {
     return made(__libc_memalign(align, n), n, 0);
 }
 
-HEAP_API int posix_memalign(void **out, size_t align, size_t n)
+static int ml_heap_posix_memalign(void **out, size_t align, size_t n)
 {
     void *p;
 
@@ -125,12 +125,41 @@ HEAP_API int posix_memalign(void **out, size_t align, size_t n)
     return 0;
 }
 
-HEAP_API void *valloc(size_t n)
+static void *ml_heap_valloc(size_t n)
 {
     return made(__libc_valloc(n), n, 0);
 }
 
-HEAP_API void *pvalloc(size_t n)
+static void *ml_heap_pvalloc(size_t n)
 {
     return made(__libc_pvalloc(n), n, 0);
+}
+
+#define HEAP_API(ret, name, params)                                                                \
+    ret name params __attribute__((weak, alias("ml_heap_" #name), visibility("default")))
+
+HEAP_API(void *, malloc, (size_t));
+HEAP_API(void *, calloc, (size_t, size_t));
+HEAP_API(void, free, (void *));
+HEAP_API(void *, realloc, (void *, size_t));
+HEAP_API(void *, reallocarray, (void *, size_t, size_t));
+HEAP_API(void *, memalign, (size_t, size_t));
+HEAP_API(void *, aligned_alloc, (size_t, size_t));
+HEAP_API(int, posix_memalign, (void **, size_t, size_t));
+HEAP_API(void *, valloc, (size_t));
+HEAP_API(void *, pvalloc, (size_t));
+
+/*
+ * Whether the program's malloc family is these functions, every one: a
+ * -static link keeps the C library's, a program may bring its own allocator.
+ * Half of the family would give wrong answers (blocks whose frees are never
+ * seen), so heap events are sent only when all of it is ours.
+ */
+int ml_q_heap_usable(void)
+{
+    return malloc == ml_heap_malloc && calloc == ml_heap_calloc && free == ml_heap_free &&
+           realloc == ml_heap_realloc && reallocarray == ml_heap_reallocarray &&
+           memalign == ml_heap_memalign && aligned_alloc == ml_heap_aligned_alloc &&
+           posix_memalign == ml_heap_posix_memalign && valloc == ml_heap_valloc &&
+           pvalloc == ml_heap_pvalloc;
 }

@@ -25,6 +25,7 @@
 /* runtime/heap.c: heap events wanted; this thread sends none (the runtime's own allocations). */
 extern int ml_q_heap_on;
 extern __thread int ml_q_heap_off;
+int ml_q_heap_usable(void);
 
 static const struct ml_q_cursor boot = {.pos = (uint8_t *)1, .end = NULL};
 
@@ -622,6 +623,10 @@ ML_EXPORT void __memlens_q_register(struct ml_ev_module *m)
     free(buf);
     ml_q_heap_off = 0;
     /* Heap events flow once a module wants them and this process feeds a backend. */
-    if ((m->flags & ML_EVM_HEAP) && hdr && !detached)
-        __atomic_store_n(&ml_q_heap_on, 1, __ATOMIC_RELAXED);
+    if ((m->flags & ML_EVM_HEAP) && hdr && !detached) {
+        if (ml_q_heap_usable())
+            __atomic_store_n(&ml_q_heap_on, 1, __ATOMIC_RELAXED);
+        else
+            __memlens_q_blob(ML_QT_TAG_NOHEAP, "", 0);
+    }
 }

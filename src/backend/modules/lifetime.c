@@ -5,6 +5,7 @@
 #include "format/csv.h"
 #include "format/events.h"
 #include "format/json.h"
+#include "format/qtables.h"
 #include "format/queue.h"
 
 #include <errno.h>
@@ -438,7 +439,7 @@ static int lt_report(void *st, struct ml_bout *o)
     struct ml_bsites t = {0};
     struct row *r = NULL;
     uint64_t n = 0;
-    int rc = ml_bsites_load(&t, o->blobs);
+    int rc = ml_bsites_load(&t, o->blobs), noheap = 0;
 
     flush_live(l);
     if (!rc && !(r = rows_of(l, &t, &n)))
@@ -494,10 +495,15 @@ static int lt_report(void *st, struct ml_bout *o)
                     r[i].site, v[C_OBJECTS], v[C_BYTES], v[C_ITER], v[C_CALL], v[C_NEVER],
                     same ? mean : "-", "");
     }
+    for (const struct ml_bblob *b = o->blobs; b && !noheap; b = b->next)
+        noheap = b->tag == ML_QT_TAG_NOHEAP;
+    if (noheap && o->table)
+        fprintf(o->table, "no heap events: the program's malloc is not memlens' (a -static link, or "
+                          "an allocator of its own); see docs/profile-modules.md\n");
     fprintf(o->json,
-            "],\n \"unknown_frees\": %" PRIu64 ", \"unknown_reallocs\": %" PRIu64
+            "],\n \"heap_events\": %s, \"unknown_frees\": %" PRIu64 ", \"unknown_reallocs\": %" PRIu64
             ", \"reused_unfreed\": %" PRIu64 ", \"bad_tables\": %u}",
-            l->unknown_frees, l->unknown_reallocs, l->replaced, t.bad);
+            noheap ? "false" : "true", l->unknown_frees, l->unknown_reallocs, l->replaced, t.bad);
     free(r);
     ml_bsites_free(&t);
     return l->nomem ? -ENOMEM : 0;
