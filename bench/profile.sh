@@ -1,16 +1,18 @@
 #!/bin/bash
 # Event-profiling benchmark (issue 14): slowdown of 'memlens profile' per module and for the
-# modules built so far together (dep, sharing), with 1 and 2 workers, per bench/ kernel and
+# modules built so far together (dep, sharing, lifetime), with 1 and 2 workers, per bench/ kernel and
 # geomean; peak memory of memlens (backend) beside the program's. Every variant of a kernel runs
 # once per round, in an order rotated each round; a slowdown is the ratio to the plain run of the
 # same round; figures are medians over RUNS rounds. Prints 'uptime' before and after: timings on
 # a shared machine are only as good as its load.
-# Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs)
+# Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs;
+# MODULES, default 'dep sharing lifetime dep,sharing,lifetime': the variants, alone or together)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 RUNS=${RUNS:-5}
+MODULES=${MODULES:-dep sharing lifetime dep,sharing,lifetime}
 
 die() {
     echo "profile.sh: $*" >&2
@@ -36,7 +38,7 @@ while IFS='|' read -r name args small; do
     [ -n "${SMALL:-}" ] && args=$small
     src=bench/kernels/$name.c
     clang-14 -O2 -I"$ROOT/include" "$src" -o "$W/$name.plain" || die "clang-14 failed on '$src'"
-    for m in dep sharing dep,sharing; do
+    for m in $MODULES; do
         "$MEMLENS_BUILD/bin/memlens" cc --events=$m -O2 -g "$src" -o "$W/$name.$m" ||
             die "memlens cc --events=$m failed on '$src'"
     done
@@ -45,12 +47,12 @@ done <<<"$KERNELS"
 [ ${#rows[@]} -gt 0 ] || die "no kernel matches '$*'"
 
 echo "load before: $(uptime)"
-MEMLENS_BUILD=$MEMLENS_BUILD python3 - "$W" "$RUNS" "${rows[@]}" <<'PY'
+MEMLENS_BUILD=$MEMLENS_BUILD MODULES=$MODULES python3 - "$W" "$RUNS" "${rows[@]}" <<'PY'
 import math, os, statistics, subprocess, sys, time
 
 W, runs, rows = sys.argv[1], int(sys.argv[2]), [r.split('|') for r in sys.argv[3:]]
 M = os.environ['MEMLENS_BUILD'] + '/bin/memlens'
-variants = ['plain'] + ['%s/w%d' % (m, w) for m in ('dep', 'sharing', 'dep,sharing') for w in (1, 2)]
+variants = ['plain'] + ['%s/w%d' % (m, w) for m in os.environ['MODULES'].split() for w in (1, 2)]
 
 def run(name, args, v):
     """Seconds and peak RSS (KiB) of one run."""
@@ -84,15 +86,16 @@ for name, args in rows:
                  {v: statistics.median(x) for v, x in mem.items()})
 
 print('slowdown (median of per-round ratios to the plain -O2 run, %d rounds)' % runs)
-print('%-10s' % 'kernel' + ''.join('%15s' % v for v in variants[1:]))
+wid = max(15, max(len(v) + 2 for v in variants))
+print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants[1:]))
 for name, _ in rows:
-    print('%-10s' % name + ''.join('%14.1fx' % res[name][0][v] for v in variants[1:]))
-print('%-10s' % 'geomean' + ''.join('%14.1fx' % math.exp(statistics.mean(
-    math.log(res[n][0][v]) for n, _ in rows)) for v in variants[1:]))
+    print('%-10s' % name + ''.join('%*.1fx' % (wid - 1, res[name][0][v]) for v in variants[1:]))
+print('%-10s' % 'geomean' + ''.join('%*.1fx' % (wid - 1, math.exp(statistics.mean(
+    math.log(res[n][0][v]) for n, _ in rows))) for v in variants[1:]))
 print('\npeak memory, MiB (plain: the program; others: the larger of memlens (backend) and the program)')
-print('%-10s' % 'kernel' + ''.join('%15s' % v for v in variants))
+print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants))
 for name, _ in rows:
-    print('%-10s' % name + ''.join('%15.0f' % (res[name][1][v] / 1024) for v in variants))
+    print('%-10s' % name + ''.join('%*.0f' % (wid, res[name][1][v] / 1024) for v in variants))
 PY
 rc=$?
 echo "load after: $(uptime)"
