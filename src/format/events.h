@@ -84,6 +84,14 @@ const char *ml_ev_kind_name(unsigned kind);
 #define ML_EV_HEAP_REALLOC 1u /* by realloc (the REALLOC before it ended the old block) */
 #define ML_EV_HEAP_ZERO    2u /* zeroed (calloc) */
 
+/*
+ * PTR_DEF sites (pointer creation, for points-to): the site's size field
+ * says what made the pointer; word 1 of the record is the pointer.
+ */
+#define ML_EV_PTR_LOAD 0u /* a load of a pointer */
+#define ML_EV_PTR_CALL 1u /* a call that returned a pointer */
+#define ML_EV_PTR_ARG  2u /* parameter k of a function, at its entry: ML_EV_PTR_ARG + k */
+
 /* Fields an event can carry; a sink asks for the ones it needs (ml_ev_sink.fields). */
 enum ml_ev_field {
     ML_EVF_ADDR = 1u << 0,

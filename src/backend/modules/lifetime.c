@@ -30,14 +30,11 @@
  * context events go to every worker, so 1 and N workers count alike.
  */
 
-/* Site keys: a named site, or a library block by the function open at the time. */
-#define KEY_LIB (1ull << 32)
-#define NO_FUNC 0xffffffffu
 
 struct obj {
     uint64_t addr; /* 0: empty slot */
     uint64_t size;
-    uint64_t key; /* site id, or KEY_LIB | function marker id */
+    uint64_t key; /* site id, or ML_BKEY_LIB | function marker id (sites.h) */
     uint32_t thread;
     uint32_t named;         /* a call site claimed it */
     uint32_t ldepth, fdepth; /* frame index + 1 of its loop and function, 0: none */
@@ -279,7 +276,7 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
     }
     cs = t->cs;
     *o = (struct obj){.addr = rec[1], .size = ML_Q_ID(rec[0]), .thread = thread,
-                      .birth = t->clock, .key = KEY_LIB | NO_FUNC};
+                      .birth = t->clock, .key = ML_BKEY_LIB | ML_BKEY_NOFUNC};
     for (uint32_t i = cs->depth; i-- > 0;) {
         const struct ml_cframe *f = &cs->f[i];
         if (f->kind == ML_CTX_LOOP && !o->ldepth) {
@@ -289,7 +286,7 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
         } else if (f->kind == ML_CTX_FUNC && !o->fdepth) {
             o->fdepth = i + 1;
             o->fstamp = f->stamp;
-            o->key = KEY_LIB | (uint32_t)f->id;
+            o->key = ML_BKEY_LIB | (uint32_t)f->id;
         }
     }
 }
@@ -392,12 +389,9 @@ static struct row *rows_of(struct lifetime *l, const struct ml_bsites *t, uint64
         goto out;
     }
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t k = keys[i].key, id = k & 0xffffffffu;
+        uint64_t k = keys[i].key;
         struct ml_rval v;
-        if (k & KEY_LIB)
-            r[i].key = id < t->nm ? KEY_LIB | mcanon[id] : k;
-        else
-            r[i].key = id < t->n ? scanon[id] : k;
+        r[i].key = ml_bsites_block_canon(t, scanon, mcanon, k);
         for (int c = 0; c < NCOLS; c++)
             if (!ml_rmap_get(l->col[c], k, &v))
                 r[i].v[c] = c == C_OBJECTS ? v.n : v.v;
@@ -413,17 +407,8 @@ static struct row *rows_of(struct lifetime *l, const struct ml_bsites *t, uint64
         }
         r[m++] = r[i];
     }
-    for (uint64_t i = 0; i < m; i++) {
-        uint64_t id = r[i].key & 0xffffffffu;
-        if (r[i].key & KEY_LIB) {
-            const char *fn = id < t->nm && t->m[id].name ? t->m[id].name : "";
-            snprintf(r[i].site, sizeof(r[i].site), *fn ? "library in %s" : "library", fn);
-            r[i].func = fn;
-        } else {
-            ml_bsites_where(t, id, r[i].site, sizeof(r[i].site));
-            r[i].func = ml_bsites_func(t, id);
-        }
-    }
+    for (uint64_t i = 0; i < m; i++)
+        ml_bsites_block_where(t, r[i].key, r[i].site, sizeof(r[i].site), &r[i].func);
     qsort(r, m, sizeof(*r), by_objects);
     *nrows = m;
 out:

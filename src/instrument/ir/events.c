@@ -531,6 +531,57 @@ static LLVMValueRef alloc_site_point(struct ml_ev *ev, struct plist *l, LLVMValu
     return dest ? in : at;
 }
 
+/*
+ * Pointer creation (points-to): a load of a pointer and a call that returned
+ * one (after its ALLOC_SITE point, so that a new block is named before the
+ * pointer is looked up; `after` is that point's helper, or NULL).
+ */
+static int ptr_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in,
+                     LLVMValueRef after)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(in);
+
+    if (!(ev->o.kinds & ML_EV_BIT(ML_EV_PTR_DEF)) ||
+        LLVMGetTypeKind(LLVMTypeOf(in)) != LLVMPointerTypeKind)
+        return 0;
+    if (op == LLVMLoad)
+        return push_point(ev, l, fn, ML_EV_PTR_DEF, in, -2, -1, ML_EV_PTR_LOAD, -1, ML_EV_NOID);
+    if (op != LLVMCall || (ml_called_function(in) && LLVMGetIntrinsicID(ml_called_function(in))))
+        return 0; /* an invoke's value exists only on its normal edge */
+    if (after && LLVMIsAPtrToIntInst(after) && LLVMGetOperand(after, 0) == in)
+        return push_point(ev, l, fn, ML_EV_PTR_DEF, after, 0, -1, ML_EV_PTR_CALL, -1, ML_EV_NOID);
+    return push_point(ev, l, fn, ML_EV_PTR_DEF, in, -2, -1, ML_EV_PTR_CALL, -1, ML_EV_NOID);
+}
+
+/*
+ * Pointer parameters of fn at its entry, before `at`: a helper ptrtoint of
+ * each, located at the function's line (its subprogram), so that the site
+ * reads "file:line of the function" whatever the optimiser did to the body.
+ */
+static int arg_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef at)
+{
+    struct ml_ir *ir = ev->ir;
+    LLVMMetadataRef sp = LLVMGetSubprogram(fn), loc = NULL;
+    unsigned np = LLVMCountParams(fn);
+    int rc = 0;
+
+    if (!(ev->o.kinds & ML_EV_BIT(ML_EV_PTR_DEF)) || !at)
+        return 0;
+    if (sp)
+        loc = LLVMDIBuilderCreateDebugLocation(ir->ctx, LLVMDISubprogramGetLine(sp), 0, sp, NULL);
+    for (unsigned k = 0; k < np && !rc; k++) {
+        LLVMValueRef a = LLVMGetParam(fn, k), h;
+        if (LLVMGetTypeKind(LLVMTypeOf(a)) != LLVMPointerTypeKind)
+            continue;
+        LLVMPositionBuilderBefore(ir->b, at);
+        h = LLVMBuildPtrToInt(ir->b, a, ir->t_i64, "memlens.arg");
+        if (loc)
+            LLVMInstructionSetDebugLoc(h, loc);
+        rc = push_point(ev, l, fn, ML_EV_PTR_DEF, h, 0, -1, ML_EV_PTR_ARG + k, -1, ML_EV_NOID);
+    }
+    return rc;
+}
+
 /* Marker points waiting for the block made for them (split loop edges). */
 struct edge_mark {
     LLVMBasicBlockRef bb;
@@ -697,11 +748,13 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && !rc;
          bb = LLVMGetNextBasicBlock(bb)) {
         LLVMValueRef in = LLVMGetFirstInstruction(bb);
-        if (fmark >= 0 && bb == LLVMGetEntryBasicBlock(fn)) {
+        if (bb == LLVMGetEntryBasicBlock(fn)) {
             LLVMValueRef at = in;
             while (at && LLVMIsAAllocaInst(at))
                 at = LLVMGetNextInstruction(at);
-            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
+            rc = arg_points(ev, &l, fn, at);
+            if (fmark >= 0 && !rc)
+                rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
         }
         for (uint32_t i = 0; i < em.n && !rc; i++)
             if (em.v[i].bb == bb)
@@ -714,8 +767,11 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
             else if ((rc = access_points(ev, &l, fn, in)) == 0 &&
                      (LLVMIsACallInst(in) || LLVMIsAInvokeInst(in))) {
                 LLVMValueRef skip = alloc_site_point(ev, &l, fn, in);
+                rc = ptr_point(ev, &l, fn, in, skip);
                 if (skip)
                     in = skip;
+            } else if (!rc) {
+                rc = ptr_point(ev, &l, fn, in, NULL);
             }
         }
     }

@@ -15,7 +15,7 @@
  * load the cursor, compare, a cold call when the chunk is full, non-temporal
  * stores, store the new position. Record of a point (docs/profile.md):
  *   word 0  kind, extra units, aux = access size (1..63, else 0), id = global site id
- *   word 1  the address (accesses), the returned pointer (alloc sites) or the global marker
+ *   word 1  the address (accesses), the pointer (alloc sites, pointer creation) or the global marker
  *           id (loop and function markers)
  *   extra   accesses of variable or large size: the length; with values: the value
  * Global ids are the module's bases, which the runtime assigns at
@@ -168,7 +168,7 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
         w0 = LLVMConstInt(ir->t_i64, ML_Q_W0(q->kind, units - 1, aux, q->site), 0);
         w0 =
             LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
-        if (ml_ev_is_access(q->kind) || q->kind == ML_EV_ALLOC_SITE) {
+        if (ml_ev_is_access(q->kind) || q->kind == ML_EV_ALLOC_SITE || q->kind == ML_EV_PTR_DEF) {
             w1 = LLVMBuildPtrToInt(b, ml_ev_operand(q, q->addr_op), ir->t_i64, "");
         } else {
             uint32_t mk = s->ev.sites[q->site].marker;
