@@ -210,7 +210,5 @@ struct ml_ev_module {
 
 /* The module's code records function or loop markers inline (not only through calls). */
 #define ML_EVM_INLINE_MARKERS 1u
-/* The module wants heap events: the runtime's malloc-family interposers send them (queue sink). */
-#define ML_EVM_HEAP 2u
 
 #endif

@@ -1,8 +1,10 @@
 /* Heap events for event profiling: the malloc family, interposed, tells the queue what it did. */
 #include "format/events.h"
+#include "format/qtables.h"
 #include "format/queue.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,18 +18,25 @@
  * allocations through the interposable names), and so do C++ new and delete,
  * which libstdc++ builds on malloc, aligned_alloc and free.
  *
- * Events are sent only once a module built with --events for a profiling
- * module that wants heap events has registered (ml_q_heap_on) and the process
- * feeds a backend; otherwise the cost is one load and a branch per call.
- * Records (format/events.h): ALLOC, word 0 id = size (capped at 2^48 - 1), aux
- * = ML_EV_HEAP_* flags, word 1 = address; FREE and REALLOC, word 1 = the
- * address of the block that ends. A thread inside the queue's slow path (or
- * the runtime's own allocations) sends nothing: ml_q_heap_off guards the
- * recursion malloc -> queue -> pthread_atfork -> malloc.
+ * This file is an archive of its own (libmemlens-heap.a), linked after the
+ * runtime but not whole: only a program with a unit built for a module that
+ * wants heap events pulls it in, because that unit's constructor registers
+ * through __memlens_q_register_heap (src/instrument/ir/sink-queue.c). Other
+ * programs keep the C library's malloc untouched (and an LD_PRELOAD'ed
+ * allocator works as usual). Events flow once such a unit has registered and
+ * the process feeds a backend (heap_on). Records (format/events.h): ALLOC,
+ * word 0 id = size (capped at 2^48 - 1), aux = ML_EV_HEAP_* flags, word 1 =
+ * address; FREE and REALLOC, word 1 = the address of the block that ends.
+ * A thread inside the queue's slow path, the runtime's own allocations and a
+ * thread after its queue slot is given back send nothing
+ * (__memlens_q_quiet): that also ends the recursion malloc -> queue ->
+ * pthread_atfork -> malloc.
  */
-int ml_q_heap_usable(void) __attribute__((visibility("hidden")));
-int ml_q_heap_on __attribute__((visibility("hidden")));
-__thread int ml_q_heap_off __attribute__((tls_model("initial-exec"), visibility("hidden")));
+static int heap_on;
+extern __thread int __memlens_q_quiet;
+int __memlens_q_attached(void);
+void __memlens_q_register(struct ml_ev_module *m);
+void __memlens_q_blob(uint64_t tag, const void *data, uint64_t len);
 
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t size);
@@ -40,17 +49,17 @@ extern void *__libc_pvalloc(size_t n);
 
 static inline int sending(void)
 {
-    return __builtin_expect(__atomic_load_n(&ml_q_heap_on, __ATOMIC_RELAXED), 0) && !ml_q_heap_off;
+    return __builtin_expect(__atomic_load_n(&heap_on, __ATOMIC_RELAXED), 0) && !__memlens_q_quiet;
 }
 
 static void send(unsigned kind, unsigned aux, uint64_t size, const void *p)
 {
     int saved = errno;
 
-    ml_q_heap_off = 1;
+    __memlens_q_quiet = 1;
     ml_q_put(ML_Q_W0(kind, 0, aux, size > ML_Q_ID_MAX ? ML_Q_ID_MAX : size),
              (uint64_t)(uintptr_t)p);
-    ml_q_heap_off = 0;
+    __memlens_q_quiet = 0;
     errno = saved;
 }
 
@@ -155,11 +164,41 @@ HEAP_API(void *, pvalloc, (size_t));
  * Half of the family would give wrong answers (blocks whose frees are never
  * seen), so heap events are sent only when all of it is ours.
  */
-int ml_q_heap_usable(void)
+static int usable(void)
 {
     return malloc == ml_heap_malloc && calloc == ml_heap_calloc && free == ml_heap_free &&
            realloc == ml_heap_realloc && reallocarray == ml_heap_reallocarray &&
            memalign == ml_heap_memalign && aligned_alloc == ml_heap_aligned_alloc &&
            posix_memalign == ml_heap_posix_memalign && valloc == ml_heap_valloc &&
            pvalloc == ml_heap_pvalloc;
+}
+
+static void heap_child(void)
+{
+    heap_on = 0; /* a forked child sends nothing */
+}
+
+/*
+ * The registration of a unit built for heap events (instead of
+ * __memlens_q_register): its tables, then heap events on, or, when the
+ * malloc family is not all ours, a note to the backend instead.
+ */
+__attribute__((visibility("default"))) void __memlens_q_register_heap(struct ml_ev_module *m)
+{
+    static int once;
+
+    __memlens_q_register(m);
+    if (!__memlens_q_attached() || __atomic_load_n(&heap_on, __ATOMIC_RELAXED))
+        return;
+    if (!usable()) {
+        if (!__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED))
+            __memlens_q_blob(ML_QT_TAG_NOHEAP, "", 0);
+        return;
+    }
+    if (!__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED)) {
+        __memlens_q_quiet = 1;
+        pthread_atfork(NULL, NULL, heap_child);
+        __memlens_q_quiet = 0;
+    }
+    __atomic_store_n(&heap_on, 1, __ATOMIC_RELAXED);
 }

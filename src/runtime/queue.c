@@ -22,10 +22,11 @@
 #define ML_EXPORT __attribute__((visibility("default")))
 
 /* pos past end: a thread's first event takes __memlens_q_next, which attaches it. */
-/* runtime/heap.c: heap events wanted; this thread sends none (the runtime's own allocations). */
-extern int ml_q_heap_on;
-extern __thread int ml_q_heap_off;
-int ml_q_heap_usable(void);
+/*
+ * Set while this thread must send no heap events (runtime/heap.c): the
+ * runtime's own allocations, and every allocation after the thread's exit.
+ */
+ML_EXPORT __thread int __memlens_q_quiet __attribute__((tls_model("initial-exec")));
 
 static const struct ml_q_cursor boot = {.pos = (uint8_t *)1, .end = NULL};
 
@@ -209,7 +210,6 @@ static void before_fork(void)
 static void after_fork_child(void)
 {
     detached = 1;
-    ml_q_heap_on = 0;
     if (hdr)
         mmap(hdr, map_size, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
@@ -462,7 +462,7 @@ static void thread_end(void *arg)
 
     if (q != qtp || q->busy)
         return;
-    ml_q_heap_off = 1; /* later frees of the exiting thread would take a new slot */
+    __memlens_q_quiet = 1; /* later frees of the exiting thread would take a new slot */
     if (hdr && q->noslot)
         scratch();
     if (hdr && q->slot && !detached)
@@ -579,9 +579,9 @@ ML_EXPORT void __memlens_q_register(struct ml_ev_module *m)
     for (uint32_t i = 0; i < m->nmarkers; i++)
         len +=
             5 * 4 + slen(m->markers[i].name) + slen(m->markers[i].file) + slen(m->markers[i].func);
-    ml_q_heap_off = 1;
+    __memlens_q_quiet = 1;
     buf = malloc(len);
-    ml_q_heap_off = 0;
+    __memlens_q_quiet = 0;
     if (!buf) {
         if (hdr && !detached)
             atomic_fetch_add(&hdr->lost_events, 1);
@@ -619,14 +619,27 @@ ML_EXPORT void __memlens_q_register(struct ml_ev_module *m)
         p = putstr(p, x->func, slen(x->func));
     }
     __memlens_q_blob(ML_QT_TAG, buf, len);
-    ml_q_heap_off = 1;
+    __memlens_q_quiet = 1;
     free(buf);
-    ml_q_heap_off = 0;
-    /* Heap events flow once a module wants them and this process feeds a backend. */
-    if ((m->flags & ML_EVM_HEAP) && hdr && !detached) {
-        if (ml_q_heap_usable())
-            __atomic_store_n(&ml_q_heap_on, 1, __ATOMIC_RELAXED);
-        else
-            __memlens_q_blob(ML_QT_TAG_NOHEAP, "", 0);
-    }
+    __memlens_q_quiet = 0;
+}
+
+/*
+ * A unit built for heap events in a program linked without the interposers
+ * (runtime/heap.c, whose registration replaces this one: the link lacked
+ * --events): its tables, and a note that no heap event will come.
+ */
+ML_EXPORT __attribute__((weak)) void __memlens_q_register_heap(struct ml_ev_module *m)
+{
+    static int once;
+
+    __memlens_q_register(m);
+    if (hdr && !detached && !__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED))
+        __memlens_q_blob(ML_QT_TAG_NOHEAP, "", 0);
+}
+
+/* Whether this process feeds a backend (runtime/heap.c asks before sending heap events). */
+ML_EXPORT int __memlens_q_attached(void)
+{
+    return hdr && !detached;
 }

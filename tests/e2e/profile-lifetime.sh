@@ -79,6 +79,26 @@ for o in O0 O2; do
     check out/lx.*.lifetime.csv lifetime-cxx.cc "$CXX_WANT" || fail "C++ kernels $o"
 done
 
+# compiled for lifetime, linked without --events: no interposers, and the table says so
+"$M" cc --events=lifetime -O1 -g -c lifetime-kernels.c -o lk.o || fail "cc -c"
+"$M" cc -O1 lk.o -pthread -o lsep || fail "link without --events"
+! nm lsep | grep -qE ' [TW] malloc$' || fail "linked the interposers without --events"
+"$M" profile -m lifetime -o out2 -- ./lsep 10 1 2>/dev/null | grep -q '^no heap events' ||
+    fail "no note for a program linked without the interposers"
+grep -q '"heap_events": false' out2/lsep.*.lifetime.json || fail "json: heap_events"
+"$M" cc --events=lifetime -O1 lk.o -pthread -o lsep2 || fail "link with --events"
+"$M" profile -m lifetime -o out3 -q -- ./lsep2 10 1 >/dev/null 2>&1 || fail "profile lsep2"
+check out3/lsep2.*.lifetime.csv lifetime-kernels.c '{"ITER": dict(objects=20, freed_in_iteration=20)}' ||
+    fail "separate compile and link"
+# -static keeps the C library's malloc: no heap events, said so
+echo 'int main(void) { return 0; }' >probe.c
+if clang-14 -static -o probe probe.c 2>/dev/null; then
+    "$M" cc --events=lifetime -O1 -static -pthread lifetime-kernels.c -o lstatic || fail "cc -static"
+    [ "$(./lstatic 10 1)" = "$(./plain 10 1)" ] || fail "-static output changed"
+    "$M" profile -m lifetime -o out4 -- ./lstatic 10 1 2>/dev/null | grep -q '^no heap events' ||
+        fail "no note for -static"
+fi
+
 # a build for another module sends no heap events
 "$M" cc --events=dep -O1 -g lifetime-kernels.c -pthread -o ldep || fail "cc dep"
 rm -rf out

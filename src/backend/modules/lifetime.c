@@ -483,8 +483,9 @@ static int lt_report(void *st, struct ml_bout *o)
     for (const struct ml_bblob *b = o->blobs; b && !noheap; b = b->next)
         noheap = b->tag == ML_QT_TAG_NOHEAP;
     if (noheap && o->table)
-        fprintf(o->table, "no heap events: the program's malloc is not memlens' (a -static link, or "
-                          "an allocator of its own); see docs/profile-modules.md\n");
+        fprintf(o->table, "no heap events: the program was linked without 'memlens cc --events', "
+                          "or with -static, or with an allocator of its own; see "
+                          "docs/profile-modules.md\n");
     fprintf(o->json,
             "],\n \"heap_events\": %s, \"unknown_frees\": %" PRIu64 ", \"unknown_reallocs\": %" PRIu64
             ", \"reused_unfreed\": %" PRIu64 ", \"bad_tables\": %u}",

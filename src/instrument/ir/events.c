@@ -847,10 +847,7 @@ LLVMValueRef ml_ev_emit_module(struct ml_ev *ev, LLVMValueRef segs_ptr, uint32_t
             LLVMConstInt(ir->t_i32, ev->nsites, 0),
             LLVMConstInt(ir->t_i32, ev->nmarkers, 0),
             LLVMConstInt(ir->t_i32, nsegs, 0),
-            LLVMConstInt(ir->t_i32,
-                         (ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0) |
-                             (ev->o.kinds & ML_EV_HEAP_KINDS ? ML_EVM_HEAP : 0),
-                         0),
+            LLVMConstInt(ir->t_i32, ev->o.functions || ev->o.loops ? ML_EVM_INLINE_MARKERS : 0, 0),
             LLVMConstInt(ir->t_i32, 0, 0),
             mname,
             ml_emit_array_ptr(ir, g_sites, site_t),

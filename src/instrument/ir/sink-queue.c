@@ -260,7 +260,11 @@ int ml_sink_queue(struct ml_ir *ir)
     }
     LLVMDeleteGlobal(s.desc_ph);
     /* Registered before the program's own constructors, which may run instrumented code. */
-    ml_emit_register(ir, desc, "__memlens_q_register", NULL, "__memlens_queue", 101);
+    /* Heap events: the registration that also links the malloc-family interposers in. */
+    ml_emit_register(ir, desc,
+                     eo.kinds & ML_EV_HEAP_KINDS ? "__memlens_q_register_heap"
+                                                 : "__memlens_q_register",
+                     NULL, "__memlens_queue", 101);
 out:
     if (rc == -ENOMEM)
         ml_ir_fail(ir, rc, "out of memory");
