@@ -10,12 +10,8 @@ extern const struct ml_module ml_module_lifetime;
 extern const struct ml_module ml_module_pointsto;
 
 const struct ml_module *const ml_modules[] = {
-    &ml_module_dep,
-    &ml_module_lifetime,
-    &ml_module_pointsto,
-    &ml_module_sharing,
-    &ml_module_stats,
-    NULL,
+    &ml_module_dep,     &ml_module_lifetime, &ml_module_pointsto,
+    &ml_module_sharing, &ml_module_stats,    NULL,
 };
 
 const struct ml_module *ml_module_find(const char *name)

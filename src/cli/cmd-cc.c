@@ -694,9 +694,9 @@ static void push_runtime(struct ml_strv *v)
     if (g.cmd.nolibs && !g.cmd.shared)
         return;
     g.rtlib = runtime_for_target(&key);
-    need = ml_cc_runtime_args(v, &g.cmd, g.rtlib,
-                              g.events & (1ull << ML_EV_ALLOC | 1ull << ML_EV_FREE |
-                                          1ull << ML_EV_REALLOC));
+    need = ml_cc_runtime_args(
+        v, &g.cmd, g.rtlib,
+        g.events & (1ull << ML_EV_ALLOC | 1ull << ML_EV_FREE | 1ull << ML_EV_REALLOC));
     if (!access(need, R_OK))
         ;
     else if (!strcmp(key, HOST_TARGET))

@@ -46,7 +46,6 @@ extern void *__libc_memalign(size_t align, size_t n);
 extern void *__libc_valloc(size_t n);
 extern void *__libc_pvalloc(size_t n);
 
-
 static inline int sending(void)
 {
     return __builtin_expect(__atomic_load_n(&heap_on, __ATOMIC_RELAXED), 0) && !__memlens_q_quiet;

@@ -1,4 +1,5 @@
-/* Module 'lifetime': per allocation site, how long heap objects live: within one iteration, one call, or never freed. */
+/* Module 'lifetime': per allocation site, how long heap objects live: within one iteration, one
+ * call, or never freed. */
 #include "backend/backend.h"
 #include "backend/rmap.h"
 #include "backend/sites.h"
@@ -30,13 +31,12 @@
  * context events go to every worker, so 1 and N workers count alike.
  */
 
-
 struct obj {
     uint64_t addr; /* 0: empty slot */
     uint64_t size;
     uint64_t key; /* site id, or ML_BKEY_LIB | function marker id (sites.h) */
     uint32_t thread;
-    uint32_t named;         /* a call site claimed it */
+    uint32_t named;          /* a call site claimed it */
     uint32_t ldepth, fdepth; /* frame index + 1 of its loop and function, 0: none */
     uint64_t lstamp, liter, fstamp;
     uint64_t birth;
@@ -48,24 +48,24 @@ struct lthread {
 };
 
 enum col {
-    C_OBJECTS,   /* blocks (count) */
-    C_BYTES,     /* bytes at allocation */
-    C_ITER,      /* freed in the iteration that made them */
-    C_CALL,      /* freed before the allocating function returned */
-    C_NEVER,     /* still allocated at the end */
-    C_FREED,     /* freed (by any thread) */
-    C_REALLOC,   /* ended by realloc */
-    C_INLOOP,    /* made while some loop ran */
-    C_OTHER,     /* freed by another thread */
-    C_LIFE,      /* sum of lifetimes of blocks freed by their thread */
-    C_LIFE_MAX,  /* longest */
+    C_OBJECTS,  /* blocks (count) */
+    C_BYTES,    /* bytes at allocation */
+    C_ITER,     /* freed in the iteration that made them */
+    C_CALL,     /* freed before the allocating function returned */
+    C_NEVER,    /* still allocated at the end */
+    C_FREED,    /* freed (by any thread) */
+    C_REALLOC,  /* ended by realloc */
+    C_INLOOP,   /* made while some loop ran */
+    C_OTHER,    /* freed by another thread */
+    C_LIFE,     /* sum of lifetimes of blocks freed by their thread */
+    C_LIFE_MAX, /* longest */
     NCOLS
 };
 
 static const enum ml_rop col_op[NCOLS] = {
-    [C_OBJECTS] = ML_ROP_COUNT, [C_BYTES] = ML_ROP_SUM,   [C_ITER] = ML_ROP_SUM,
-    [C_CALL] = ML_ROP_SUM,      [C_NEVER] = ML_ROP_SUM,   [C_FREED] = ML_ROP_SUM,
-    [C_REALLOC] = ML_ROP_SUM,   [C_INLOOP] = ML_ROP_SUM,  [C_OTHER] = ML_ROP_SUM,
+    [C_OBJECTS] = ML_ROP_COUNT, [C_BYTES] = ML_ROP_SUM,    [C_ITER] = ML_ROP_SUM,
+    [C_CALL] = ML_ROP_SUM,      [C_NEVER] = ML_ROP_SUM,    [C_FREED] = ML_ROP_SUM,
+    [C_REALLOC] = ML_ROP_SUM,   [C_INLOOP] = ML_ROP_SUM,   [C_OTHER] = ML_ROP_SUM,
     [C_LIFE] = ML_ROP_SUM,      [C_LIFE_MAX] = ML_ROP_MAX,
 };
 
@@ -248,8 +248,8 @@ static void end_obj(struct lifetime *l, struct obj *o, uint32_t thread, enum col
     } else if (how == C_FREED) {
         const struct ml_cstack *cs = l->t[thread].cs;
         uint64_t life = l->t[thread].clock - o->birth;
-        int iter = o->ldepth && cs->depth >= o->ldepth &&
-                   cs->f[o->ldepth - 1].stamp == o->lstamp && cs->f[o->ldepth - 1].iter == o->liter;
+        int iter = o->ldepth && cs->depth >= o->ldepth && cs->f[o->ldepth - 1].stamp == o->lstamp &&
+                   cs->f[o->ldepth - 1].iter == o->liter;
         int call = o->fdepth && cs->depth >= o->fdepth && cs->f[o->fdepth - 1].stamp == o->fstamp;
         ml_rmap_add(l->col[C_ITER], k, (uint64_t)iter);
         ml_rmap_add(l->col[C_CALL], k, (uint64_t)call);
@@ -275,8 +275,11 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
         return;
     }
     cs = t->cs;
-    *o = (struct obj){.addr = rec[1], .size = ML_Q_ID(rec[0]), .thread = thread,
-                      .birth = t->clock, .key = ML_BKEY_LIB | ML_BKEY_NOFUNC};
+    *o = (struct obj){.addr = rec[1],
+                      .size = ML_Q_ID(rec[0]),
+                      .thread = thread,
+                      .birth = t->clock,
+                      .key = ML_BKEY_LIB | ML_BKEY_NOFUNC};
     for (uint32_t i = cs->depth; i-- > 0;) {
         const struct ml_cframe *f = &cs->f[i];
         if (f->kind == ML_CTX_LOOP && !o->ldepth) {
@@ -400,9 +403,9 @@ static struct row *rows_of(struct lifetime *l, const struct ml_bsites *t, uint64
     for (uint32_t i = 0; i < n; i++) {
         if (m && r[m - 1].key == r[i].key) {
             for (int c = 0; c < NCOLS; c++)
-                r[m - 1].v[c] = c == C_LIFE_MAX ? (r[i].v[c] > r[m - 1].v[c] ? r[i].v[c]
-                                                                               : r[m - 1].v[c])
-                                                : r[m - 1].v[c] + r[i].v[c];
+                r[m - 1].v[c] = c == C_LIFE_MAX
+                                    ? (r[i].v[c] > r[m - 1].v[c] ? r[i].v[c] : r[m - 1].v[c])
+                                    : r[m - 1].v[c] + r[i].v[c];
             continue;
         }
         r[m++] = r[i];
@@ -487,8 +490,9 @@ static int lt_report(void *st, struct ml_bout *o)
                           "or with -static, or with an allocator of its own; see "
                           "docs/profile-modules.md\n");
     fprintf(o->json,
-            "],\n \"heap_events\": %s, \"unknown_frees\": %" PRIu64 ", \"unknown_reallocs\": %" PRIu64
-            ", \"reused_unfreed\": %" PRIu64 ", \"bad_tables\": %u}",
+            "],\n \"heap_events\": %s, \"unknown_frees\": %" PRIu64
+            ", \"unknown_reallocs\": %" PRIu64 ", \"reused_unfreed\": %" PRIu64
+            ", \"bad_tables\": %u}",
             noheap ? "false" : "true", l->unknown_frees, l->unknown_reallocs, l->replaced, t.bad);
     free(r);
     ml_bsites_free(&t);
@@ -496,16 +500,11 @@ static int lt_report(void *st, struct ml_bout *o)
 }
 
 static const struct ml_bhandler lt_handlers[] = {
-    {ML_EV_ALLOC, ML_BPART_ADDR, on_alloc},
-    {ML_EV_FREE, ML_BPART_ADDR, on_free},
-    {ML_EV_REALLOC, ML_BPART_ADDR, on_free},
-    {ML_EV_ALLOC_SITE, ML_BPART_ADDR, on_site},
-    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_context},
-    {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_context},
-    {ML_EV_LOOP_ENTRY, ML_BPART_ALL, on_context},
-    {ML_EV_LOOP_ITER, ML_BPART_ALL, on_context},
-    {ML_EV_LOOP_EXIT, ML_BPART_ALL, on_context},
-    {0, 0, NULL},
+    {ML_EV_ALLOC, ML_BPART_ADDR, on_alloc},       {ML_EV_FREE, ML_BPART_ADDR, on_free},
+    {ML_EV_REALLOC, ML_BPART_ADDR, on_free},      {ML_EV_ALLOC_SITE, ML_BPART_ADDR, on_site},
+    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_context}, {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_context},
+    {ML_EV_LOOP_ENTRY, ML_BPART_ALL, on_context}, {ML_EV_LOOP_ITER, ML_BPART_ALL, on_context},
+    {ML_EV_LOOP_EXIT, ML_BPART_ALL, on_context},  {0, 0, NULL},
 };
 
 const struct ml_module ml_module_lifetime = {

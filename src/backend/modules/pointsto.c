@@ -1,4 +1,5 @@
-/* Module 'pointsto': per pointer-creating instruction, the allocation sites its pointers point into. */
+/* Module 'pointsto': per pointer-creating instruction, the allocation sites its pointers point
+ * into. */
 #include "backend/backend.h"
 #include "backend/blocks.h"
 #include "backend/rmap.h"
@@ -303,14 +304,10 @@ static int pt_report(void *st, struct ml_bout *o)
 }
 
 static const struct ml_bhandler pt_handlers[] = {
-    {ML_EV_ALLOC, ML_BPART_ALL, on_alloc},
-    {ML_EV_FREE, ML_BPART_ALL, on_free},
-    {ML_EV_REALLOC, ML_BPART_ALL, on_free},
-    {ML_EV_ALLOC_SITE, ML_BPART_ALL, on_site},
-    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_func},
-    {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_func},
-    {ML_EV_PTR_DEF, ML_BPART_ID, on_ptr},
-    {0, 0, NULL},
+    {ML_EV_ALLOC, ML_BPART_ALL, on_alloc},     {ML_EV_FREE, ML_BPART_ALL, on_free},
+    {ML_EV_REALLOC, ML_BPART_ALL, on_free},    {ML_EV_ALLOC_SITE, ML_BPART_ALL, on_site},
+    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_func}, {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_func},
+    {ML_EV_PTR_DEF, ML_BPART_ID, on_ptr},      {0, 0, NULL},
 };
 
 const struct ml_module ml_module_pointsto = {

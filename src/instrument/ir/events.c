@@ -510,8 +510,8 @@ static LLVMValueRef alloc_site_point(struct ml_ev *ev, struct plist *l, LLVMValu
         LLVMPositionBuilderBefore(ir->b, LLVMGetNextInstruction(in));
     }
     if (memalign) {
-        LLVMValueRef pp = LLVMBuildBitCast(ir->b, LLVMGetOperand(in, 0),
-                                           LLVMPointerType(ir->t_i8p, 0), "");
+        LLVMValueRef pp =
+            LLVMBuildBitCast(ir->b, LLVMGetOperand(in, 0), LLVMPointerType(ir->t_i8p, 0), "");
         at = LLVMBuildLoad2(ir->b, ir->t_i8p, pp, "memlens.block");
     } else {
         at = LLVMBuildPtrToInt(ir->b, in, ir->t_i64, "memlens.block");
@@ -525,8 +525,8 @@ static LLVMValueRef alloc_site_point(struct ml_ev *ev, struct plist *l, LLVMValu
         site = add_site(ev, ML_EV_ALLOC_SITE, 0, ML_EV_NOID, fn, in, text);
         if (site < 0 || ml_ev_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
             return NULL;
-        l->v[l->n++] =
-            (struct ml_ev_point){ML_EV_ALLOC_SITE, (uint32_t)site, at, memalign ? -2 : 0, -1, -1, 0};
+        l->v[l->n++] = (struct ml_ev_point){
+            ML_EV_ALLOC_SITE, (uint32_t)site, at, memalign ? -2 : 0, -1, -1, 0};
     }
     return dest ? in : at;
 }

@@ -15,10 +15,9 @@
  * load the cursor, compare, a cold call when the chunk is full, non-temporal
  * stores, store the new position. Record of a point (docs/profile.md):
  *   word 0  kind, extra units, aux = access size (1..63, else 0), id = global site id
- *   word 1  the address (accesses), the pointer (alloc sites, pointer creation) or the global marker
- *           id (loop and function markers)
- *   extra   accesses of variable or large size: the length; with values: the value
- * Global ids are the module's bases, which the runtime assigns at
+ *   word 1  the address (accesses), the pointer (alloc sites, pointer creation) or the global
+ * marker id (loop and function markers) extra   accesses of variable or large size: the length;
+ * with values: the value Global ids are the module's bases, which the runtime assigns at
  * registration (__memlens_q_register), plus the module-local ids.
  */
 struct qsink {
