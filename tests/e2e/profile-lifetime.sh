@@ -2,8 +2,8 @@
 # memlens cc --events=lifetime + memlens profile -m lifetime: heap objects per allocation site,
 # checked exactly against what the kernels do (profile/lifetime-kernels.c, lifetime-cxx.cc):
 # freed in the same iteration or kept, freed in the same call or returned, never freed, realloc,
-# calloc, strdup and fopen (blocks made inside the C library), C++ new/delete, new[]/delete[]
-# and aligned new; -O0 and -O2, 1 and 2 workers alike, 2 extra threads, output unchanged.
+# calloc, strdup and fopen (blocks made inside the C library), C++ new/delete, new[]/delete[],
+# aligned new and new as an invoke; -O0 and -O2, 1 and 2 workers alike, 2 extra threads, output unchanged.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -52,6 +52,7 @@ CXX_WANT='{
  "NEW_ARRAY": dict(objects=1, bytes=400, freed=1, freed_in_call=0, never_freed=0),
  "WIDE": dict(objects=25, bytes=1600, freed_in_iteration=0, freed_in_call=25, never_freed=0),
  "WIDE_ARRAY": dict(objects=1, bytes=200, freed_in_call=1, never_freed=0),
+ "INVOKE": dict(objects=100, bytes=3200, freed_in_iteration=100, freed_in_call=100),
 }'
 for o in O0 O2; do
     "$M" cc --events=lifetime -$o -g -pthread lifetime-kernels.c -o lk || fail "cc $o"

@@ -14,6 +14,24 @@ struct alignas(64) Wide {
 static long sum;
 static void *volatile sink;
 
+// A local with a destructor: the calls below are invokes (their value exists on the normal edge).
+struct Guard {
+    long n;
+    ~Guard() { sum += n; }
+};
+
+__attribute__((noinline)) static void k_invoke(int n)
+{
+    Guard g{n};
+    for (int i = 0; i < n; i++) {
+        long *p = new long[4]; // INVOKE
+        sink = p;
+        p[0] = i;
+        sum += p[0];
+        delete[] p;
+    }
+}
+
 __attribute__((noinline)) static void k_new(int n)
 {
     for (int i = 0; i < n; i++) {
@@ -55,6 +73,7 @@ int main(int argc, char **argv)
         sum += a[i];
     delete[] a;
     k_wide(n / 4);
+    k_invoke(n);
     std::printf("sum %ld\n", sum);
     return 0;
 }
