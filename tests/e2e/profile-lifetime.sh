@@ -100,6 +100,27 @@ if clang-14 -static -o probe probe.c 2>/dev/null; then
         fail "no note for -static"
 fi
 
+# region markers in an --events build (their names used to stay in llvm.metadata: no link)
+cat >roi.c <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include "memlens.h"
+int main(void)
+{
+    MEMLENS_ROI_BEGIN("work");
+    char *p = malloc(10); /* ROI_ALLOC */
+    p[0] = 'a';
+    printf("%c\n", p[0]);
+    free(p);
+    MEMLENS_ROI_END("work");
+    return 0;
+}
+C
+"$M" cc --events=lifetime -O2 -g -I"$root/include" roi.c -o roi || fail "--events with region markers"
+"$M" profile -m lifetime -o out5 -q -- ./roi >/dev/null 2>&1 || fail "profile roi"
+check out5/roi.*.lifetime.csv roi.c '{"ROI_ALLOC": dict(objects=1, freed_in_call=1)}' ||
+    fail "roi: lifetime rows"
+
 # a build for another module sends no heap events
 "$M" cc --events=dep -O1 -g lifetime-kernels.c -pthread -o ldep || fail "cc dep"
 rm -rf out
