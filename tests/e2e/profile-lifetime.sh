@@ -105,10 +105,12 @@ cat >roi.c <<'C'
 #include <stdio.h>
 #include <stdlib.h>
 #include "memlens.h"
+char *volatile sink;
 int main(void)
 {
     MEMLENS_ROI_BEGIN("work");
     char *p = malloc(10); /* ROI_ALLOC */
+    sink = p;
     p[0] = 'a';
     printf("%c\n", p[0]);
     free(p);
