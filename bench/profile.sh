@@ -1,18 +1,19 @@
 #!/bin/bash
 # Event-profiling benchmark (issue 14): slowdown of 'memlens profile' per module and for the
-# modules built so far together (dep, sharing, lifetime), with 1 and 2 workers, per bench/ kernel and
+# modules built so far together (dep, sharing, lifetime, pointsto), with 1 and 2 workers, per bench/ kernel and
 # geomean; peak memory of memlens (backend) beside the program's. Every variant of a kernel runs
 # once per round, in an order rotated each round; a slowdown is the ratio to the plain run of the
 # same round; figures are medians over RUNS rounds. Prints 'uptime' before and after: timings on
 # a shared machine are only as good as its load.
 # Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs;
-# MODULES, default 'dep sharing lifetime dep,sharing,lifetime': the variants, alone or together)
+# MODULES, default 'dep sharing lifetime pointsto dep,sharing,lifetime,pointsto': the
+# variants, each module alone or several together)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 RUNS=${RUNS:-5}
-MODULES=${MODULES:-dep sharing lifetime dep,sharing,lifetime}
+MODULES=${MODULES:-dep sharing lifetime pointsto dep,sharing,lifetime,pointsto}
 
 die() {
     echo "profile.sh: $*" >&2
