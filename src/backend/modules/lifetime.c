@@ -1,5 +1,4 @@
-/* Module 'lifetime': per allocation site, how long heap objects live: within one iteration, one
- * call, or never freed. */
+/* Module 'lifetime': per allocation site, heap objects freed within an iteration, a call, or never. */
 #include "backend/backend.h"
 #include "backend/rmap.h"
 #include "backend/sites.h"

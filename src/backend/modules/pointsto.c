@@ -1,5 +1,4 @@
-/* Module 'pointsto': per pointer-creating instruction, the allocation sites its pointers point
- * into. */
+/* Module 'pointsto': per pointer-creating instruction, the allocation sites it points into. */
 #include "backend/backend.h"
 #include "backend/blocks.h"
 #include "backend/rmap.h"
