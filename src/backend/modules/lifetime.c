@@ -1,4 +1,4 @@
-/* Module 'lifetime': per allocation site, heap objects freed within an iteration, a call, or never. */
+/* Module 'lifetime': per allocation site, heap objects freed in an iteration, a call, or never. */
 #include "backend/backend.h"
 #include "backend/rmap.h"
 #include "backend/sites.h"
