@@ -17,13 +17,16 @@ CFLAGS ?= $(OPT)
 TOOL_LIBS := -L$(LLVM_LIBDIR) -lLLVM-14 -lcapstone -lZydis -lzstd -Wl,-rpath,$(LLVM_LIBDIR) -lstdc++ -lm -lpthread
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
+# The malloc-family interposers (heap events) are an archive of their own, linked only into
+# programs whose instrumented code asks for them (docs/profile-modules.md, "lifetime").
+RT_HEAP_SRC := src/runtime/heap.c
 # Every room below src/ except cli/ and runtime/ forms the tool library.
 LIB_SRC := $(sort $(wildcard src/format/*.c src/report/*.c src/instrument/ir/*.c \
 	src/instrument/asm/*.c src/bb/*.c src/analyze/*.c src/backend/*.c \
 	src/backend/modules/*.c))
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
-RT_SRC := $(sort $(wildcard src/runtime/*.c)) src/format/profile.c src/format/trace.c \
-	src/format/safefile.c
+RT_SRC := $(sort $(filter-out $(RT_HEAP_SRC),$(wildcard src/runtime/*.c))) src/format/profile.c \
+	src/format/trace.c src/format/safefile.c
 UNIT_SRC := $(sort $(wildcard tests/unit/test-*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz-*.c))
 
@@ -36,14 +39,16 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(B)/fuzz/%)
 
 TOOL_TREE = $(1)/bin/memlens $(1)/bin/memlens-cc $(1)/bin/memlens-c++ \
-	$(1)/lib/libmemlens-rt.a $(1)/lib/libmemlens-rt.so $(1)/include/memlens.h
+	$(1)/lib/libmemlens-rt.a $(1)/lib/libmemlens-heap.a $(1)/lib/libmemlens-rt.so \
+	$(1)/include/memlens.h
 
 # Cross runtimes, one per target triple, built when that target's libc and binutils are
 # installed (Debian libc6-dev-arm64-cross, binutils-aarch64-linux-gnu); memlens cc picks
 # <prefix>/lib/<triple>/libmemlens-rt.a for --target=<triple>. See docs/cc.md.
 CROSS := $(foreach t,aarch64-linux-gnu,$(if $(and $(wildcard /usr/$(t)/include/stdio.h),\
 	$(shell command -v $(t)-ld)),$(t)))
-CROSS_RT := $(foreach t,$(CROSS),$(B)/lib/$(t)/libmemlens-rt.a $(B)/lib/$(t)/libmemlens-rt.so)
+CROSS_RT := $(foreach t,$(CROSS),$(B)/lib/$(t)/libmemlens-rt.a $(B)/lib/$(t)/libmemlens-heap.a \
+	$(B)/lib/$(t)/libmemlens-rt.so)
 
 .SECONDARY:
 .PHONY: all deps asan unit fuzz test demo bench clean format install
@@ -95,6 +100,12 @@ $(B)/asan/bin/memlens: $(ASAN_OBJ)
 	ln -sf memlens $*/bin/memlens-cc
 	ln -sf memlens $*/bin/memlens-c++
 
+# The malloc family runtime/heap.c interposes (weak) for heap events.
+RT_HEAP_API := malloc calloc realloc reallocarray free memalign aligned_alloc posix_memalign \
+	valloc pvalloc
+RT_HEAP_KEEP := --wildcard --keep-global-symbol='__memlens_*' \
+	$(foreach f,$(RT_HEAP_API),--keep-global-symbol=$(f))
+
 # One relocatable object whose only global symbols are the runtime's entry points, so that
 # its internals (ml_profile_*, ...) can never clash with the program's own symbols.
 $(B)/rt/memlens-rt.o: $(RT_OBJ)
@@ -103,14 +114,21 @@ $(B)/rt/memlens-rt.o: $(RT_OBJ)
 		$@.tmp $@
 	rm -f $@.tmp
 
+$(B)/rt/memlens-heap.o: $(RT_HEAP_SRC:%.c=$(B)/rt/%.o)
+	objcopy $(RT_HEAP_KEEP) $< $@
+
 %/lib/libmemlens-rt.a: $(B)/rt/memlens-rt.o
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+%/lib/libmemlens-heap.a: $(B)/rt/memlens-heap.o
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
 # The same runtime for instrumented shared libraries (memlens cc -shared links it as needed):
 # never unloaded, so that it outlives every plugin that brought it (docs/cc.md).
 RT_SO_FLAGS := -shared -Wl,-soname,libmemlens-rt.so -Wl,-z,nodelete -Wl,-z,defs -lpthread -ldl
-%/lib/libmemlens-rt.so: $(B)/rt/memlens-rt.o
+%/lib/libmemlens-rt.so: $(B)/rt/memlens-rt.o $(B)/rt/memlens-heap.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(RT_SO_FLAGS)
 
@@ -127,11 +145,18 @@ $(B)/rt-$(1)/memlens-rt.o: $(RT_SRC:%.c=$(B)/rt-$(1)/%.o)
 		--keep-global-symbol=pthread_create $$@.tmp $$@
 	rm -f $$@.tmp
 
+$(B)/rt-$(1)/memlens-heap.o: $(RT_HEAP_SRC:%.c=$(B)/rt-$(1)/%.o)
+	$(1)-objcopy $(RT_HEAP_KEEP) $$< $$@
+
+$(B)/lib/$(1)/libmemlens-heap.a: $(B)/rt-$(1)/memlens-heap.o
+	@mkdir -p $$(dir $$@)
+	rm -f $$@ && $(1)-ar rcs $$@ $$^
+
 $(B)/lib/$(1)/libmemlens-rt.a: $(B)/rt-$(1)/memlens-rt.o
 	@mkdir -p $$(dir $$@)
 	rm -f $$@ && $(1)-ar rcs $$@ $$^
 
-$(B)/lib/$(1)/libmemlens-rt.so: $(B)/rt-$(1)/memlens-rt.o
+$(B)/lib/$(1)/libmemlens-rt.so: $(B)/rt-$(1)/memlens-rt.o $(B)/rt-$(1)/memlens-heap.o
 	@mkdir -p $$(dir $$@)
 	clang-14 --target=$(1) -o $$@ $$^ $(RT_SO_FLAGS)
 endef
@@ -176,7 +201,7 @@ bench: deps
 	bench/run.sh
 
 format:
-	clang-format -i $(LIB_SRC) $(CLI_SRC) $(RT_SRC) $(UNIT_SRC) $(FUZZ_SRC) include/memlens.h
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(RT_SRC) $(RT_HEAP_SRC) $(UNIT_SRC) $(FUZZ_SRC) include/memlens.h
 
 PREFIX ?= /usr/local
 install: all
@@ -185,9 +210,11 @@ install: all
 	ln -sf memlens $(PREFIX)/bin/memlens-cc
 	ln -sf memlens $(PREFIX)/bin/memlens-c++
 	install -m644 $(B)/lib/libmemlens-rt.a $(PREFIX)/lib/libmemlens-rt.a
+	install -m644 $(B)/lib/libmemlens-heap.a $(PREFIX)/lib/libmemlens-heap.a
 	install -m755 $(B)/lib/libmemlens-rt.so $(PREFIX)/lib/libmemlens-rt.so
 	for t in $(CROSS); do install -D -m644 $(B)/lib/$$t/libmemlens-rt.a \
-		$(PREFIX)/lib/$$t/libmemlens-rt.a && install -m755 $(B)/lib/$$t/libmemlens-rt.so \
+		$(PREFIX)/lib/$$t/libmemlens-rt.a && install -m644 $(B)/lib/$$t/libmemlens-heap.a \
+		$(PREFIX)/lib/$$t/libmemlens-heap.a && install -m755 $(B)/lib/$$t/libmemlens-rt.so \
 		$(PREFIX)/lib/$$t/libmemlens-rt.so || exit 1; done
 	install -m644 include/memlens.h $(PREFIX)/include/memlens.h
 

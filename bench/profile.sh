@@ -1,18 +1,19 @@
 #!/bin/bash
-# Event-profiling benchmark (issue 14): slowdown of 'memlens profile' per module and for
-# dep and sharing together, with 1 and 2 workers, per bench/ kernel and
+# Event-profiling benchmark (issue 14): slowdown of 'memlens profile' per module and for all
+# modules together, with 1 and 2 workers, per bench/ kernel and
 # geomean; peak memory of memlens (backend) beside the program's. Every variant of a kernel runs
 # once per round, in an order rotated each round; a slowdown is the ratio to the plain run of the
 # same round; figures are medians over RUNS rounds. Prints 'uptime' before and after: timings on
 # a shared machine are only as good as its load.
 # Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs;
-#        MODULES, default "dep sharing value dep,sharing": the builds to time)
+#        MODULES, default 'dep sharing value lifetime pointsto dep,sharing,value,lifetime,pointsto':
+#        the variants, each module alone or several together)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 RUNS=${RUNS:-5}
-MODULES=${MODULES:-dep sharing value dep,sharing}
+MODULES=${MODULES:-dep sharing value lifetime pointsto dep,sharing,value,lifetime,pointsto}
 
 die() {
     echo "profile.sh: $*" >&2
@@ -86,15 +87,16 @@ for name, args in rows:
                  {v: statistics.median(x) for v, x in mem.items()})
 
 print('slowdown (median of per-round ratios to the plain -O2 run, %d rounds)' % runs)
-print('%-10s' % 'kernel' + ''.join('%15s' % v for v in variants[1:]))
+wid = max(15, max(len(v) + 2 for v in variants))
+print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants[1:]))
 for name, _ in rows:
-    print('%-10s' % name + ''.join('%14.1fx' % res[name][0][v] for v in variants[1:]))
-print('%-10s' % 'geomean' + ''.join('%14.1fx' % math.exp(statistics.mean(
-    math.log(res[n][0][v]) for n, _ in rows)) for v in variants[1:]))
+    print('%-10s' % name + ''.join('%*.1fx' % (wid - 1, res[name][0][v]) for v in variants[1:]))
+print('%-10s' % 'geomean' + ''.join('%*.1fx' % (wid - 1, math.exp(statistics.mean(
+    math.log(res[n][0][v]) for n, _ in rows))) for v in variants[1:]))
 print('\npeak memory, MiB (plain: the program; others: the larger of memlens (backend) and the program)')
-print('%-10s' % 'kernel' + ''.join('%15s' % v for v in variants))
+print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants))
 for name, _ in rows:
-    print('%-10s' % name + ''.join('%15.0f' % (res[name][1][v] / 1024) for v in variants))
+    print('%-10s' % name + ''.join('%*.0f' % (wid, res[name][1][v] / 1024) for v in variants))
 PY
 rc=$?
 echo "load after: $(uptime)"

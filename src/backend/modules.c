@@ -6,10 +6,14 @@
 extern const struct ml_module ml_module_stats;
 extern const struct ml_module ml_module_dep;
 extern const struct ml_module ml_module_sharing;
+extern const struct ml_module ml_module_lifetime;
+extern const struct ml_module ml_module_pointsto;
 extern const struct ml_module ml_module_value;
 
 const struct ml_module *const ml_modules[] = {
     &ml_module_dep,
+    &ml_module_lifetime,
+    &ml_module_pointsto,
     &ml_module_sharing,
     &ml_module_stats,
     &ml_module_value,

@@ -275,3 +275,28 @@ uint32_t *ml_bsites_canon_markers(const struct ml_bsites *t)
 {
     return canon(t, t->nm, marker_cmp, same_marker);
 }
+
+uint64_t ml_bsites_block_canon(const struct ml_bsites *t, const uint32_t *scanon,
+                               const uint32_t *mcanon, uint64_t key)
+{
+    uint64_t id = key & 0xffffffffu;
+
+    if (key & ML_BKEY_LIB)
+        return mcanon && id < t->nm ? ML_BKEY_LIB | mcanon[id] : key;
+    return scanon && id < t->n ? scanon[id] : key;
+}
+
+const char *ml_bsites_block_where(const struct ml_bsites *t, uint64_t key, char *buf, size_t len,
+                                  const char **func)
+{
+    uint64_t id = key & 0xffffffffu;
+
+    if (key & ML_BKEY_LIB) {
+        const char *fn = id < t->nm && t->m[id].name ? t->m[id].name : "";
+        snprintf(buf, len, *fn ? "library in %s" : "library", fn);
+        *func = fn;
+        return buf;
+    }
+    *func = ml_bsites_func(t, id);
+    return ml_bsites_where(t, id, buf, len);
+}

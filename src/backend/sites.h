@@ -51,4 +51,18 @@ const char *ml_bsites_func(const struct ml_bsites *t, uint64_t id);
 /* "file:line" of the loop (or function) marker id, "" for UINT32_MAX or unknown ids. */
 const char *ml_bsites_marker_where(const struct ml_bsites *t, uint64_t id, char *buf, size_t len);
 
+/*
+ * Heap-block sites (lifetime, pointsto): a block is named by a site id, or by
+ * ML_BKEY_LIB | the global marker id of the function open when it was made
+ * (ML_BKEY_LIB | ML_BKEY_NOFUNC: none), when no call site claimed it.
+ */
+#define ML_BKEY_LIB    (1ull << 32)
+#define ML_BKEY_NOFUNC 0xffffffffu
+/* The key with its site or function folded as canon_sites/canon_markers (NULL: unfolded). */
+uint64_t ml_bsites_block_canon(const struct ml_bsites *t, const uint32_t *scanon,
+                               const uint32_t *mcanon, uint64_t key);
+/* "file:line", or "library in <function>", or "library", into buf; *func gets the function. */
+const char *ml_bsites_block_where(const struct ml_bsites *t, uint64_t key, char *buf, size_t len,
+                                  const char **func);
+
 #endif

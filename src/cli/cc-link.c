@@ -30,7 +30,8 @@ static bool static_link(const struct ml_cc_cmd *c)
     return false;
 }
 
-const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, const char *archive)
+const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, const char *archive,
+                               bool heap)
 {
     size_t n = strlen(archive);
     const char *slash = strrchr(archive, '/');
@@ -50,6 +51,12 @@ const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, con
     ml_strv_push(v, "-Wl,--whole-archive");
     ml_strv_push(v, archive);
     ml_strv_push(v, "-Wl,--no-whole-archive");
+    /*
+     * The malloc-family interposers, only for links of programs built for heap events (every
+     * program references malloc, so the archive would be pulled into any link it is named in).
+     */
+    if (heap && n > 15 && !strcmp(archive + n - 15, "libmemlens-rt.a"))
+        ml_strv_push(v, ml_cc_strfmt("%.*slibmemlens-heap.a", (int)(n - 15), archive));
     ml_strv_push(v, "-lpthread");
     ml_strv_push(v, "-ldl");
     /*

@@ -22,7 +22,8 @@
  *   executable's exported runtime first, so only one runtime ever runs.
  * Returns the file the link needs (the archive or the shared runtime).
  */
-const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, const char *archive);
+const char *ml_cc_runtime_args(struct ml_strv *v, const struct ml_cc_cmd *c, const char *archive,
+                               bool heap);
 
 /* True if the file starts like LLVM bitcode (raw or in the wrapper header). */
 bool ml_cc_is_bitcode(const char *path);

@@ -5,6 +5,7 @@
 #include "cli/cc-exec.h"
 #include "cli/cc-link.h"
 #include "cli/cli.h"
+#include "format/events.h"
 #include "instrument/ir/instrument.h"
 
 #include <errno.h>
@@ -694,7 +695,9 @@ static void push_runtime(struct ml_strv *v)
     if (g.cmd.nolibs && !g.cmd.shared)
         return;
     g.rtlib = runtime_for_target(&key);
-    need = ml_cc_runtime_args(v, &g.cmd, g.rtlib);
+    need = ml_cc_runtime_args(
+        v, &g.cmd, g.rtlib,
+        g.events & (1ull << ML_EV_ALLOC | 1ull << ML_EV_FREE | 1ull << ML_EV_REALLOC));
     if (!access(need, R_OK))
         ;
     else if (!strcmp(key, HOST_TARGET))

@@ -48,13 +48,22 @@ enum ml_ev_kind {
     ML_EV_SIGNAL = 45,      /* a fatal signal ended the process */
     ML_EV_LOST = 46,        /* raw records the writer found damaged and skipped */
     ML_EV_FAULTS_LOST = 47, /* page-fault samples the kernel could not deliver */
-    /* Reserved for event profiling (issue 14); not written to traces yet. */
+    /*
+     * Event profiling (issue 14); not written to traces yet. Heap events come
+     * from the runtime's malloc-family interposers (runtime/heap.c): ALLOC
+     * word 1 = address, then size and the caller's return address; FREE word
+     * 1 = address; REALLOC word 1 = the old address (the block it ends; the
+     * new block is an ALLOC with aux ML_EV_HEAP_REALLOC). ALLOC_SITE is
+     * static: a call in instrumented code that may return a new heap block
+     * (word 1 = the pointer it returned) names the block's allocation site.
+     */
     ML_EV_ALLOC = 56,
     ML_EV_FREE = 57,
     ML_EV_REALLOC = 58,
     ML_EV_STACK_ALLOC = 59,
     ML_EV_STACK_FREE = 60,
     ML_EV_PTR_DEF = 61,
+    ML_EV_ALLOC_SITE = 62,
     ML_EV_NKINDS = 64
 };
 
@@ -70,6 +79,18 @@ static inline int ml_ev_is_marker(unsigned k)
 
 /* Lower-case names ("load", "region-begin", "page-fault"); "?" for unknown kinds. */
 const char *ml_ev_kind_name(unsigned kind);
+
+/* ALLOC aux flags: how the block was made. */
+#define ML_EV_HEAP_REALLOC 1u /* by realloc (the REALLOC before it ended the old block) */
+#define ML_EV_HEAP_ZERO    2u /* zeroed (calloc) */
+
+/*
+ * PTR_DEF sites (pointer creation, for points-to): the site's size field
+ * says what made the pointer; word 1 of the record is the pointer.
+ */
+#define ML_EV_PTR_LOAD 0u /* a load of a pointer */
+#define ML_EV_PTR_CALL 1u /* a call that returned a pointer */
+#define ML_EV_PTR_ARG  2u /* parameter k of a function, at its entry: ML_EV_PTR_ARG + k */
 
 /* Fields an event can carry; a sink asks for the ones it needs (ml_ev_sink.fields). */
 enum ml_ev_field {

@@ -18,8 +18,15 @@
  * Readers (backend/sites.c) check every length against the blob.
  * Version rule: bump ML_QT_VERSION when the layout changes.
  */
-#define ML_QT_TAG     0x4d4c5154ull /* "TQLM" */
-#define ML_QT_MAGIC   0x5451u
-#define ML_QT_VERSION 1u
+#define ML_QT_TAG 0x4d4c5154ull /* "TQLM" */
+/*
+ * Empty blob: a module wants heap events but the program's malloc family is
+ * not the runtime's interposers (linked without --events, a -static link, or
+ * an allocator of the program's own), so none are sent
+ * (docs/profile-modules.md, "lifetime").
+ */
+#define ML_QT_TAG_NOHEAP 0x504145484f4e4c4dull /* "MLNOHEAP" */
+#define ML_QT_MAGIC      0x5451u
+#define ML_QT_VERSION    1u
 
 #endif

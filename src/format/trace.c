@@ -169,6 +169,8 @@ const char *ml_ev_kind_name(unsigned kind)
         return "stack-free";
     case ML_EV_PTR_DEF:
         return "pointer";
+    case ML_EV_ALLOC_SITE:
+        return "alloc-site";
     default:
         return "?";
     }
@@ -176,8 +178,8 @@ const char *ml_ev_kind_name(unsigned kind)
 
 const char *ml_marker_kind_name(unsigned kind)
 {
-    static const char *const names[] = {"?",     "region", "mark",  "function",
-                                        "loop",  "trace",  "pages", "block"};
+    static const char *const names[] = {"?",    "region", "mark",  "function",
+                                        "loop", "trace",  "pages", "block"};
 
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -22,6 +22,12 @@
 #define ML_EXPORT __attribute__((visibility("default")))
 
 /* pos past end: a thread's first event takes __memlens_q_next, which attaches it. */
+/*
+ * Set while this thread must send no heap events (runtime/heap.c): the
+ * runtime's own allocations, and every allocation after the thread's exit.
+ */
+ML_EXPORT __thread int __memlens_q_quiet __attribute__((tls_model("initial-exec")));
+
 static const struct ml_q_cursor boot = {.pos = (uint8_t *)1, .end = NULL};
 
 ML_EXPORT __thread struct ml_q_cursor *__memlens_q_cur __attribute__((tls_model("initial-exec"))) =
@@ -456,6 +462,7 @@ static void thread_end(void *arg)
 
     if (q != qtp || q->busy)
         return;
+    __memlens_q_quiet = 1; /* later frees of the exiting thread would take a new slot */
     if (hdr && q->noslot)
         scratch();
     if (hdr && q->slot && !detached)
@@ -572,7 +579,9 @@ ML_EXPORT void __memlens_q_register(struct ml_ev_module *m)
     for (uint32_t i = 0; i < m->nmarkers; i++)
         len +=
             5 * 4 + slen(m->markers[i].name) + slen(m->markers[i].file) + slen(m->markers[i].func);
+    __memlens_q_quiet = 1;
     buf = malloc(len);
+    __memlens_q_quiet = 0;
     if (!buf) {
         if (hdr && !detached)
             atomic_fetch_add(&hdr->lost_events, 1);
@@ -610,5 +619,27 @@ ML_EXPORT void __memlens_q_register(struct ml_ev_module *m)
         p = putstr(p, x->func, slen(x->func));
     }
     __memlens_q_blob(ML_QT_TAG, buf, len);
+    __memlens_q_quiet = 1;
     free(buf);
+    __memlens_q_quiet = 0;
+}
+
+/*
+ * A unit built for heap events in a program linked without the interposers
+ * (runtime/heap.c, whose registration replaces this one: the link lacked
+ * --events): its tables, and a note that no heap event will come.
+ */
+ML_EXPORT __attribute__((weak)) void __memlens_q_register_heap(struct ml_ev_module *m)
+{
+    static int once;
+
+    __memlens_q_register(m);
+    if (hdr && !detached && !__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED))
+        __memlens_q_blob(ML_QT_TAG_NOHEAP, "", 0);
+}
+
+/* Whether this process feeds a backend (runtime/heap.c asks before sending heap events). */
+ML_EXPORT int __memlens_q_attached(void)
+{
+    return hdr && !detached;
 }

@@ -7,9 +7,14 @@ rt=$ML_BUILD/lib/libmemlens-rt.a
 extra=$(nm -g --defined-only "$rt" | awk 'NF == 3 { print $3 }' |
     grep -vE '^(__memlens_[A-Za-z0-9_]+|pthread_create)$')
 [ -z "$extra" ] || fail "the runtime exports internal symbols: $extra"
+# the malloc family (runtime/heap.c) is an archive of its own, linked only for heap events
+heap_api='malloc|calloc|realloc|reallocarray|free|memalign|aligned_alloc|posix_memalign|valloc|pvalloc'
+extra=$(nm -g --defined-only "$ML_BUILD/lib/libmemlens-heap.a" | awk 'NF == 3 { print $3 }' |
+    grep -vE "^(__memlens_[A-Za-z0-9_]+|$heap_api)\$")
+[ -z "$extra" ] || fail "the heap archive exports internal symbols: $extra"
 so=$ML_BUILD/lib/libmemlens-rt.so
 extra=$(nm -D --defined-only "$so" | awk 'NF == 3 { print $3 }' |
-    grep -vE '^(__memlens_[A-Za-z0-9_]+|pthread_create)$')
+    grep -vE "^(__memlens_[A-Za-z0-9_]+|pthread_create|$heap_api)\$")
 [ -z "$extra" ] || fail "the shared runtime exports internal symbols: $extra"
 cat >"$T/clash.c" <<'C'
 #include <stdio.h>
@@ -42,6 +47,7 @@ for ld in bfd gold lld; do
             fail "an executable linked by ld.$ld does not export the runtime's $s"
     done
 done
+! nm "$T/clash" | grep -qE ' [TW] malloc$' || fail "a region build defines malloc"
 MEMLENS_OUT=$T/out "$T/clash" 1000 >"$T/stdout" || fail "run failed"
 [ "$(tail -n 1 "$T/stdout")" = "999000 6" ] || fail "wrong output: $(cat "$T/stdout")"
 check_py "$T/out" "P[0].totals('r')['rd_heap'] == 8000"

@@ -449,6 +449,139 @@ static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLV
     return rc;
 }
 
+static LLVMValueRef first_real(LLVMBasicBlockRef bb)
+{
+    LLVMValueRef in = LLVMGetFirstInstruction(bb);
+
+    while (in && (LLVMIsAPHINode(in) || LLVMIsALandingPadInst(in)))
+        in = LLVMGetNextInstruction(in);
+    return in;
+}
+
+/* A block entered only from pred (one edge): where an invoke's result can be read. */
+static int single_pred(LLVMBasicBlockRef bb, LLVMBasicBlockRef pred)
+{
+    LLVMValueRef me = LLVMBasicBlockAsValue(bb);
+    unsigned n = 0;
+
+    for (LLVMUseRef u = LLVMGetFirstUse(me); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef t = LLVMGetUser(u);
+        if (!LLVMIsAInstruction(t) || LLVMGetInstructionParent(t) != pred)
+            return 0;
+        n++;
+    }
+    return n == 1;
+}
+
+/*
+ * Heap blocks get their site from the call in instrumented code that
+ * returned them (docs/profile-modules.md, "lifetime"): a call of a function
+ * not defined here (malloc, new, strdup, fopen, a library's constructor, a
+ * function pointer) returning a pointer, or posix_memalign (the block it
+ * stored). The point reads the returned pointer from a helper instruction
+ * made after the call (ptrtoint; posix_memalign: a load of *memptr), which
+ * is returned so that the walk skips it; NULL when the call is not one.
+ */
+static LLVMValueRef alloc_site_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn,
+                                     LLVMValueRef in)
+{
+    struct ml_ir *ir = ev->ir;
+    LLVMValueRef f = ml_called_function(in), at;
+    LLVMBasicBlockRef dest = NULL;
+    const char *name = "";
+    size_t len = 0;
+    int memalign;
+
+    if (!(ev->o.kinds & ML_EV_BIT(ML_EV_ALLOC_SITE)))
+        return NULL;
+    if (f && (LLVMGetIntrinsicID(f) || !LLVMIsDeclaration(f) || name_starts(f, "__memlens")))
+        return NULL;
+    if (f)
+        name = fn_name(f, &len);
+    memalign = len == 14 && !memcmp(name, "posix_memalign", 14);
+    if (LLVMGetTypeKind(LLVMTypeOf(in)) != LLVMPointerTypeKind && !memalign)
+        return NULL;
+    if (LLVMIsAInvokeInst(in)) {
+        dest = LLVMGetNormalDest(in);
+        if (memalign || !single_pred(dest, LLVMGetInstructionParent(in)))
+            return NULL;
+        LLVMPositionBuilderBefore(ir->b, first_real(dest));
+    } else {
+        LLVMPositionBuilderBefore(ir->b, LLVMGetNextInstruction(in));
+    }
+    if (memalign) {
+        LLVMValueRef pp =
+            LLVMBuildBitCast(ir->b, LLVMGetOperand(in, 0), LLVMPointerType(ir->t_i8p, 0), "");
+        at = LLVMBuildLoad2(ir->b, ir->t_i8p, pp, "memlens.block");
+    } else {
+        at = LLVMBuildPtrToInt(ir->b, in, ir->t_i64, "memlens.block");
+    }
+    LLVMInstructionSetDebugLoc(at, LLVMInstructionGetDebugLoc(in));
+    {
+        char text[len + 1];
+        int64_t site;
+        memcpy(text, name, len);
+        text[len] = 0;
+        site = add_site(ev, ML_EV_ALLOC_SITE, 0, ML_EV_NOID, fn, in, text);
+        if (site < 0 || ml_ev_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+            return NULL;
+        l->v[l->n++] = (struct ml_ev_point){
+            ML_EV_ALLOC_SITE, (uint32_t)site, at, memalign ? -2 : 0, -1, -1, 0};
+    }
+    return dest ? in : at;
+}
+
+/*
+ * Pointer creation (points-to): a load of a pointer and a call that returned
+ * one (after its ALLOC_SITE point, so that a new block is named before the
+ * pointer is looked up; `after` is that point's helper, or NULL).
+ */
+static int ptr_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in,
+                     LLVMValueRef after)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(in);
+
+    if (!(ev->o.kinds & ML_EV_BIT(ML_EV_PTR_DEF)) ||
+        LLVMGetTypeKind(LLVMTypeOf(in)) != LLVMPointerTypeKind)
+        return 0;
+    if (op == LLVMLoad)
+        return push_point(ev, l, fn, ML_EV_PTR_DEF, in, -2, -1, ML_EV_PTR_LOAD, -1, ML_EV_NOID);
+    if (op != LLVMCall || (ml_called_function(in) && LLVMGetIntrinsicID(ml_called_function(in))))
+        return 0; /* an invoke's value exists only on its normal edge */
+    if (after && LLVMIsAPtrToIntInst(after) && LLVMGetOperand(after, 0) == in)
+        return push_point(ev, l, fn, ML_EV_PTR_DEF, after, 0, -1, ML_EV_PTR_CALL, -1, ML_EV_NOID);
+    return push_point(ev, l, fn, ML_EV_PTR_DEF, in, -2, -1, ML_EV_PTR_CALL, -1, ML_EV_NOID);
+}
+
+/*
+ * Pointer parameters of fn at its entry, before `at`: a helper ptrtoint of
+ * each, located at the function's line (its subprogram), so that the site
+ * reads "file:line of the function" whatever the optimiser did to the body.
+ */
+static int arg_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef at)
+{
+    struct ml_ir *ir = ev->ir;
+    LLVMMetadataRef sp = LLVMGetSubprogram(fn), loc = NULL;
+    unsigned np = LLVMCountParams(fn);
+    int rc = 0;
+
+    if (!(ev->o.kinds & ML_EV_BIT(ML_EV_PTR_DEF)) || !at)
+        return 0;
+    if (sp)
+        loc = LLVMDIBuilderCreateDebugLocation(ir->ctx, LLVMDISubprogramGetLine(sp), 0, sp, NULL);
+    for (unsigned k = 0; k < np && !rc; k++) {
+        LLVMValueRef a = LLVMGetParam(fn, k), h;
+        if (LLVMGetTypeKind(LLVMTypeOf(a)) != LLVMPointerTypeKind)
+            continue;
+        LLVMPositionBuilderBefore(ir->b, at);
+        h = LLVMBuildPtrToInt(ir->b, a, ir->t_i64, "memlens.arg");
+        if (loc)
+            LLVMInstructionSetDebugLoc(h, loc);
+        rc = push_point(ev, l, fn, ML_EV_PTR_DEF, h, 0, -1, ML_EV_PTR_ARG + k, -1, ML_EV_NOID);
+    }
+    return rc;
+}
+
 /* Marker points waiting for the block made for them (split loop edges). */
 struct edge_mark {
     LLVMBasicBlockRef bb;
@@ -466,15 +599,6 @@ static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, 
         return -ENOMEM;
     e->v[e->n++] = (struct edge_mark){bb, kind, marker};
     return 0;
-}
-
-static LLVMValueRef first_real(LLVMBasicBlockRef bb)
-{
-    LLVMValueRef in = LLVMGetFirstInstruction(bb);
-
-    while (in && (LLVMIsAPHINode(in) || LLVMIsALandingPadInst(in)))
-        in = LLVMGetNextInstruction(in);
-    return in;
 }
 
 /*
@@ -624,11 +748,13 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && !rc;
          bb = LLVMGetNextBasicBlock(bb)) {
         LLVMValueRef in = LLVMGetFirstInstruction(bb);
-        if (fmark >= 0 && bb == LLVMGetEntryBasicBlock(fn)) {
+        if (bb == LLVMGetEntryBasicBlock(fn)) {
             LLVMValueRef at = in;
             while (at && LLVMIsAAllocaInst(at))
                 at = LLVMGetNextInstruction(at);
-            rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
+            rc = arg_points(ev, &l, fn, at);
+            if (fmark >= 0 && !rc)
+                rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
         }
         for (uint32_t i = 0; i < em.n && !rc; i++)
             if (em.v[i].bb == bb)
@@ -638,8 +764,15 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
             LLVMOpcode op = LLVMGetInstructionOpcode(in);
             if (fmark >= 0 && (op == LLVMRet || op == LLVMResume))
                 rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, -1, -1, 0, -1, (uint32_t)fmark);
-            else
-                rc = access_points(ev, &l, fn, in);
+            else if ((rc = access_points(ev, &l, fn, in)) == 0 &&
+                     (LLVMIsACallInst(in) || LLVMIsAInvokeInst(in))) {
+                LLVMValueRef skip = alloc_site_point(ev, &l, fn, in);
+                rc = ptr_point(ev, &l, fn, in, skip);
+                if (skip)
+                    in = skip;
+            } else if (!rc) {
+                rc = ptr_point(ev, &l, fn, in, NULL);
+            }
         }
     }
 out:

@@ -70,6 +70,8 @@ struct ml_ev {
 };
 
 #define ML_EV_BIT(k) (1ull << (k))
+/* Kinds the runtime's heap interposers send (a module asking for one gets them all). */
+#define ML_EV_HEAP_KINDS (ML_EV_BIT(ML_EV_ALLOC) | ML_EV_BIT(ML_EV_FREE) | ML_EV_BIT(ML_EV_REALLOC))
 
 int ml_ev_init(struct ml_ev *ev, struct ml_ir *ir, const struct ml_ev_opts *o);
 void ml_ev_free(struct ml_ev *ev);

@@ -249,6 +249,20 @@ static void markers_to_calls(struct ml_ir *ir)
                 f[k - 1] = LLVMAddFunction(ir->m, names[k - 1], ty);
             name = marker_name(ir, call);
             LLVMPositionBuilderBefore(ir->b, call);
+            {
+                /*
+                 * An annotation's string lives in section llvm.metadata, which is never
+                 * emitted: a call that keeps it (the queue sink's) needs a copy of its own.
+                 */
+                const char *str;
+                size_t len;
+                if (ml_string_literal(name, &str, &len)) {
+                    char buf[len + 1];
+                    memcpy(buf, str, len);
+                    buf[len] = 0;
+                    name = LLVMBuildGlobalStringPtr(ir->b, buf, "memlens.region");
+                }
+            }
             c = LLVMBuildCall2(ir->b, ty, f[k - 1], &name, 1, "");
             LLVMInstructionSetDebugLoc(c, LLVMInstructionGetDebugLoc(call));
             erase_marker(call);

@@ -15,7 +15,8 @@
  * load the cursor, compare, a cold call when the chunk is full, non-temporal
  * stores, store the new position. Record of a point (docs/profile.md):
  *   word 0  kind, extra units, aux = access size (1..63, else 0), id = global site id
- *   word 1  the address (accesses) or the global marker id (loop and function markers)
+ *   word 1  the address (accesses), the pointer (alloc sites, pointer creation) or the
+ *           global marker id (loop and function markers)
  *   extra   accesses of variable or large size: the length; with values: the value
  *           (zero-extended) and its type (ML_Q_VAL_*)
  * Global ids are the module's bases, which the runtime assigns at
@@ -206,7 +207,7 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
         w0 = LLVMConstInt(ir->t_i64, ML_Q_W0(q->kind, units - 1, aux, q->site), 0);
         w0 =
             LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
-        if (ml_ev_is_access(q->kind)) {
+        if (ml_ev_is_access(q->kind) || q->kind == ML_EV_ALLOC_SITE || q->kind == ML_EV_PTR_DEF) {
             w1 = LLVMBuildPtrToInt(b, ml_ev_operand(q, q->addr_op), ir->t_i64, "");
         } else {
             uint32_t mk = s->ev.sites[q->site].marker;
@@ -324,7 +325,11 @@ int ml_sink_queue(struct ml_ir *ir)
     }
     LLVMDeleteGlobal(s.desc_ph);
     /* Registered before the program's own constructors, which may run instrumented code. */
-    ml_emit_register(ir, desc, "__memlens_q_register", NULL, "__memlens_queue", 101);
+    /* Heap events: the registration that also links the malloc-family interposers in. */
+    ml_emit_register(ir, desc,
+                     eo.kinds & ML_EV_HEAP_KINDS ? "__memlens_q_register_heap"
+                                                 : "__memlens_q_register",
+                     NULL, "__memlens_queue", 101);
 out:
     if (rc == -ENOMEM)
         ml_ir_fail(ir, rc, "out of memory");

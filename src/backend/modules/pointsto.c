@@ -1,0 +1,325 @@
+/* Module 'pointsto': per pointer-creating instruction, the allocation sites it points into. */
+#include "backend/backend.h"
+#include "backend/blocks.h"
+#include "backend/rmap.h"
+#include "backend/sites.h"
+#include "format/csv.h"
+#include "format/events.h"
+#include "format/json.h"
+#include "format/queue.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Pointers are created by loads of pointers, calls that return one and
+ * pointer parameters at function entry (PTR_DEF points, events.c); each
+ * carries the pointer. The live heap blocks (runtime heap events, named as
+ * 'lifetime' names them: the call that returned the block, else "library in
+ * <function>") are kept ordered by address, so the block holding the pointer
+ * is one search away; a null pointer and a pointer into no live heap block
+ * (a global, the stack, freed memory, memory a library mapped) are counted
+ * apart. Every worker keeps every block (heap and function events go to all)
+ * and counts the pointers of its instructions (partition by id), so any
+ * number of workers gives the same rows.
+ */
+
+/* Targets besides sites (low 32 bits of a count key). */
+#define T_LIB    0x40000000u /* | function marker id: a block no call claimed */
+#define T_NOFUNC 0x7ffffffdu
+#define T_NULL   0x7ffffffeu
+#define T_NONE   0x7fffffffu
+
+struct pointsto {
+    struct ml_ctx *ctx;
+    struct ml_cstack **cs; /* per program thread: function frames */
+    uint32_t nt;
+    struct ml_blocks *blocks;
+    struct ml_rmap *count; /* (pointer site << 32 | target) -> pointers */
+    uint64_t unknown_frees;
+    int nomem;
+};
+
+static void pt_fini(void *st)
+{
+    struct pointsto *p = st;
+
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < p->nt; i++)
+        ml_cstack_free(p->cs[i]);
+    free(p->cs);
+    ml_blocks_free(p->blocks);
+    ml_rmap_free(p->count);
+    ml_ctx_free(p->ctx);
+    free(p);
+}
+
+static void *pt_init(struct ml_bworker *w)
+{
+    struct pointsto *p = calloc(1, sizeof(*p));
+
+    (void)w;
+    if (!p)
+        return NULL;
+    p->ctx = ml_ctx_new();
+    p->blocks = ml_blocks_new();
+    p->count = ml_rmap_new(ML_ROP_COUNT, 1);
+    if (!p->ctx || !p->blocks || !p->count) {
+        pt_fini(p);
+        return NULL;
+    }
+    return p;
+}
+
+static struct ml_cstack *stack_of(struct pointsto *p, uint32_t thread)
+{
+    if (thread >= p->nt) {
+        uint32_t n = thread + 1 > p->nt * 2 ? thread + 1 : p->nt * 2;
+        struct ml_cstack **cs = realloc(p->cs, (size_t)n * sizeof(*cs));
+        if (!cs) {
+            p->nomem = 1;
+            return NULL;
+        }
+        memset(cs + p->nt, 0, (size_t)(n - p->nt) * sizeof(*cs));
+        p->cs = cs;
+        p->nt = n;
+    }
+    if (!p->cs[thread] && !(p->cs[thread] = ml_cstack_new(p->ctx)))
+        p->nomem = 1;
+    return p->cs[thread];
+}
+
+static void on_func(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct ml_cstack *cs = stack_of(st, thread);
+
+    (void)w;
+    if (!cs)
+        return;
+    if (ML_Q_KIND(rec[0]) == ML_EV_FUNC_ENTRY)
+        ml_cstack_push(cs, ML_CTX_FUNC, rec[1]);
+    else
+        ml_cstack_pop(cs, ML_CTX_FUNC, rec[1]);
+}
+
+static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct pointsto *p = st;
+    struct ml_cstack *cs = stack_of(p, thread);
+    struct ml_block *b;
+
+    (void)w;
+    if (!cs || !(b = ml_blocks_add(p->blocks, rec[1], ML_Q_ID(rec[0])))) {
+        p->nomem = 1;
+        return;
+    }
+    b->thread = thread;
+    b->key = cs->depth ? T_LIB | (uint32_t)cs->f[cs->depth - 1].id : T_NOFUNC;
+}
+
+static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct pointsto *p = st;
+
+    (void)w;
+    (void)thread;
+    if (ml_blocks_remove(p->blocks, rec[1]) && ML_Q_KIND(rec[0]) == ML_EV_FREE)
+        p->unknown_frees++;
+}
+
+/* As in 'lifetime': the first call of the making thread that returned the block names it. */
+static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct ml_block *b = ml_blocks_at(((struct pointsto *)st)->blocks, rec[1]);
+
+    (void)w;
+    if (b && !b->named && b->thread == thread) {
+        b->named = 1;
+        b->key = (uint32_t)ML_Q_ID(rec[0]);
+    }
+}
+
+static void on_ptr(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct pointsto *p = st;
+    const struct ml_block *b = rec[1] ? ml_blocks_holding(p->blocks, rec[1]) : NULL;
+    uint32_t target = !rec[1] ? T_NULL : b ? (uint32_t)b->key : T_NONE;
+
+    (void)w;
+    (void)thread;
+    ml_rmap_add(p->count, ML_Q_ID(rec[0]) << 32 | target, 1);
+}
+
+static int pt_merge(void *into, void *from)
+{
+    struct pointsto *a = into, *b = from;
+    int rc = ml_rmap_merge(a->count, b->count);
+
+    /* every worker saw every heap event: the first one's count of unknown frees is everyone's */
+    a->nomem |= b->nomem;
+    pt_fini(b);
+    return rc ? rc : a->nomem ? -ENOMEM : 0;
+}
+
+struct row {
+    uint32_t ptr, kind; /* canonical pointer site; its ML_EV_PTR_* */
+    uint64_t target;    /* canonical block key, or ML_BKEY_LIB | T_NULL / T_NONE */
+    uint64_t count;
+    char pointer[512], site[512];
+    const char *func;
+};
+
+static int by_key(const void *x, const void *y)
+{
+    const struct row *a = x, *b = y;
+
+    if (a->ptr != b->ptr)
+        return a->ptr < b->ptr ? -1 : 1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    return a->target < b->target ? -1 : a->target > b->target;
+}
+
+static int by_pointer(const void *x, const void *y)
+{
+    const struct row *a = x, *b = y;
+    int c = strcmp(a->pointer, b->pointer);
+
+    if (!c && a->kind != b->kind)
+        c = a->kind < b->kind ? -1 : 1;
+    if (!c && a->count != b->count)
+        c = a->count < b->count ? 1 : -1;
+    return c ? c : strcmp(a->site, b->site);
+}
+
+static void kind_name(uint32_t kind, char *buf, size_t len)
+{
+    if (kind >= ML_EV_PTR_ARG)
+        snprintf(buf, len, "arg%u", kind - ML_EV_PTR_ARG);
+    else
+        snprintf(buf, len, "%s", kind == ML_EV_PTR_CALL ? "call" : "load");
+}
+
+/* Rows folded by source line (pointer and kind, target), named; NULL when out of memory. */
+static struct row *rows_of(struct pointsto *p, const struct ml_bsites *t, uint64_t *nrows)
+{
+    uint32_t n = 0, *scanon = ml_bsites_canon_sites(t), *mcanon = ml_bsites_canon_markers(t);
+    struct ml_rval *v = ml_rmap_sorted(p->count, &n);
+    struct row *r = calloc((size_t)n + 1, sizeof(*r));
+    uint64_t m = 0;
+
+    if ((!v && p->count->nomem) || !r || (t->n && !scanon) || (t->nm && !mcanon)) {
+        free(r);
+        r = NULL;
+        goto out;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t ptr = (uint32_t)(v[i].key >> 32), tg = (uint32_t)v[i].key;
+        r[i].ptr = (uint32_t)ml_bsites_block_canon(t, scanon, NULL, ptr);
+        r[i].kind = ptr < t->n ? t->s[ptr].size : ML_EV_PTR_LOAD;
+        if (tg == T_NULL || tg == T_NONE)
+            r[i].target = ML_BKEY_LIB | tg;
+        else if (tg == T_NOFUNC)
+            r[i].target = ML_BKEY_LIB | ML_BKEY_NOFUNC;
+        else if (tg & T_LIB)
+            r[i].target = ml_bsites_block_canon(t, scanon, mcanon, ML_BKEY_LIB | (tg & ~T_LIB));
+        else
+            r[i].target = ml_bsites_block_canon(t, scanon, mcanon, tg);
+        r[i].count = v[i].n;
+    }
+    qsort(r, n, sizeof(*r), by_key);
+    for (uint32_t i = 0; i < n; i++) {
+        if (m && !by_key(&r[m - 1], &r[i]))
+            r[m - 1].count += r[i].count;
+        else
+            r[m++] = r[i];
+    }
+    for (uint64_t i = 0; i < m; i++) {
+        uint32_t tg = (uint32_t)r[i].target;
+        const char *f;
+        ml_bsites_where(t, r[i].ptr, r[i].pointer, sizeof(r[i].pointer));
+        r[i].func = ml_bsites_func(t, r[i].ptr);
+        if ((r[i].target & ML_BKEY_LIB) && (tg == T_NULL || tg == T_NONE))
+            snprintf(r[i].site, sizeof(r[i].site), "%s", tg == T_NULL ? "null" : "unknown");
+        else
+            ml_bsites_block_where(t, r[i].target, r[i].site, sizeof(r[i].site), &f);
+    }
+    qsort(r, m, sizeof(*r), by_pointer);
+    *nrows = m;
+out:
+    free(v);
+    free(scanon);
+    free(mcanon);
+    return r;
+}
+
+static int pt_report(void *st, struct ml_bout *o)
+{
+    struct pointsto *p = st;
+    struct ml_bsites t = {0};
+    struct row *r = NULL;
+    uint64_t n = 0;
+    int rc = ml_bsites_load(&t, o->blobs);
+
+    if (!rc && !(r = rows_of(p, &t, &n)))
+        rc = -ENOMEM;
+    if (rc) {
+        ml_bsites_free(&t);
+        return rc;
+    }
+    fprintf(o->csv, "pointer,site,count,kind,func\n");
+    fprintf(o->json, "{\"rows\": [");
+    if (o->table)
+        fprintf(o->table, "%-32s %-6s %-32s %12s\n", "pointer", "kind", "site", "count");
+    for (uint64_t i = 0; i < n; i++) {
+        char kind[32];
+        kind_name(r[i].kind, kind, sizeof(kind));
+        ml_csv_str(o->csv, r[i].pointer);
+        fputc(',', o->csv);
+        ml_csv_str(o->csv, r[i].site);
+        fprintf(o->csv, ",%" PRIu64 ",%s,", r[i].count, kind);
+        ml_csv_str(o->csv, r[i].func);
+        fputc('\n', o->csv);
+        fprintf(o->json, "%s\n  {\"pointer\": ", i ? "," : "");
+        ml_json_str(o->json, r[i].pointer);
+        fprintf(o->json, ", \"site\": ");
+        ml_json_str(o->json, r[i].site);
+        fprintf(o->json, ", \"count\": %" PRIu64 ", \"kind\": \"%s\", \"func\": ", r[i].count,
+                kind);
+        ml_json_str(o->json, r[i].func);
+        fputc('}', o->json);
+        if (o->table)
+            fprintf(o->table, "%-32s %-6s %-32s %12" PRIu64 "\n", r[i].pointer, kind, r[i].site,
+                    r[i].count);
+    }
+    fprintf(o->json, "],\n \"unknown_frees\": %" PRIu64 ", \"bad_tables\": %u}", p->unknown_frees,
+            t.bad);
+    free(r);
+    ml_bsites_free(&t);
+    return p->nomem ? -ENOMEM : 0;
+}
+
+static const struct ml_bhandler pt_handlers[] = {
+    {ML_EV_ALLOC, ML_BPART_ALL, on_alloc},     {ML_EV_FREE, ML_BPART_ALL, on_free},
+    {ML_EV_REALLOC, ML_BPART_ALL, on_free},    {ML_EV_ALLOC_SITE, ML_BPART_ALL, on_site},
+    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_func}, {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_func},
+    {ML_EV_PTR_DEF, ML_BPART_ID, on_ptr},      {0, 0, NULL},
+};
+
+const struct ml_module ml_module_pointsto = {
+    .name = "pointsto",
+    .summary = "per pointer-creating instruction (load, call, parameter): the allocation sites "
+               "its pointers point into, null and unknown apart",
+    .handlers = pt_handlers,
+    .ev_kinds = ML_BEV(ML_EV_ALLOC) | ML_BEV(ML_EV_FREE) | ML_BEV(ML_EV_REALLOC) |
+                ML_BEV(ML_EV_ALLOC_SITE) | ML_BEV(ML_EV_FUNC_ENTRY) | ML_BEV(ML_EV_FUNC_EXIT) |
+                ML_BEV(ML_EV_PTR_DEF),
+    .ev_fields = ML_EVF_ADDR,
+    .init = pt_init,
+    .merge = pt_merge,
+    .report = pt_report,
+    .fini = pt_fini,
+};
