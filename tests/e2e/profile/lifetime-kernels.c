@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static long sum;
+/* Per thread: the worker threads add to their own (the printed sum is main's, deterministic). */
+static _Thread_local long sum;
 static void *leaked[8];
 /* Pointers stored here escape, so that -O2 keeps every allocation (as a real program would). */
 static void *volatile sink;
