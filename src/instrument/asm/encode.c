@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,15 +81,37 @@ int ml_asm_annotate(const struct ml_asm_file *f, const struct ml_asm_units *u, F
     return ferror(out) ? -EIO : 0;
 }
 
+/*
+ * The number in base 10 or 16 at p, read no further than end (llvm-mc's output
+ * is a buffer, not a string); NULL when there is no digit or it exceeds max.
+ */
+static const char *read_num(const char *p, const char *end, int base, unsigned long max,
+                            unsigned long *v)
+{
+    const char *b = p;
+
+    for (*v = 0; p < end; p++) {
+        int d = isdigit((unsigned char)*p)                  ? *p - '0'
+                : base == 16 && isxdigit((unsigned char)*p) ? tolower((unsigned char)*p) - 'a' + 10
+                                                            : -1;
+        if (d < 0)
+            break;
+        if (*v > (max - (unsigned long)d) / (unsigned long)base)
+            return NULL;
+        *v = *v * (unsigned long)base + (unsigned long)d;
+    }
+    return p > b ? p : NULL;
+}
+
 /* Appends the bytes of "# encoding: [0x48,A,...]" to buf; fixup letters read as 0. */
 static int read_bytes(const char *p, const char *end, uint8_t *buf, int *n, int cap)
 {
     while (p < end && *p != ']') {
         if (*p == '0' && p + 1 < end && (p[1] == 'x' || p[1] == 'X')) {
-            char *q;
-            unsigned long v = strtoul(p, &q, 16);
+            unsigned long v;
+            const char *q = read_num(p + 2, end, 16, 0xff, &v);
 
-            if (q == p || v > 0xff || *n >= cap)
+            if (!q || *n >= cap)
                 return -EINVAL;
             buf[(*n)++] = (uint8_t)v;
             p = q;
@@ -156,10 +179,10 @@ int ml_asm_read_encodings(const char *mc, size_t size, struct ml_asm_units *u, c
             cur = -1;
         }
         if ((size_t)(e - s) > ll && !strncmp(s, UNIT_LABEL, ll)) {
-            char *q;
-            long k = strtol(s + ll, &q, 10);
+            unsigned long k;
+            const char *q = read_num(s + ll, e, 10, INT_MAX, &k);
 
-            if (*q != ':' || k < 0 || k >= u->n || u->code[k]) {
+            if (!q || q >= e || *q != ':' || k >= (unsigned long)u->n || u->code[k]) {
                 ml_asm_err(err, errlen, "unexpected llvm-mc output: '%.*s'", (int)(e - s), s);
                 return -EINVAL;
             }
