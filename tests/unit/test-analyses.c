@@ -355,8 +355,10 @@ static uint64_t write_trace(const char *path, uint64_t *loads)
     return total;
 }
 
-/* Runs analyses on path with --by by; returns the CSV report (caller frees). */
-static char *run_csv(const char *path, const char *name, enum ml_an_by by)
+/* Runs analysis name on path with --by by, jobs threads and --sample rate; returns the report in
+ * fmt (caller frees). */
+static char *run_an(const char *path, const char *name, enum ml_an_by by, int jobs, double sample,
+                    enum ml_an_format fmt)
 {
     struct ml_an_opts o;
     const struct ml_analysis *an[1] = {ml_analysis_find(name)};
@@ -369,7 +371,8 @@ static char *run_csv(const char *path, const char *name, enum ml_an_by by)
     ml_an_opts_init(&o);
     o.warn = stderr;
     o.by = by;
-    o.jobs = 2;
+    o.jobs = jobs;
+    o.sample = sample;
     o.l1 = (struct ml_an_level){4096, 4};
     o.l2 = (struct ml_an_level){0, 0};
     o.llc = (struct ml_an_level){32768, 8};
@@ -377,10 +380,15 @@ static char *run_csv(const char *path, const char *name, enum ml_an_by by)
     run = ml_an_new(&o, an, 1, err, sizeof(err));
     assert_non_null(run);
     assert_int_equal(ml_an_read(run, &path, 1, err, sizeof(err)), 0);
-    assert_int_equal(ml_an_report(run, f, ML_AN_CSV), 0);
+    assert_int_equal(ml_an_report(run, f, fmt), 0);
     ml_an_free(run);
     fclose(f);
     return buf;
+}
+
+static char *run_csv(const char *path, const char *name, enum ml_an_by by)
+{
+    return run_an(path, name, by, 2, 0, ML_AN_CSV);
 }
 
 /* Sum of column col over CSV rows whose thread and marker columns match (NULL: any). */
@@ -471,6 +479,34 @@ static void test_driver(void **state)
     unlink(path);
 }
 
+/* Every analysis reports the same bytes whatever the number of decoding threads. */
+static void test_jobs_identical(void **state)
+{
+    static const char *const names[] = {"summary", "membus",   "reuse", "streams",
+                                        "hotpages", "bandwidth", "io"};
+    char path[] = "/tmp/ml-test-analyze-XXXXXX";
+    uint64_t loads;
+    (void)state;
+
+    close(mkstemp(path));
+    write_trace(path, &loads);
+    for (size_t a = 0; a < sizeof(names) / sizeof(names[0]); a++)
+        for (int by = ML_BY_THREAD; by <= ML_BY_REGION; by++)
+            for (int sampled = 0; sampled < 2; sampled++) {
+                double rate = sampled ? 0.1 : 0;
+                char *one = run_an(path, names[a], (enum ml_an_by)by, 1, rate, ML_AN_JSON);
+                for (int jobs = 2; jobs <= 4; jobs += 2) {
+                    char *n = run_an(path, names[a], (enum ml_an_by)by, jobs, rate, ML_AN_JSON);
+                    if (strcmp(one, n))
+                        fail_msg("%s --by %d --sample %g: -j%d differs from -j1", names[a], by,
+                                 rate, jobs);
+                    free(n);
+                }
+                free(one);
+            }
+    unlink(path);
+}
+
 /* A truncated trace still analyses, up to its last complete chunk. */
 static void test_truncated(void **state)
 {
@@ -495,7 +531,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reuse_brute),    cmocka_unit_test(test_mtf_brute),
         cmocka_unit_test(test_cachesim_brute), cmocka_unit_test(test_driver),
-        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_jobs_identical), cmocka_unit_test(test_truncated),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
