@@ -43,7 +43,8 @@ struct ml_an_opts {
     int memory;           /* bandwidth: what memory sees too (through the cache filter) */
     uint32_t top;         /* hotpages: top N pages and lines */
     uint32_t lru_pages;   /* hotpages: entries of the hot-page LRU */
-    double sample;        /* reuse: sampling rate of SHARDS (0: exact) */
+    double sample;        /* reuse: lowest sampling rate of SHARDS (0: exact) */
+    uint64_t sample_keys; /* reuse: sampled keys before the rate halves (0: 8192) */
     const char *perfetto; /* export: Chrome JSON trace file */
     const char *din;      /* export: Dinero IV input file */
     const char *html;     /* the --html page (hotpages keeps its heat map for it) */

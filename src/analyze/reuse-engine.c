@@ -134,3 +134,27 @@ uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key)
     }
     return d;
 }
+
+int ml_reuse_keep(struct ml_reuse *r, int (*keep)(uint64_t key, void *arg), void *arg)
+{
+    struct ml_reuse n;
+
+    if (ml_reuse_init(&n))
+        return -ENOMEM;
+    /* Replayed from the least recent: marks in time order, then the front from its last rank. */
+    for (uint64_t t = 1; t < r->now; t++)
+        if (r->keyat[t] != UINT64_MAX && keep(r->keyat[t], arg) &&
+            ml_reuse_slow(&n, r->keyat[t]) == UINT64_MAX - 1)
+            goto nomem;
+    for (uint32_t k = r->front.n; k-- > 0;) {
+        uint64_t key = r->front.key[(r->front.ord >> (4 * k)) & 15];
+        if (keep(key, arg) && ml_reuse_slow(&n, key) == UINT64_MAX - 1)
+            goto nomem;
+    }
+    ml_reuse_free(r);
+    *r = n;
+    return 0;
+nomem:
+    ml_reuse_free(&n);
+    return -ENOMEM;
+}

@@ -17,14 +17,18 @@
  * Row layout per granularity g (lines, pages): EX + b counts accesses of
  * bin b measured exactly; SM + b sampled accesses by bin of their estimated
  * distance, NR the accesses whose distance was to be estimated (exact
- * count) and NRS those of them measured. Exact mode measures everything
- * exactly. Sampled mode (SHARDS) measures exactly the accesses to the 16
- * most recent keys of all (a short move-to-front list: distances below 16
- * are exact), and estimates the others from the keys whose hash falls under
- * rate x 2^32, scaled to their exact count: a bin's estimate is SM + b x NR
- * / NRS.
+ * count) and NRS the weight of those of them measured. Exact mode
+ * measures everything exactly. Sampled mode (SHARDS) measures exactly the
+ * accesses to the 16 most recent keys of all (a short move-to-front list:
+ * distances below 16 are exact), and estimates the others from the keys
+ * whose hash falls under rate x 2^32, scaled to their exact count: a bin's
+ * estimate is SM + b x NR / NRS. The rate starts at 1 and halves whenever
+ * more than keys_max keys are sampled, down to the rate asked for
+ * (fixed-size SHARDS with a floor); an access measured at rate R weighs
+ * WONE x floor / R in SM and NRS, as it stands for 1 / R accesses.
  */
 #define FRONT 16
+#define WONE  (1u << 20) /* weight of a sampled access at the floor rate */
 enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
 #define WIDTH (2 * GW)
 
@@ -36,14 +40,16 @@ struct gran {
     struct ml_mtf front; /* sampled mode: the FRONT most recent keys of all */
     /* sampled mode: per key count of estimated accesses, for the error bound */
     struct ml_map cnt;
-    double rate;        /* sampling rate of this granularity */
+    int all;            /* every key measured exactly (no sampling) */
+    double rate;        /* sampling rate of this granularity, now */
+    double floor;       /* ... and the lowest it may go */
     uint64_t threshold; /* a key is sampled when (hash >> 32) < threshold (2^32: all) */
-    double sumsq;       /* sum over sampled keys of count^2, this trace */
+    uint64_t weight;    /* of an estimated access measured now */
     uint64_t nr;        /* estimated accesses, this trace */
 };
 
-struct tbound { /* error bound per trace and granularity */
-    double sigma[2];
+struct tbound { /* error bound and final rate per trace and granularity */
+    double sigma[2], rate[2];
 };
 
 struct reuse {
@@ -51,6 +57,7 @@ struct reuse {
     struct ml_rows rows;
     struct gran g[2];
     double rate;
+    uint64_t keys_max; /* sampled keys per granularity before the rate halves */
     int sampled;
     struct tbound *bound;
     int nbound;
@@ -66,8 +73,49 @@ static void *start(const struct ml_an_run *run)
     s->run = run;
     s->rate = o->sample;
     s->sampled = o->sample > 0 && o->sample < 1;
+    s->keys_max = o->sample_keys ? o->sample_keys : 8192;
     ml_rows_init(&s->rows, WIDTH);
     return s;
+}
+
+static void set_rate(struct gran *g, double rate)
+{
+    g->rate = rate;
+    g->threshold = (uint64_t)(rate * 4294967296.0);
+    g->weight = (uint64_t)(WONE * g->floor / rate + 0.5);
+}
+
+static int sampled_key(uint64_t key, void *arg)
+{
+    return (ml_hash64(key) >> 32) < ((const struct gran *)arg)->threshold;
+}
+
+/*
+ * Halves the rate (not below the floor) until at most max keys are sampled:
+ * keys that are no longer sampled leave the stack and the count map.
+ */
+static int shrink(struct gran *g, uint64_t max)
+{
+    while (ml_reuse_keys(&g->eng) > max && g->rate > g->floor) {
+        struct ml_map keep;
+        set_rate(g, g->rate / 2 > g->floor ? g->rate / 2 : g->floor);
+        if (ml_reuse_keep(&g->eng, sampled_key, g) || ml_map_init(&keep, 1024))
+            return -ENOMEM;
+        ml_map_each(&g->cnt, i)
+        {
+            uint64_t key = ml_map_key(&g->cnt, i), *v;
+            if (!sampled_key(key, g))
+                continue;
+            if (!(v = ml_map_slot(&keep, key))) {
+                ml_map_free(&keep);
+                return -ENOMEM;
+            }
+            *v = g->cnt.vals[i];
+        }
+        ml_map_free(&g->cnt);
+        g->cnt = keep;
+    }
+    return 0;
 }
 
 static int begin(void *st, const struct ml_an_input *in)
@@ -97,10 +145,11 @@ static int begin(void *st, const struct ml_an_input *in)
          * line), all of them from 1/4 on: there are far fewer of them, and too
          * few sampled keys make a poor estimate.
          */
-        g->rate = s->rate * (i ? (double)page / line : 1);
-        if (g->rate >= 0.25) /* about as costly as measuring all: measure all */
-            g->rate = 1;
-        g->threshold = (uint64_t)(g->rate * 4294967296.0);
+        g->floor = s->rate * (i ? (double)page / line : 1);
+        g->all = !s->sampled || g->floor >= 0.25; /* about as costly as measuring all */
+        if (g->all)
+            g->floor = 1;
+        set_rate(g, 1);
     }
     return 0;
 }
@@ -108,7 +157,7 @@ static int begin(void *st, const struct ml_an_input *in)
 /* One access to key by a record of weight w, counted in c (this granularity's part of a row). */
 static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t w, uint64_t *c)
 {
-    uint64_t d, h, old;
+    uint64_t d, h, old, near = 0, nsf = 0;
     int i, sampled, estimated;
 
     if (g->have_prev && key == g->prev) {
@@ -118,7 +167,7 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     g->prev = key;
     g->have_prev = 1;
     c[EX] += w - 1;
-    if (!s->sampled || g->rate == 1) {
+    if (g->all) {
         d = ml_reuse_slow(&g->eng, key);
         if (d == UINT64_MAX - 1)
             return -ENOMEM;
@@ -141,6 +190,17 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     sampled = (h >> 32) < g->threshold;
     i = ml_mtf_find(&g->front, key, (uint8_t)h);
     estimated = i < 0;
+    if (estimated && sampled) {
+        /*
+         * The front's keys were all accessed since key was: its distance is
+         * their number plus the other keys, estimated from the sampled ones
+         * among them only (d / rate would count the front's sampled keys
+         * 1 / rate times: distances just above FRONT looked far longer).
+         */
+        near = g->front.n;
+        for (uint32_t k = 0; k < g->front.n; k++)
+            nsf += sampled_key(g->front.key[k], g);
+    }
     if (!estimated) {
         c[EX + ml_reuse_bin((uint64_t)i)]++; /* exact: i distinct keys since */
         ml_mtf_touch(&g->front, i);
@@ -156,19 +216,18 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     if (d == UINT64_MAX - 1)
         return -ENOMEM;
     if (estimated) {
-        /* Estimated: d sampled keys stand for about d / rate keys, and it is at least FRONT. */
+        /* Estimated: d - nsf sampled keys beyond the front stand for about (d - nsf) / rate keys. */
         uint64_t *n = ml_map_slot(&g->cnt, key);
         if (!n)
             return -ENOMEM;
-        g->sumsq += 2.0 * (double)*n + 1;
         ++*n;
-        if (d != ML_REUSE_COLD) {
-            double e = (double)d / g->rate;
-            d = e < FRONT ? FRONT : (uint64_t)(e + 0.5);
-        }
-        c[NRS]++;
-        c[SM + ml_reuse_bin(d)]++;
+        if (d != ML_REUSE_COLD)
+            d = near + (uint64_t)((double)(d > nsf ? d - nsf : 0) / g->rate + 0.5);
+        c[NRS] += g->weight;
+        c[SM + ml_reuse_bin(d)] += g->weight;
     }
+    if (d == ML_REUSE_COLD && ml_reuse_keys(&g->eng) > s->keys_max)
+        return shrink(g, s->keys_max);
     return 0;
 }
 
@@ -214,14 +273,18 @@ static int end(void *st, const struct ml_an_input *in)
     (void)in;
     for (int k = 0; k < 2 && s->sampled; k++) {
         const struct gran *g = &s->g[k];
+        double sumsq = 0;
         /*
          * Horvitz-Thompson estimate of a miss ratio over keys sampled with
-         * probability R: its variance is at most (1 - R) / R x sum_a c_a^2 /
-         * N^2 (c_a: key a's non-repeat accesses, an upper bound of its
-         * misses); sum_a c_a^2 is estimated from the sample by sumsq / R.
+         * probability R (the final rate: the keys sampled at the end were
+         * sampled all along): its variance is at most (1 - R) / R x sum_a
+         * c_a^2 / N^2 (c_a: key a's non-repeat accesses, an upper bound of
+         * its misses); sum_a c_a^2 is estimated from the sample, / R.
          */
+        ml_map_each(&g->cnt, i) sumsq += (double)g->cnt.vals[i] * (double)g->cnt.vals[i];
+        b->rate[k] = g->rate;
         if (g->nr)
-            b->sigma[k] = sqrt((1 - g->rate) / g->rate * g->sumsq / g->rate) / (double)g->nr;
+            b->sigma[k] = sqrt((1 - g->rate) / g->rate * sumsq / g->rate) / (double)g->nr;
     }
     return 0;
 }

@@ -36,6 +36,17 @@ void ml_reuse_free(struct ml_reuse *r);
 /* Slow path of ml_reuse_access; UINT64_MAX - 1 when out of memory. */
 uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key);
 
+/*
+ * Keeps only the keys for which keep(key, arg) is true, in their order of
+ * recency (the stack restricted to them): 0 or -ENOMEM (r unchanged).
+ */
+int ml_reuse_keep(struct ml_reuse *r, int (*keep)(uint64_t key, void *arg), void *arg);
+/* Keys held (in the stack). */
+static inline uint64_t ml_reuse_keys(const struct ml_reuse *r)
+{
+    return r->live + r->front.n;
+}
+
 static inline uint64_t ml_reuse_access(struct ml_reuse *r, uint64_t key)
 {
     if (r->front.n && key == r->front.key[r->front.ord & 15])

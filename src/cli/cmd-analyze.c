@@ -48,8 +48,12 @@ static const char analyze_usage_head[] =
     "    --memory             bandwidth: what memory sees too, through the cache filter\n"
     "    --top <n>            hotpages: pages and lines listed per row (default 10)\n"
     "    --lru <n>            hotpages: entries of the hot-page LRU (default 128)\n"
-    "    --sample <rate>      reuse: SHARDS sampling of lines and pages at this rate\n"
-    "                         (e.g. 0.01), with the error bound of each miss ratio\n"
+    "    --sample <rate>      reuse: SHARDS sampling of lines and pages, at a rate that\n"
+    "                         starts at 1 and halves while more than --sample-keys keys\n"
+    "                         are sampled, never below <rate> (e.g. 0.01); each miss\n"
+    "                         ratio comes with its error bound\n"
+    "    --sample-keys <n>    reuse: sampled keys per granularity before the rate halves\n"
+    "                         (default 8192; memory is O(max(n, rate x keys)))\n"
     "    --perfetto <file>    export: Chrome JSON timeline for ui.perfetto.dev\n"
     "    --din <file>         export: Dinero IV input (din format)\n"
     "\n"
@@ -251,6 +255,13 @@ int cmd_analyze(int argc, char **argv)
             if (*end || !(r > 0) || r > 1)
                 die("invalid --sample '%s' (a rate in (0, 1], such as 0.01)", v);
             o.sample = r;
+        } else if (!strcmp(a, "--sample-keys")) {
+            const char *v = arg_of(argc, argv, &i);
+            char *end;
+            unsigned long long n = strtoull(v, &end, 10);
+            if (*end || n < 64 || n > (1ull << 32))
+                die("invalid --sample-keys '%s' (64..4294967296)", v);
+            o.sample_keys = n;
         } else if (!strcmp(a, "--perfetto")) {
             o.perfetto = arg_of(argc, argv, &i);
         } else if (!strcmp(a, "--din")) {
