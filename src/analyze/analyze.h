@@ -121,6 +121,16 @@ struct ml_analysis {
     int (*report)(void *st, FILE *out, enum ml_an_format fmt);
     int (*html)(void *st, FILE *out);
     void (*free)(void *st);
+    /*
+     * Optional: an analysis whose state splits into `lanes` independent
+     * parts, each of which sees every record (reuse: lines and pages), gives
+     * lane(st, l, ...) for part l; record must then be the lanes in turn.
+     * With -j > 1 the driver runs the lanes of a long batch on several
+     * threads at once (a lane touches only its own part of the state).
+     */
+    int lanes;
+    int (*lane)(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
+                size_t n);
 };
 
 /* The registry: every analysis, NULL-terminated. */

@@ -52,8 +52,29 @@ struct trace_meta {
     uint64_t tick0;
 };
 
+/*
+ * Lane threads: for a long batch of an analysis with lanes, the calling
+ * thread runs lane 0 and these the others, then it waits for them all.
+ */
+struct lanes {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    pthread_t *thr;
+    int nthr, stop;
+    /* the batch: lanes next..nlanes - 1 are still to be taken */
+    const struct ml_analysis *an;
+    void *st;
+    const struct ml_an_input *in;
+    const struct ml_trace_rec *r;
+    size_t n;
+    int next, nlanes, running, rc;
+};
+
+#define LANE_MIN 1024 /* shorter batches run their lanes on the calling thread */
+
 struct ml_an_run {
     struct ml_an_opts o;
+    struct lanes *lanes; /* NULL: every lane on the calling thread */
     const struct ml_analysis *an[32];
     void *st[32];
     int nan;
@@ -178,9 +199,105 @@ int ml_an_ntraces(const struct ml_an_run *r)
     return r->ntraces;
 }
 
+static void *lane_worker(void *arg)
+{
+    struct lanes *L = arg;
+
+    pthread_mutex_lock(&L->mu);
+    for (;;) {
+        int l, rc;
+        while (!L->stop && L->next >= L->nlanes)
+            pthread_cond_wait(&L->go, &L->mu);
+        if (L->stop)
+            break;
+        l = L->next++;
+        L->running++;
+        pthread_mutex_unlock(&L->mu);
+        rc = L->an->lane(L->st, l, L->in, L->r, L->n);
+        pthread_mutex_lock(&L->mu);
+        if (rc && !L->rc)
+            L->rc = rc;
+        if (!--L->running && L->next >= L->nlanes)
+            pthread_cond_signal(&L->done);
+    }
+    pthread_mutex_unlock(&L->mu);
+    return NULL;
+}
+
+static void lanes_stop(struct lanes *L)
+{
+    if (!L)
+        return;
+    pthread_mutex_lock(&L->mu);
+    L->stop = 1;
+    pthread_cond_broadcast(&L->go);
+    pthread_mutex_unlock(&L->mu);
+    for (int i = 0; i < L->nthr; i++)
+        pthread_join(L->thr[i], NULL);
+    pthread_mutex_destroy(&L->mu);
+    pthread_cond_destroy(&L->go);
+    pthread_cond_destroy(&L->done);
+    free(L->thr);
+    free(L);
+}
+
+/* Starts n lane threads; NULL when none could start (lanes then run on the calling thread). */
+static struct lanes *lanes_start(int n)
+{
+    struct lanes *L = calloc(1, sizeof(*L));
+
+    if (!L || !(L->thr = calloc((size_t)n, sizeof(*L->thr)))) {
+        free(L);
+        return NULL;
+    }
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->go, NULL);
+    pthread_cond_init(&L->done, NULL);
+    for (; L->nthr < n; L->nthr++)
+        if (pthread_create(&L->thr[L->nthr], NULL, lane_worker, L))
+            break;
+    if (!L->nthr) {
+        lanes_stop(L);
+        return NULL;
+    }
+    return L;
+}
+
+/* Hands a batch to analysis a: its lanes on several threads when the batch is long. */
+static int call_record(struct ml_an_run *run, int a, const struct ml_an_input *in,
+                       const struct ml_trace_rec *r, size_t n)
+{
+    const struct ml_analysis *an = run->an[a];
+    struct lanes *L = run->lanes;
+    int rc, rc0;
+
+    if (!L || an->lanes < 2 || n < LANE_MIN)
+        return an->record(run->st[a], in, r, n);
+    pthread_mutex_lock(&L->mu);
+    L->an = an;
+    L->st = run->st[a];
+    L->in = in;
+    L->r = r;
+    L->n = n;
+    L->rc = 0;
+    L->next = 1;
+    L->nlanes = an->lanes;
+    pthread_cond_broadcast(&L->go);
+    pthread_mutex_unlock(&L->mu);
+    rc0 = an->lane(run->st[a], 0, in, r, n);
+    pthread_mutex_lock(&L->mu);
+    while (L->running || L->next < L->nlanes)
+        pthread_cond_wait(&L->done, &L->mu);
+    rc = L->rc;
+    pthread_mutex_unlock(&L->mu);
+    return rc0 ? rc0 : rc;
+}
+
 struct ml_an_run *ml_an_new(const struct ml_an_opts *o, const struct ml_analysis *const *an,
                             int nan, char *err, size_t errlen)
 {
+    int lanes = 1;
+
     struct ml_an_run *r = calloc(1, sizeof(*r));
 
     if (!r || ml_map_init(&r->keymap, 64)) {
@@ -212,6 +329,13 @@ struct ml_an_run *ml_an_new(const struct ml_an_opts *o, const struct ml_analysis
             ml_an_free(r);
             return NULL;
         }
+        if (an[i]->lanes > 1 && !an[i]->lane) {
+            fail(err, errlen, -EINVAL, "analysis '%s' has no 'lane' callback", an[i]->name);
+            ml_an_free(r);
+            return NULL;
+        }
+        if (an[i]->lanes > lanes)
+            lanes = an[i]->lanes;
         r->an[r->nan] = an[i];
         if (!(r->st[r->nan] = an[i]->start(r))) {
             fail(err, errlen, -ENOMEM, "cannot start analysis '%s': %s", an[i]->name,
@@ -221,6 +345,9 @@ struct ml_an_run *ml_an_new(const struct ml_an_opts *o, const struct ml_analysis
         }
         r->nan++;
     }
+    /* Lane threads beside the caller: as many as lanes need, within the jobs. */
+    if (r->o.jobs > 1 && lanes > 1)
+        r->lanes = lanes_start(lanes - 1 < r->o.jobs - 1 ? lanes - 1 : r->o.jobs - 1);
     return r;
 }
 
@@ -228,6 +355,7 @@ void ml_an_free(struct ml_an_run *r)
 {
     if (!r)
         return;
+    lanes_stop(r->lanes);
     for (int i = 0; i < r->nan; i++)
         r->an[i]->free(r->st[i]);
     for (uint32_t i = 0; i < r->nkeys; i++)
@@ -632,7 +760,7 @@ static int deliver(struct reading *rd, const struct ml_trace_rec *r, size_t n)
         if (i < n && (r[i].kind <= ML_EV_RMW || r[i].kind >= ML_EV_NKINDS || !rd->split[r[i].kind]))
             continue;
         for (int a = 0; a < run->nan && i > from; a++)
-            if ((rc = run->an[a]->record(run->st[a], &rd->in, r + from, i - from)))
+            if ((rc = call_record(run, a, &rd->in, r + from, i - from)))
                 return rc;
         if (i == n)
             break;

@@ -54,7 +54,8 @@ struct tbound { /* error bound and final rate per trace and granularity */
 
 struct reuse {
     const struct ml_an_run *run;
-    struct ml_rows rows;
+    struct ml_rows rows[2]; /* per granularity (the lanes): GW counters per row */
+    struct ml_rows all;     /* both, side by side (WIDTH), for the report */
     struct gran g[2];
     double rate;
     uint64_t keys_max; /* sampled keys per granularity before the rate halves */
@@ -74,7 +75,9 @@ static void *start(const struct ml_an_run *run)
     s->rate = o->sample;
     s->sampled = o->sample > 0 && o->sample < 1;
     s->keys_max = o->sample_keys ? o->sample_keys : 8192;
-    ml_rows_init(&s->rows, WIDTH);
+    ml_rows_init(&s->rows[0], GW);
+    ml_rows_init(&s->rows[1], GW);
+    ml_rows_init(&s->all, WIDTH);
     return s;
 }
 
@@ -216,7 +219,8 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     if (d == UINT64_MAX - 1)
         return -ENOMEM;
     if (estimated) {
-        /* Estimated: d - nsf sampled keys beyond the front stand for about (d - nsf) / rate keys. */
+        /* Estimated: d - nsf sampled keys beyond the front stand for about (d - nsf) / rate keys.
+         */
         uint64_t *n = ml_map_slot(&g->cnt, key);
         if (!n)
             return -ENOMEM;
@@ -231,37 +235,58 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     return 0;
 }
 
-static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+/* Lane k: granularity k (lines, pages), its own engine and rows. */
+static int lane(void *st, int k, const struct ml_an_input *in, const struct ml_trace_rec *r,
+                size_t n)
 {
     struct reuse *s = st;
-    uint32_t thr = UINT32_MAX;
-    uint64_t *c = NULL;
+    struct gran *g = &s->g[k];
+    uint32_t thr = UINT32_MAX, shift = g->shift;
+    uint64_t *cg = NULL;
     int rc;
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
-        uint64_t end;
+        uint64_t first, last;
         if (!ml_ev_is_access(x->kind))
             continue;
         if (x->thread != thr) {
             thr = x->thread;
-            if (!(c = ml_rows_at(&s->rows, in->thread_base + thr, ml_an_key(in, x))))
+            if (!(cg = ml_rows_at(&s->rows[k], in->thread_base + thr, ml_an_key(in, x))))
                 return -ENOMEM;
         }
-        end = x->addr + (x->size ? x->size - 1 : 0);
-        for (int k = 0; k < 2; k++) {
-            struct gran *g = &s->g[k];
-            uint64_t first = x->addr >> g->shift, last = end >> g->shift;
-            uint64_t *cg = c + k * GW;
-            if (first == last && g->have_prev && first == g->prev) {
-                cg[EX] += x->weight;
-                continue;
-            }
-            for (uint64_t key = first; key <= last; key++)
-                if ((rc = count(s, g, key, x->weight, cg)))
-                    return rc;
+        first = x->addr >> shift;
+        last = (x->addr + (x->size ? x->size - 1 : 0)) >> shift;
+        if (first == last && g->have_prev && first == g->prev) {
+            cg[EX] += x->weight;
+            continue;
         }
+        for (uint64_t key = first; key <= last; key++)
+            if ((rc = count(s, g, key, x->weight, cg)))
+                return rc;
     }
+    return 0;
+}
+
+static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+{
+    int rc = lane(st, 0, in, r, n);
+
+    return rc ? rc : lane(st, 1, in, r, n);
+}
+
+/* The rows of both granularities side by side (once, after the last record). */
+static int merge_rows(struct reuse *s)
+{
+    if (s->all.n)
+        return 0;
+    for (int k = 0; k < 2; k++)
+        for (uint32_t i = 0; i < s->rows[k].n; i++) {
+            uint64_t *d = ml_rows_at(&s->all, s->rows[k].thread[i], s->rows[k].key[i]);
+            if (!d)
+                return -ENOMEM;
+            memcpy(d + k * GW, ml_rows_row(&s->rows[k], i), GW * sizeof(*d));
+        }
     return 0;
 }
 
@@ -398,7 +423,9 @@ static int build(struct reuse *s, struct rep *p)
                         "error_bound:p");
     if (!p->hist || !p->mrc)
         return -ENOMEM;
-    return ml_rows_visit(&s->rows, s->run, visit, p);
+    if (merge_rows(s))
+        return -ENOMEM;
+    return ml_rows_visit(&s->all, s->run, visit, p);
 }
 
 static int report(void *st, FILE *out, enum ml_an_format fmt)
@@ -487,7 +514,9 @@ static int html(void *st, FILE *out)
     struct chart ch = {s, out};
 
     fprintf(out, "<h2>reuse</h2>\n");
-    return ml_rows_visit(&s->rows, s->run, chart, &ch);
+    if (merge_rows(s))
+        return -ENOMEM;
+    return ml_rows_visit(&s->all, s->run, chart, &ch);
 }
 
 static void reuse_free(void *st)
@@ -500,7 +529,9 @@ static void reuse_free(void *st)
         ml_reuse_free(&s->g[i].eng);
         ml_map_free(&s->g[i].cnt);
     }
-    ml_rows_free(&s->rows);
+    for (int k = 0; k < 2; k++)
+        ml_rows_free(&s->rows[k]);
+    ml_rows_free(&s->all);
     free(s->bound);
     free(s);
 }
@@ -516,4 +547,6 @@ const struct ml_analysis ml_an_reuse = {
     .report = report,
     .html = html,
     .free = reuse_free,
+    .lanes = 2,
+    .lane = lane,
 };

@@ -227,8 +227,13 @@ static int o_report(void *st, FILE *out, enum ml_an_format fmt)
 
 static void test_driver_order(void **state)
 {
-    const struct ml_analysis order = {"order",  "",   o_start,  NULL, o_record,
-                                      o_marker, NULL, o_report, NULL, free};
+    const struct ml_analysis order = {.name = "order",
+                                      .summary = "",
+                                      .start = o_start,
+                                      .record = o_record,
+                                      .marker = o_marker,
+                                      .report = o_report,
+                                      .free = free};
     const struct ml_analysis *an[1] = {&order};
     struct ml_an_opts o = opts(stdout, ML_AN_TABLE);
     char *path = write_trace(), err[256];
