@@ -107,7 +107,7 @@ int ml_an_ntraces(const struct ml_an_run *run);
  * record, at its place; keys are already updated) and end (the trace is
  * still open: its tables may be read); after the last trace report, html (a
  * section of the --html page, optional), then free. start, record, report
- * and free are required, the others may be NULL; the driver names a missing
+ * (or lane) and free are required, the others may be NULL; the driver names a missing
  * one. Callbacks return 0 or a negative errno (the driver stops and says so).
  */
 struct ml_analysis {
@@ -124,9 +124,10 @@ struct ml_analysis {
     /*
      * Optional: an analysis whose state splits into `lanes` independent
      * parts, each of which sees every record (reuse: lines and pages), gives
-     * lane(st, l, ...) for part l; record must then be the lanes in turn.
-     * With -j > 1 the driver runs the lanes of a long batch on several
-     * threads at once (a lane touches only its own part of the state).
+     * lane(st, l, ...) for part l. With -j > 1 the driver runs the lanes
+     * of a long batch on several threads at once (a lane touches only its
+     * own part of the state); otherwise record (the lanes fused), or when
+     * there is none, the lanes in turn on pieces of the batch.
      */
     int lanes;
     int (*lane)(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,

@@ -70,7 +70,8 @@ struct lanes {
     int next, nlanes, running, rc;
 };
 
-#define LANE_MIN 1024 /* shorter batches run their lanes on the calling thread */
+#define LANE_MIN  1024 /* shorter batches run their lanes on the calling thread */
+#define LANE_STEP 2048 /* which runs them in turn on pieces this long (in cache) */
 
 struct ml_an_run {
     struct ml_an_opts o;
@@ -271,8 +272,16 @@ static int call_record(struct ml_an_run *run, int a, const struct ml_an_input *i
     struct lanes *L = run->lanes;
     int rc, rc0;
 
-    if (!L || an->lanes < 2 || n < LANE_MIN)
+    if (an->lanes < 2 || ((!L || n < LANE_MIN) && an->record))
         return an->record(run->st[a], in, r, n);
+    if (!L || n < LANE_MIN) {
+        for (size_t o = 0; o < n; o += LANE_STEP)
+            for (int l = 0; l < an->lanes; l++)
+                if ((rc =
+                         an->lane(run->st[a], l, in, r + o, n - o < LANE_STEP ? n - o : LANE_STEP)))
+                    return rc;
+        return 0;
+    }
     pthread_mutex_lock(&L->mu);
     L->an = an;
     L->st = run->st[a];
@@ -319,18 +328,14 @@ struct ml_an_run *ml_an_new(const struct ml_an_opts *o, const struct ml_analysis
         return NULL;
     }
     for (int i = 0; i < nan; i++) {
-        const char *missing = !an[i]->start    ? "start"
-                              : !an[i]->record ? "record"
-                              : !an[i]->report ? "report"
-                              : !an[i]->free   ? "free"
-                                               : NULL;
+        const char *missing = !an[i]->start                        ? "start"
+                              : !an[i]->record && an[i]->lanes < 2 ? "record"
+                              : an[i]->lanes > 1 && !an[i]->lane   ? "lane"
+                              : !an[i]->report                     ? "report"
+                              : !an[i]->free                       ? "free"
+                                                                   : NULL;
         if (missing) {
             fail(err, errlen, -EINVAL, "analysis '%s' has no '%s' callback", an[i]->name, missing);
-            ml_an_free(r);
-            return NULL;
-        }
-        if (an[i]->lanes > 1 && !an[i]->lane) {
-            fail(err, errlen, -EINVAL, "analysis '%s' has no 'lane' callback", an[i]->name);
             ml_an_free(r);
             return NULL;
         }
@@ -767,7 +772,7 @@ static int deliver(struct reading *rd, const struct ml_trace_rec *r, size_t n)
         if ((rc = apply(rd, &r[i])))
             return rc;
         for (int a = 0; a < run->nan; a++)
-            if ((rc = run->an[a]->record(run->st[a], &rd->in, r + i, 1)) ||
+            if ((rc = call_record(run, a, &rd->in, r + i, 1)) ||
                 (run->an[a]->marker && ml_ev_is_marker(r[i].kind) &&
                  (rc = run->an[a]->marker(run->st[a], &rd->in, r + i))))
                 return rc;

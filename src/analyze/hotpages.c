@@ -78,18 +78,23 @@ struct hotpages {
     uint8_t **blocks;
     size_t nps, nblocks;
     uint32_t lpp, ps_size; /* lines per page, bytes per pstat */
-    struct lru lru;
     uint32_t lru_n;
     uint32_t page_shift, line_shift;
     struct hthr *thr;
     uint32_t nthr, base;
     struct ttr *tr;
     int ntr;
+    int html;
+    /*
+     * Lane 1 (the LRU, time bins and heat map) writes only what follows, on
+     * cache lines of its own; lane 0 (the counters) only what precedes.
+     */
+    _Alignas(64) struct lru lru;
     /* the current time bin */
     uint64_t tick0, bin_end;
     double ticks_per_bin;
     uint32_t bin;
-    int html;
+    _Alignas(64) char end_[1];
 };
 
 static int lru_init(struct lru *l, uint32_t cap)
@@ -197,10 +202,11 @@ static inline int lru_access(struct lru *l, uint64_t page)
 static void *start(const struct ml_an_run *run)
 {
     const struct ml_an_opts *o = ml_an_options(run);
-    struct hotpages *h = calloc(1, sizeof(*h));
+    struct hotpages *h = aligned_alloc(64, (sizeof(*h) + 63) / 64 * 64);
 
     if (!h)
         return NULL;
+    memset(h, 0, sizeof(*h));
     h->run = run;
     h->html = o->html != NULL;
     ml_rows_init(&h->rows, 1);
@@ -423,79 +429,142 @@ static inline void to_bin(struct hotpages *h, struct ttr *t, uint64_t time)
     }
 }
 
-static int one_page(struct hotpages *h, struct ttr *t, struct hthr *p, uint64_t page, uint64_t line,
-                    uint64_t w)
+/* Thread thr's state, its row that of the record's key: *p and its counters *rowc. */
+static int thread_row(struct hotpages *h, const struct ml_an_input *in,
+                      const struct ml_trace_rec *x, struct hthr **p, uint64_t **rowc)
 {
-    struct pstat *ps = ps_of(h, p, page);
-    int rc;
+    uint32_t thr = x->thread, row;
+
+    if (thr >= h->nthr || (*p = &h->thr[thr])->row == UINT32_MAX ||
+        h->rows.key[(*p)->row] != ml_an_key(in, x)) {
+        if (!(*p = thread_of(h, thr)))
+            return -ENOMEM;
+        if ((row = ml_rows_id(&h->rows, in->thread_base + thr, ml_an_key(in, x))) == UINT32_MAX)
+            return -ENOMEM;
+        (*p)->row = row;
+        memset((*p)->ps, 0, sizeof((*p)->ps));
+    }
+    *rowc = ml_rows_row(&h->rows, (*p)->row);
+    return 0;
+}
+
+/* One line l of page of a record of weight w: its counter (lane 0). */
+static inline int count_line(struct hotpages *h, struct hthr *p, uint64_t page, uint64_t l,
+                             uint64_t w)
+{
+    unsigned k = hc_slot(page);
+    struct pstat *ps = p->ps[k] && p->page[k] == page ? p->ps[k] : ps_of(h, p, page);
 
     if (!ps)
         return -ENOMEM;
-    ps->lines[line & (h->lpp - 1)] += w;
-    t->bins[h->bin].acc += w;
-    rc = lru_access(&h->lru, page);
+    ps->lines[l & (h->lpp - 1)] += w;
+    return 0;
+}
+
+/* ... and its access to the LRU, time bin and heat map (lane 1). */
+static inline int lru_line(struct hotpages *h, struct ttr *t, uint64_t page, uint64_t w)
+{
+    int rc = lru_access(&h->lru, page);
+
     if (rc < 0)
         return rc;
+    t->bins[h->bin].acc += w;
     t->bins[h->bin].hit += (uint64_t)rc + w - 1;
     return h->html ? heat_add(t, page, h->bin, w) : 0;
 }
 
+/*
+ * A record (both lanes, or lane 0 or 1 alone): a range counts once for each
+ * line, and for each page once per line in it.
+ */
+static inline __attribute__((always_inline)) int one_rec(struct hotpages *h, struct ttr *t,
+                                                         struct hthr *p, uint64_t *rowc,
+                                                         const struct ml_trace_rec *x, int lanes)
+{
+    uint32_t lshift = h->page_shift - h->line_shift;
+    uint64_t w = x->weight, line = x->addr >> h->line_shift,
+             end = (x->addr + (x->size ? x->size - 1 : 0)) >> h->line_shift;
+    int rc;
+
+    if (lanes & 1)
+        rowc[0] += w;
+    if ((lanes & 2) && x->time >= h->bin_end)
+        to_bin(h, t, x->time);
+    /* The common case: one line of a page in the thread's cache and the LRU's front. */
+    if (line == end && !h->html) {
+        uint64_t page = line >> lshift;
+        unsigned k = hc_slot(page);
+        int j = 0;
+        if ((!(lanes & 1) || (p->ps[k] && p->page[k] == page)) &&
+            (!(lanes & 2) || (j = ml_mtf_find(&h->lru.front, page, ml_mtf_tag(page))) >= 0)) {
+            if (lanes & 1)
+                p->ps[k]->lines[line & (h->lpp - 1)] += w;
+            if (lanes & 2) {
+                ml_mtf_touch(&h->lru.front, j);
+                t->bins[h->bin].acc += w;
+                t->bins[h->bin].hit += w;
+            }
+            return 0;
+        }
+    }
+    for (uint64_t l = line;; l++) {
+        if (((lanes & 1) && (rc = count_line(h, p, l >> lshift, l, w))) ||
+            ((lanes & 2) && (rc = lru_line(h, t, l >> lshift, w))))
+            return rc;
+        if (l == end)
+            return 0;
+    }
+}
+
+/* Both lanes, record by record (one pass over the records on one thread). */
 static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
 {
     struct hotpages *h = st;
     struct ttr *t = &h->tr[h->ntr - 1];
-    uint32_t lshift = h->page_shift - h->line_shift, thr = UINT32_MAX;
+    uint32_t thr = UINT32_MAX;
     struct hthr *p = NULL;
     uint64_t *rowc = NULL;
     int rc;
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
-        uint64_t end, line, w = x->weight;
-        uint32_t row;
         if (!ml_ev_is_access(x->kind))
             continue;
         /* Keys change only between calls: a thread's row is checked once per call. */
-        if (x->thread != thr) {
-            thr = x->thread;
-            if (thr >= h->nthr || (p = &h->thr[thr])->row == UINT32_MAX ||
-                h->rows.key[p->row] != ml_an_key(in, x)) {
-                if (!(p = thread_of(h, thr)))
-                    return -ENOMEM;
-                if ((row = ml_rows_id(&h->rows, in->thread_base + thr, ml_an_key(in, x))) ==
-                    UINT32_MAX)
-                    return -ENOMEM;
-                p->row = row;
-                memset(p->ps, 0, sizeof(p->ps));
-            }
-            rowc = ml_rows_row(&h->rows, p->row);
-        }
-        rowc[0] += w;
-        if (x->time >= h->bin_end)
-            to_bin(h, t, x->time);
-        line = x->addr >> h->line_shift;
-        end = (x->addr + (x->size ? x->size - 1 : 0)) >> h->line_shift;
-        /* The common case: one line of a page in the thread's cache and the LRU's front. */
-        if (line == end && !h->html) {
-            uint64_t page = line >> lshift;
-            unsigned k = hc_slot(page);
-            int j;
-            if (p->ps[k] && p->page[k] == page &&
-                (j = ml_mtf_find(&h->lru.front, page, ml_mtf_tag(page))) >= 0) {
-                ml_mtf_touch(&h->lru.front, j);
-                p->ps[k]->lines[line & (h->lpp - 1)] += w;
-                t->bins[h->bin].acc += w;
-                t->bins[h->bin].hit += w;
-                continue;
-            }
-        }
-        /* A range counts once for each line, and for each page once per line in it. */
-        for (uint64_t l = line; l <= end; l++) {
-            if ((rc = one_page(h, t, p, l >> lshift, l, w)))
+        if (x->thread != thr && (rc = thread_row(h, in, x, &p, &rowc)))
+            return rc;
+        thr = x->thread;
+        if ((rc = one_rec(h, t, p, rowc, x, 3)))
+            return rc;
+    }
+    return 0;
+}
+
+/* Lane l alone: 0 the counters, 1 the LRU. */
+static int lane(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
+                size_t n)
+{
+    struct hotpages *h = st;
+    struct ttr *t = &h->tr[h->ntr - 1];
+    uint32_t thr = UINT32_MAX;
+    struct hthr *p = NULL;
+    uint64_t *rowc = NULL;
+    int rc;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct ml_trace_rec *x = &r[i];
+        if (!ml_ev_is_access(x->kind))
+            continue;
+        if (l) {
+            if ((rc = one_rec(h, t, NULL, NULL, x, 2)))
                 return rc;
-            if (l == UINT64_MAX)
-                break;
+            continue;
         }
+        if (x->thread != thr && (rc = thread_row(h, in, x, &p, &rowc)))
+            return rc;
+        thr = x->thread;
+        if ((rc = one_rec(h, t, p, rowc, x, 1)))
+            return rc;
     }
     return 0;
 }
@@ -934,4 +1003,6 @@ const struct ml_analysis ml_an_hotpages = {
     .report = report,
     .html = html,
     .free = hp_free,
+    .lanes = 2,
+    .lane = lane,
 };

@@ -268,13 +268,6 @@ static int lane(void *st, int k, const struct ml_an_input *in, const struct ml_t
     return 0;
 }
 
-static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
-{
-    int rc = lane(st, 0, in, r, n);
-
-    return rc ? rc : lane(st, 1, in, r, n);
-}
-
 /* The rows of both granularities side by side (once, after the last record). */
 static int merge_rows(struct reuse *s)
 {
@@ -542,7 +535,6 @@ const struct ml_analysis ml_an_reuse = {
                "and the LRU miss-ratio curve",
     .start = start,
     .begin = begin,
-    .record = record,
     .end = end,
     .report = report,
     .html = html,
