@@ -133,15 +133,17 @@ for k in $SEL; do
     "$ML" analyze -q --json --sample 0.01 "${TRACE[$k]}" reuse >"$W/sampled.json"
     python3 - "$k" "$W/exact.json" "$W/sampled.json" <<'PY'
 import json, sys
-k, e, s = sys.argv[1], json.load(open(sys.argv[2]))['mrc'], json.load(open(sys.argv[3]))['mrc']
+k, e, sj = sys.argv[1], json.load(open(sys.argv[2]))['mrc'], json.load(open(sys.argv[3]))
+s, rates = sj['mrc'], {'line': sj['rate'], 'page': sj['page_rate']}
 for g in ('line', 'page'):
     ex = {r['cache_entries']: r['miss_ratio'] for r in e if r['granularity'] == g}
     sa = {r['cache_entries']: (r['miss_ratio'], r['error_bound']) for r in s if r['granularity'] == g}
     err = max((abs(ex[c] - sa[c][0]) for c in ex if c in sa), default=0)
     worst = max((c for c in ex if c in sa), key=lambda c: abs(ex[c] - sa[c][0]), default=0)
     bound = max((sa[c][1] for c in sa if c >= 10000), default=0)
-    print(f'{k}: sampled reuse (rate 0.01), {g}s: max miss-ratio error {err:.4f} over all cache '
-          f'sizes (at {worst} entries); stated bound at >= 10000 entries {bound:.4f}')
+    print(f'{k}: sampled reuse (--sample 0.01, final rate {rates[g]:g}), {g}s: max miss-ratio '
+          f'error {err:.4f} over all cache sizes (at {worst} entries); stated bound at >= '
+          f'10000 entries {bound:.4f}')
 PY
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
