@@ -516,10 +516,12 @@ static inline __attribute__((always_inline)) int one_rec(struct hotpages *h, str
     }
 }
 
-/* Both lanes, record by record (one pass over the records on one thread). */
-static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+/* The lanes in mask lanes (1: counters, 2: LRU; 3: both in one pass) over a batch. */
+static inline __attribute__((always_inline)) int run(struct hotpages *h,
+                                                     const struct ml_an_input *in,
+                                                     const struct ml_trace_rec *r, size_t n,
+                                                     int lanes)
 {
-    struct hotpages *h = st;
     struct ttr *t = &h->tr[h->ntr - 1];
     uint32_t thr = UINT32_MAX;
     struct hthr *p = NULL;
@@ -531,42 +533,24 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
         if (!ml_ev_is_access(x->kind))
             continue;
         /* Keys change only between calls: a thread's row is checked once per call. */
-        if (x->thread != thr && (rc = thread_row(h, in, x, &p, &rowc)))
+        if ((lanes & 1) && x->thread != thr && (rc = thread_row(h, in, x, &p, &rowc)))
             return rc;
         thr = x->thread;
-        if ((rc = one_rec(h, t, p, rowc, x, 3)))
+        if ((rc = one_rec(h, t, p, rowc, x, lanes)))
             return rc;
     }
     return 0;
 }
 
-/* Lane l alone: 0 the counters, 1 the LRU. */
+static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+{
+    return run(st, in, r, n, 3);
+}
+
 static int lane(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
                 size_t n)
 {
-    struct hotpages *h = st;
-    struct ttr *t = &h->tr[h->ntr - 1];
-    uint32_t thr = UINT32_MAX;
-    struct hthr *p = NULL;
-    uint64_t *rowc = NULL;
-    int rc;
-
-    for (size_t i = 0; i < n; i++) {
-        const struct ml_trace_rec *x = &r[i];
-        if (!ml_ev_is_access(x->kind))
-            continue;
-        if (l) {
-            if ((rc = one_rec(h, t, NULL, NULL, x, 2)))
-                return rc;
-            continue;
-        }
-        if (x->thread != thr && (rc = thread_row(h, in, x, &p, &rowc)))
-            return rc;
-        thr = x->thread;
-        if ((rc = one_rec(h, t, p, rowc, x, 1)))
-            return rc;
-    }
-    return 0;
+    return l ? run(st, in, r, n, 2) : run(st, in, r, n, 1);
 }
 
 static int end(void *st, const struct ml_an_input *in)
