@@ -102,13 +102,19 @@ static struct {
     const char *incdir, *rtlib;
 } g;
 
-/* <prefix>/<sub>, where the executable is <prefix>/bin/memlens. */
+/*
+ * <prefix>/<sub>, where the executable is <prefix>/bin/memlens or (run by the
+ * light bin/memlens, see main.c) <prefix>/libexec/memlens/memlens-llvm.
+ */
 static const char *dirs(const char *sub)
 {
     char *prefix = ml_cc_strfmt("%s", ml_self_dir());
-    char *slash = strrchr(prefix, '/');
+    size_t n = strlen(prefix), tail = strlen("/libexec/memlens");
+    char *slash;
 
-    if (slash && slash != prefix)
+    if (n > tail && !strcmp(prefix + n - tail, "/libexec/memlens"))
+        prefix[n - tail] = 0;
+    else if ((slash = strrchr(prefix, '/')) && slash != prefix)
         *slash = 0;
     return ml_cc_strfmt("%s/%s", prefix, sub);
 }
