@@ -283,7 +283,23 @@ uint64_t ml_bsites_block_canon(const struct ml_bsites *t, const uint32_t *scanon
 
     if (key & ML_BKEY_LIB)
         return mcanon && id < t->nm ? ML_BKEY_LIB | mcanon[id] : key;
-    return scanon && id < t->n ? scanon[id] : key;
+    /* Only sites of one kind fold: a heap site and a stack object on one line stay apart. */
+    return scanon && id < t->n && t->s[scanon[id]].kind == t->s[id].kind ? scanon[id] : key;
+}
+
+const char *ml_bsites_block_kind(const struct ml_bsites *t, uint64_t key, const char **name)
+{
+    uint64_t id = key & 0xffffffffu;
+    const struct ml_bsite *s = !(key & ML_BKEY_LIB) && id < t->n ? &t->s[id] : NULL;
+
+    *name = "";
+    if (key & ML_BKEY_LIB)
+        return "library";
+    if (!s || (s->kind != ML_EV_STACK_ALLOC && s->kind != ML_EV_GLOBAL))
+        return "heap";
+    if (s->marker < t->nm && t->m[s->marker].name)
+        *name = t->m[s->marker].name;
+    return s->kind == ML_EV_GLOBAL ? "global" : "stack";
 }
 
 const char *ml_bsites_block_where(const struct ml_bsites *t, uint64_t key, char *buf, size_t len,

@@ -2,7 +2,8 @@
 # memlens cc --events=lifetime + memlens profile -m lifetime: heap objects per allocation site,
 # checked exactly against what the kernels do (profile/lifetime-kernels.c, lifetime-cxx.cc):
 # freed in the same iteration or kept, freed in the same call or returned, never freed, realloc,
-# calloc, strdup and fopen (blocks made inside the C library), C++ new/delete, new[]/delete[],
+# calloc, strdup and fopen (blocks made inside the C library), a local array released each
+# iteration by its lifetime markers (-O2) or at return (-O0), a global never freed, C++ new/delete, new[]/delete[],
 # aligned new and new as an invoke; -O0 and -O2, 1 and 2 workers alike, 2 extra threads, output unchanged.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,7 +31,7 @@ for mark, cols in want.items():
     r = rows.get(line[mark])
     assert r, ("no row for", mark, line[mark], sorted(rows))
     for c, v in cols.items():
-        assert int(r[c]) == v, (mark, c, "got", r[c], "want", v, r)
+        assert (r[c] if isinstance(v, str) else int(r[c])) == v, (mark, c, "got", r[c], "want", v, r)
 PY
 }
 C_WANT='{
@@ -46,7 +47,13 @@ C_WANT='{
  "CALLOC": dict(objects=1, bytes=800, freed_in_call=1, never_freed=0),
  "STRDUP": dict(objects=100, bytes=800, freed_in_iteration=100, freed_in_call=100, never_freed=0),
  "FOPEN": dict(objects=1, freed=1, freed_in_call=1, never_freed=0),
+ "GLOBAL_TAB": dict(objects=1, bytes=256, never_freed=1, freed=0, kind="global", name="table"),
 }'
+# The local array: one object per iteration with lifetime markers (-O2), one per call without (-O0).
+STACK_WANT_O2='{"STACK_ITER": dict(objects=100, bytes=6400, freed_in_iteration=100, freed_in_call=100,
+                               never_freed=0, kind="stack", name="buf")}'
+STACK_WANT_O0='{"STACK_ITER": dict(objects=1, bytes=64, freed_in_iteration=0, freed_in_call=1,
+                               never_freed=0, kind="stack", name="buf")}'
 CXX_WANT='{
  "NEW": dict(objects=100, bytes=1600, freed_in_iteration=100, freed_in_call=100, never_freed=0),
  "NEW_ARRAY": dict(objects=1, bytes=400, freed=1, freed_in_call=0, never_freed=0),
@@ -65,6 +72,8 @@ for o in O0 O2; do
             fail "profile $o -w $w"
         [ "$got" = "$want" ] || fail "output changed ($o): '$got' vs '$want'"
         check out/lk.*.lifetime.csv lifetime-kernels.c "$C_WANT" || fail "C kernels $o -w $w"
+        stack_want=STACK_WANT_$o
+        check out/lk.*.lifetime.csv lifetime-kernels.c "${!stack_want}" || fail "stack $o -w $w"
         grep -v '^library' out/lk.*.lifetime.csv | cut -d, -f1-11,13 >"rows.$w"
     done
     cmp -s rows.1 rows.2 || fail "1 and 2 workers differ ($o): $(diff rows.1 rows.2)"

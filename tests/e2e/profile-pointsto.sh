@@ -1,6 +1,7 @@
 #!/bin/bash
 # memlens cc --events=pointsto + memlens profile -m pointsto: two arrays from two allocation sites
-# reached through a function-pointer argument (profile/pointsto-prog.c), a global, null, and a
+# reached through a function-pointer argument (profile/pointsto-prog.c), a global array and a
+# local array (named by their declarations and variables), null, and a
 # list whose nodes come from one site; rows checked exactly at -O0 and -O2, 1 and 2 workers alike,
 # program output unchanged.
 set -u
@@ -38,10 +39,13 @@ for r in rows:
     r["site"] = r["site"].rsplit("/", 1)[-1]
 def targets(mark, kind):
     return {r["site"]: int(r["count"]) for r in rows if r["pointer"] == line[mark] and r["kind"] == kind}
-a, b = line["ARRAY_A"], line["ARRAY_B"]
-want = {b: 2, a: 1, "null": 1, "unknown": 1}
+a, b, g, loc = line["ARRAY_A"], line["ARRAY_B"], line["GLOBAL"], line["LOCAL"]
+want = {b: 2, a: 1, "null": 1, g: 1, loc: 1}
 assert targets("SUM", "arg0") == want, ("sum's parameter", targets("SUM", "arg0"))
 assert targets("APPLY", "arg1") == want, ("apply's parameter", targets("APPLY", "arg1"))
+objects = {(r["site"], r["object"], r["name"]) for r in rows if r["pointer"] == line["SUM"]}
+assert objects == {(b, "heap", ""), (a, "heap", ""), ("null", "null", ""),
+                   (g, "global", "global_arr"), (loc, "stack", "local")}, objects
 assert targets("NODE", "call") == {line["NODE"]: 10}, targets("NODE", "call")
 assert targets("ARRAY_A", "call") == {a: 1} and targets("ARRAY_B", "call") == {b: 1}
 nxt = targets("NEXT", "load")

@@ -95,6 +95,10 @@ static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p,
                              int *value)
 {
     *len = *value = 0;
+    if (p->kind == ML_EV_STACK_ALLOC || p->kind == ML_EV_GLOBAL) {
+        *len = 1; /* the object's size */
+        return 2;
+    }
     if (!ml_ev_is_access(p->kind))
         return 1;
     if (p->len_op >= 0 || p->size >= 64)
@@ -207,7 +211,7 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
         w0 = LLVMConstInt(ir->t_i64, ML_Q_W0(q->kind, units - 1, aux, q->site), 0);
         w0 =
             LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
-        if (ml_ev_is_access(q->kind) || q->kind == ML_EV_ALLOC_SITE || q->kind == ML_EV_PTR_DEF) {
+        if (q->addr_op != -1) {
             w1 = LLVMBuildPtrToInt(b, ml_ev_operand(q, q->addr_op), ir->t_i64, "");
         } else {
             uint32_t mk = s->ev.sites[q->site].marker;
@@ -239,14 +243,13 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
     LLVMSetCurrentDebugLocation2(b, NULL);
 }
 
-static int do_function(struct qsink *s, LLVMValueRef fn)
+/* Points p[0..n-1] of one function as inline appends: runs in one block with no call between. */
+static void emit_points(struct qsink *s, const struct ml_ev_point *p, size_t n)
 {
-    struct ml_ev_point *p = NULL;
-    size_t n = 0, start = 0;
+    size_t start = 0;
     unsigned bytes = 0;
-    int rc = ml_ev_points(&s->ev, fn, &p, &n);
 
-    for (size_t i = 0; i <= n && !rc; i++) {
+    for (size_t i = 0; i <= n; i++) {
         int len, value, cut = i == n;
         unsigned sz = i < n ? record_units(s, &p[i], &len, &value) * ML_Q_UNIT : 0;
         if (!cut && i > start)
@@ -259,6 +262,45 @@ static int do_function(struct qsink *s, LLVMValueRef fn)
             bytes = 0;
         }
         bytes += sz;
+    }
+}
+
+static int do_function(struct qsink *s, LLVMValueRef fn)
+{
+    struct ml_ev_point *p = NULL;
+    size_t n = 0;
+    int rc = ml_ev_points(&s->ev, fn, &p, &n);
+
+    if (!rc)
+        emit_points(s, p, n);
+    free(p);
+    return rc;
+}
+
+/*
+ * Global objects: a constructor of the unit announces each global (GLOBAL
+ * records) once, when the program or the shared library it is linked into is
+ * loaded; it runs after the registrations (priority 101), before the
+ * program's own constructors.
+ */
+static int announce_globals(struct qsink *s)
+{
+    struct ml_ir *ir = s->ir;
+    struct ml_ev_point *p = NULL;
+    size_t n = 0;
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(ir->ctx), NULL, 0, 0);
+    LLVMValueRef fn = LLVMAddFunction(ir->m, "__memlens_qglobals", ty), ret;
+    int rc;
+
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
+    ret = LLVMBuildRetVoid(ir->b);
+    rc = ml_ev_globals(&s->ev, fn, ret, &p, &n);
+    if (!rc && n) {
+        emit_points(s, p, n);
+        ml_emit_xtor(ir, fn, "llvm.global_ctors", 102);
+    } else {
+        LLVMDeleteFunction(fn);
     }
     free(p);
     return rc;
@@ -308,6 +350,8 @@ int ml_sink_queue(struct ml_ir *ir)
         goto out;
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_function(&s, fns[i]);
+    if (!rc && (eo.kinds & ML_EV_BIT(ML_EV_GLOBAL)))
+        rc = announce_globals(&s);
     if (rc)
         goto out;
     drop_region_markers(&s);
