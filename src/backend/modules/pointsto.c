@@ -37,12 +37,30 @@
 /* struct ml_block.named: what the block is. */
 enum { B_HEAP, B_NAMED, B_STACK, B_GLOBAL };
 
+/*
+ * Pointer events repeat: the same few instructions point into the same
+ * block. A direct-mapped cache of (pointer site, target) counts sits in front
+ * of the reducible map, and the last block found is tried before the ordered
+ * map (valid while no block was added, removed or named since: gen).
+ */
+#define NCACHE 1024u
+
+struct pcount {
+    uint64_t key; /* pointer site << 32 | target; 0 with n = 0: empty */
+    uint64_t n;
+};
+
 struct pointsto {
     struct ml_ctx *ctx;
     struct ml_cstack **cs; /* per program thread: function frames */
     uint32_t nt;
     struct ml_blocks *blocks;
-    struct ml_rmap *count; /* (pointer site << 32 | target) -> pointers */
+    uint64_t gen;              /* bumped whenever a block is added, removed or named */
+    uint64_t last_lo, last_hi; /* the last block found ... */
+    uint64_t last_gen;         /* ... while gen was this */
+    uint32_t last_target;
+    struct pcount cache[NCACHE];
+    struct ml_rmap *count; /* (pointer site << 32 | target) -> pointers (a sum) */
     uint64_t unknown_frees;
     int nomem;
 };
@@ -71,7 +89,8 @@ static void *pt_init(struct ml_bworker *w)
         return NULL;
     p->ctx = ml_ctx_new();
     p->blocks = ml_blocks_new();
-    p->count = ml_rmap_new(ML_ROP_COUNT, 1);
+    p->count = ml_rmap_new(ML_ROP_SUM, 1);
+    p->last_gen = UINT64_MAX;
     if (!p->ctx || !p->blocks || !p->count) {
         pt_fini(p);
         return NULL;
@@ -123,6 +142,7 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
     }
     b->thread = thread;
     b->key = cs->depth ? T_LIB | (uint32_t)cs->f[cs->depth - 1].id : T_NOFUNC;
+    p->gen++;
 }
 
 static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
@@ -133,6 +153,7 @@ static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint6
     (void)thread;
     const struct ml_block *b = ml_blocks_at(p->blocks, rec[1]);
 
+    p->gen++;
     if (b && b->named <= B_NAMED)
         ml_blocks_remove(p->blocks, rec[1]);
     else if (ML_Q_KIND(rec[0]) == ML_EV_FREE)
@@ -156,6 +177,7 @@ static void on_object(void *st, struct ml_bworker *w, uint32_t thread, const uin
     b->thread = thread;
     b->key = (uint32_t)ML_Q_ID(rec[0]);
     b->named = global ? B_GLOBAL : B_STACK;
+    p->gen++;
 }
 
 /* Every exit releases all objects of its frame, also those already ended: others are ignored. */
@@ -166,17 +188,21 @@ static void on_stack_free(void *st, struct ml_bworker *w, uint32_t thread, const
 
     (void)w;
     (void)thread;
-    if (b && b->named == B_STACK)
+    if (b && b->named == B_STACK) {
         ml_blocks_remove(p->blocks, rec[1]);
+        p->gen++;
+    }
 }
 
 /* As in 'lifetime': the first call of the making thread that returned the block names it. */
 static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
-    struct ml_block *b = ml_blocks_at(((struct pointsto *)st)->blocks, rec[1]);
+    struct pointsto *p = st;
+    struct ml_block *b = ml_blocks_at(p->blocks, rec[1]);
 
     (void)w;
     if (b && b->named == B_HEAP && b->thread == thread) {
+        p->gen++;
         b->named = B_NAMED;
         b->key = (uint32_t)ML_Q_ID(rec[0]);
     }
@@ -185,18 +211,55 @@ static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint6
 static void on_ptr(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
     struct pointsto *p = st;
-    const struct ml_block *b = rec[1] ? ml_blocks_holding(p->blocks, rec[1]) : NULL;
-    uint32_t target = !rec[1] ? T_NULL : b ? (uint32_t)b->key : T_NONE;
+    uint64_t a = rec[1], key;
+    uint32_t target;
+    struct pcount *c;
 
     (void)w;
     (void)thread;
-    ml_rmap_add(p->count, ML_Q_ID(rec[0]) << 32 | target, 1);
+    if (!a) {
+        target = T_NULL;
+    } else if (p->last_gen == p->gen && a >= p->last_lo && a < p->last_hi) {
+        target = p->last_target;
+    } else {
+        const struct ml_block *b = ml_blocks_holding(p->blocks, a);
+        target = b ? (uint32_t)b->key : T_NONE;
+        if (b) {
+            p->last_lo = b->addr;
+            p->last_hi = b->addr + (b->size ? b->size : 1);
+            p->last_target = target;
+            p->last_gen = p->gen;
+        }
+    }
+    key = ML_Q_ID(rec[0]) << 32 | target;
+    c = &p->cache[(key ^ key >> 29) & (NCACHE - 1)];
+    if (c->key != key) {
+        if (c->n)
+            ml_rmap_add(p->count, c->key, c->n);
+        c->key = key;
+        c->n = 0;
+    }
+    c->n++;
+}
+
+/* The cached counts into the map. */
+static void flush_cache(struct pointsto *p)
+{
+    for (uint32_t i = 0; i < NCACHE; i++)
+        if (p->cache[i].n) {
+            ml_rmap_add(p->count, p->cache[i].key, p->cache[i].n);
+            p->cache[i].n = 0;
+        }
 }
 
 static int pt_merge(void *into, void *from)
 {
     struct pointsto *a = into, *b = from;
-    int rc = ml_rmap_merge(a->count, b->count);
+    int rc;
+
+    flush_cache(a);
+    flush_cache(b);
+    rc = ml_rmap_merge(a->count, b->count);
 
     /* every worker saw every heap event: the first one's count of unknown frees is everyone's */
     a->nomem |= b->nomem;
@@ -268,7 +331,7 @@ static struct row *rows_of(struct pointsto *p, const struct ml_bsites *t, uint64
             r[i].target = ml_bsites_block_canon(t, scanon, mcanon, ML_BKEY_LIB | (tg & ~T_LIB));
         else
             r[i].target = ml_bsites_block_canon(t, scanon, mcanon, tg);
-        r[i].count = v[i].n;
+        r[i].count = v[i].v;
     }
     qsort(r, n, sizeof(*r), by_key);
     for (uint32_t i = 0; i < n; i++) {
@@ -308,6 +371,7 @@ static int pt_report(void *st, struct ml_bout *o)
     uint64_t n = 0;
     int rc = ml_bsites_load(&t, o->blobs);
 
+    flush_cache(p);
     if (!rc && !(r = rows_of(p, &t, &n)))
         rc = -ENOMEM;
     if (rc) {

@@ -264,9 +264,8 @@ static uint32_t va_chunk(void *st, struct ml_bworker *w, uint32_t thread, const 
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         const unsigned kind = ML_Q_KIND(rec[0]);
-        if (__builtin_expect(kind == ML_EV_LOAD && ML_Q_EXTRA(rec[0]) == 1 &&
-                                 len - off >= 2 * ML_Q_UNIT,
-                             1)) {
+        if (__builtin_expect(
+                kind == ML_EV_LOAD && ML_Q_EXTRA(rec[0]) == 1 && len - off >= 2 * ML_Q_UNIT, 1)) {
             off += 2 * ML_Q_UNIT;
         } else {
             uint32_t r = ml_q_record_len(data, off, len);

@@ -840,6 +840,36 @@ static int marker_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, cons
 }
 
 /*
+ * What a call may do for objects: 0 nothing (an intrinsic other than a
+ * lifetime start, memlens' own), 1 make one (a function not defined here, a
+ * function pointer, inline assembly, a lifetime start), 2 what the defined
+ * function it calls may do.
+ */
+static int call_objects(LLVMValueRef in)
+{
+    LLVMValueRef f;
+
+    if (!LLVMIsACallInst(in) && !LLVMIsAInvokeInst(in) && !LLVMIsACallBrInst(in))
+        return 0;
+    f = ml_called_function(in);
+    if (!f)
+        return 1;
+    if (LLVMGetIntrinsicID(f))
+        return name_starts(f, "llvm.lifetime.start");
+    if (LLVMIsDeclaration(f))
+        return !name_starts(f, "__memlens");
+    return 2;
+}
+
+/* Whether instruction in may make an object (once the object functions are known). */
+static int makes_object(const struct ml_ev *ev, LLVMValueRef in)
+{
+    int k = call_objects(in);
+
+    return k == 1 || (k == 2 && ml_ptrmap_get(&ev->objfns, ml_called_function(in)));
+}
+
+/*
  * Whether fn can make an object while it is the innermost instrumented
  * function: it has stack objects, or calls a function not defined here (which
  * may allocate), a function pointer, or a function defined here that can.
@@ -868,14 +898,11 @@ static int object_functions(struct ml_ev *ev)
              bb = LLVMGetNextBasicBlock(bb))
             for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !mk && !rc;
                  in = LLVMGetNextInstruction(in)) {
-                LLVMValueRef f;
-                if (!LLVMIsACallInst(in) && !LLVMIsAInvokeInst(in) && !LLVMIsACallBrInst(in))
-                    continue;
-                f = ml_called_function(in);
-                if (!f || (LLVMIsDeclaration(f) && !LLVMGetIntrinsicID(f) &&
-                           !name_starts(f, "__memlens")))
+                int k = call_objects(in);
+                LLVMValueRef f = k == 2 ? ml_called_function(in) : NULL;
+                if (k == 1)
                     mk = 1;
-                else if (!LLVMIsDeclaration(f) && f != fn) {
+                else if (k == 2 && f != fn) {
                     if (ml_ev_grow((void **)&e, &cap, ne + 1, sizeof(*e)))
                         rc = -ENOMEM;
                     else
@@ -980,14 +1007,37 @@ static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, 
  * The loop whose next iteration the edge p -> s starts (s is its header, p
  * inside it), when iterations are wanted; -1 otherwise.
  */
-static int back_edge_loop(const struct ml_cfg *cfg, unsigned p, unsigned s, int want)
+static int back_edge_loop(const struct ml_cfg *cfg, unsigned p, unsigned s, int want,
+                          const unsigned char *keep)
 {
     if (!want)
         return -1;
     for (int l = cfg->loop_of[p]; l >= 0; l = cfg->loops[l].parent)
         if (cfg->loops[l].header == s)
-            return l;
+            return keep[l] ? l : -1;
     return -1;
+}
+
+/*
+ * The loops that get markers: all, or with ML_EVF_LOOP_OBJS those whose body
+ * may make an object (and the loops around them). keep[] has nloops entries.
+ */
+static void loops_kept(const struct ml_ev *ev, const struct ml_cfg *cfg, unsigned char *keep)
+{
+    int all = !(ev->o.fields & ML_EVF_LOOP_OBJS);
+
+    for (unsigned l = 0; l < cfg->nloops; l++)
+        keep[l] = (unsigned char)all;
+    for (unsigned b = 0; b < cfg->n && !all; b++) {
+        int mk = 0;
+        if (cfg->loop_of[b] < 0)
+            continue;
+        for (LLVMValueRef in = LLVMGetFirstInstruction(cfg->blocks[b]); in && !mk;
+             in = LLVMGetNextInstruction(in))
+            mk = makes_object(ev, in);
+        for (int l = mk ? cfg->loop_of[b] : -1; l >= 0; l = cfg->loops[l].parent)
+            keep[l] = 1;
+    }
 }
 
 /*
@@ -1002,6 +1052,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
     struct ml_cfg cfg = {0};
     int rc = ml_cfg_build(fn, &cfg), iters = !!(ev->o.kinds & ML_EV_BIT(ML_EV_LOOP_ITER));
     uint32_t *marker = NULL;
+    unsigned char *keep = NULL;
     struct {
         LLVMBasicBlockRef p, s;
     } *edges = NULL;
@@ -1010,11 +1061,15 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
     if (rc)
         goto out;
     marker = calloc(cfg.nloops + 1, sizeof(*marker));
-    if (!marker) {
+    keep = calloc(cfg.nloops + 1, 1);
+    if (!marker || !keep) {
         rc = -ENOMEM;
         goto out;
     }
+    loops_kept(ev, &cfg, keep);
     for (unsigned li = 0; li < cfg.nloops; li++) {
+        if (!keep[li])
+            continue;
         LLVMBasicBlockRef hb = cfg.blocks[cfg.loops[li].header];
         LLVMValueRef loc = NULL;
         unsigned line = 0;
@@ -1045,7 +1100,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             continue;
         for (unsigned k = cfg.succ_off[p]; k < cfg.succ_off[p + 1]; k++) {
             unsigned s = cfg.succ[k];
-            if (cfg.loop_of[p] == cfg.loop_of[s] && back_edge_loop(&cfg, p, s, iters) < 0)
+            if (cfg.loop_of[p] == cfg.loop_of[s] && back_edge_loop(&cfg, p, s, iters, keep) < 0)
                 continue;
             if (ml_ev_grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
                 rc = -ENOMEM;
@@ -1065,7 +1120,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             int in_s = 0;
             for (int m = cfg.loop_of[si]; m >= 0 && !in_s; m = cfg.loops[m].parent)
                 in_s = m == l;
-            if (!in_s)
+            if (!in_s && keep[l])
                 left[nl++] = l;
         }
         for (int l = cfg.loop_of[si]; l >= 0 && ne < 64; l = cfg.loops[l].parent) {
@@ -1073,10 +1128,10 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             for (int m = cfg.loop_of[pi]; m >= 0 && !in_p; m = cfg.loops[m].parent)
                 in_p = m == l;
             /* A back edge re-enters nothing: only edges into a header from outside enter. */
-            if (!in_p)
+            if (!in_p && keep[l])
                 entered[ne++] = l;
         }
-        int iter = back_edge_loop(&cfg, (unsigned)pi, (unsigned)si, iters);
+        int iter = back_edge_loop(&cfg, (unsigned)pi, (unsigned)si, iters, keep);
         if (!nl && !ne && iter < 0)
             continue;
         nb = ml_split_edge(ev->ir, edges[e].p, edges[e].s, "memlens.loopedge");
@@ -1094,6 +1149,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
 out:
     free(edges);
     free(marker);
+    free(keep);
     ml_cfg_free(&cfg);
     return rc;
 }
