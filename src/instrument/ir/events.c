@@ -841,9 +841,9 @@ static int marker_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, cons
 
 /*
  * What a call may do for objects: 0 nothing (an intrinsic other than a
- * lifetime start, memlens' own), 1 make one (a function not defined here, a
- * function pointer, inline assembly, a lifetime start), 2 what the defined
- * function it calls may do.
+ * lifetime start, memlens' own), 1 make one (a function not defined here or
+ * whose definition the link may replace, a function pointer, inline
+ * assembly, a lifetime start), 2 what the defined function it calls may do.
  */
 static int call_objects(LLVMValueRef in)
 {
@@ -858,7 +858,14 @@ static int call_objects(LLVMValueRef in)
         return name_starts(f, "llvm.lifetime.start");
     if (LLVMIsDeclaration(f))
         return !name_starts(f, "__memlens");
-    return 2;
+    switch (LLVMGetLinkage(f)) {
+    case LLVMWeakAnyLinkage: /* the link may pick another definition */
+    case LLVMLinkOnceAnyLinkage:
+    case LLVMExternalWeakLinkage:
+        return 1;
+    default:
+        return 2;
+    }
 }
 
 /* Whether instruction in may make an object (once the object functions are known). */
