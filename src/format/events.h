@@ -17,6 +17,12 @@ enum ml_ev_kind {
     ML_EV_LOAD = 1,
     ML_EV_STORE = 2,
     ML_EV_RMW = 3,
+    /*
+     * A load's value without its address (event profiling, when no chosen
+     * module needs load addresses): word 1 = the value, aux = the size and
+     * type (format/queue.h, ML_Q_VAL_AUX). Not an access for other modules.
+     */
+    ML_EV_LOAD_VALUE = 4,
     /* Semantic markers at static sites (each names a marker: region, mark, function, loop). */
     ML_EV_REGION_BEGIN = 8,
     ML_EV_REGION_END = 9,

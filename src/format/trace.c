@@ -173,6 +173,8 @@ const char *ml_ev_kind_name(unsigned kind)
         return "alloc-site";
     case ML_EV_GLOBAL:
         return "global";
+    case ML_EV_LOAD_VALUE:
+        return "load-value";
     default:
         return "?";
     }

@@ -29,6 +29,7 @@ struct qsink {
     LLVMValueRef g_cur, f_next, desc_ph;
     LLVMTypeRef ty_next;
     unsigned md_prof, md_nt;
+    int compact; /* loads with a value carry it in word 1, without their address */
     LLVMValueRef prof_unlikely, nt_node;
 };
 
@@ -90,6 +91,13 @@ static unsigned value_type(LLVMTypeRef t)
     }
 }
 
+/* Whether load p goes as a one-unit ML_EV_LOAD_VALUE record (its value in word 1). */
+static int compact_load(const struct qsink *s, const struct ml_ev_point *p)
+{
+    return s->compact && p->kind == ML_EV_LOAD && p->len_op < 0 && p->value_op != -1 &&
+           p->size >= 1 && p->size <= 8 && value_type(LLVMTypeOf(ml_ev_operand(p, p->value_op)));
+}
+
 /* Units of a point's record, and whether its extra unit holds a length or a value. */
 static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p, int *len,
                              int *value)
@@ -99,7 +107,7 @@ static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p,
         *len = 1; /* the object's size */
         return 2;
     }
-    if (!ml_ev_is_access(p->kind))
+    if (!ml_ev_is_access(p->kind) || compact_load(s, p))
         return 1;
     if (p->len_op >= 0 || p->size >= 64)
         *len = 1;
@@ -206,12 +214,18 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
         unsigned aux = ml_ev_is_access(q->kind) && !len ? (unsigned)q->size : 0;
         LLVMValueRef w0, w1;
 
+        int cv = compact_load(s, q);
         if (!site_base)
             site_base = load_base(s, 10);
-        w0 = LLVMConstInt(ir->t_i64, ML_Q_W0(q->kind, units - 1, aux, q->site), 0);
+        if (cv)
+            aux = ML_Q_VAL_AUX(q->size, value_type(LLVMTypeOf(ml_ev_operand(q, q->value_op))));
+        w0 = LLVMConstInt(ir->t_i64,
+                          ML_Q_W0(cv ? ML_EV_LOAD_VALUE : q->kind, units - 1, aux, q->site), 0);
         w0 =
             LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
-        if (q->addr_op != -1) {
+        if (cv) {
+            w1 = value_word(s, ml_ev_operand(q, q->value_op));
+        } else if (q->addr_op != -1) {
             w1 = LLVMBuildPtrToInt(b, ml_ev_operand(q, q->addr_op), ir->t_i64, "");
         } else {
             uint32_t mk = s->ev.sites[q->site].marker;
@@ -337,6 +351,9 @@ int ml_sink_queue(struct ml_ir *ir)
     int rc = 0;
 
     eo.kinds = ir->o->events;
+    /* Values without addresses: half the bytes for a value build (no module reads load addresses).
+     */
+    s.compact = (ir->o->event_fields & ML_EVF_VALUE) && !(ir->o->event_fields & ML_EVF_ADDR);
     eo.fields = ir->o->event_fields | ML_EVF_ADDR | ML_EVF_SIZE | ML_EVF_SITE;
     eo.loops = !!(eo.kinds & (ML_EV_BIT(ML_EV_LOOP_ENTRY) | ML_EV_BIT(ML_EV_LOOP_ITER) |
                               ML_EV_BIT(ML_EV_LOOP_EXIT)));
