@@ -146,10 +146,21 @@ $(B)/tests/%: tests/unit/%.c $(B)/asan/lib/libmemlens.a
 	$(CC) $(BASE_CFLAGS) -O1 $(SAN) -o $@ $< $(B)/asan/lib/libmemlens.a \
 		-lcmocka $(TOOL_LIBS)
 
-# libFuzzer targets build the parsers from source with clang and sanitizers.
-$(B)/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
+# libFuzzer targets link one library built once with clang, coverage and sanitizers (building
+# every source again per target made the fuzz step most of the build's time).
+FUZZ_SAN := -fsanitize=address,undefined
+$(B)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(BASE_CFLAGS) -O1 -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(TOOL_LIBS)
+	$(FUZZ_CC) $(BASE_CFLAGS) -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(B)/fuzz/lib/libmemlens.a: $(LIB_SRC:%.c=$(B)/fuzz/obj/%.o)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/fuzz/%: tests/fuzz/%.c $(B)/fuzz/lib/libmemlens.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) -O1 $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< \
+		$(B)/fuzz/lib/libmemlens.a $(TOOL_LIBS)
 
 test: deps
 	$(MAKE) all asan unit fuzz
