@@ -50,7 +50,6 @@ static void likely_first(struct ml_ir *ir, LLVMValueRef br)
  * runtime clear OPEN, abi.h).
  */
 struct carry {
-    LLVMValueRef fn;
     uint32_t region;
     int kind;       /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
     LLVMValueRef v; /* alloca */
@@ -81,8 +80,8 @@ static void carry_load(struct ml_ir *ir, const struct carry *c)
 
     carry_words(ir, c, &w, &g, &rare);
     ans = LLVMBuildShl(ir->b, LLVMBuildAnd(ir->b, g, c32(ir, 1), ""), c32(ir, 30), "");
-    LLVMBuildStore(ir->b, LLVMBuildSelect(ir->b, rare, c32(ir, 0), LLVMBuildOr(ir->b, w, ans, ""), ""),
-                   c->v);
+    LLVMBuildStore(
+        ir->b, LLVMBuildSelect(ir->b, rare, c32(ir, 0), LLVMBuildOr(ir->b, w, ans, ""), ""), c->v);
 }
 
 /* Register -> thread-local w (the gate is the runtime's: never written here). */
@@ -106,11 +105,11 @@ static LLVMValueRef carry_fast(struct ml_ir *ir, const struct carry *c, int kind
 
     if (kind == K_EXIT)
         return LLVMBuildICmp(ir->b, LLVMIntSLT, v, c32(ir, 0), "");
-    return LLVMBuildAnd(
-        ir->b,
-        LLVMBuildICmp(ir->b, LLVMIntNE, LLVMBuildAnd(ir->b, v, c32(ir, ML_RT_SLOT_LIMIT - 1), ""),
-                      c32(ir, 0), ""),
-        LLVMBuildICmp(ir->b, LLVMIntSGE, v, c32(ir, 0), ""), "");
+    return LLVMBuildAnd(ir->b,
+                        LLVMBuildICmp(ir->b, LLVMIntNE,
+                                      LLVMBuildAnd(ir->b, v, c32(ir, ML_RT_SLOT_LIMIT - 1), ""),
+                                      c32(ir, 0), ""),
+                        LLVMBuildICmp(ir->b, LLVMIntSGE, v, c32(ir, 0), ""), "");
 }
 
 static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c)
@@ -147,7 +146,8 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     } else if (c) { /* budget - 1, OPEN set: one add */
         LLVMValueRef v = LLVMBuildAdd(ir->b, w, c32(ir, ML_RT_SLOT_OPEN - 1), "");
         LLVMBuildStore(ir->b, v, c->v);
-        answer = LLVMBuildLShr(ir->b, LLVMBuildAnd(ir->b, v, c32(ir, CARRY_ANS), ""), c32(ir, 30), "");
+        answer =
+            LLVMBuildLShr(ir->b, LLVMBuildAnd(ir->b, v, c32(ir, CARRY_ANS), ""), c32(ir, 30), "");
     } else if (kind == K_EXIT) {
         LLVMBuildStore(
             ir->b, LLVMBuildAnd(ir->b, w, LLVMConstInt(ir->t_i32, ~ML_RT_SLOT_OPEN, 0), ""), wp);
@@ -265,7 +265,8 @@ static int64_t loop_region(const struct ml_ir *ir, const struct ml_cfg *cfg, uns
         }
     }
     for (unsigned k = cfg->pred_off[l->header]; k < cfg->pred_off[l->header + 1]; k++) {
-        LLVMOpcode op = LLVMGetInstructionOpcode(LLVMGetBasicBlockTerminator(cfg->blocks[cfg->pred[k]]));
+        LLVMOpcode op =
+            LLVMGetInstructionOpcode(LLVMGetBasicBlockTerminator(cfg->blocks[cfg->pred[k]]));
         if (!in_loop[cfg->pred[k]] && (op == LLVMIndirectBr || op == LLVMCallBr))
             return -1;
     }
@@ -352,7 +353,6 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
             continue;
         chosen[li] = 1;
         struct carry *c = &cs[nc++];
-        c->fn = fn;
         c->region = (uint32_t)r;
         c->kind = kind;
         LLVMPositionBuilder(ir->b, LLVMGetEntryBasicBlock(fn),
@@ -369,8 +369,8 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
                     if (calls[k] == in)
                         carried[k] = c;
             for (unsigned k = cfg.succ_off[b]; k < cfg.succ_off[b + 1]; k++)
-                if (!in_loop[cfg.succ[k]] &&
-                    (rc = add_edge(&edges, &nedges, &capedges, bb, cfg.blocks[cfg.succ[k]], c, NULL)))
+                if (!in_loop[cfg.succ[k]] && (rc = add_edge(&edges, &nedges, &capedges, bb,
+                                                            cfg.blocks[cfg.succ[k]], c, NULL)))
                     goto out;
             if (op == LLVMRet || op == LLVMResume || op == LLVMUnreachable) {
                 LLVMPositionBuilderBefore(ir->b, term);

@@ -1,8 +1,8 @@
 /* Loop-body regions whose markers the instrumenter carries in a register (call-free loops,
  * docs/regions.md "Inline enter and exit"): a plain loop body, a break out of the region, a
  * region open when its loop starts (END then BEGIN inside the loop), a return from inside the
- * region, and a region in an inner loop. Every execution reads a known number of heap bytes, through
- * volatile loads so that the optimiser neither merges nor duplicates them at any level. */
+ * region, and a region in an inner loop. Every execution reads a known number of heap bytes,
+ * through volatile loads so that the optimiser neither merges nor duplicates them at any level. */
 #include "memlens.h"
 
 #include <stdio.h>
