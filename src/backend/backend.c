@@ -36,11 +36,17 @@ struct partial_blob {
     uint64_t tag;
 };
 
+struct ready {
+    uint64_t t1; /* cycle clock at publication */
+    uint32_t slot, k;
+};
+
 struct wstate {
     struct ml_bworker w;
     pthread_t th;
     int started;
-    uint64_t *next_seq; /* [max_slots]: the next chunk this worker reads, per slot */
+    uint64_t *next_seq;  /* [max_slots]: the next chunk this worker reads, per slot */
+    struct ready *ready; /* [2 * max_slots]: the chunks one pass reads, in publication order */
     void *st[MAX_MODS];
     uint64_t events, bytes, chunks, corrupt, blob_lost;
     uint64_t busy_ns;        /* time spent reading chunks */
@@ -350,7 +356,36 @@ static void release(struct ml_q_slot *sl, struct ml_q_chunk *ch)
         ml_q_futex(&ch->state, FUTEX_WAKE, INT_MAX, NULL);
 }
 
-/* One round over the slots: reads every chunk that is next in its slot's sequence. */
+/* Adds to r the chunks of slot s that are full and next in its sequence after *seq (both at most).
+ */
+static uint32_t gather(struct ml_q_header *h, uint32_t s, uint64_t *seq, struct ready *r)
+{
+    struct ml_q_slot *sl = ml_q_slot(h, s);
+    uint32_t got = 0;
+
+    for (; got < 2; got++, ++*seq) {
+        struct ml_q_chunk *ch = &sl->chunk[*seq & 1];
+        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != *seq)
+            break;
+        r[got] = (struct ready){ch->t1, s, (uint32_t)(*seq & 1)};
+    }
+    return got;
+}
+
+static int by_t1(const void *a, const void *b)
+{
+    uint64_t x = ((const struct ready *)a)->t1, y = ((const struct ready *)b)->t1;
+
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * One round over the slots: reads the chunks that are next in their slots'
+ * sequences, in the order they were published, so that data one thread hands
+ * to another (a join, a lock) is seen written before it is read. A second
+ * scan picks up what was published while the first ran: a chunk published
+ * before one the first scan saw is then in the same round, never a later one.
+ */
 static uint32_t pass(struct wstate *ws)
 {
     struct ml_q_header *h = ws->w.b->h;
@@ -359,18 +394,22 @@ static uint32_t pass(struct wstate *ws)
 
     if (n > h->max_slots)
         n = h->max_slots;
-    for (uint32_t s = 0; s < n; s++) {
-        struct ml_q_slot *sl = ml_q_slot(h, s);
-        uint64_t seq = ws->next_seq[s];
-        struct ml_q_chunk *ch = &sl->chunk[seq & 1];
-        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != seq)
-            continue;
+    for (int scan = 0; scan < 2; scan++)
+        for (uint32_t s = 0; s < n; s++) {
+            uint64_t seq = ws->next_seq[s];
+            uint32_t k = gather(h, s, &seq, ws->ready + got);
+            ws->next_seq[s] = seq;
+            got += k;
+        }
+    if (got > 1)
+        qsort(ws->ready, got, sizeof(*ws->ready), by_t1);
+    for (uint32_t i = 0; i < got; i++) {
+        struct ml_q_slot *sl = ml_q_slot(h, ws->ready[i].slot);
+        struct ml_q_chunk *ch = &sl->chunk[ws->ready[i].k];
         t0 = ml_q_now_ns();
-        consume(ws, ch, ml_q_chunk_data(h, s, (uint32_t)(seq & 1)), ch->len);
+        consume(ws, ch, ml_q_chunk_data(h, ws->ready[i].slot, ws->ready[i].k), ch->len);
         ws->busy_ns += ml_q_now_ns() - t0;
-        ws->next_seq[s] = seq + 1;
         release(sl, ch);
-        got++;
     }
     return got;
 }
@@ -553,8 +592,9 @@ int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, cha
         ws->w.n = o->workers;
         ws->w.b = b;
         ws->next_seq = calloc(b->h->max_slots, sizeof(*ws->next_seq));
+        ws->ready = calloc(2 * (size_t)b->h->max_slots, sizeof(*ws->ready));
         ws->w.ctx = ml_ctx_new();
-        if (!ws->next_seq || !ws->w.ctx)
+        if (!ws->next_seq || !ws->ready || !ws->w.ctx)
             goto nomem;
         for (uint32_t m = 0; m < o->nmods; m++)
             if (!(ws->st[m] = b->mods[m]->init(&ws->w))) {
@@ -700,6 +740,7 @@ void ml_backend_free(struct ml_backend *b)
                 free(ws->pb[t].buf);
             free(ws->pb);
             free(ws->next_seq);
+            free(ws->ready);
         }
         free(b->ws);
     }
