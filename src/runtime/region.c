@@ -1087,6 +1087,10 @@ static void region_exit(uint32_t g, uint32_t *slot)
     struct ml_thread_rec *t = self;
     struct ml_rstate *s;
 
+    if (slot && (slot[0] & ML_RT_SLOT_OPEN)) { /* the inline path started it: just end it */
+        slot[0] &= ~ML_RT_SLOT_OPEN;
+        return;
+    }
     if (!t || !t->rs || g >= ML_RT_MAX_REGIONS)
         return;
     s = &t->rs[g];

@@ -1,0 +1,32 @@
+#!/bin/bash
+# Loop-body regions in call-free loops, whose inline markers keep the region's words in a register
+# (docs/regions.md, "Inline enter and exit"): a plain body, a break out of the region, a region
+# open when its loop starts, a return from inside the region, a region in an inner loop. At
+# -O0..-O3, with every execution measured and with MEMLENS_SAMPLE=3 (phase 0: executions 0, 3,
+# 6, ... of each region), executions and heap bytes must equal the closed forms exactly.
+. "$(dirname "$0")/region-lib.bash"
+ml_setup
+
+n=1000 reps=40
+for O in $ML_LEVELS; do
+    ml_build carry$O $O "$ML_KERNELS/carry.c" || continue
+    ml_run carry$O "$ML_TMP/full$O" $n $reps || continue
+    MEMLENS_SAMPLE=3 MEMLENS_SAMPLE_PHASE=0 ml_run carry$O "$ML_TMP/third$O" $n $reps || continue
+    ml_check "carry -O$O" '
+n, reps = int(sys.argv[1]), int(sys.argv[2])
+# Bytes read by each execution of each region, in execution order (one call per repetition).
+per_call = {
+    "body": [8] * n,
+    "brk": [8] * (n // 2 + 1),
+    "open": [16] + [8] * (n - 1) + [0],
+    "ret": [8] * (n // 2 + 1),
+    "inner": [8] * (3 * (n // 4)),
+}
+for name, call in per_call.items():
+    execs = call * reps
+    for d, keep in ((sys.argv[3], lambda k: True), (sys.argv[4], lambda k: k % 3 == 0)):
+        region(profile(d), name, rd_heap=sum(b for k, b in enumerate(execs) if keep(k)),
+               entries=len(execs))
+' $n $reps "$ML_TMP/full$O" "$ML_TMP/third$O"
+done
+ml_finish
