@@ -38,78 +38,70 @@ static void likely_first(struct ml_ir *ir, LLVMValueRef br)
 /*
  * BEGIN: if ((w - 1) | gate) < LIMIT, w = (w - 1) | OPEN and the answer is
  * gate & 1; END: if w has OPEN, clear it. Otherwise the runtime call runs.
- */
-/*
- * A region's words carried in a register through a loop (see carry_plan): one
- * alloca, promoted by mem2reg, holds v = w's budget (bits 0-29), the answer of
- * an inline BEGIN (bit 30, ANS) and OPEN (bit 31). v is derived from the
- * thread-local w and gate where the loop is entered and after each runtime
- * call; w is written back on the loop's exits and before each runtime call.
- * When the gate is closed or w is OPEN on loading ("rare": nothing runs
- * inline), v is 0 and w is written back as it was (an END then lets the
- * runtime clear OPEN, abi.h).
+ *
+ * A region's words carried in registers through a loop (see carry_plan): two
+ * allocas, promoted by mem2reg. r is 0 when the thread-local w is the truth
+ * (nothing runs inline until the next runtime call), else w's budget + 1: a
+ * BEGIN runs inline when r > 1 and takes one unit, so r stays non-zero until
+ * its END, which only tests r. a holds the gate's answer. Both are derived
+ * from the thread-local words where the loop is entered and after a runtime
+ * END; a runtime BEGIN leaves w 0 (the runtime's) and r 0. Where the loop is
+ * left and before a runtime BEGIN, w is written back from a non-zero r (with
+ * OPEN where the region is open there), so the runtime's books are the
+ * thread-local path's. Whether the region is open is known statically at every
+ * point of a carried loop (carry_states).
  */
 struct carry {
     uint32_t region;
-    int kind;       /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
-    LLVMValueRef v; /* alloca */
+    int kind;          /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
+    LLVMValueRef r, a; /* allocas */
 };
 
-#define CARRY_ANS ML_RT_SLOT_LIMIT
+enum { ST_NONE, ST_CLOSED, ST_OPEN, ST_BAD };
 
 static LLVMValueRef c32(struct ml_ir *ir, uint32_t v)
 {
     return LLVMConstInt(ir->t_i32, v, 0);
 }
 
-/* The thread-local w and gate; *rare: they leave nothing to the inline path. */
-static void carry_words(struct ml_ir *ir, const struct carry *c, LLVMValueRef *w, LLVMValueRef *g,
-                        LLVMValueRef *rare)
+static LLVMValueRef w_ptr(struct ml_ir *ir, const struct carry *c)
 {
-    *w = LLVMBuildLoad2(ir->b, ir->t_i32, slot_ptr(ir, 2 * (uint64_t)c->region), "");
-    *g = LLVMBuildLoad2(ir->b, ir->t_i32,
-                        slot_ptr(ir, 2 * (uint64_t)ir->nregions + (c->kind == K_ALWAYS)), "");
-    *rare = LLVMBuildICmp(ir->b, LLVMIntUGE, LLVMBuildOr(ir->b, *w, *g, ""),
-                          c32(ir, ML_RT_SLOT_LIMIT), "");
+    return slot_ptr(ir, 2 * (uint64_t)c->region);
 }
 
-/* Thread-local words -> register. */
-static void carry_load(struct ml_ir *ir, const struct carry *c)
+/* Thread-local words -> registers, the region open (ST_OPEN) or not at this point. */
+static void carry_load(struct ml_ir *ir, const struct carry *c, int state)
 {
-    LLVMValueRef w, g, rare, ans;
+    LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->t_i32, w_ptr(ir, c), ""), r;
+    LLVMValueRef g = LLVMBuildLoad2(
+        ir->b, ir->t_i32, slot_ptr(ir, 2 * (uint64_t)ir->nregions + (c->kind == K_ALWAYS)), "");
+    LLVMValueRef off = LLVMBuildICmp(ir->b, LLVMIntUGE, g, c32(ir, ML_RT_SLOT_LIMIT), "");
 
-    carry_words(ir, c, &w, &g, &rare);
-    ans = LLVMBuildShl(ir->b, LLVMBuildAnd(ir->b, g, c32(ir, 1), ""), c32(ir, 30), "");
-    LLVMBuildStore(
-        ir->b, LLVMBuildSelect(ir->b, rare, c32(ir, 0), LLVMBuildOr(ir->b, w, ans, ""), ""), c->v);
+    if (state == ST_OPEN) { /* open inline (OPEN), the gate open: its END runs inline */
+        LLVMValueRef mine = LLVMBuildICmp(ir->b, LLVMIntSLT, w, c32(ir, 0), "");
+        r = LLVMBuildSelect(ir->b, LLVMBuildAnd(ir->b, mine, LLVMBuildNot(ir->b, off, ""), ""),
+                            LLVMBuildAdd(ir->b, w, c32(ir, 1u - ML_RT_SLOT_OPEN), ""), c32(ir, 0),
+                            "");
+    } else { /* OPEN here: the runtime sorts out a BEGIN inside an inline execution */
+        LLVMValueRef rare = LLVMBuildICmp(ir->b, LLVMIntUGE, LLVMBuildOr(ir->b, w, g, ""),
+                                          c32(ir, ML_RT_SLOT_LIMIT), "");
+        r = LLVMBuildSelect(ir->b, rare, c32(ir, 0), LLVMBuildAdd(ir->b, w, c32(ir, 1), ""), "");
+    }
+    LLVMBuildStore(ir->b, r, c->r);
+    LLVMBuildStore(ir->b, LLVMBuildAnd(ir->b, g, c32(ir, 1), ""), c->a);
 }
 
-/* Register -> thread-local w (the gate is the runtime's: never written here). */
-static void carry_store(struct ml_ir *ir, const struct carry *c)
+/* Registers -> thread-local w (the gate is the runtime's: never written here). */
+static void carry_store(struct ml_ir *ir, const struct carry *c, int state)
 {
-    LLVMValueRef w, g, rare, v = LLVMBuildLoad2(ir->b, ir->t_i32, c->v, "");
+    LLVMValueRef r = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
+    LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->t_i32, w_ptr(ir, c), "");
+    LLVMValueRef v = LLVMBuildAdd(ir->b, r, c32(ir, state == ST_OPEN ? ML_RT_SLOT_OPEN - 1 : ~0u), "");
 
-    carry_words(ir, c, &w, &g, &rare);
-    v = LLVMBuildAnd(ir->b, v, c32(ir, ~(uint32_t)CARRY_ANS), "");
-    LLVMBuildStore(ir->b, LLVMBuildSelect(ir->b, rare, w, v, ""),
-                   slot_ptr(ir, 2 * (uint64_t)c->region));
-}
-
-/*
- * The test of a carried marker, v in *x: BEGIN runs inline when v has a budget
- * and no OPEN, END when v has OPEN.
- */
-static LLVMValueRef carry_fast(struct ml_ir *ir, const struct carry *c, int kind, LLVMValueRef *x)
-{
-    LLVMValueRef v = *x = LLVMBuildLoad2(ir->b, ir->t_i32, c->v, "");
-
-    if (kind == K_EXIT)
-        return LLVMBuildICmp(ir->b, LLVMIntSLT, v, c32(ir, 0), "");
-    return LLVMBuildAnd(ir->b,
-                        LLVMBuildICmp(ir->b, LLVMIntNE,
-                                      LLVMBuildAnd(ir->b, v, c32(ir, ML_RT_SLOT_LIMIT - 1), ""),
-                                      c32(ir, 0), ""),
-                        LLVMBuildICmp(ir->b, LLVMIntSGE, v, c32(ir, 0), ""), "");
+    LLVMBuildStore(ir->b,
+                   LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, r, c32(ir, 0), ""), w, v,
+                                   ""),
+                   w_ptr(ir, c));
 }
 
 static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c)
@@ -126,7 +118,9 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMPositionBuilderAtEnd(ir->b, head);
     LLVMSetCurrentDebugLocation2(ir->b, loc);
     if (c) {
-        ok = carry_fast(ir, c, kind, &w);
+        w = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
+        ok = LLVMBuildICmp(ir->b, kind == K_EXIT ? LLVMIntNE : LLVMIntUGT, w,
+                           c32(ir, kind == K_EXIT ? 0 : 1), "");
     } else if ((w = LLVMBuildLoad2(ir->b, ir->t_i32, wp, "")), kind == K_EXIT) {
         ok = LLVMBuildICmp(ir->b, LLVMIntSLT, w, LLVMConstInt(ir->t_i32, 0, 0), "");
     } else {
@@ -141,13 +135,10 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     likely_first(ir, br);
 
     LLVMPositionBuilderAtEnd(ir->b, fast);
-    if (c && kind == K_EXIT) {
-        LLVMBuildStore(ir->b, LLVMBuildAnd(ir->b, w, c32(ir, ~ML_RT_SLOT_OPEN), ""), c->v);
-    } else if (c) { /* budget - 1, OPEN set: one add */
-        LLVMValueRef v = LLVMBuildAdd(ir->b, w, c32(ir, ML_RT_SLOT_OPEN - 1), "");
-        LLVMBuildStore(ir->b, v, c->v);
-        answer =
-            LLVMBuildLShr(ir->b, LLVMBuildAnd(ir->b, v, c32(ir, CARRY_ANS), ""), c32(ir, 30), "");
+    if (c && kind != K_EXIT) { /* one unit of the budget; END has nothing to do */
+        LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, w, c32(ir, ~0u), ""), c->r);
+        answer = LLVMBuildLoad2(ir->b, ir->t_i32, c->a, "");
+    } else if (c) {
     } else if (kind == K_EXIT) {
         LLVMBuildStore(
             ir->b, LLVMBuildAnd(ir->b, w, LLVMConstInt(ir->t_i32, ~ML_RT_SLOT_OPEN, 0), ""), wp);
@@ -159,11 +150,13 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMBuildBr(ir->b, cont);
 
     LLVMPositionBuilderAtEnd(ir->b, slow);
-    if (c)
-        carry_store(ir, c);
+    if (c && kind != K_EXIT)
+        carry_store(ir, c, ST_CLOSED);
     LLVMInsertIntoBuilder(ir->b, call);
-    if (c)
-        carry_load(ir, c);
+    if (c && kind != K_EXIT) /* the runtime left w 0: the END calls it too */
+        LLVMBuildStore(ir->b, c32(ir, 0), c->r);
+    else if (c)
+        carry_load(ir, c, ST_CLOSED);
     LLVMBuildBr(ir->b, cont);
 
     if (answer && LLVMGetFirstUse(call)) {
@@ -276,32 +269,90 @@ static int64_t loop_region(const struct ml_ir *ir, const struct ml_cfg *cfg, uns
     return region;
 }
 
-/* An edge to split: w written back for `out` and/or read for `in`. */
+/*
+ * Whether the region is open (ST_OPEN) or not (ST_CLOSED) where each block of
+ * loop l ends (st[]), a loop whose markers are all of one region: the state at
+ * the header (returned) must be the same on every way round, BEGIN must find
+ * it closed and END open. -1 when no such states exist (then the loop is not
+ * carried: nesting and recursion are the runtime's).
+ */
+static int carry_states(const struct ml_ir *ir, const struct ml_cfg *cfg, const struct ml_loop *l,
+                        const unsigned char *in_loop, unsigned char *in, unsigned char *st)
+{
+    for (int h = ST_CLOSED; h <= ST_OPEN; h++) {
+        int changed = 1, ok = 1;
+        for (unsigned i = 0; i < l->nblocks; i++)
+            in[l->blocks[i]] = st[l->blocks[i]] = ST_NONE;
+        in[l->header] = (unsigned char)h;
+        while (changed) {
+            changed = 0;
+            for (unsigned i = 0; i < l->nblocks; i++) {
+                unsigned b = l->blocks[i];
+                int x = in[b];
+                uint32_t r;
+                if (b != l->header) {
+                    x = ST_NONE;
+                    for (unsigned k = cfg->pred_off[b]; k < cfg->pred_off[b + 1]; k++) {
+                        int y = in_loop[cfg->pred[k]] ? st[cfg->pred[k]] : ST_NONE;
+                        x = x == ST_NONE ? y : y == ST_NONE || y == x ? x : ST_BAD;
+                    }
+                    changed |= in[b] != x;
+                    in[b] = (unsigned char)x;
+                }
+                for (LLVMValueRef v = LLVMGetFirstInstruction(cfg->blocks[b]);
+                     v && x != ST_NONE && x != ST_BAD; v = LLVMGetNextInstruction(v)) {
+                    int k = marker_kind(ir, v, &r);
+                    if (k == K_EXIT)
+                        x = x == ST_OPEN ? ST_CLOSED : ST_BAD;
+                    else if (k >= 0)
+                        x = x == ST_CLOSED ? ST_OPEN : ST_BAD;
+                }
+                changed |= st[b] != x;
+                st[b] = (unsigned char)x;
+            }
+        }
+        for (unsigned i = 0; i < l->nblocks; i++)
+            ok &= in[l->blocks[i]] != ST_BAD && st[l->blocks[i]] != ST_BAD;
+        for (unsigned i = 0; i < l->nlatches; i++)
+            ok &= st[l->latches[i]] == h;
+        if (ok)
+            return h;
+    }
+    return -1;
+}
+
+/* An edge to split: w written back for `out` and/or read for `in`, in the region's states there. */
 struct cedge {
     LLVMBasicBlockRef p, s;
     struct carry *out, *in;
+    int out_state, in_state;
 };
 
 static int add_edge(struct cedge **e, size_t *n, size_t *cap, LLVMBasicBlockRef p,
-                    LLVMBasicBlockRef s, struct carry *out, struct carry *in)
+                    LLVMBasicBlockRef s, struct carry *c, int out, int state)
 {
-    for (size_t i = 0; i < *n; i++)
-        if ((*e)[i].p == p && (*e)[i].s == s) {
-            if (out)
-                (*e)[i].out = out;
-            if (in)
-                (*e)[i].in = in;
-            return 0;
+    size_t i;
+
+    for (i = 0; i < *n && ((*e)[i].p != p || (*e)[i].s != s); i++)
+        ;
+    if (i == *n) {
+        if (*n == *cap) {
+            size_t nc = *cap ? 2 * *cap : 16;
+            struct cedge *e2 = realloc(*e, nc * sizeof(*e2));
+            if (!e2)
+                return -ENOMEM;
+            *e = e2;
+            *cap = nc;
         }
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        struct cedge *e2 = realloc(*e, nc * sizeof(*e2));
-        if (!e2)
-            return -ENOMEM;
-        *e = e2;
-        *cap = nc;
+        (*e)[(*n)++] = (struct cedge){p, s, NULL, NULL, 0, 0};
     }
-    (*e)[(*n)++] = (struct cedge){p, s, out, in};
+    if (out) {
+        (*e)[i].out = c;
+        (*e)[i].out_state = state;
+    } else {
+        (*e)[i].in = c;
+        (*e)[i].in_state = state;
+    }
     return 0;
 }
 
@@ -317,7 +368,7 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
                       struct carry **carried, struct carry **out)
 {
     struct ml_cfg cfg;
-    unsigned char *in_loop = NULL, *chosen = NULL;
+    unsigned char *in_loop = NULL, *chosen = NULL, *st_in = NULL, *st = NULL;
     struct carry *cs = NULL;
     struct cedge *edges = NULL;
     size_t nedges = 0, capedges = 0;
@@ -333,14 +384,16 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
     in_loop = calloc(cfg.n ? cfg.n : 1, 1);
     chosen = calloc(cfg.nloops ? cfg.nloops : 1, 1);
     cs = calloc(cfg.nloops ? cfg.nloops : 1, sizeof(*cs));
-    if (!in_loop || !chosen || !cs) {
+    st_in = calloc(cfg.n ? cfg.n : 1, 1);
+    st = calloc(cfg.n ? cfg.n : 1, 1);
+    if (!in_loop || !chosen || !cs || !st_in || !st) {
         rc = -ENOMEM;
         goto out;
     }
     for (unsigned li = 0; li < cfg.nloops; li++) {
         const struct ml_loop *l = &cfg.loops[li];
         int64_t r;
-        int covered = 0, kind = K_ENTER;
+        int covered = 0, kind = K_ENTER, h;
         for (int p = l->parent; p >= 0 && !covered; p = cfg.loops[p].parent)
             covered = chosen[p];
         if (covered)
@@ -349,7 +402,7 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
         for (unsigned i = 0; i < l->nblocks; i++)
             in_loop[l->blocks[i]] = 1;
         r = loop_region(ir, &cfg, li, in_loop, &kind);
-        if (r < 0)
+        if (r < 0 || (h = carry_states(ir, &cfg, l, in_loop, st_in, st)) < 0)
             continue;
         chosen[li] = 1;
         struct carry *c = &cs[nc++];
@@ -358,7 +411,8 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
         LLVMPositionBuilder(ir->b, LLVMGetEntryBasicBlock(fn),
                             LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(fn)));
         LLVMSetCurrentDebugLocation2(ir->b, NULL);
-        c->v = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.v");
+        c->r = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.r");
+        c->a = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.a");
         for (unsigned i = 0; i < l->nblocks; i++) {
             unsigned b = l->blocks[i];
             LLVMBasicBlockRef bb = cfg.blocks[b];
@@ -370,17 +424,17 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
                         carried[k] = c;
             for (unsigned k = cfg.succ_off[b]; k < cfg.succ_off[b + 1]; k++)
                 if (!in_loop[cfg.succ[k]] && (rc = add_edge(&edges, &nedges, &capedges, bb,
-                                                            cfg.blocks[cfg.succ[k]], c, NULL)))
+                                                            cfg.blocks[cfg.succ[k]], c, 1, st[b])))
                     goto out;
             if (op == LLVMRet || op == LLVMResume || op == LLVMUnreachable) {
                 LLVMPositionBuilderBefore(ir->b, term);
-                carry_store(ir, c);
+                carry_store(ir, c, st[b]);
             }
         }
         for (unsigned k = cfg.pred_off[l->header]; k < cfg.pred_off[l->header + 1]; k++)
             if (!in_loop[cfg.pred[k]] &&
                 (rc = add_edge(&edges, &nedges, &capedges, cfg.blocks[cfg.pred[k]],
-                               cfg.blocks[l->header], NULL, c)))
+                               cfg.blocks[l->header], c, 0, h)))
                 goto out;
     }
     for (size_t i = 0; i < nedges; i++) {
@@ -391,12 +445,14 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
             continue;
         LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(nb));
         if (edges[i].out)
-            carry_store(ir, edges[i].out);
+            carry_store(ir, edges[i].out, edges[i].out_state);
         if (edges[i].in)
-            carry_load(ir, edges[i].in);
+            carry_load(ir, edges[i].in, edges[i].in_state);
     }
 out:
     free(edges);
+    free(st_in);
+    free(st);
     free(in_loop);
     free(chosen);
     ml_cfg_free(&cfg);
