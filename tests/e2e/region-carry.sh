@@ -1,7 +1,9 @@
 #!/bin/bash
 # Loop-body regions in call-free loops, whose inline markers keep the region's words in a register
 # (docs/regions.md, "Inline enter and exit"): a plain body, a break out of the region, a region
-# open when its loop starts, a return from inside the region, a region in an inner loop. At
+# open when its loop starts, a return from inside the region, a region in an inner loop, and a
+# region reading through a pointer that swaps between the stack and the heap (its class tested
+# outside the loops it does not change in). At
 # -O0..-O3, with every execution measured and with MEMLENS_SAMPLE=3 (phase 0: executions 0, 3,
 # 6, ... of each region), executions and heap bytes must equal the closed forms exactly.
 . "$(dirname "$0")/region-lib.bash"
@@ -22,11 +24,19 @@ per_call = {
     "ret": [8] * (n // 2 + 1),
     "inner": [8] * (3 * (n // 4)),
 }
+# swap: 8 executions per row, reading 1 + rep % 7 doubles, of the stack buffer on even rows (at
+# -O0 the locals of the program add stack bytes).
+swap = [(8 * (1 + r % 7), row % 2 == 0) for r in range(reps) for row in range(5) for j in range(8)]
+for d, keep in ((sys.argv[3], lambda k: True), (sys.argv[4], lambda k: k % 3 == 0)):
+    st = {} if sys.argv[5] == "0" else {
+        "rd_stack": sum(b for k, (b, s) in enumerate(swap) if keep(k) and s)}
+    region(profile(d), "swap", entries=len(swap),
+           rd_heap=sum(b for k, (b, s) in enumerate(swap) if keep(k) and not s), **st)
 for name, call in per_call.items():
     execs = call * reps
     for d, keep in ((sys.argv[3], lambda k: True), (sys.argv[4], lambda k: k % 3 == 0)):
         region(profile(d), name, rd_heap=sum(b for k, b in enumerate(execs) if keep(k)),
                entries=len(execs))
-' $n $reps "$ML_TMP/full$O" "$ML_TMP/third$O"
+' $n $reps "$ML_TMP/full$O" "$ML_TMP/third$O" $O
 done
 ml_finish

@@ -78,6 +78,32 @@ __attribute__((noinline)) static double inner(const double *a, long rows, long c
     return s;
 }
 
+/* swap: a region per middle iteration, reading k doubles in an inner loop through a pointer that
+ * swaps between a stack and a heap buffer every outer iteration (so its class is tested at run
+ * time, once per outer iteration): rows * 8 executions per call, those of even rows read the stack
+ * buffer, those of odd rows the heap one. */
+__attribute__((noinline)) static double swap(const double *h, long rows, long k)
+{
+    double st[64];
+    const double *p = st, *q = h, *t;
+    double s = 0;
+
+    for (long i = 0; i < 64; i++)
+        ((volatile double *)st)[i] = (double)i;
+    for (long r = 0; r < rows; r++) {
+        for (long j = 0; j < 8; j++) {
+            MEMLENS_ROI_BEGIN("swap");
+            for (long i = 0; i < k; i++)
+                s += LD(p, i) * (double)j;
+            MEMLENS_ROI_END("swap");
+        }
+        t = p;
+        p = q;
+        q = t;
+    }
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 1000, reps = argc > 2 ? atol(argv[2]) : 10;
@@ -95,6 +121,7 @@ int main(int argc, char **argv)
         s += open_loop(a, n);
         found += ret(a, n, -1);
         s += inner(a, 3, n / 4);
+        s += swap(a, 5, 1 + r % 7);
     }
     printf("%.1f %ld\n", s, found);
     free(a);
