@@ -104,6 +104,55 @@ static void carry_store(struct ml_ir *ir, const struct carry *c, int state)
                    w_ptr(ir, c));
 }
 
+/*
+ * When cont only picks the copy by the answer phi (phi, a compare with 0, a
+ * branch), the fast block branches on its answer itself: no phi and no second
+ * test on the fast path.
+ */
+static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasicBlockRef cont,
+                             LLVMValueRef phi, LLVMValueRef answer)
+{
+    LLVMValueRef cmp = LLVMGetNextInstruction(phi), term = LLVMGetBasicBlockTerminator(cont), op;
+    LLVMUseRef u = LLVMGetFirstUse(phi);
+    LLVMBasicBlockRef to[2];
+
+    if (!cmp || !LLVMIsAICmpInst(cmp) || LLVMGetNextInstruction(cmp) != term || !u ||
+        LLVMGetNextUse(u) || LLVMGetUser(u) != cmp || LLVMGetInstructionOpcode(term) != LLVMBr ||
+        !LLVMIsConditional(term) || LLVMGetCondition(term) != cmp ||
+        LLVMGetNextUse(LLVMGetFirstUse(cmp)) || LLVMGetPreviousInstruction(phi))
+        return;
+    op = LLVMGetOperand(cmp, LLVMGetOperand(cmp, 0) == phi ? 1 : 0);
+    if (!LLVMIsAConstant(op) || LLVMGetOperand(cmp, 0) != phi)
+        return;
+    to[0] = LLVMGetSuccessor(term, 0);
+    to[1] = LLVMGetSuccessor(term, 1);
+    if (to[0] == to[1] || to[0] == cont || to[1] == cont)
+        return;
+    for (int k = 0; k < 2; k++)
+        for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
+             p = LLVMGetNextInstruction(p))
+            for (unsigned i = 0, n = LLVMCountIncoming(p); i < n; i++)
+                if (LLVMGetIncomingBlock(p, i) == cont) {
+                    LLVMValueRef v = LLVMGetIncomingValue(p, i);
+                    if (v == phi || v == cmp)
+                        return;
+                }
+    for (int k = 0; k < 2; k++)
+        for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
+             p = LLVMGetNextInstruction(p))
+            for (unsigned i = 0, n = LLVMCountIncoming(p); i < n; i++)
+                if (LLVMGetIncomingBlock(p, i) == cont) {
+                    LLVMValueRef v = LLVMGetIncomingValue(p, i);
+                    LLVMAddIncoming(p, &v, &fast, 1);
+                    break;
+                }
+    LLVMInstructionEraseFromParent(LLVMGetBasicBlockTerminator(fast));
+    LLVMPositionBuilderAtEnd(ir->b, fast);
+    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cmp), answer, op, ""), to[0],
+                    to[1]);
+    ml_phis_retarget(ir, cont, fast, NULL);
+}
+
 static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c)
 {
     uint32_t r = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(call, 1));
@@ -170,6 +219,8 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
         LLVMReplaceAllUsesWith(call, phi);
         LLVMValueRef in[2] = {answer, call};
         LLVMAddIncoming(phi, in, from, 2);
+        if (c)
+            branch_from_fast(ir, fast, cont, phi, answer);
     }
     LLVMSetCurrentDebugLocation2(ir->b, NULL);
 }
