@@ -39,13 +39,14 @@ static void likely_first(struct ml_ir *ir, LLVMValueRef br)
  * BEGIN: if ((w - 1) | gate) < LIMIT, w = (w - 1) | OPEN and the answer is
  * gate & 1; END: if w has OPEN, clear it. Otherwise the runtime call runs.
  *
- * A region's words carried in registers through a loop (see carry_plan): two
- * allocas, promoted by mem2reg. r is 0 when the thread-local w is the truth
+ * A region's words carried in a register through a loop (see carry_plan): an
+ * alloca r, promoted by mem2reg, is 0 when the thread-local w is the truth
  * (nothing runs inline until the next runtime call), else w's budget + 1: a
  * BEGIN runs inline when r > 1 and takes one unit, so r stays non-zero until
- * its END, which only tests r. a holds the gate's answer. Both are derived
- * from the thread-local words where the loop is entered and after a runtime
- * END; a runtime BEGIN leaves w 0 (the runtime's) and r 0. Where the loop is
+ * its END, which only tests r; the answer is the gate's low bit, read where
+ * it is needed (only the runtime changes the gate: one register fewer). r is
+ * derived from the thread-local words where the loop is entered and after a
+ * runtime END; a runtime BEGIN leaves w 0 (the runtime's) and r 0. Where the loop is
  * left and before a runtime BEGIN, w is written back from a non-zero r (with
  * OPEN where the region is open there), so the runtime's books are the
  * thread-local path's. Whether the region is open is known statically at every
@@ -53,8 +54,8 @@ static void likely_first(struct ml_ir *ir, LLVMValueRef br)
  */
 struct carry {
     uint32_t region;
-    int kind;          /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
-    LLVMValueRef r, a; /* allocas */
+    int kind;       /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
+    LLVMValueRef r; /* alloca */
 };
 
 enum { ST_NONE, ST_CLOSED, ST_OPEN, ST_BAD };
@@ -62,6 +63,13 @@ enum { ST_NONE, ST_CLOSED, ST_OPEN, ST_BAD };
 static LLVMValueRef c32(struct ml_ir *ir, uint32_t v)
 {
     return LLVMConstInt(ir->t_i32, v, 0);
+}
+
+/* The gate word of BEGINs of this kind (K_ENTER or K_ALWAYS), loaded. */
+static LLVMValueRef gate_word(struct ml_ir *ir, int kind)
+{
+    return LLVMBuildLoad2(ir->b, ir->t_i32,
+                          slot_ptr(ir, 2 * (uint64_t)ir->nregions + (kind == K_ALWAYS)), "");
 }
 
 static LLVMValueRef w_ptr(struct ml_ir *ir, const struct carry *c)
@@ -73,8 +81,7 @@ static LLVMValueRef w_ptr(struct ml_ir *ir, const struct carry *c)
 static void carry_load(struct ml_ir *ir, const struct carry *c, int state)
 {
     LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->t_i32, w_ptr(ir, c), ""), r;
-    LLVMValueRef g = LLVMBuildLoad2(
-        ir->b, ir->t_i32, slot_ptr(ir, 2 * (uint64_t)ir->nregions + (c->kind == K_ALWAYS)), "");
+    LLVMValueRef g = gate_word(ir, c->kind);
     LLVMValueRef off = LLVMBuildICmp(ir->b, LLVMIntUGE, g, c32(ir, ML_RT_SLOT_LIMIT), "");
 
     if (state == ST_OPEN) { /* open inline (OPEN), the gate open: its END runs inline */
@@ -88,7 +95,6 @@ static void carry_load(struct ml_ir *ir, const struct carry *c, int state)
         r = LLVMBuildSelect(ir->b, rare, c32(ir, 0), LLVMBuildAdd(ir->b, w, c32(ir, 1), ""), "");
     }
     LLVMBuildStore(ir->b, r, c->r);
-    LLVMBuildStore(ir->b, LLVMBuildAnd(ir->b, g, c32(ir, 1), ""), c->a);
 }
 
 /* Registers -> thread-local w (the gate is the runtime's: never written here). */
@@ -96,12 +102,12 @@ static void carry_store(struct ml_ir *ir, const struct carry *c, int state)
 {
     LLVMValueRef r = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
     LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->t_i32, w_ptr(ir, c), "");
-    LLVMValueRef v = LLVMBuildAdd(ir->b, r, c32(ir, state == ST_OPEN ? ML_RT_SLOT_OPEN - 1 : ~0u), "");
+    LLVMValueRef v =
+        LLVMBuildAdd(ir->b, r, c32(ir, state == ST_OPEN ? ML_RT_SLOT_OPEN - 1 : ~0u), "");
 
-    LLVMBuildStore(ir->b,
-                   LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, r, c32(ir, 0), ""), w, v,
-                                   ""),
-                   w_ptr(ir, c));
+    LLVMBuildStore(
+        ir->b, LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, r, c32(ir, 0), ""), w, v, ""),
+        w_ptr(ir, c));
 }
 
 /*
@@ -184,10 +190,11 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     likely_first(ir, br);
 
     LLVMPositionBuilderAtEnd(ir->b, fast);
-    if (c && kind != K_EXIT) { /* one unit of the budget; END has nothing to do */
-        LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, w, c32(ir, ~0u), ""), c->r);
-        answer = LLVMBuildLoad2(ir->b, ir->t_i32, c->a, "");
-    } else if (c) {
+    if (c) { /* BEGIN takes one unit of the budget; END has nothing to do */
+        if (kind != K_EXIT) {
+            LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, w, c32(ir, ~0u), ""), c->r);
+            answer = LLVMBuildAnd(ir->b, gate_word(ir, c->kind), c32(ir, 1), "");
+        }
     } else if (kind == K_EXIT) {
         LLVMBuildStore(
             ir->b, LLVMBuildAnd(ir->b, w, LLVMConstInt(ir->t_i32, ~ML_RT_SLOT_OPEN, 0), ""), wp);
@@ -463,7 +470,6 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
                             LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(fn)));
         LLVMSetCurrentDebugLocation2(ir->b, NULL);
         c->r = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.r");
-        c->a = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.a");
         for (unsigned i = 0; i < l->nblocks; i++) {
             unsigned b = l->blocks[i];
             LLVMBasicBlockRef bb = cfg.blocks[b];

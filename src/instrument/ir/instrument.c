@@ -654,7 +654,6 @@ static int block_of(const struct ml_ir *ir, LLVMValueRef v)
     return i ? (int)((uintptr_t)i - 1) : -1;
 }
 
-
 /*
  * Where the stack test of p, used at `before`, goes: the preheader of the
  * outermost loop around `before` that p does not change in (p is defined
