@@ -49,9 +49,11 @@ struct ml_rt_unit {
  * has ML_RT_SLOT_OPEN: it clears it. Otherwise they call __memlens_enter /
  * __memlens_enter_always / __memlens_exit; __memlens_exit clears OPEN too when
  * it finds it set (since ABI 5). Inside a call-free loop the instrumenter may
- * keep w and the gate in registers and write w back on the loop's exits and
- * before each runtime call (src/instrument/ir/inline.c, carry_plan), so a
- * reader on another thread sees w lag by at most one inline budget. 32-bit
+ * keep w in a register (reading the gate where it needs the answer) and write
+ * w back on the loop's exits and before each runtime BEGIN (an END that calls
+ * the runtime finds w the runtime's own; src/instrument/ir/inline.c,
+ * carry_plan), so a reader on another thread sees w lag by at most one
+ * inline budget. 32-bit
  * words keep every constant an immediate operand on x86-64.
  */
 #define ML_RT_SLOTS(nregions) ((nregions) + 1)
