@@ -110,10 +110,19 @@ static void carry_store(struct ml_ir *ir, const struct carry *c, int state)
         w_ptr(ir, c));
 }
 
+/* The value phi p takes from block bb, or NULL. */
+static LLVMValueRef incoming_from(LLVMValueRef p, LLVMBasicBlockRef bb)
+{
+    for (unsigned i = 0, n = LLVMCountIncoming(p); i < n; i++)
+        if (LLVMGetIncomingBlock(p, i) == bb)
+            return LLVMGetIncomingValue(p, i);
+    return NULL;
+}
+
 /*
- * When cont only picks the copy by the answer phi (phi, a compare with 0, a
- * branch), the fast block branches on its answer itself: no phi and no second
- * test on the fast path.
+ * When cont only picks the copy by the answer phi (phi, a compare with a
+ * constant, a branch), the fast block branches on its answer itself: no phi
+ * and no second test on the fast path.
  */
 static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasicBlockRef cont,
                              LLVMValueRef phi, LLVMValueRef answer)
@@ -125,10 +134,8 @@ static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasic
     if (!cmp || !LLVMIsAICmpInst(cmp) || LLVMGetNextInstruction(cmp) != term || !u ||
         LLVMGetNextUse(u) || LLVMGetUser(u) != cmp || LLVMGetInstructionOpcode(term) != LLVMBr ||
         !LLVMIsConditional(term) || LLVMGetCondition(term) != cmp ||
-        LLVMGetNextUse(LLVMGetFirstUse(cmp)) || LLVMGetPreviousInstruction(phi))
-        return;
-    op = LLVMGetOperand(cmp, LLVMGetOperand(cmp, 0) == phi ? 1 : 0);
-    if (!LLVMIsAConstant(op) || LLVMGetOperand(cmp, 0) != phi)
+        LLVMGetNextUse(LLVMGetFirstUse(cmp)) || LLVMGetPreviousInstruction(phi) ||
+        LLVMGetOperand(cmp, 0) != phi || !LLVMIsAConstant(op = LLVMGetOperand(cmp, 1)))
         return;
     to[0] = LLVMGetSuccessor(term, 0);
     to[1] = LLVMGetSuccessor(term, 1);
@@ -137,21 +144,15 @@ static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasic
     for (int k = 0; k < 2; k++)
         for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
              p = LLVMGetNextInstruction(p))
-            for (unsigned i = 0, n = LLVMCountIncoming(p); i < n; i++)
-                if (LLVMGetIncomingBlock(p, i) == cont) {
-                    LLVMValueRef v = LLVMGetIncomingValue(p, i);
-                    if (v == phi || v == cmp)
-                        return;
-                }
+            if (incoming_from(p, cont) == phi || incoming_from(p, cont) == cmp)
+                return;
     for (int k = 0; k < 2; k++)
         for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
-             p = LLVMGetNextInstruction(p))
-            for (unsigned i = 0, n = LLVMCountIncoming(p); i < n; i++)
-                if (LLVMGetIncomingBlock(p, i) == cont) {
-                    LLVMValueRef v = LLVMGetIncomingValue(p, i);
-                    LLVMAddIncoming(p, &v, &fast, 1);
-                    break;
-                }
+             p = LLVMGetNextInstruction(p)) {
+            LLVMValueRef v = incoming_from(p, cont);
+            if (v)
+                LLVMAddIncoming(p, &v, &fast, 1);
+        }
     LLVMInstructionEraseFromParent(LLVMGetBasicBlockTerminator(fast));
     LLVMPositionBuilderAtEnd(ir->b, fast);
     LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cmp), answer, op, ""), to[0],
