@@ -87,7 +87,8 @@ struct tthread {
     struct tbuf *volatile cur;
     struct tbuf *free;       /* pushed by the writer, popped by the thread */
     volatile uint32_t freed; /* futex word: buffers the writer gave back */
-    volatile int waiting;    /* the thread sleeps on freed */
+    volatile int waiting;    /* the thread sleeps on freed until it reaches want */
+    uint32_t want;
     struct tbuf bufs[NBUFS];
     void *mem;
     size_t memlen;
@@ -228,8 +229,9 @@ static void push_free(struct tthread *t, struct tbuf *b)
     do
         b->free_next = head;
     while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    __atomic_add_fetch(&t->freed, 1, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
+    uint32_t freed = __atomic_add_fetch(&t->freed, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&t->waiting, __ATOMIC_SEQ_CST) &&
+        (int32_t)(freed - __atomic_load_n(&t->want, __ATOMIC_RELAXED)) >= 0)
         futex_wake(&t->freed);
 }
 
@@ -302,13 +304,20 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
+        /*
+         * Every buffer is with the writer: sleep until half of them are back,
+         * not just one, so that a writer slower than the program wakes the
+         * thread once per NBUFS / 2 buffers instead of once per buffer.
+         */
+        __atomic_store_n(&t->want, __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE) + NBUFS / 2,
+                         __ATOMIC_RELAXED);
         for (;;) {
             uint32_t seen = __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE);
             struct timespec ts = {0, 10000000};
-            if ((nb = pop_free(t)) || tr.disabled)
+            if (((int32_t)(seen - t->want) >= 0 && (nb = pop_free(t))) || tr.disabled)
                 break;
-            __atomic_store_n(&t->waiting, 1, __ATOMIC_RELEASE);
-            if (!__atomic_load_n(&t->free, __ATOMIC_ACQUIRE))
+            __atomic_store_n(&t->waiting, 1, __ATOMIC_SEQ_CST);
+            if ((int32_t)(__atomic_load_n(&t->freed, __ATOMIC_SEQ_CST) - t->want) < 0)
                 syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
             __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
