@@ -1397,6 +1397,7 @@ static void do_sync(struct sync *s)
     }
     write_chunk(&h, &e, sizeof(e));
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    futex_wake(&s->done);
 }
 
 static void run_job(struct tjob *j)
@@ -1554,9 +1555,12 @@ static void wait_sync(struct sync *s)
 {
     uint64_t t0 = ml_rt_mono_ns();
 
+    /* do_sync wakes the waiter; the timeout only bounds a lost wake or a stuck writer. */
     while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) && !tr.disabled &&
-           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS)
-        pause_ns(200000);
+           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS) {
+        struct timespec ts = {0, 2000000};
+        syscall(SYS_futex, &s->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
 }
 
 /*
