@@ -107,6 +107,14 @@ struct ml_module {
      */
     uint32_t (*chunk)(void *state, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
                       uint32_t len, uint64_t *records);
+    /*
+     * With chunk: the merged result does not depend on which worker read
+     * which chunk, nor in what order (counts, sums). When every module of a
+     * run says so, the driver deals each chunk to one worker instead of
+     * having every worker read every chunk (w->whole is then set: the worker
+     * owns every record it is given), so that N workers share the reading.
+     */
+    int chunk_any;
 };
 
 /* Registry (modules.c): the modules memlens knows, in the order --help lists them. */
@@ -122,6 +130,7 @@ int ml_module_check(const struct ml_module *m, char *err, size_t errlen);
 
 struct ml_bworker {
     uint32_t index, n; /* this worker's number and the number of workers */
+    int whole;         /* chunks are dealt whole to one worker (ml_module.chunk_any) */
     /* per program thread: its context stack in this worker (context.h) */
     struct ml_ctx *ctx;
     struct ml_cstack **stacks;

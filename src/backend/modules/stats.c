@@ -12,9 +12,11 @@
  * Counts every record by (program thread, kind) and sums its word 1 (mod
  * 2^64): a check that the queue delivers every event once, unchanged, and a
  * first look at a program's event mix. Data-parallel by address: each
- * worker counts the records whose word 1 it owns. It reads whole chunks, so
- * that 'memlens profile -m stats' measures the queue rather than a call per
- * event (bench/queue.sh).
+ * worker counts the records whose word 1 it owns, or, when the driver deals
+ * chunks out whole (stats alone, or with other chunk_any modules), every
+ * record of the chunks it gets. It reads whole chunks, so that 'memlens
+ * profile -m stats' measures the queue rather than a call per event
+ * (bench/queue.sh).
  */
 struct cell {
     uint64_t events, sum;
@@ -62,7 +64,7 @@ static uint32_t stats_chunk(void *st, struct ml_bworker *w, uint32_t thread, con
                             uint32_t len, uint64_t *records)
 {
     struct cell *row = row_of(st, thread);
-    const uint32_t me = w->index, n = w->n;
+    const uint32_t me = w->index, n = w->whole ? 1 : w->n; /* dealt chunks are all ours */
     uint32_t off = 0;
     uint64_t count = 0;
 
@@ -184,4 +186,5 @@ const struct ml_module ml_module_stats = {
     .report = stats_report,
     .fini = stats_fini,
     .chunk = stats_chunk,
+    .chunk_any = 1,
 };
