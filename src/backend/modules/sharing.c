@@ -13,17 +13,25 @@
 #include <string.h>
 
 /*
- * Per byte, the last store (site, thread); per 64-byte line, the last
- * storing thread, its site and the bytes it stored since another thread
- * stored there. True sharing: a load of bytes another thread stored last
- * (cross-thread flow), or a store over them (cross-thread output). False
- * sharing: a store to a line whose last store came from another thread and
- * touched none of the same bytes. Counted per (line, src, dst, threads,
- * kind). Events of different threads are seen in the order in which their
- * chunks reach the backend (docs/profile.md, "Cross-thread order"), so
- * counts are lower bounds of the interleavings; which lines are shared, by
- * which instructions and how, is what the module is for. Data-parallel by
- * address: a line never spans two workers.
+ * Per 64-byte line, the owner (the thread that stored there last), its last
+ * store's site and the bytes it stored since it took the line; per byte, the
+ * last store (site, thread). True sharing: a load of bytes another thread
+ * stored last (cross-thread flow), or a store over them (cross-thread
+ * output). False sharing: a store to a line whose last store came from
+ * another thread and touched none of the same bytes. Counted per (line, src,
+ * dst, threads, kind). Events of different threads are seen in the order in
+ * which their chunks reach the backend (docs/profile.md, "Cross-thread
+ * order"), so counts are lower bounds of the interleavings; which lines are
+ * shared, by which instructions and how, is what the module is for.
+ * Data-parallel by address: a line never spans two workers.
+ *
+ * Fast path: almost every access is a thread touching a line it owns. The
+ * line keeps the owner's stores of up to two sites as byte masks (a loop's
+ * store and the initialisation before it) instead of writing 8 bytes of
+ * per-byte shadow per byte stored; the per-byte entries are written only
+ * for a third site, and for the owner's pending bytes when another thread
+ * takes the line. A load by the owner of bytes it stored, or of a line no
+ * other thread stored in, does nothing more than read the line.
  */
 #define LINE 64u
 
@@ -33,9 +41,22 @@ struct byte_ent {
 };
 
 struct line_ent {
-    uint32_t thread; /* + 1 of the last storing thread */
-    uint32_t site;
-    uint64_t mask; /* bytes it stored since the line changed thread */
+    uint32_t thread; /* + 1 of the owner, the last storing thread; 0: never stored */
+    uint32_t site;   /* the owner's last store (src of false sharing) */
+    uint64_t mask;   /* bytes the owner stored since it took the line */
+    uint64_t m[2];   /* bytes of mask last stored by site s[k] - 1, not written per byte */
+    uint32_t s[2];
+    uint32_t others; /* bytes outside mask may hold stores (the per-byte entries say whose) */
+    uint32_t pad;
+};
+
+/* Lines are read through a small direct-mapped cache of metadata pages (accesses alternate
+ * between arrays, which a one-page memo would miss every time). */
+#define PCACHE 64
+
+struct pcache {
+    uint64_t page;
+    uint8_t *p;
 };
 
 struct skey {
@@ -53,8 +74,10 @@ struct sent {
 
 struct sharing {
     struct ml_shadow *bytes, *lines;
+    struct pcache pc[PCACHE];
     struct sent *tab;
     uint64_t cap, used;
+    struct sent *last; /* the entry the previous pair went to */
     uint64_t unshadowed;
     int nomem;
 };
@@ -77,7 +100,26 @@ static void *sh_init(struct ml_bworker *w)
         free(s);
         return NULL;
     }
+    for (int i = 0; i < PCACHE; i++)
+        s->pc[i].page = UINT64_MAX;
     return s;
+}
+
+/* The line's entry; NULL when not shadowed (or, unless create, never stored in). */
+static inline struct line_ent *line_of(struct sharing *s, uint64_t line, int create)
+{
+    uint64_t page = line >> ML_SHADOW_PAGE_BITS;
+    struct pcache *c = &s->pc[page & (PCACHE - 1)];
+
+    if (__builtin_expect(c->page != page, 0)) {
+        uint8_t *p = ml_shadow_page(s->lines, page, create);
+        if (!p)
+            return NULL;
+        c->page = page;
+        c->p = p;
+    }
+    _Static_assert(sizeof(struct line_ent) <= LINE, "a line's entry fits its metadata");
+    return (struct line_ent *)(void *)(c->p + (line & ((1u << ML_SHADOW_PAGE_BITS) - 1)));
 }
 
 static uint64_t skey_hash(const struct skey *k)
@@ -123,15 +165,23 @@ static void sadd(struct sharing *s, const struct skey *k, uint64_t n)
         s->used++;
     }
     e->count += n;
+    s->last = e;
 }
 
-static void pair(struct sharing *s, uint64_t addr, uint32_t src, uint32_t dst, uint32_t ta,
+static void pair(struct sharing *s, uint64_t line, uint32_t src, uint32_t dst, uint32_t ta,
                  uint32_t tb, uint32_t kind)
 {
+    struct sent *e = s->last;
     struct skey k;
 
+    /* a loop over a shared line repeats one pair: count it without hashing */
+    if (e && e->k.line == line && e->k.src == src && e->k.dst == dst && e->k.ta == ta &&
+        e->k.tb == tb && e->k.kind == kind) {
+        e->count++;
+        return;
+    }
     memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
-    k.line = addr & ~(uint64_t)(LINE - 1);
+    k.line = line;
     k.src = src;
     k.dst = dst;
     k.ta = ta;
@@ -140,49 +190,137 @@ static void pair(struct sharing *s, uint64_t addr, uint32_t src, uint32_t dst, u
     sadd(s, &k, 1);
 }
 
+/* Bytes [lo, lo + n) of a line, n >= 1. */
+static inline uint64_t bytes_mask(uint64_t lo, uint64_t n)
+{
+    return (n >= 64 ? ~0ull : ((1ull << n) - 1)) << lo;
+}
+
+/* Writes the per-byte entries of the bytes in m: stored last by site + 1 of thread + 1 = t. */
+static void put_bytes(struct sharing *s, uint64_t line, uint64_t m, uint32_t site1, uint32_t t)
+{
+    struct byte_ent *b = (void *)ml_shadow_at(s->bytes, line);
+
+    if (!b) {
+        s->unshadowed++;
+        return;
+    }
+    for (; m; m &= m - 1) {
+        struct byte_ent *e = &b[__builtin_ctzll(m)];
+        e->site = site1;
+        e->thread = t;
+    }
+}
+
+/* Pairs already made by one access: consecutive bytes of one store make one pair. */
+struct seen {
+    uint32_t src, thr;
+};
+
+/* A load of bytes m of line l by thread me - 1 (the slow path: a byte another thread may have
+ * stored last). */
+static void load_slow(struct sharing *s, const struct line_ent *l, uint64_t line, uint64_t m,
+                      uint32_t site, uint32_t me, struct seen *v)
+{
+    const struct byte_ent *b = (const void *)ml_shadow_peek(s->bytes, line);
+
+    for (; m; m &= m - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(m);
+        uint32_t src, thr;
+        if (l->m[0] >> i & 1) {
+            src = l->s[0];
+            thr = l->thread;
+        } else if (l->m[1] >> i & 1) {
+            src = l->s[1];
+            thr = l->thread;
+        } else {
+            src = b[i].site;
+            thr = b[i].thread;
+        }
+        if (thr && thr != me && (src != v->src || thr != v->thr)) {
+            v->src = src;
+            v->thr = thr;
+            pair(s, line, src - 1, site, thr - 1, me - 1, 1);
+        }
+    }
+}
+
+static inline void load_line(struct sharing *s, const struct line_ent *l, uint64_t line, uint64_t m,
+                             uint32_t site, uint32_t me, struct seen *v)
+{
+    if (!l->thread)
+        return; /* never stored in */
+    if (l->thread == me) {
+        m &= ~l->mask; /* bytes this thread stored last are its own */
+        if (!m || !l->others)
+            return;
+    }
+    load_slow(s, l, line, m, site, me, v);
+}
+
+/* Another thread takes the line: false or true sharing with its owner, whose pending bytes go
+ * to the per-byte entries. */
+static void take_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
+                      uint32_t site, uint32_t me)
+{
+    if (l->thread) {
+        pair(s, line, l->site, site, l->thread - 1, me - 1, (l->mask & m) != 0);
+        for (int k = 0; k < 2; k++)
+            if (l->m[k])
+                put_bytes(s, line, l->m[k], l->s[k], l->thread);
+        l->others = 1;
+    }
+    l->thread = me;
+    l->mask = l->m[0] = l->m[1] = 0;
+    l->s[0] = l->s[1] = 0;
+}
+
+static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
+                              uint32_t site, uint32_t me)
+{
+    uint32_t site1 = site + 1;
+    int k;
+
+    if (__builtin_expect(l->thread != me, 0))
+        take_line(s, l, line, m, site, me);
+    l->site = site;
+    l->mask |= m;
+    if (l->mask == ~0ull)
+        l->others = 0;
+    l->m[0] &= ~m;
+    l->m[1] &= ~m;
+    k = l->s[0] == site1 ? 0 : l->s[1] == site1 ? 1 : !l->m[0] ? 0 : !l->m[1] ? 1 : -1;
+    if (__builtin_expect(k >= 0, 1)) {
+        l->s[k] = site1;
+        l->m[k] |= m;
+    } else {
+        put_bytes(s, line, m, site1, me);
+    }
+}
+
 static void on_access(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
     struct sharing *s = st;
     unsigned kind = ML_Q_KIND(rec[0]), size = ML_Q_AUX(rec[0]);
-    uint64_t len = size ? size : ML_Q_EXTRA(rec[0]) ? rec[2] : 0, a = rec[1];
-    uint32_t site = (uint32_t)ML_Q_ID(rec[0]), me = thread + 1, last_src = 0, last_thr = 0;
+    uint64_t len = size ? size : ML_Q_EXTRA(rec[0]) ? rec[2] : 0, a = rec[1], end = a + len;
+    uint32_t site = (uint32_t)ML_Q_ID(rec[0]), me = thread + 1;
+    struct seen v = {0, 0};
 
     (void)w;
-    if (!len || a + len < a)
+    if (!len || end < a)
         return;
-    if (kind != ML_EV_STORE) /* loads of bytes another thread stored last */
-        for (uint64_t p = a; p < a + len; p++) {
-            const struct byte_ent *b = (const void *)ml_shadow_peek(s->bytes, p);
-            if (b->thread && b->thread != me && (b->site != last_src || b->thread != last_thr)) {
-                last_src = b->site;
-                last_thr = b->thread;
-                pair(s, p, b->site - 1, site, b->thread - 1, thread, 1);
-            }
-        }
-    if (kind == ML_EV_LOAD)
-        return;
-    for (uint64_t line = a & ~(uint64_t)(LINE - 1); line < a + len; line += LINE) {
-        uint64_t lo = line > a ? line : a, hi = line + LINE < a + len ? line + LINE : a + len;
-        uint64_t m = (hi - lo == 64 ? ~0ull : ((1ull << (hi - lo)) - 1)) << (lo - line);
-        struct line_ent *l = (void *)ml_shadow_at(s->lines, line);
+    for (uint64_t line = a & ~(uint64_t)(LINE - 1); line < end; line += LINE) {
+        uint64_t lo = line > a ? line : a, hi = line + LINE < end ? line + LINE : end;
+        uint64_t m = bytes_mask(lo - line, hi - lo);
+        struct line_ent *l = line_of(s, line, kind != ML_EV_LOAD);
         if (!l) {
-            s->unshadowed++;
+            s->unshadowed += kind != ML_EV_LOAD; /* a load of a page never stored in: nothing */
             continue;
         }
-        if (l->thread && l->thread != me) {
-            pair(s, line, l->site, site, l->thread - 1, thread, (l->mask & m) != 0);
-            l->mask = 0;
-        }
-        l->thread = me;
-        l->site = site;
-        l->mask |= m;
-        for (uint64_t p = lo; p < hi; p++) {
-            struct byte_ent *b = (void *)ml_shadow_at(s->bytes, p);
-            if (b) {
-                b->site = site + 1;
-                b->thread = me;
-            }
-        }
+        if (kind != ML_EV_STORE)
+            load_line(s, l, line, m, site, me, &v);
+        if (kind != ML_EV_LOAD)
+            store_line(s, l, line, m, site, me);
     }
 }
 
