@@ -112,14 +112,30 @@ static const struct ml_module *mod(void)
     return m;
 }
 
-static void feed(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+/*
+ * Appends one record of thread to the pending run of that thread; a run is
+ * handed to the module (as the driver hands a chunk, to every worker) when
+ * the thread changes or at the end (rec NULL).
+ */
+static void feed(void **st, struct ml_bworker *w, uint32_t workers, uint32_t thread,
+                 const uint64_t *rec)
 {
-    for (const struct ml_bhandler *h = mod()->handlers; h->kind; h++)
-        if (h->kind == ML_Q_KIND(rec[0])) {
-            h->fn(st, w, thread, rec);
-            return;
+    static uint64_t run[4 * 4096];
+    static uint32_t len, cur;
+
+    if (len && (!rec || thread != cur || len + 32 > sizeof(run))) {
+        for (uint32_t i = 0; i < workers; i++) {
+            uint64_t n = 0;
+            assert_int_equal(mod()->chunk(st[i], &w[i], cur, (const uint8_t *)run, len, &n), len);
+            assert_true(n >= 1);
         }
-    fail_msg("no handler for kind %u", ML_Q_KIND(rec[0]));
+        len = 0;
+    }
+    if (!rec)
+        return;
+    cur = thread;
+    memcpy((uint8_t *)run + len, rec, 16 * (1 + ML_Q_EXTRA(rec[0])));
+    len += 16 * (1 + ML_Q_EXTRA(rec[0]));
 }
 
 static void put32(uint8_t **p, uint32_t v)
@@ -205,13 +221,15 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t lines)
     struct ml_bout o = {0};
     char *text = NULL, **got, want[160];
     size_t size = 0;
-    uint32_t ngot;
+    uint32_t ngot, prev = 0;
 
     memset(&ref, 0, sizeof(ref));
     for (uint32_t i = 0; i < workers; i++)
         assert_non_null(st[i] = mod()->init(&w[i]));
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t thread = (uint32_t)(next() % NTHR), site = (uint32_t)(next() % NSITES);
+        /* runs of one thread's events, as in a chunk */
+        uint32_t thread = next() % 4 ? prev : (uint32_t)(next() % NTHR);
+        uint32_t site = (uint32_t)(next() % NSITES);
         unsigned kind = (unsigned)(next() % 8), size = sizes[next() % 9];
         /* each thread mostly uses its own quarter of the lines, 1 in 8 anywhere */
         uint64_t line =
@@ -232,13 +250,10 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t lines)
         rec[2] = size;
         rec[3] = 0;
         ref_access(kind, a, size, site, thread);
-        if (workers == 1) {
-            feed(st[0], &w[0], thread, rec);
-        } else {
-            uint32_t owner = ml_bpart_addr(a, workers);
-            feed(st[owner], &w[owner], thread, rec);
-        }
+        prev = thread;
+        feed(st, w, workers, thread, rec);
     }
+    feed(st, w, workers, 0, NULL);
     if (workers == 2)
         assert_int_equal(mod()->merge(st[0], st[1]), 0);
     o.csv = open_memstream(&text, &size);

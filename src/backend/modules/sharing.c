@@ -40,14 +40,15 @@ struct byte_ent {
     uint32_t thread; /* + 1 */
 };
 
+#define SLOTS  4
+#define OTHERS (1u << 31) /* in owner: bytes outside mask may hold stores (per-byte entries) */
+
 struct line_ent {
-    uint32_t thread; /* + 1 of the owner, the last storing thread; 0: never stored */
-    uint32_t site;   /* the owner's last store (src of false sharing) */
-    uint64_t mask;   /* bytes the owner stored since it took the line */
-    uint64_t m[2];   /* bytes of mask last stored by site s[k] - 1, not written per byte */
-    uint32_t s[2];
-    uint32_t others; /* bytes outside mask may hold stores (the per-byte entries say whose) */
-    uint32_t pad;
+    uint32_t owner;    /* thread + 1 of the last storing thread (0: never stored), | OTHERS */
+    uint32_t site;     /* the owner's last store (src of false sharing) */
+    uint64_t mask;     /* bytes the owner stored since it took the line */
+    uint64_t m[SLOTS]; /* bytes of mask last stored by site s[k] - 1, not written per byte */
+    uint32_t s[SLOTS];
 };
 
 /* Lines are read through a small direct-mapped cache of metadata pages (accesses alternate
@@ -226,17 +227,12 @@ static void load_slow(struct sharing *s, const struct line_ent *l, uint64_t line
 
     for (; m; m &= m - 1) {
         unsigned i = (unsigned)__builtin_ctzll(m);
-        uint32_t src, thr;
-        if (l->m[0] >> i & 1) {
-            src = l->s[0];
-            thr = l->thread;
-        } else if (l->m[1] >> i & 1) {
-            src = l->s[1];
-            thr = l->thread;
-        } else {
-            src = b[i].site;
-            thr = b[i].thread;
-        }
+        uint32_t src = b[i].site, thr = b[i].thread;
+        for (int k = 0; k < SLOTS; k++)
+            if (l->m[k] >> i & 1) {
+                src = l->s[k];
+                thr = l->owner & ~OTHERS;
+            }
         if (thr && thr != me && (src != v->src || thr != v->thr)) {
             v->src = src;
             v->thr = thr;
@@ -248,11 +244,11 @@ static void load_slow(struct sharing *s, const struct line_ent *l, uint64_t line
 static inline void load_line(struct sharing *s, const struct line_ent *l, uint64_t line, uint64_t m,
                              uint32_t site, uint32_t me, struct seen *v)
 {
-    if (!l->thread)
+    if (!l->owner)
         return; /* never stored in */
-    if (l->thread == me) {
+    if ((l->owner & ~OTHERS) == me) {
         m &= ~l->mask; /* bytes this thread stored last are its own */
-        if (!m || !l->others)
+        if (!m || !(l->owner & OTHERS))
             return;
     }
     load_slow(s, l, line, m, site, me, v);
@@ -263,16 +259,18 @@ static inline void load_line(struct sharing *s, const struct line_ent *l, uint64
 static void take_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
                       uint32_t site, uint32_t me)
 {
-    if (l->thread) {
-        pair(s, line, l->site, site, l->thread - 1, me - 1, (l->mask & m) != 0);
-        for (int k = 0; k < 2; k++)
+    uint32_t prev = l->owner & ~OTHERS;
+
+    if (prev) {
+        pair(s, line, l->site, site, prev - 1, me - 1, (l->mask & m) != 0);
+        for (int k = 0; k < SLOTS; k++)
             if (l->m[k])
-                put_bytes(s, line, l->m[k], l->s[k], l->thread);
-        l->others = 1;
+                put_bytes(s, line, l->m[k], l->s[k], prev);
     }
-    l->thread = me;
-    l->mask = l->m[0] = l->m[1] = 0;
-    l->s[0] = l->s[1] = 0;
+    l->owner = prev ? me | OTHERS : me;
+    l->mask = 0;
+    memset(l->m, 0, sizeof(l->m));
+    memset(l->s, 0, sizeof(l->s));
 }
 
 static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
@@ -281,15 +279,18 @@ static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t li
     uint32_t site1 = site + 1;
     int k;
 
-    if (__builtin_expect(l->thread != me, 0))
+    if (__builtin_expect((l->owner & ~OTHERS) != me, 0))
         take_line(s, l, line, m, site, me);
     l->site = site;
     l->mask |= m;
     if (l->mask == ~0ull)
-        l->others = 0;
-    l->m[0] &= ~m;
-    l->m[1] &= ~m;
-    k = l->s[0] == site1 ? 0 : l->s[1] == site1 ? 1 : !l->m[0] ? 0 : !l->m[1] ? 1 : -1;
+        l->owner = me;
+    k = -1;
+    for (int j = SLOTS - 1; j >= 0; j--) { /* this site's slot, else a free one */
+        l->m[j] &= ~m;
+        if (l->s[j] == site1 || (!l->m[j] && (k < 0 || l->s[k] != site1)))
+            k = j;
+    }
     if (__builtin_expect(k >= 0, 1)) {
         l->s[k] = site1;
         l->m[k] |= m;
@@ -298,15 +299,13 @@ static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t li
     }
 }
 
-static void on_access(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+static inline void on_access(struct sharing *s, uint32_t thread, const uint64_t *rec)
 {
-    struct sharing *s = st;
     unsigned kind = ML_Q_KIND(rec[0]), size = ML_Q_AUX(rec[0]);
     uint64_t len = size ? size : ML_Q_EXTRA(rec[0]) ? rec[2] : 0, a = rec[1], end = a + len;
     uint32_t site = (uint32_t)ML_Q_ID(rec[0]), me = thread + 1;
     struct seen v = {0, 0};
 
-    (void)w;
     if (!len || end < a)
         return;
     for (uint64_t line = a & ~(uint64_t)(LINE - 1); line < end; line += LINE) {
@@ -406,17 +405,62 @@ static int sh_report(void *st, struct ml_bout *o)
     return s->nomem ? -ENOMEM : 0;
 }
 
-static const struct ml_bhandler sh_handlers[] = {
-    {ML_EV_LOAD, ML_BPART_ADDR, on_access},
-    {ML_EV_STORE, ML_BPART_ADDR, on_access},
-    {ML_EV_RMW, ML_BPART_ADDR, on_access},
-    {0, 0, NULL},
-};
+/* Length of a record with extra units or a blob, 0 if malformed (off the common path). */
+__attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off, uint32_t len)
+{
+    return ml_q_record_len(data, off, len);
+}
+
+/* Records looked ahead: their line entries are fetched while this one is handled. */
+#define AHEAD 8
+
+/*
+ * The module walks chunks itself (no call per event): accesses of the
+ * blocks this worker owns (backend.h, ML_BPART_ADDR), the line entry of
+ * the access AHEAD records on prefetched, because for scattered accesses
+ * (a gather, a graph) that miss is most of an access's cost.
+ */
+static uint32_t sh_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
+                         uint32_t len, uint64_t *records)
+{
+    struct sharing *s = st;
+    const uint32_t me = w->index, n = w->n;
+    uint32_t off = 0;
+    uint64_t count = 0;
+
+    while (off < len) {
+        const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
+        const unsigned kind = ML_Q_KIND(rec[0]);
+        /* a branch, not a conditional move: see consume() in backend.c */
+        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
+            uint32_t r = skip(data, off, len);
+            if (!r)
+                break;
+            off += r;
+            if (kind == ML_Q_KIND_BLOB)
+                continue;
+        } else {
+            off += ML_Q_UNIT;
+        }
+        count++;
+        if (off + AHEAD * ML_Q_UNIT <= len) { /* a hint: a record's start, most likely */
+            uint64_t ahead = ((const uint64_t *)(const void *)(data + off))[2 * AHEAD - 1];
+            const struct pcache *c = &s->pc[(ahead >> ML_SHADOW_PAGE_BITS) & (PCACHE - 1)];
+            if (c->page == ahead >> ML_SHADOW_PAGE_BITS)
+                __builtin_prefetch(c->p + (ahead & ((1u << ML_SHADOW_PAGE_BITS) - LINE)));
+        }
+        if (kind - ML_EV_LOAD > ML_EV_RMW - ML_EV_LOAD || (n > 1 && ml_bpart_addr(rec[1], n) != me))
+            continue;
+        on_access(s, thread, rec);
+    }
+    *records += count;
+    return off;
+}
 
 const struct ml_module ml_module_sharing = {
     .name = "sharing",
     .summary = "cache lines shared by threads: true (same bytes) and false (same line) sharing",
-    .handlers = sh_handlers,
+    .chunk = sh_chunk,
     .ev_kinds = ML_BEV(ML_EV_LOAD) | ML_BEV(ML_EV_STORE) | ML_BEV(ML_EV_RMW),
     .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE,
     .init = sh_init,
