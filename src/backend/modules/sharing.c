@@ -51,9 +51,19 @@ struct line_ent {
     uint32_t s[SLOTS];
 };
 
-/* Lines are read through a small direct-mapped cache of metadata pages (accesses alternate
- * between arrays, which a one-page memo would miss every time). */
-#define PCACHE 64
+/*
+ * Lines are read through a small direct-mapped cache of metadata pages (accesses alternate
+ * between arrays, which a one-page memo would miss every time), indexed by a hash of the page
+ * number: arrays of a power-of-two size lie a multiple of 64 pages apart, and would take turns
+ * in one entry if the index were the page number's low bits.
+ */
+#define PCACHE_BITS 6
+#define PCACHE      (1u << PCACHE_BITS)
+
+static inline uint32_t pcache_slot(uint64_t page)
+{
+    return (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> (64 - PCACHE_BITS));
+}
 
 struct pcache {
     uint64_t page;
@@ -101,7 +111,7 @@ static void *sh_init(struct ml_bworker *w)
         free(s);
         return NULL;
     }
-    for (int i = 0; i < PCACHE; i++)
+    for (uint32_t i = 0; i < PCACHE; i++)
         s->pc[i].page = UINT64_MAX;
     return s;
 }
@@ -110,15 +120,15 @@ static void *sh_init(struct ml_bworker *w)
 static inline struct line_ent *line_of(struct sharing *s, uint64_t line, int create)
 {
     uint64_t page = line >> ML_SHADOW_PAGE_BITS;
-    struct pcache *c = &s->pc[page & (PCACHE - 1)];
+    struct pcache *c = &s->pc[pcache_slot(page)];
 
-    if (__builtin_expect(c->page != page, 0)) {
-        uint8_t *p = ml_shadow_page(s->lines, page, create);
-        if (!p)
-            return NULL;
+    /* a page never stored in is remembered too: loads of it are many (calloc, read()) */
+    if (__builtin_expect(c->page != page || (create && !c->p), 0)) {
         c->page = page;
-        c->p = p;
+        c->p = ml_shadow_page(s->lines, page, create);
     }
+    if (!c->p)
+        return NULL;
     _Static_assert(sizeof(struct line_ent) <= LINE, "a line's entry fits its metadata");
     return (struct line_ent *)(void *)(c->p + (line & ((1u << ML_SHADOW_PAGE_BITS) - 1)));
 }
@@ -273,37 +283,58 @@ static void take_line(struct sharing *s, struct line_ent *l, uint64_t line, uint
     memset(l->s, 0, sizeof(l->s));
 }
 
+/* The bytes m of a store of site1 - 1 whose site is not in slot 0: the slots are searched, the
+ * site's slot (or a free one) moves to the front; without one, the bytes are written per byte. */
+static void store_slots(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
+                        uint32_t site1, uint32_t me)
+{
+    int k = -1;
+
+    for (int j = SLOTS - 1; j >= 0; j--) { /* this site's slot, else a free one */
+        l->m[j] &= ~m;
+        if (l->s[j] == site1 || (!l->m[j] && (k < 0 || l->s[k] != site1)))
+            k = j;
+    }
+    if (k < 0) {
+        put_bytes(s, line, m, site1, me);
+        return;
+    }
+    if (k) {
+        uint64_t t = l->m[k];
+        l->m[k] = l->m[0];
+        l->s[k] = l->s[0];
+        l->m[0] = t;
+    }
+    l->s[0] = site1;
+    l->m[0] |= m;
+}
+
 static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
                               uint32_t site, uint32_t me)
 {
-    uint32_t site1 = site + 1;
-    int k;
-
     if (__builtin_expect((l->owner & ~OTHERS) != me, 0))
         take_line(s, l, line, m, site, me);
     l->site = site;
     l->mask |= m;
     if (l->mask == ~0ull)
         l->owner = me;
-    k = -1;
-    for (int j = SLOTS - 1; j >= 0; j--) { /* this site's slot, else a free one */
-        l->m[j] &= ~m;
-        if (l->s[j] == site1 || (!l->m[j] && (k < 0 || l->s[k] != site1)))
-            k = j;
-    }
-    if (__builtin_expect(k >= 0, 1)) {
-        l->s[k] = site1;
-        l->m[k] |= m;
+    if (__builtin_expect(l->s[0] == site + 1, 1)) { /* the line's last store site, mostly */
+        _Static_assert(SLOTS == 4, "the slots below");
+        l->m[0] |= m;
+        l->m[1] &= ~m;
+        l->m[2] &= ~m;
+        l->m[3] &= ~m;
     } else {
-        put_bytes(s, line, m, site1, me);
+        store_slots(s, l, line, m, site + 1, me);
     }
 }
 
-static inline void on_access(struct sharing *s, uint32_t thread, const uint64_t *rec)
+/* An access of more than one line, or of 64 bytes or more. */
+static void access_lines(struct sharing *s, uint32_t me, const uint64_t *rec)
 {
     unsigned kind = ML_Q_KIND(rec[0]), size = ML_Q_AUX(rec[0]);
     uint64_t len = size ? size : ML_Q_EXTRA(rec[0]) ? rec[2] : 0, a = rec[1], end = a + len;
-    uint32_t site = (uint32_t)ML_Q_ID(rec[0]), me = thread + 1;
+    uint32_t site = (uint32_t)ML_Q_ID(rec[0]);
     struct seen v = {0, 0};
 
     if (!len || end < a)
@@ -321,6 +352,32 @@ static inline void on_access(struct sharing *s, uint32_t thread, const uint64_t 
         if (kind != ML_EV_LOAD)
             store_line(s, l, line, m, site, me);
     }
+}
+
+/* An access of kind (load, store, atomic) by thread me - 1; most are of 1 to 63 bytes in a line. */
+static inline void on_access(struct sharing *s, uint32_t me, unsigned kind, const uint64_t *rec)
+{
+    const uint64_t a = rec[1], off = a & (LINE - 1);
+    const unsigned size = ML_Q_AUX(rec[0]);
+    uint32_t site = (uint32_t)ML_Q_ID(rec[0]);
+    struct line_ent *l;
+    uint64_t m;
+
+    if (__builtin_expect(!size || off + size > LINE, 0)) {
+        access_lines(s, me, rec);
+        return;
+    }
+    m = ((1ull << size) - 1) << off;
+    if (!(l = line_of(s, a - off, kind != ML_EV_LOAD))) {
+        s->unshadowed += kind != ML_EV_LOAD; /* a load of a page never stored in: nothing */
+        return;
+    }
+    if (kind != ML_EV_STORE) {
+        struct seen v = {0, 0};
+        load_line(s, l, a - off, m, site, me, &v);
+    }
+    if (kind != ML_EV_LOAD)
+        store_line(s, l, a - off, m, site, me);
 }
 
 static void sh_fini(void *st)
@@ -411,14 +468,11 @@ __attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off
     return ml_q_record_len(data, off, len);
 }
 
-/* Records looked ahead: their line entries are fetched while this one is handled. */
-#define AHEAD 8
-
 /*
- * The module walks chunks itself (no call per event): accesses of the
- * blocks this worker owns (backend.h, ML_BPART_ADDR), the line entry of
- * the access AHEAD records on prefetched, because for scattered accesses
- * (a gather, a graph) that miss is most of an access's cost.
+ * The module walks chunks itself (no call per event) and handles the
+ * accesses of the blocks this worker owns (backend.h, ML_BPART_ADDR).
+ * Prefetching the line entry of the access 8 records ahead was tried: it
+ * cost more than it saved (bench/profile.sh kernels, CPU time).
  */
 static uint32_t sh_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
                          uint32_t len, uint64_t *records)
@@ -443,15 +497,9 @@ static uint32_t sh_chunk(void *st, struct ml_bworker *w, uint32_t thread, const 
             off += ML_Q_UNIT;
         }
         count++;
-        if (off + AHEAD * ML_Q_UNIT <= len) { /* a hint: a record's start, most likely */
-            uint64_t ahead = ((const uint64_t *)(const void *)(data + off))[2 * AHEAD - 1];
-            const struct pcache *c = &s->pc[(ahead >> ML_SHADOW_PAGE_BITS) & (PCACHE - 1)];
-            if (c->page == ahead >> ML_SHADOW_PAGE_BITS)
-                __builtin_prefetch(c->p + (ahead & ((1u << ML_SHADOW_PAGE_BITS) - LINE)));
-        }
         if (kind - ML_EV_LOAD > ML_EV_RMW - ML_EV_LOAD || (n > 1 && ml_bpart_addr(rec[1], n) != me))
             continue;
-        on_access(s, thread, rec);
+        on_access(s, thread + 1, kind, rec);
     }
     *records += count;
     return off;
