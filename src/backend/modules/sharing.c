@@ -31,7 +31,10 @@
  * per-byte shadow per byte stored; the per-byte entries are written only
  * for a third site, and for the owner's pending bytes when another thread
  * takes the line. A load by the owner of bytes it stored, or of a line no
- * other thread stored in, does nothing more than read the line.
+ * other thread stored in, does nothing more than read the line's header: 16
+ * bytes per line, apart from the slots (48 bytes) that only stores and the
+ * slow path read, so that gathers over read-mostly data (a sparse matrix's
+ * vector, a graph) miss the cache four times less often.
  */
 #define LINE 64u
 
@@ -43,13 +46,19 @@ struct byte_ent {
 #define SLOTS  4
 #define OTHERS (1u << 31) /* in owner: bytes outside mask may hold stores (per-byte entries) */
 
-struct line_ent {
-    uint32_t owner;    /* thread + 1 of the last storing thread (0: never stored), | OTHERS */
-    uint32_t site;     /* the owner's last store (src of false sharing) */
-    uint64_t mask;     /* bytes the owner stored since it took the line */
+struct line_ent {   /* the header */
+    uint32_t owner; /* thread + 1 of the last storing thread (0: never stored), | OTHERS */
+    uint32_t site;  /* the owner's last store (src of false sharing) */
+    uint64_t mask;  /* bytes the owner stored since it took the line */
+};
+
+struct line_slots {
     uint64_t m[SLOTS]; /* bytes of mask last stored by site s[k] - 1, not written per byte */
     uint32_t s[SLOTS];
 };
+
+/* Headers: a ratio-1 shadow of line / HDR_DIV, i.e. 16 bytes per line; slots: of the line. */
+#define HDR_DIV 4
 
 /*
  * Lines are read through a small direct-mapped cache of metadata pages (accesses alternate
@@ -84,8 +93,8 @@ struct sent {
 };
 
 struct sharing {
-    struct ml_shadow *bytes, *lines;
-    struct pcache pc[PCACHE];
+    struct ml_shadow *bytes, *hdrs, *slots;
+    struct pcache hc[PCACHE], sc[PCACHE];
     struct sent *tab;
     uint64_t cap, used;
     struct sent *last; /* the entry the previous pair went to */
@@ -101,36 +110,52 @@ static void *sh_init(struct ml_bworker *w)
     if (!s)
         return NULL;
     s->bytes = ml_shadow_new(sizeof(struct byte_ent), 0);
-    s->lines = ml_shadow_new(1, 0);
+    s->hdrs = ml_shadow_new(1, 0);
+    s->slots = ml_shadow_new(1, 0);
     s->cap = 256;
     s->tab = calloc(s->cap, sizeof(*s->tab));
-    if (!s->bytes || !s->lines || !s->tab) {
+    if (!s->bytes || !s->hdrs || !s->slots || !s->tab) {
         ml_shadow_free(s->bytes);
-        ml_shadow_free(s->lines);
+        ml_shadow_free(s->hdrs);
+        ml_shadow_free(s->slots);
         free(s->tab);
         free(s);
         return NULL;
     }
     for (uint32_t i = 0; i < PCACHE; i++)
-        s->pc[i].page = UINT64_MAX;
+        s->hc[i].page = s->sc[i].page = UINT64_MAX;
     return s;
 }
 
-/* The line's entry; NULL when not shadowed (or, unless create, never stored in). */
-static inline struct line_ent *line_of(struct sharing *s, uint64_t line, int create)
+/* The metadata of key in sh (ratio 1) through the page cache c; NULL: see line_of. */
+static inline uint8_t *meta_of(struct ml_shadow *sh, struct pcache *pc, uint64_t key, int create)
 {
-    uint64_t page = line >> ML_SHADOW_PAGE_BITS;
-    struct pcache *c = &s->pc[pcache_slot(page)];
+    uint64_t page = key >> ML_SHADOW_PAGE_BITS;
+    struct pcache *c = &pc[pcache_slot(page)];
 
     /* a page never stored in is remembered too: loads of it are many (calloc, read()) */
     if (__builtin_expect(c->page != page || (create && !c->p), 0)) {
         c->page = page;
-        c->p = ml_shadow_page(s->lines, page, create);
+        c->p = ml_shadow_page(sh, page, create);
     }
-    if (!c->p)
-        return NULL;
-    _Static_assert(sizeof(struct line_ent) <= LINE, "a line's entry fits its metadata");
-    return (struct line_ent *)(void *)(c->p + (line & ((1u << ML_SHADOW_PAGE_BITS) - 1)));
+    return c->p ? c->p + (key & ((1u << ML_SHADOW_PAGE_BITS) - 1)) : NULL;
+}
+
+/* The line's header; NULL when not shadowed (or, unless create, never stored in). */
+static inline struct line_ent *line_of(struct sharing *s, uint64_t line, int create)
+{
+    _Static_assert(sizeof(struct line_ent) == LINE / HDR_DIV, "a header fills its metadata");
+    return (void *)meta_of(s->hdrs, s->hc, line / HDR_DIV, create);
+}
+
+/* The line's slots (all free when never stored in); NULL when not shadowed. */
+static inline struct line_slots *slots_of(struct sharing *s, uint64_t line, int create)
+{
+    static const struct line_slots none;
+    struct line_slots *sl = (void *)meta_of(s->slots, s->sc, line, create);
+
+    _Static_assert(sizeof(struct line_slots) <= LINE, "slots fit their metadata");
+    return sl || create ? sl : (struct line_slots *)&none;
 }
 
 static uint64_t skey_hash(const struct skey *k)
@@ -234,13 +259,14 @@ static void load_slow(struct sharing *s, const struct line_ent *l, uint64_t line
                       uint32_t site, uint32_t me, struct seen *v)
 {
     const struct byte_ent *b = (const void *)ml_shadow_peek(s->bytes, line);
+    const struct line_slots *sl = slots_of(s, line, 0);
 
     for (; m; m &= m - 1) {
         unsigned i = (unsigned)__builtin_ctzll(m);
         uint32_t src = b[i].site, thr = b[i].thread;
-        for (int k = 0; k < SLOTS; k++)
-            if (l->m[k] >> i & 1) {
-                src = l->s[k];
+        for (int k = 0; sl && k < SLOTS; k++)
+            if (sl->m[k] >> i & 1) {
+                src = sl->s[k];
                 thr = l->owner & ~OTHERS;
             }
         if (thr && thr != me && (src != v->src || thr != v->thr)) {
@@ -266,26 +292,25 @@ static inline void load_line(struct sharing *s, const struct line_ent *l, uint64
 
 /* Another thread takes the line: false or true sharing with its owner, whose pending bytes go
  * to the per-byte entries. */
-static void take_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
-                      uint32_t site, uint32_t me)
+static void take_line(struct sharing *s, struct line_ent *l, struct line_slots *sl, uint64_t line,
+                      uint64_t m, uint32_t site, uint32_t me)
 {
     uint32_t prev = l->owner & ~OTHERS;
 
     if (prev) {
         pair(s, line, l->site, site, prev - 1, me - 1, (l->mask & m) != 0);
         for (int k = 0; k < SLOTS; k++)
-            if (l->m[k])
-                put_bytes(s, line, l->m[k], l->s[k], prev);
+            if (sl->m[k])
+                put_bytes(s, line, sl->m[k], sl->s[k], prev);
     }
     l->owner = prev ? me | OTHERS : me;
     l->mask = 0;
-    memset(l->m, 0, sizeof(l->m));
-    memset(l->s, 0, sizeof(l->s));
+    memset(sl, 0, sizeof(*sl));
 }
 
 /* The bytes m of a store of site1 - 1 whose site is not in slot 0: the slots are searched, the
  * site's slot (or a free one) moves to the front; without one, the bytes are written per byte. */
-static void store_slots(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
+static void store_slots(struct sharing *s, struct line_slots *l, uint64_t line, uint64_t m,
                         uint32_t site1, uint32_t me)
 {
     int k = -1;
@@ -312,20 +337,26 @@ static void store_slots(struct sharing *s, struct line_ent *l, uint64_t line, ui
 static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
                               uint32_t site, uint32_t me)
 {
+    struct line_slots *sl = slots_of(s, line, 1);
+
+    if (!sl) {
+        s->unshadowed++;
+        return;
+    }
     if (__builtin_expect((l->owner & ~OTHERS) != me, 0))
-        take_line(s, l, line, m, site, me);
+        take_line(s, l, sl, line, m, site, me);
     l->site = site;
     l->mask |= m;
     if (l->mask == ~0ull)
         l->owner = me;
-    if (__builtin_expect(l->s[0] == site + 1, 1)) { /* the line's last store site, mostly */
+    if (__builtin_expect(sl->s[0] == site + 1, 1)) { /* the line's last store site, mostly */
         _Static_assert(SLOTS == 4, "the slots below");
-        l->m[0] |= m;
-        l->m[1] &= ~m;
-        l->m[2] &= ~m;
-        l->m[3] &= ~m;
+        sl->m[0] |= m;
+        sl->m[1] &= ~m;
+        sl->m[2] &= ~m;
+        sl->m[3] &= ~m;
     } else {
-        store_slots(s, l, line, m, site + 1, me);
+        store_slots(s, sl, line, m, site + 1, me);
     }
 }
 
@@ -385,7 +416,8 @@ static void sh_fini(void *st)
     struct sharing *s = st;
 
     ml_shadow_free(s->bytes);
-    ml_shadow_free(s->lines);
+    ml_shadow_free(s->hdrs);
+    ml_shadow_free(s->slots);
     free(s->tab);
     free(s);
 }
