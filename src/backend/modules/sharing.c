@@ -92,12 +92,20 @@ struct sent {
     int used;
 };
 
+#define PEND 32 /* pairs buffered (sflush) */
+
+struct spend {
+    struct skey k;
+    uint64_t count;
+};
+
 struct sharing {
     struct ml_shadow *bytes, *hdrs, *slots;
     struct pcache hc[PCACHE], sc[PCACHE];
     struct sent *tab;
     uint64_t cap, used;
-    struct sent *last; /* the entry the previous pair went to */
+    struct spend pend[PEND];
+    uint32_t npend;
     uint64_t unshadowed;
     int nomem;
 };
@@ -176,16 +184,15 @@ static struct sent *sfind(struct sent *tab, uint64_t cap, const struct skey *k)
     return &tab[i];
 }
 
-static void sadd(struct sharing *s, const struct skey *k, uint64_t n)
+/* Room for n more keys at a load factor of at most 1/2; 0, or -1 when out of memory. */
+static int sroom(struct sharing *s, uint64_t n)
 {
-    struct sent *e;
-
-    if ((s->used + 1) * 2 > s->cap) {
+    while ((s->used + n) * 2 > s->cap) {
         uint64_t ncap = s->cap * 2;
         struct sent *nt = calloc(ncap, sizeof(*nt));
         if (!nt) {
             s->nomem = 1;
-            return;
+            return -1;
         }
         for (uint64_t i = 0; i < s->cap; i++)
             if (s->tab[i].used)
@@ -194,6 +201,15 @@ static void sadd(struct sharing *s, const struct skey *k, uint64_t n)
         s->tab = nt;
         s->cap = ncap;
     }
+    return 0;
+}
+
+static void sadd(struct sharing *s, const struct skey *k, uint64_t n)
+{
+    struct sent *e;
+
+    if (sroom(s, 1))
+        return;
     e = sfind(s->tab, s->cap, k);
     if (!e->used) {
         e->used = 1;
@@ -201,29 +217,64 @@ static void sadd(struct sharing *s, const struct skey *k, uint64_t n)
         s->used++;
     }
     e->count += n;
-    s->last = e;
+}
+
+/*
+ * Pairs wait in a small buffer and go to the table together: their slots are
+ * prefetched first, so that the table's cache misses (a row per line and pair
+ * of sites and threads: a large table) overlap instead of following each other.
+ */
+static void sflush(struct sharing *s)
+{
+    uint64_t at[PEND];
+
+    if (!s->npend || sroom(s, s->npend)) {
+        s->npend = 0;
+        return;
+    }
+    for (uint32_t i = 0; i < s->npend; i++) {
+        at[i] = skey_hash(&s->pend[i].k) & (s->cap - 1);
+        __builtin_prefetch(&s->tab[at[i]]);
+    }
+    for (uint32_t i = 0; i < s->npend; i++) {
+        const struct skey *k = &s->pend[i].k;
+        uint64_t j = at[i];
+        while (s->tab[j].used && memcmp(&s->tab[j].k, k, sizeof(*k)))
+            j = (j + 1) & (s->cap - 1);
+        if (!s->tab[j].used) {
+            s->tab[j].used = 1;
+            s->tab[j].k = *k;
+            s->used++;
+        }
+        s->tab[j].count += s->pend[i].count;
+    }
+    s->npend = 0;
 }
 
 static void pair(struct sharing *s, uint64_t line, uint32_t src, uint32_t dst, uint32_t ta,
                  uint32_t tb, uint32_t kind)
 {
-    struct sent *e = s->last;
-    struct skey k;
+    struct spend *e;
 
-    /* a loop over a shared line repeats one pair: count it without hashing */
-    if (e && e->k.line == line && e->k.src == src && e->k.dst == dst && e->k.ta == ta &&
-        e->k.tb == tb && e->k.kind == kind) {
-        e->count++;
-        return;
+    if (s->npend) { /* a loop over a shared line repeats one pair: count it without hashing */
+        e = &s->pend[s->npend - 1];
+        if (e->k.line == line && e->k.src == src && e->k.dst == dst && e->k.ta == ta &&
+            e->k.tb == tb && e->k.kind == kind) {
+            e->count++;
+            return;
+        }
     }
-    memset(&k, 0, sizeof(k)); /* keys are compared bytewise */
-    k.line = line;
-    k.src = src;
-    k.dst = dst;
-    k.ta = ta;
-    k.tb = tb;
-    k.kind = kind;
-    sadd(s, &k, 1);
+    if (s->npend == PEND)
+        sflush(s);
+    e = &s->pend[s->npend++];
+    memset(&e->k, 0, sizeof(e->k)); /* keys are compared bytewise */
+    e->k.line = line;
+    e->k.src = src;
+    e->k.dst = dst;
+    e->k.ta = ta;
+    e->k.tb = tb;
+    e->k.kind = kind;
+    e->count = 1;
 }
 
 /* Bytes [lo, lo + n) of a line, n >= 1. */
@@ -258,16 +309,28 @@ struct seen {
 static void load_slow(struct sharing *s, const struct line_ent *l, uint64_t line, uint64_t m,
                       uint32_t site, uint32_t me, struct seen *v)
 {
-    const struct byte_ent *b = (const void *)ml_shadow_peek(s->bytes, line);
     const struct line_slots *sl = slots_of(s, line, 0);
+    const uint32_t owner = l->owner & ~OTHERS;
+    const struct byte_ent *b;
 
+    /* reading what another thread stored, all from one of its sites: one pair */
+    for (int k = 0; owner != me && sl && k < SLOTS; k++)
+        if (!(m & ~sl->m[k])) {
+            if (sl->s[k] != v->src || owner != v->thr) {
+                v->src = sl->s[k];
+                v->thr = owner;
+                pair(s, line, sl->s[k] - 1, site, owner - 1, me - 1, 1);
+            }
+            return;
+        }
+    b = (const void *)ml_shadow_peek(s->bytes, line);
     for (; m; m &= m - 1) {
         unsigned i = (unsigned)__builtin_ctzll(m);
         uint32_t src = b[i].site, thr = b[i].thread;
         for (int k = 0; sl && k < SLOTS; k++)
             if (sl->m[k] >> i & 1) {
                 src = sl->s[k];
-                thr = l->owner & ~OTHERS;
+                thr = owner;
             }
         if (thr && thr != me && (src != v->src || thr != v->thr)) {
             v->src = src;
@@ -426,6 +489,8 @@ static int sh_merge(void *into, void *from)
 {
     struct sharing *a = into, *b = from;
 
+    sflush(a);
+    sflush(b);
     for (uint64_t i = 0; i < b->cap; i++)
         if (b->tab[i].used)
             sadd(a, &b->tab[i].k, b->tab[i].count);
@@ -448,8 +513,11 @@ static int sh_report(void *st, struct ml_bout *o)
 {
     struct sharing *s = st;
     struct ml_bsites t = {0};
-    struct sent *rows = malloc((s->used + 1) * sizeof(*rows));
+    struct sent *rows;
     uint64_t n = 0;
+
+    sflush(s);
+    rows = malloc((s->used + 1) * sizeof(*rows));
 
     if (!rows || ml_bsites_load(&t, o->blobs)) {
         free(rows);
