@@ -423,7 +423,9 @@ static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t li
     }
 }
 
-/* An access of more than one line, or of 64 bytes or more. */
+/* An access of more than one line, or of 64 bytes or more (at most MAX_ACCESS). */
+#define MAX_ACCESS (1u << 20)
+
 static void access_lines(struct sharing *s, uint32_t me, const uint64_t *rec)
 {
     unsigned kind = ML_Q_KIND(rec[0]), size = ML_Q_AUX(rec[0]);
@@ -433,6 +435,10 @@ static void access_lines(struct sharing *s, uint32_t me, const uint64_t *rec)
 
     if (!len || end < a)
         return;
+    if (len > MAX_ACCESS) { /* no load or store is that long: a corrupt record */
+        s->unshadowed++;
+        return;
+    }
     for (uint64_t line = a & ~(uint64_t)(LINE - 1); line < end; line += LINE) {
         uint64_t lo = line > a ? line : a, hi = line + LINE < end ? line + LINE : end;
         uint64_t m = bytes_mask(lo - line, hi - lo);
