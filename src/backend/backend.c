@@ -246,6 +246,12 @@ static inline int owns(const struct disp_ent *e, const uint64_t *rec, uint32_t m
     return 1;
 }
 
+__attribute__((noinline)) uint32_t ml_bchunk_rec_slow(const uint8_t *data, uint32_t off,
+                                                      uint32_t len)
+{
+    return ml_q_record_len(data, off, len);
+}
+
 /* Records are handed to chunk modules in blocks small enough to be still in L1. */
 #define BLOCK 8192u
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "backend/context.h"
+#include "format/queue.h"
 
 /*
  * A module is one file in src/backend/modules/ holding one struct ml_module,
@@ -116,6 +117,30 @@ struct ml_module {
      */
     int chunk_any;
 };
+
+/* Length of a record with extra units or a blob, 0 if malformed (the slow path of ml_bchunk_rec).
+ */
+uint32_t ml_bchunk_rec_slow(const uint8_t *data, uint32_t off, uint32_t len);
+
+/*
+ * For chunk callbacks: the length of the record at off of data[len] (0:
+ * malformed, stop), and in *blob whether it is a blob (skip it). The common
+ * one-unit record takes no call, and its length is a constant on a predicted
+ * branch, so that the next record's load does not wait on this one (see
+ * consume() in backend.c).
+ */
+static inline uint32_t ml_bchunk_rec(const uint8_t *data, uint32_t off, uint32_t len, int *blob)
+{
+    const uint64_t w0 = *(const uint64_t *)(const void *)(data + off);
+    const unsigned kind = ML_Q_KIND(w0);
+
+    *blob = 0;
+    if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(w0), 0)) {
+        *blob = kind == ML_Q_KIND_BLOB;
+        return ml_bchunk_rec_slow(data, off, len);
+    }
+    return ML_Q_UNIT;
+}
 
 /* Registry (modules.c): the modules memlens knows, in the order --help lists them. */
 extern const struct ml_module *const ml_modules[];

@@ -568,12 +568,6 @@ static int sh_report(void *st, struct ml_bout *o)
     return s->nomem ? -ENOMEM : 0;
 }
 
-/* Length of a record with extra units or a blob, 0 if malformed (off the common path). */
-__attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off, uint32_t len)
-{
-    return ml_q_record_len(data, off, len);
-}
-
 /*
  * The module walks chunks itself (no call per event) and handles the
  * accesses of the blocks this worker owns (backend.h, ML_BPART_ADDR).
@@ -591,17 +585,13 @@ static uint32_t sh_chunk(void *st, struct ml_bworker *w, uint32_t thread, const 
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         const unsigned kind = ML_Q_KIND(rec[0]);
-        /* a branch, not a conditional move: see consume() in backend.c */
-        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
-            uint32_t r = skip(data, off, len);
-            if (!r)
-                break;
-            off += r;
-            if (kind == ML_Q_KIND_BLOB)
-                continue;
-        } else {
-            off += ML_Q_UNIT;
-        }
+        int blob;
+        uint32_t r = ml_bchunk_rec(data, off, len, &blob);
+        if (!r)
+            break;
+        off += r;
+        if (blob)
+            continue;
         count++;
         if (kind - ML_EV_LOAD > ML_EV_RMW - ML_EV_LOAD || (n > 1 && ml_bpart_addr(rec[1], n) != me))
             continue;
