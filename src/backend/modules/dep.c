@@ -42,6 +42,7 @@
 #define PACK(site1, clock) ((uint64_t)(site1) << CLOCK_BITS | (clock))
 #define P_SITE(p)          ((p) >> CLOCK_BITS) /* site + 1; 0: none */
 #define P_CLOCK(p)         ((p)&CLOCK_MAX)
+#define DEP_HITS           1024u /* pairs cached (a loop's few accesses repeat theirs) */
 #define LOOP_MAX           65536u /* loop frames per thread (deeper: counted, not placed) */
 
 enum { RAW, WAR, WAW };
@@ -101,7 +102,7 @@ struct dep {
     uint32_t nt;
     struct pair *tab;
     uint64_t cap, used;
-    uint64_t hit; /* slot of the last pair added + 1 */
+    uint32_t hit[DEP_HITS]; /* slot + 1 of the last pair added, by hash of (src, dst, kind) */
     uint64_t cross_thread, far, unshadowed, bad_sites, unmatched;
     int nomem;
 };
@@ -153,9 +154,15 @@ static struct pair *slot_of(struct pair *tab, uint64_t cap, const struct pair_ke
     return &tab[i];
 }
 
+static inline uint32_t *hit_of(struct dep *d, const struct pair_key *k)
+{
+    return &d->hit[(k->dst * 0x9e3779b9u + k->src * 0x85ebca6bu + k->kind) >> 22];
+}
+
 static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, uint64_t dist)
 {
-    struct pair *p = d->hit ? &d->tab[d->hit - 1] : NULL;
+    uint32_t *hit = hit_of(d, k);
+    struct pair *p = *hit ? &d->tab[*hit - 1] : NULL;
 
     /* the same pair again (a loop's accesses): no hash */
     if (!p || !key_eq(&p->k, k)) {
@@ -172,6 +179,8 @@ static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, ui
             free(d->tab);
             d->tab = nt;
             d->cap = ncap;
+            memset(d->hit, 0, sizeof(d->hit));
+            hit = hit_of(d, k);
         }
         p = slot_of(d->tab, d->cap, k);
         if (!p->used) {
@@ -180,7 +189,7 @@ static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, ui
             p->mindist = UINT64_MAX;
             d->used++;
         }
-        d->hit = (uint64_t)(p - d->tab) + 1;
+        *hit = (uint32_t)(p - d->tab) + 1;
     }
     p->count += count;
     if (k->carried && dist < p->mindist)
@@ -239,13 +248,6 @@ static uint32_t thread_at(const struct dep *d, uint64_t c)
     return d->seg[lo].thread;
 }
 
-static inline struct lthread *enter(struct dep *d, uint32_t thread)
-{
-    if (__builtin_expect(thread != d->cur, 0))
-        switch_thread(d, thread);
-    return thread < d->nt ? &d->t[thread] : NULL;
-}
-
 /* The innermost open frame of loop id, or -1. */
 static int64_t find_loop(const struct lthread *t, uint64_t id)
 {
@@ -285,17 +287,11 @@ static void loop_entry(struct dep *d, struct lthread *t, uint64_t id)
     f->start = f->iter_start = f->ring[0] = d->clock;
 }
 
-static void on_loop(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint64_t *rec)
 {
-    struct dep *d = st;
-    struct lthread *t = enter(d, thread);
-    unsigned kind = ML_Q_KIND(rec[0]);
     struct lframe *f;
     int64_t i;
 
-    (void)w;
-    if (!t && !(t = lthread_of(d, thread)))
-        return;
     if (d->clock < CLOCK_MAX)
         d->clock++;
     if (kind == ML_EV_LOOP_ENTRY) {
@@ -494,7 +490,7 @@ static void access_range(void *arg, uint64_t lo, uint64_t hi)
 
     while (lo < hi) {
         uint64_t word = lo & ~7ull, end = hi - word < 8 ? hi : word + 8;
-        unsigned b0 = (unsigned)(lo - word), b1 = (unsigned)(end - word), g, gran;
+        unsigned b0 = (unsigned)(lo - word), b1 = (unsigned)(end - word), g, gran, sh;
         struct cell *c = (struct cell *)(void *)ml_shadow_at(d->sh, word), *v;
         lo = end;
         if (!c) {
@@ -511,14 +507,15 @@ static void access_range(void *arg, uint64_t lo, uint64_t hi)
             g = 8;
         if (!(v = cells(d, c, g, &gran)))
             continue;
-        for (unsigned b = b0 / gran; b < (b1 + gran - 1) / gran; b++)
+        sh = gran == 1 ? 0 : gran == 4 ? 2 : 3; /* no division */
+        for (unsigned b = b0 >> sh; b < (b1 + gran - 1) >> sh; b++)
             cell_access(a, &v[b]);
         if (gran < 8 && (a->store || b1 - b0 == 8))
             join(d, c, v, 8 / gran);
     }
 }
 
-static inline void on_mem(struct dep *d, struct ml_bworker *w, uint32_t thread,
+static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t, uint32_t thread,
                           const uint64_t *rec, int load, int store)
 {
     uint64_t size = ML_Q_AUX(rec[0]), addr = rec[1];
@@ -526,7 +523,7 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, uint32_t thread,
     uint64_t site = ML_Q_ID(rec[0]);
     struct access a;
 
-    a.t = enter(d, thread);
+    a.t = t;
     if (!len || addr + len < addr)
         return;
     if (site >= SPLIT4 - 1) {
@@ -549,19 +546,67 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, uint32_t thread,
     ml_bw_owned_ranges(w, addr, addr + len, access_range, &a);
 }
 
-static void on_load(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+__attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off, uint32_t len)
 {
-    on_mem(st, w, thread, rec, 1, 0);
+    return ml_q_record_len(data, off, len);
 }
 
-static void on_store(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
-{
-    on_mem(st, w, thread, rec, 0, 1);
-}
+/* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache). */
+#define AHEAD 8u
 
-static void on_rmw(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+/*
+ * The records of one thread, read in a loop rather than one call each: the
+ * shadow cells of the records AHEAD further on are fetched meanwhile.
+ */
+static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
+                          uint32_t len, uint64_t *records)
 {
-    on_mem(st, w, thread, rec, 1, 1);
+    struct dep *d = st;
+    struct lthread *t;
+    uint32_t off = 0;
+    uint64_t count = 0;
+
+    if (thread != d->cur)
+        switch_thread(d, thread);
+    if (!(t = lthread_of(d, thread)))
+        return len;
+    while (off < len) {
+        const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
+        const unsigned kind = ML_Q_KIND(rec[0]);
+        /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
+        if (off + (AHEAD + 1) * ML_Q_UNIT <= len)
+            ml_shadow_prefetch(d->sh, rec[AHEAD * 2 + 1] & ~7ull);
+        /* a branch, not a conditional move: see consume() in backend.c */
+        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
+            uint32_t r = skip(data, off, len);
+            if (!r)
+                break;
+            off += r;
+            if (kind == ML_Q_KIND_BLOB)
+                continue;
+        } else {
+            off += ML_Q_UNIT;
+        }
+        count++;
+        switch (kind) {
+        case ML_EV_LOAD:
+            on_mem(d, w, t, thread, rec, 1, 0);
+            break;
+        case ML_EV_STORE:
+            on_mem(d, w, t, thread, rec, 0, 1);
+            break;
+        case ML_EV_RMW:
+            on_mem(d, w, t, thread, rec, 1, 1);
+            break;
+        case ML_EV_LOOP_ENTRY:
+        case ML_EV_LOOP_ITER:
+        case ML_EV_LOOP_EXIT:
+            on_loop(d, t, kind, rec);
+            break;
+        }
+    }
+    *records += count;
+    return off;
 }
 
 static void dep_fini(void *st)
@@ -642,7 +687,7 @@ static int fold_lines(struct dep *d, const struct ml_bsites *t)
     d->tab = folded.tab;
     d->cap = folded.cap;
     d->used = folded.used;
-    d->hit = 0;
+    memset(d->hit, 0, sizeof(d->hit));
 out:
     free(scanon);
     free(mcanon);
@@ -718,20 +763,9 @@ static int dep_report(void *st, struct ml_bout *o)
     return d->nomem ? -ENOMEM : 0;
 }
 
-static const struct ml_bhandler dep_handlers[] = {
-    {ML_EV_LOAD, ML_BPART_ALL, on_load},
-    {ML_EV_STORE, ML_BPART_ALL, on_store},
-    {ML_EV_RMW, ML_BPART_ALL, on_rmw},
-    {ML_EV_LOOP_ENTRY, ML_BPART_ALL, on_loop},
-    {ML_EV_LOOP_ITER, ML_BPART_ALL, on_loop},
-    {ML_EV_LOOP_EXIT, ML_BPART_ALL, on_loop},
-    {0, 0, NULL},
-};
-
 const struct ml_module ml_module_dep = {
     .name = "dep",
     .summary = "flow, anti and output dependences between instructions, loop-carried or not",
-    .handlers = dep_handlers,
     .ev_kinds = ML_BEV(ML_EV_LOAD) | ML_BEV(ML_EV_STORE) | ML_BEV(ML_EV_RMW) |
                 ML_BEV(ML_EV_LOOP_ENTRY) | ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT),
     .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE,
@@ -739,4 +773,5 @@ const struct ml_module ml_module_dep = {
     .merge = dep_merge,
     .report = dep_report,
     .fini = dep_fini,
+    .chunk = dep_chunk,
 };
