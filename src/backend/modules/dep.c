@@ -78,11 +78,22 @@ struct seg {
     uint32_t thread;
 };
 
-struct pair_key {
-    uint32_t src, dst; /* global site ids */
-    uint32_t loop;     /* global marker id + 1, 0: none */
-    uint8_t kind;      /* RAW, WAR, WAW */
-    uint8_t carried;
+struct pair_key { /* two words, compared whole */
+    union {
+        struct {
+            uint32_t src, dst; /* global site ids */
+        };
+        uint64_t sd;
+    };
+    union {
+        struct {
+            uint32_t loop; /* global marker id + 1, 0: none */
+            uint8_t kind;  /* RAW, WAR, WAW */
+            uint8_t carried;
+            uint16_t zero;
+        };
+        uint64_t lk;
+    };
 };
 
 struct pair {
@@ -141,8 +152,7 @@ static uint64_t key_hash(const struct pair_key *k)
 
 static int key_eq(const struct pair_key *a, const struct pair_key *b)
 {
-    return a->src == b->src && a->dst == b->dst && a->loop == b->loop && a->kind == b->kind &&
-           a->carried == b->carried;
+    return a->sd == b->sd && a->lk == b->lk;
 }
 
 static struct pair *slot_of(struct pair *tab, uint64_t cap, const struct pair_key *k)
@@ -159,41 +169,50 @@ static inline uint32_t *hit_of(struct dep *d, const struct pair_key *k)
     return &d->hit[(k->dst * 0x9e3779b9u + k->src * 0x85ebca6bu + k->kind) >> 22];
 }
 
-static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, uint64_t dist)
+static struct pair *new_pair(struct dep *d, const struct pair_key *k);
+
+static inline void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, uint64_t dist)
 {
-    uint32_t *hit = hit_of(d, k);
-    struct pair *p = *hit ? &d->tab[*hit - 1] : NULL;
+    uint32_t h = *hit_of(d, k);
+    struct pair *p = h ? &d->tab[h - 1] : NULL;
 
     /* the same pair again (a loop's accesses): no hash */
-    if (!p || !key_eq(&p->k, k)) {
-        if ((d->used + 1) * 2 > d->cap) {
-            uint64_t ncap = d->cap * 2;
-            struct pair *nt = calloc(ncap, sizeof(*nt));
-            if (!nt) {
-                d->nomem = 1;
-                return;
-            }
-            for (uint64_t i = 0; i < d->cap; i++)
-                if (d->tab[i].used)
-                    *slot_of(nt, ncap, &d->tab[i].k) = d->tab[i];
-            free(d->tab);
-            d->tab = nt;
-            d->cap = ncap;
-            memset(d->hit, 0, sizeof(d->hit));
-            hit = hit_of(d, k);
-        }
-        p = slot_of(d->tab, d->cap, k);
-        if (!p->used) {
-            p->used = 1;
-            p->k = *k;
-            p->mindist = UINT64_MAX;
-            d->used++;
-        }
-        *hit = (uint32_t)(p - d->tab) + 1;
-    }
+    if (__builtin_expect(!p || !key_eq(&p->k, k), 0) && !(p = new_pair(d, k)))
+        return;
     p->count += count;
     if (k->carried && dist < p->mindist)
         p->mindist = dist;
+}
+
+/* The pair of key k, made on first use (NULL: out of memory), cached. */
+static struct pair *new_pair(struct dep *d, const struct pair_key *k)
+{
+    struct pair *p;
+
+    if ((d->used + 1) * 2 > d->cap) {
+        uint64_t ncap = d->cap * 2;
+        struct pair *nt = calloc(ncap, sizeof(*nt));
+        if (!nt) {
+            d->nomem = 1;
+            return NULL;
+        }
+        for (uint64_t i = 0; i < d->cap; i++)
+            if (d->tab[i].used)
+                *slot_of(nt, ncap, &d->tab[i].k) = d->tab[i];
+        free(d->tab);
+        d->tab = nt;
+        d->cap = ncap;
+        memset(d->hit, 0, sizeof(d->hit));
+    }
+    p = slot_of(d->tab, d->cap, k);
+    if (!p->used) {
+        p->used = 1;
+        p->k = *k;
+        p->mindist = UINT64_MAX;
+        d->used++;
+    }
+    *hit_of(d, k) = (uint32_t)(p - d->tab) + 1;
+    return p;
 }
 
 static struct lthread *lthread_of(struct dep *d, uint32_t thread)
@@ -375,6 +394,7 @@ static void depend(struct access *a, uint64_t from, unsigned kind)
         d->cross_thread++;
         return;
     }
+    k.lk = 0;
     k.src = (uint32_t)P_SITE(from) - 1;
     k.dst = a->site;
     k.kind = (uint8_t)kind;
