@@ -78,6 +78,11 @@ struct seg {
     uint32_t thread;
 };
 
+/* The hot path writes the key's words whole (no partial stores to read back as a word). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pair_key words assume little-endian");
+#define KEY_SD(src, dst)               ((uint64_t)(dst) << 32 | (src))
+#define KEY_LK(loop, kind, carried)    ((loop) | (uint64_t)(kind) << 32 | (uint64_t)(carried) << 40)
+
 struct pair_key { /* two words, compared whole */
     union {
         struct {
@@ -341,19 +346,20 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
  * Where an access at clock c of this thread lies from the thread's open
  * loops: sets the key's loop and carried, returns the distance in iterations.
  */
-static uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, struct pair_key *k)
+static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c,
+                                uint32_t *loop, unsigned *carried)
 {
-    k->loop = 0;
-    k->carried = 0;
+    *loop = 0;
+    *carried = 0;
     for (uint32_t i = 0; t && i < t->depth; i++) {
         const struct lframe *f = &t->f[i];
         uint64_t it = f->iter, lo, hi;
         if (c < f->start)
             break;
-        k->loop = (uint32_t)f->id + 1;
+        *loop = (uint32_t)f->id + 1;
         if (c >= f->iter_start)
             continue;
-        k->carried = 1;
+        *carried = 1;
         /* The iteration that held clock c: the last one that started at or before it. */
         if (it && f->ring[(it - 1) % DEP_RING] <= c)
             return 1;
@@ -389,16 +395,16 @@ static void depend(struct access *a, uint64_t from, unsigned kind)
     struct dep *d = a->d;
     uint64_t c = P_CLOCK(from), dist;
     struct pair_key k;
+    uint32_t loop;
+    unsigned carried;
 
     if (d->nseg && c < d->seg[d->nseg - 1].start && thread_at(d, c) != a->thread) {
         d->cross_thread++;
         return;
     }
-    k.lk = 0;
-    k.src = (uint32_t)P_SITE(from) - 1;
-    k.dst = a->site;
-    k.kind = (uint8_t)kind;
-    dist = classify(d, a->t, c, &k);
+    dist = classify(d, a->t, c, &loop, &carried);
+    k.sd = KEY_SD(P_SITE(from) - 1, a->site);
+    k.lk = KEY_LK(loop, kind, carried);
     add_pair(d, &k, 1, dist);
 }
 
