@@ -28,7 +28,7 @@
 #define ML_SHADOW_TLB       64 /* pages looked up last, direct-mapped: a few arrays at once hit */
 
 struct ml_shadow {
-    uint32_t shift;     /* log2(metadata bytes per data byte) */
+    uint32_t shift; /* log2(metadata bytes per data byte) */
     struct {
         uint64_t page; /* page number, or UINT64_MAX */
         uint8_t *p;

@@ -34,15 +34,15 @@
  * them): per-thread results are exact. Data-parallel by address: each worker
  * owns the bytes of its 4 KiB blocks and sees every loop event.
  */
-#define DEP_RING   1024u
-#define CLOCK_BITS 41
-#define CLOCK_MAX  ((1ull << CLOCK_BITS) - 1)
-#define SPLIT1     ((1ull << (64 - CLOCK_BITS)) - 1) /* site field of a word split in bytes */
-#define SPLIT4     (SPLIT1 - 1)                      /* ... in two 4-byte halves */
+#define DEP_RING           1024u
+#define CLOCK_BITS         41
+#define CLOCK_MAX          ((1ull << CLOCK_BITS) - 1)
+#define SPLIT1             ((1ull << (64 - CLOCK_BITS)) - 1) /* site field of a word split in bytes */
+#define SPLIT4             (SPLIT1 - 1)                      /* ... in two 4-byte halves */
 #define PACK(site1, clock) ((uint64_t)(site1) << CLOCK_BITS | (clock))
 #define P_SITE(p)          ((p) >> CLOCK_BITS) /* site + 1; 0: none */
 #define P_CLOCK(p)         ((p)&CLOCK_MAX)
-#define DEP_HITS           1024u /* pairs cached (a loop's few accesses repeat theirs) */
+#define DEP_HITS           1024u  /* pairs cached (a loop's few accesses repeat theirs) */
 #define LOOP_MAX           65536u /* loop frames per thread (deeper: counted, not placed) */
 
 enum { RAW, WAR, WAW };
@@ -80,8 +80,8 @@ struct seg {
 
 /* The hot path writes the key's words whole (no partial stores to read back as a word). */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pair_key words assume little-endian");
-#define KEY_SD(src, dst)               ((uint64_t)(dst) << 32 | (src))
-#define KEY_LK(loop, kind, carried)    ((loop) | (uint64_t)(kind) << 32 | (uint64_t)(carried) << 40)
+#define KEY_SD(src, dst)            ((uint64_t)(dst) << 32 | (src))
+#define KEY_LK(loop, kind, carried) ((loop) | (uint64_t)(kind) << 32 | (uint64_t)(carried) << 40)
 
 struct pair_key { /* two words, compared whole */
     union {
@@ -346,8 +346,8 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
  * Where an access at clock c of this thread lies from the thread's open
  * loops: sets the key's loop and carried, returns the distance in iterations.
  */
-static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c,
-                                uint32_t *loop, unsigned *carried)
+static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
+                                unsigned *carried)
 {
     *loop = 0;
     *carried = 0;
@@ -385,7 +385,7 @@ struct access {
     struct dep *d;
     struct lthread *t;
     uint32_t thread, site;
-    uint64_t me;          /* the cell value of this access */
+    uint64_t me; /* the cell value of this access */
     int load, store;
     uint64_t lw, ww, wr; /* the last cell value each kind made a dependence from (one per run) */
 };
@@ -577,7 +577,8 @@ __attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off
     return ml_q_record_len(data, off, len);
 }
 
-/* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache). */
+/* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
+ */
 #define AHEAD 8u
 
 /*
