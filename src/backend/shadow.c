@@ -67,8 +67,6 @@ static int pool_new(struct ml_shadow *s, uint64_t bytes)
         free(p);
         return -1;
     }
-    /* pages are carved one after the other: huge pages fill up, and save faults and TLB misses */
-    madvise(m, size, MADV_HUGEPAGE);
     p->base = m;
     p->size = size;
     p->next = s->pools;
