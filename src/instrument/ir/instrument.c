@@ -551,12 +551,35 @@ static int region_dataflow(struct fwork *w, const struct ml_cfg *cfg)
     return 0;
 }
 
+/*
+ * Where inst stands in its function's own source: an instruction inlined from
+ * another function (a header's kernel, a static helper) is placed at the call
+ * site, so a unit, and the function row that --top derives from its units,
+ * never points into the inlined callee's file and lines.
+ */
+static const char *own_loc(LLVMValueRef inst, unsigned *flen, unsigned *line)
+{
+    LLVMMetadataRef loc = inst ? LLVMInstructionGetDebugLoc(inst) : NULL, at, file;
+
+    *flen = 0;
+    *line = 0;
+    if (!loc)
+        return NULL;
+    while ((at = LLVMDILocationGetInlinedAt(loc)))
+        loc = at;
+    file = LLVMDIScopeGetFile(LLVMDILocationGetScope(loc));
+    if (!file)
+        return NULL;
+    *line = LLVMDILocationGetLine(loc);
+    return LLVMDIFileGetFilename(file, flen);
+}
+
 static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char *func,
                     LLVMValueRef loc, uint32_t *idx)
 {
     struct ml_unit *u;
-    unsigned flen = 0;
-    const char *file = loc ? LLVMGetDebugLocFilename(loc, &flen) : NULL;
+    unsigned flen = 0, line = 0;
+    const char *file = own_loc(loc, &flen, &line);
 
     if (grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
         return -ENOMEM;
@@ -566,7 +589,7 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     u->regset = regset;
     u->flags = ir->cur_base ? ML_RT_UNIT_DYN : 0;
     u->func = func;
-    u->line = file && flen ? LLVMGetDebugLocLine(loc) : 0;
+    u->line = file && flen ? line : 0;
     u->file = strndup(file && flen ? file : "", flen);
     if (!u->file)
         return -ENOMEM;
