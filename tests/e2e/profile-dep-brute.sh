@@ -1,10 +1,11 @@
 #!/bin/bash
 # Second method for 'dep' (issue 14): four real programs (bench spmv and pagerank, the
 # multi-file C word counter profile/brute/{words,table}.c, the C++ graph program
-# profile/brute/graph.cc) are built twice from one source, with --trace-loops (every access and
-# loop entry, iteration and exit) and with --events=dep; profile/dep-brute.py recomputes every
-# dependence from the trace's dump byte by byte and the 'dep' CSV must equal it row for row,
-# keyed on source lines (what is compared and why: dep-brute.py and docs/profile-modules.md).
+# profile/brute/graph.cc) and a deep recursion through a loop (profile/brute/recurse.c) are
+# built twice from one source, with --trace-loops (every access and loop entry, iteration and
+# exit) and with --events=dep; profile/dep-brute.py recomputes every dependence from the
+# trace's dump byte by byte and the 'dep' CSV must equal it row for row, keyed on source lines
+# (what is compared and why: dep-brute.py and docs/profile-modules.md).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -41,5 +42,6 @@ pagerank|-O2|$root/bench/kernels/pagerank.c|3000 8 3
 words|-O2|$B/words.c $B/table.c|20000 2
 words3|-O3|$B/words.c $B/table.c|20000 2
 graph|--c++ -O2|$B/graph.cc|3000 4
+recurse|-O1|$B/recurse.c|5000
 LIST
 exit 0

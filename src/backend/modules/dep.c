@@ -35,6 +35,7 @@
  * owns the bytes of its 4 KiB blocks and sees every loop event.
  */
 #define DEP_RING           1024u
+#define RING0              8u
 #define CLOCK_BITS         41
 #define CLOCK_MAX          ((1ull << CLOCK_BITS) - 1)
 #define SPLIT1             ((1ull << (64 - CLOCK_BITS)) - 1) /* site field of a word split in bytes */
@@ -64,7 +65,8 @@ struct lframe {
     uint64_t start;      /* clock at entry */
     uint64_t iter_start; /* clock at the start of the current iteration */
     uint64_t iter;       /* iterations started before the current one */
-    uint64_t *ring;      /* clock at the start of iteration k, at k % DEP_RING; kept when popped */
+    uint64_t *ring;      /* clock at the start of iteration k, at k % rcap; kept when popped */
+    uint32_t rcap;       /* grows from RING0 to DEP_RING with the iterations (deep recursion) */
 };
 
 struct lthread {
@@ -301,10 +303,12 @@ static void loop_entry(struct dep *d, struct lthread *t, uint64_t id)
         t->cap = n;
     }
     f = &t->f[t->depth];
-    if (!f->ring && !(f->ring = malloc(DEP_RING * sizeof(*f->ring)))) {
+    if (!f->ring && !(f->ring = malloc(RING0 * sizeof(*f->ring)))) {
         d->nomem = 1;
         return;
     }
+    if (!f->rcap)
+        f->rcap = RING0;
     t->depth++;
     f->id = id;
     f->iter = 0;
@@ -339,7 +343,17 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
     t->depth = (uint32_t)i + 1;
     f = &t->f[i];
     f->iter++;
-    f->iter_start = f->ring[f->iter % DEP_RING] = d->clock;
+    /* grown before it wraps, the ring keeps iteration k at k: nothing is lost */
+    if (f->iter == f->rcap && f->rcap < DEP_RING) {
+        uint64_t *r = realloc(f->ring, 2 * f->rcap * sizeof(*r));
+        if (r) {
+            f->ring = r;
+            f->rcap *= 2;
+        } else {
+            d->nomem = 1;
+        }
+    }
+    f->iter_start = f->ring[f->iter & (f->rcap - 1)] = d->clock;
 }
 
 /*
@@ -349,36 +363,55 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
 static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
                                 unsigned *carried)
 {
+    uint32_t n = t ? t->depth : 0, i, a, b;
+    const struct lframe *f;
+    uint64_t it, lo, hi;
+
     *loop = 0;
     *carried = 0;
-    for (uint32_t i = 0; t && i < t->depth; i++) {
-        const struct lframe *f = &t->f[i];
-        uint64_t it = f->iter, lo, hi;
-        if (c < f->start)
-            break;
-        *loop = (uint32_t)f->id + 1;
-        if (c >= f->iter_start)
-            continue;
-        *carried = 1;
-        /* The iteration that held clock c: the last one that started at or before it. */
-        if (it && f->ring[(it - 1) % DEP_RING] <= c)
-            return 1;
-        lo = it >= DEP_RING ? it - DEP_RING + 1 : 0;
-        if (f->ring[lo % DEP_RING] > c) {
-            d->far++;
-            return it - lo + 1;
-        }
-        hi = it;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo + 1) / 2;
-            if (f->ring[mid % DEP_RING] <= c)
-                lo = mid;
+    if (!n || c < t->f[0].start)
+        return 0;
+    /*
+     * Frame k+1 opened in frame k's current iteration, so starts and
+     * iteration starts ascend with depth: the innermost frame that started
+     * at or before c is the only one that can carry (those outside it hold c
+     * in their current iteration). A binary search: recursion makes deep stacks.
+     */
+    if (c >= t->f[n - 1].start) {
+        i = n - 1;
+    } else {
+        for (a = 0, b = n - 1; a < b;) {
+            uint32_t mid = a + (b - a + 1) / 2;
+            if (t->f[mid].start <= c)
+                a = mid;
             else
-                hi = mid - 1;
+                b = mid - 1;
         }
-        return it - lo;
+        i = a;
     }
-    return 0;
+    f = &t->f[i];
+    it = f->iter;
+    *loop = (uint32_t)f->id + 1;
+    if (c >= f->iter_start)
+        return 0;
+    *carried = 1;
+    /* The iteration that held clock c: the last one that started at or before it. */
+    if (it && f->ring[(it - 1) & (f->rcap - 1)] <= c)
+        return 1;
+    lo = it >= f->rcap ? it - f->rcap + 1 : 0;
+    if (f->ring[lo & (f->rcap - 1)] > c) {
+        d->far++;
+        return it - lo + 1;
+    }
+    hi = it;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (f->ring[mid & (f->rcap - 1)] <= c)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return it - lo;
 }
 
 struct access {

@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < n; i++)        /* CALLERLOOP */
         put(a, i, a[i - 1] + 1);       /* CALLER */
     for (int i = 0; i < n; i++)
-        u[i] = i ^ 5; /* UFILL */
+        u[i] = i ^ 5;               /* UFILL */
     for (int i = 0; i + 1 < n; i++) /* ANTILOOP */
         u[i] = u[i + 1] * 2;        /* ANTI */
     for (int i = 0; i < n; i++)     /* ANTIINLOOP */

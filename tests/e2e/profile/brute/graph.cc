@@ -8,16 +8,20 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace
+{
 
 struct Edge {
     int from, to;
     unsigned weight;
 };
 
-class Graph {
+class Graph
+{
   public:
-    explicit Graph(int n) : first_(n + 1, 0) {}
+    explicit Graph(int n) : first_(n + 1, 0)
+    {
+    }
 
     void build(const std::vector<Edge> &edges)
     {
@@ -34,8 +38,14 @@ class Graph {
         }
     }
 
-    int size() const { return (int)first_.size() - 1; }
-    size_t edges() const { return to_.size(); }
+    int size() const
+    {
+        return (int)first_.size() - 1;
+    }
+    size_t edges() const
+    {
+        return to_.size();
+    }
 
     template <typename F> void neighbours(int v, F f) const
     {
@@ -107,7 +117,8 @@ int main(int argc, char **argv)
     for (int v = 0; v < n; v++)
         for (int k = 0; k < deg; k++) {
             seed = seed * 6364136223846793005ul + 1442695040888963407ul;
-            edges.push_back(Edge{v, (int)((seed >> 33) % (unsigned long)n), 1 + (unsigned)(seed >> 60)});
+            edges.push_back(
+                Edge{v, (int)((seed >> 33) % (unsigned long)n), 1 + (unsigned)(seed >> 60)});
         }
     Graph g(n);
     g.build(edges);
