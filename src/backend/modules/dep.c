@@ -110,8 +110,9 @@ struct pair {
 };
 
 struct dep {
-    struct ml_shadow *sh; /* a struct cell per 8-byte word */
-    struct pool p4, p1;
+    struct ml_shadow *sh;  /* a struct cell per 8-byte word */
+    struct ml_shadow *sh4; /* two cells per 8-byte word split in halves */
+    struct pool p1;        /* eight cells per word split in bytes */
     uint64_t clock;
     uint32_t cur; /* thread of the events being read */
     struct seg *seg;
@@ -138,10 +139,11 @@ static void *dep_init(struct ml_bworker *w)
     d->cap = 1024;
     d->tab = calloc(d->cap, sizeof(*d->tab));
     d->cur = UINT32_MAX;
-    d->p4.n = 2;
     d->p1.n = 8;
-    if (!d->sh || !d->tab) {
+    d->sh4 = ml_shadow_new(2 * sizeof(struct cell) / 8, 0);
+    if (!d->sh || !d->sh4 || !d->tab) {
         ml_shadow_free(d->sh);
+        ml_shadow_free(d->sh4);
         free(d->tab);
         free(d);
         return NULL;
@@ -493,10 +495,12 @@ static void pool_put(struct pool *p, uint64_t i)
 }
 
 /*
- * The cells of word cell c at a granularity of g bytes or finer (8: c
- * itself); *gran receives the granularity. NULL: out of memory.
+ * The cells of word cell c (of the word at addr word) at a granularity of g
+ * bytes or finer (8: c itself); *gran receives the granularity. NULL: out
+ * of memory. Halves live at the word's place in a second shadow (ints are
+ * common: no pointer to chase, and prefetched with the cell), bytes in a pool.
  */
-static struct cell *cells(struct dep *d, struct cell *c, unsigned g, unsigned *gran)
+static struct cell *cells(struct dep *d, struct cell *c, uint64_t word, unsigned g, unsigned *gran)
 {
     uint64_t site = P_SITE(c->w), i;
     struct cell *to, from[2];
@@ -507,11 +511,11 @@ static struct cell *cells(struct dep *d, struct cell *c, unsigned g, unsigned *g
         return &d->p1.c[P_CLOCK(c->w) * 8];
     }
     if (site == SPLIT4) {
+        struct cell *h = (struct cell *)(void *)ml_shadow_at(d->sh4, word);
         *gran = 4;
-        if (g >= 4)
-            return &d->p4.c[P_CLOCK(c->w) * 2];
-        memcpy(from, &d->p4.c[P_CLOCK(c->w) * 2], sizeof(from));
-        pool_put(&d->p4, P_CLOCK(c->w));
+        if (g >= 4 || !h)
+            return h;
+        memcpy(from, h, sizeof(from));
         n = 2;
     } else {
         *gran = 8;
@@ -519,9 +523,15 @@ static struct cell *cells(struct dep *d, struct cell *c, unsigned g, unsigned *g
             return c;
         from[0] = *c;
     }
-    if ((i = pool_get(d, g == 4 ? &d->p4 : &d->p1)) == UINT64_MAX)
-        return NULL;
-    to = g == 4 ? &d->p4.c[i * 2] : &d->p1.c[i * 8];
+    if (g == 4) {
+        if (!(to = (struct cell *)(void *)ml_shadow_at(d->sh4, word)))
+            return NULL;
+        i = 0;
+    } else {
+        if ((i = pool_get(d, &d->p1)) == UINT64_MAX)
+            return NULL;
+        to = &d->p1.c[i * 8];
+    }
     for (unsigned b = 0; b < 8 / g; b++)
         to[b] = from[b * n * g / 8];
     c->w = PACK(g == 4 ? SPLIT4 : SPLIT1, i);
@@ -538,7 +548,8 @@ static void join(struct dep *d, struct cell *c, struct cell *v, unsigned n)
     for (unsigned b = 1; b < n; b++)
         if (v[b].w != one.w || v[b].r != one.r)
             return;
-    pool_put(n == 2 ? &d->p4 : &d->p1, P_CLOCK(c->w));
+    if (n == 8)
+        pool_put(&d->p1, P_CLOCK(c->w));
     *c = one;
 }
 
@@ -564,8 +575,10 @@ static void access_range(void *arg, uint64_t lo, uint64_t hi)
         g = (b0 | b1) & 3 ? 1 : b1 - b0 == 8 ? 8 : 4;
         if (!a->store && P_SITE(c->w) < SPLIT4 && c->r == a->me)
             g = 8;
-        if (!(v = cells(d, c, g, &gran)))
+        if (!(v = cells(d, c, word, g, &gran))) {
+            d->unshadowed += b1 - b0;
             continue;
+        }
         sh = gran == 1 ? 0 : gran == 4 ? 2 : 3; /* no division */
         for (unsigned b = b0 >> sh; b < (b1 + gran - 1) >> sh; b++)
             cell_access(a, &v[b]);
@@ -634,8 +647,10 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         const unsigned kind = ML_Q_KIND(rec[0]);
         /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
-        if (off + (AHEAD + 1) * ML_Q_UNIT <= len)
+        if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
             ml_shadow_prefetch(d->sh, rec[AHEAD * 2 + 1] & ~7ull);
+            ml_shadow_prefetch(d->sh4, rec[AHEAD * 2 + 1] & ~7ull);
+        }
         /* a branch, not a conditional move: see consume() in backend.c */
         if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
             uint32_t r = skip(data, off, len);
@@ -680,7 +695,7 @@ static void dep_fini(void *st)
     }
     free(d->t);
     free(d->seg);
-    free(d->p4.c);
+    ml_shadow_free(d->sh4);
     free(d->p1.c);
     free(d->tab);
     ml_shadow_free(d->sh);
