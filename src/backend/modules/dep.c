@@ -17,10 +17,10 @@
  * last load that read it since (a cell: site and the worker's clock, packed
  * in 64 bits each). A load (RAW) or a store (WAW) of the word makes a
  * dependence from that store; a store also one from that load (WAR). Words
- * whose bytes differ (an int, a char written) are split into two 4-byte or
- * eight 1-byte cells, kept in pools, and joined again when a store covers the
- * word: an aligned access whose bytes share a cell costs one cell update,
- * and results are those of a cell per byte.
+ * whose bytes differ (an int, a char written) are split into two 4-byte
+ * cells (in a second shadow) or eight 1-byte cells (in a pool), and joined
+ * again when a store covers the word: an aligned access whose bytes share a
+ * cell costs one cell update, and results are those of a cell per byte.
  *
  * The clock advances at every loop entry and iteration and whenever the
  * events read switch to another thread; the switches are logged, so the
