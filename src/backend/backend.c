@@ -121,6 +121,11 @@ static const struct ml_bhandler *handler_of(const struct ml_module *m, unsigned 
 
 /* ---- workers ---- */
 
+__attribute__((noinline)) uint32_t ml_bchunk_skip(const uint8_t *data, uint32_t off, uint32_t len)
+{
+    return ml_q_record_len(data, off, len);
+}
+
 void ml_bw_owned_ranges(const struct ml_bworker *w, uint64_t lo, uint64_t hi,
                         void (*fn)(void *arg, uint64_t lo, uint64_t hi), void *arg)
 {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "backend/context.h"
+#include "format/queue.h"
 
 /*
  * A module is one file in src/backend/modules/ holding one struct ml_module,
@@ -108,6 +109,28 @@ struct ml_module {
     uint32_t (*chunk)(void *state, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
                       uint32_t len, uint64_t *records);
 };
+
+/* Length of the record at off, 0 if malformed (ml_q_record_len, off the common path). */
+uint32_t ml_bchunk_skip(const uint8_t *data, uint32_t off, uint32_t len);
+
+/*
+ * For a module's chunk callback: the length of the record at off (one unit
+ * on the common path), 0 when malformed (stop there); *blob is set for a
+ * blob (step over it). The common path's length is a constant behind a
+ * branch, not a conditional move: see consume() in backend.c.
+ */
+static inline uint32_t ml_bchunk_step(const uint8_t *data, uint32_t off, uint32_t len, int *blob)
+{
+    const uint64_t w0 = *(const uint64_t *)(const void *)(data + off);
+    const unsigned kind = ML_Q_KIND(w0);
+
+    *blob = 0;
+    if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(w0), 0)) {
+        *blob = kind == ML_Q_KIND_BLOB;
+        return ml_bchunk_skip(data, off, len);
+    }
+    return ML_Q_UNIT;
+}
 
 /* Registry (modules.c): the modules memlens knows, in the order --help lists them. */
 extern const struct ml_module *const ml_modules[];

@@ -618,11 +618,6 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t
     ml_bw_owned_ranges(w, addr, addr + len, access_range, &a);
 }
 
-__attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off, uint32_t len)
-{
-    return ml_q_record_len(data, off, len);
-}
-
 /* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
  */
 #define AHEAD 8u
@@ -638,6 +633,7 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
     struct lthread *t;
     uint32_t off = 0;
     uint64_t count = 0;
+    int blob;
 
     if (thread != d->cur)
         switch_thread(d, thread);
@@ -651,17 +647,12 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
             ml_shadow_prefetch(d->sh, rec[AHEAD * 2 + 1] & ~7ull);
             ml_shadow_prefetch(d->sh4, rec[AHEAD * 2 + 1] & ~7ull);
         }
-        /* a branch, not a conditional move: see consume() in backend.c */
-        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
-            uint32_t r = skip(data, off, len);
-            if (!r)
-                break;
-            off += r;
-            if (kind == ML_Q_KIND_BLOB)
-                continue;
-        } else {
-            off += ML_Q_UNIT;
-        }
+        uint32_t r = ml_bchunk_step(data, off, len, &blob);
+        if (!r)
+            break;
+        off += r;
+        if (blob)
+            continue;
         count++;
         switch (kind) {
         case ML_EV_LOAD:

@@ -51,12 +51,6 @@ static struct cell *row_of(struct stats *s, uint32_t t)
     return s->rows[t];
 }
 
-/* Length of a record with extra units or a blob, 0 if malformed (off the common path). */
-__attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off, uint32_t len)
-{
-    return ml_q_record_len(data, off, len);
-}
-
 /* A few instructions per record, no call: the queue's own speed shows through. */
 static uint32_t stats_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
                             uint32_t len, uint64_t *records)
@@ -65,24 +59,20 @@ static uint32_t stats_chunk(void *st, struct ml_bworker *w, uint32_t thread, con
     const uint32_t me = w->index, n = w->n;
     uint32_t off = 0;
     uint64_t count = 0;
+    int blob;
 
     if (!row)
         return len;
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         const unsigned kind = ML_Q_KIND(rec[0]);
+        uint32_t r = ml_bchunk_step(data, off, len, &blob);
         uint64_t own;
-        /* a branch, not a conditional move: see consume() in backend.c */
-        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
-            uint32_t r = skip(data, off, len);
-            if (!r)
-                break;
-            off += r;
-            if (kind == ML_Q_KIND_BLOB)
-                continue;
-        } else {
-            off += ML_Q_UNIT;
-        }
+        if (!r)
+            break;
+        off += r;
+        if (blob)
+            continue;
         count++;
         own = n == 1 || ml_bpart_addr(rec[1], n) == me;
         row[kind].events += own;
