@@ -89,6 +89,14 @@ struct ml_module {
      */
     uint64_t ev_kinds;
     unsigned ev_fields;
+    /*
+     * Of ev_kinds, the function and loop kinds the module needs only in
+     * functions that can make an object (a heap block through a call, or a
+     * stack object): its frames name where objects are made, so that frames
+     * of other functions change nothing it reports. The instrumenter leaves
+     * them out elsewhere unless another chosen module needs them.
+     */
+    uint64_t ev_objs_only;
     /* A fresh state for worker w (NULL: out of memory). */
     void *(*init)(struct ml_bworker *w);
     /* Folds state from into into and frees from; returns 0 or -errno. */
