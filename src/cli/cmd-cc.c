@@ -55,7 +55,7 @@ static const char cc_usage[] =
     "    --trace           build for memory traces instead: record every load and\n"
     "                      store with markers (see 'memlens trace --help')\n"
     "    --trace-functions with --trace, also record function entries and exits\n"
-    "    --trace-loops     with --trace, also record loop entries and exits\n"
+    "    --trace-loops     with --trace, also record loop entries, iterations and exits\n"
     "    --events=MODS     build for event profiling instead ('memlens profile'):\n"
     "                      only the events the profiling modules MODS need, e.g.\n"
     "                      --events=dep,sharing (see 'memlens profile --list-modules')\n"
