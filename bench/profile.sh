@@ -3,8 +3,10 @@
 # modules together, with 1 and 2 workers, per bench/ kernel and
 # geomean; peak memory of memlens (backend) beside the program's. Every variant of a kernel runs
 # once per round, in an order rotated each round; a slowdown is the ratio to the plain run of the
-# same round; figures are medians over RUNS rounds. Prints 'uptime' before and after: timings on
-# a shared machine are only as good as its load.
+# same round; figures are medians over RUNS rounds. Beside the elapsed-time slowdown, the same
+# for CPU time (user + system of memlens, its workers and the program, from the kernel's
+# accounting of children), which waiting for a busy machine's cores does not inflate. Prints
+# 'uptime' before and after: timings on a shared machine are only as good as its load.
 # Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs;
 #        MODULES, default 'dep sharing value lifetime pointsto dep,sharing,value,lifetime,pointsto':
 #        the variants, each module alone or several together)
@@ -49,50 +51,59 @@ done <<<"$KERNELS"
 
 echo "load before: $(uptime)"
 MEMLENS_BUILD=$MEMLENS_BUILD MODULES=$MODULES python3 - "$W" "$RUNS" "${rows[@]}" <<'PY'
-import math, os, statistics, subprocess, sys, time
+import math, os, resource, statistics, subprocess, sys, time
 
 W, runs, rows = sys.argv[1], int(sys.argv[2]), [r.split('|') for r in sys.argv[3:]]
 M = os.environ['MEMLENS_BUILD'] + '/bin/memlens'
 variants = ['plain'] + ['%s/w%d' % (m, w) for m in os.environ['MODULES'].split() for w in (1, 2)]
 
+def cpu_now():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
 def run(name, args, v):
-    """Seconds and peak RSS (KiB) of one run."""
+    """Seconds, CPU seconds and peak RSS (KiB) of one run."""
     if v == 'plain':
         cmd = ['/usr/bin/time', '-f', '%M', '%s/%s.plain' % (W, name)] + args.split()
     else:
         m, w = v.split('/')
         cmd = ['/usr/bin/time', '-f', '%M', M, 'profile', '-q', '-m', m, '-w', w[1:], '-o',
                W + '/out', '--', '%s/%s.%s' % (W, name, m)] + args.split()
-    t0 = time.monotonic()
+    c0, t0 = cpu_now(), time.monotonic()
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    t = time.monotonic() - t0
+    t, c = time.monotonic() - t0, cpu_now() - c0
     if p.returncode:
         sys.exit('profile.sh: %s failed: %s' % (' '.join(cmd), p.stderr[-500:]))
     subprocess.run(['rm', '-rf', W + '/out'])
-    return t, int(p.stderr.strip().splitlines()[-1])
+    return t, c, int(p.stderr.strip().splitlines()[-1])
 
 res = {}
 for name, args in rows:
     ratios = {v: [] for v in variants[1:]}
+    cratios = {v: [] for v in variants[1:]}
     mem = {v: [] for v in variants}
     for r in range(runs):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
-        t = {}
+        t, c = {}, {}
         for v in order:
-            t[v], kb = run(name, args, v)
+            t[v], c[v], kb = run(name, args, v)
             mem[v].append(kb)
         for v in variants[1:]:
             ratios[v].append(t[v] / t['plain'])
+            cratios[v].append(c[v] / max(c['plain'], 1e-4))
     res[name] = ({v: statistics.median(x) for v, x in ratios.items()},
-                 {v: statistics.median(x) for v, x in mem.items()})
+                 {v: statistics.median(x) for v, x in mem.items()},
+                 {v: statistics.median(x) for v, x in cratios.items()})
 
-print('slowdown (median of per-round ratios to the plain -O2 run, %d rounds)' % runs)
 wid = max(15, max(len(v) + 2 for v in variants))
-print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants[1:]))
-for name, _ in rows:
-    print('%-10s' % name + ''.join('%*.1fx' % (wid - 1, res[name][0][v]) for v in variants[1:]))
-print('%-10s' % 'geomean' + ''.join('%*.1fx' % (wid - 1, math.exp(statistics.mean(
-    math.log(res[n][0][v]) for n, _ in rows))) for v in variants[1:]))
+for title, i in (('slowdown (median of per-round ratios to the plain -O2 run, %d rounds)', 0),
+                 ('\nCPU time, same ratios (user + system of everything the run started)', 2)):
+    print(title % runs if '%d' in title else title)
+    print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants[1:]))
+    for name, _ in rows:
+        print('%-10s' % name + ''.join('%*.1fx' % (wid - 1, res[name][i][v]) for v in variants[1:]))
+    print('%-10s' % 'geomean' + ''.join('%*.1fx' % (wid - 1, math.exp(statistics.mean(
+        math.log(res[n][i][v]) for n, _ in rows))) for v in variants[1:]))
 print('\npeak memory, MiB (plain: the program; others: the larger of memlens (backend) and the program)')
 print('%-10s' % 'kernel' + ''.join('%*s' % (wid, v) for v in variants))
 for name, _ in rows:

@@ -1,9 +1,11 @@
 #!/bin/bash
-# Event queue benchmark (issue 14): a program appends EVENTS 16-byte events through the
-# producer ABI (bench/lib/queue-bench.c: the inline path instrumented code uses) and waits until
-# the backend has read them all; 'memlens profile -m stats' reads every event with 1 and with 2
-# workers (each worker reads every chunk and counts its share by address). Beside it, the same
-# bytes copied by memcpy in 1 MiB pieces between two 64 MiB buffers. The three runs are
+# Event queue benchmark (issue 14): one producer thread appends EVENTS 16-byte events (1.6 GB
+# at the default) through the producer ABI (bench/lib/queue-bench.c: the inline path
+# instrumented code uses) and waits until the backend has read them all; 'memlens profile -m
+# stats' reads them with 1 and with 2 consumers (worker threads). 'stats' alone has its chunks
+# dealt out (docs/profile.md, "Dealing"): each 1 MiB chunk is read by one of the consumers, which
+# counts every event in it. Beside it, the same bytes copied by memcpy in 1 MiB pieces between
+# two 64 MiB buffers. The three runs are
 # interleaved round-robin, RUNS rounds, and each figure is the median over rounds; ratios are
 # taken within a round. ns/event and GB/s count the time from the first append to the moment
 # the last chunk was released by every worker. Beside them, from the profile's JSON: the time

@@ -7,11 +7,19 @@
 # every malloc mmap'ed so that addresses agree); and the IR-level trace (--trace) beside ns for
 # loads, stores and bytes.
 #
-#   bench/select.sh [kernel...]     RUNS=5 (pairs per variant), KERNELS as in bench/regions.sh,
-#                                   VARIANTS: lines "<name> <asm options>", ns first
+#   bench/select.sh [kernel...]     RUNS=5 (pairs per variant), KERNELS as in bench/regions.sh
+#                                   (plus a fourth field: the long input), VARIANTS: lines
+#                                   "<name> <asm options>", ns first, LONG=0|1|2 (below)
+#
+# The short inputs run 20-80 ms uninstrumented on a quiet 2-core VM, so the tracer's fixed
+# start and end (writer thread, trace file, tables) weigh on their ratios; the long inputs run
+# 0.3-0.6 s, closer to real traced workloads. LONG=0 (default) times the short inputs, LONG=1
+# the long ones, LONG=2 both (two tables). Accuracy always uses the short inputs (it does not
+# depend on the run's length).
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MEMLENS_BUILD=${MEMLENS_BUILD:-$ROOT/build}
 RUNS=${RUNS:-5}
+LONG=${LONG:-0}
 die() {
     echo "select.sh: $*" >&2
     exit 1
@@ -24,15 +32,15 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/memlens-select.XXXXXX") || exit 1
 trap 'rm -rf "$W"' EXIT
 export OMP_NUM_THREADS=2
 
-# name | arguments | extra compiler flags. About 0.1-0.3 s uninstrumented on a 2-core VM.
-KERNELS=${KERNELS:-'stream|1000000 30|
-strided|2000000 16 100|
-chase|500000 1000000|
-spmv|50000 16 30|
-pagerank|100000 16 15|
-parser|3000000 3|
-smallfn|250000 20|
-omp|1000000 40|-fopenmp'}
+# name | arguments | extra compiler flags | long arguments (same work, about 10x the repetitions).
+KERNELS=${KERNELS:-'stream|1000000 30||1000000 600
+strided|2000000 16 100||2000000 16 1000
+chase|500000 1000000||500000 10000000
+spmv|50000 16 30||50000 16 500
+pagerank|100000 16 15||100000 16 200
+parser|3000000 3||3000000 20
+smallfn|250000 20||250000 150
+omp|1000000 40|-fopenmp|1000000 400'}
 VARIANTS=${VARIANTS:-"ns mode=ns
 w0.1c64 omega=0.1,chunk=64
 w0.25c64 omega=0.25,chunk=64
@@ -45,7 +53,7 @@ w0.75c4096 omega=0.75,chunk=4096"}
 
 want=" $* "
 rows=()
-while IFS='|' read -r name args flags; do
+while IFS='|' read -r name args flags long; do
     [ -z "$name" ] && continue
     [ $# -gt 0 ] && [[ $want != *" $name "* ]] && continue
     src=$ROOT/bench/kernels/$name.c
@@ -58,15 +66,20 @@ while IFS='|' read -r name args flags; do
             die "memlens-cc --trace=asm,$opts on '$src'"
     done <<<"$VARIANTS"
     "$W/$name.plain" $args >"$W/$name.plain.out" || die "plain '$name' failed"
-    rows+=("$name|$args")
+    [ "$LONG" = 0 ] || "$W/$name.plain" ${long:-$args} >"$W/$name.plain.long" ||
+        die "plain '$name' failed on the long input"
+    rows+=("$name|$args|${long:-$args}")
 done <<<"$KERNELS"
 [ ${#rows[@]} -gt 0 ] || die "no kernel matches '$*'"
 
-MEMLENS_BUILD=$MEMLENS_BUILD python3 - "$W" "$RUNS" "$VARIANTS" "${rows[@]}" <<'PY'
+MEMLENS_BUILD=$MEMLENS_BUILD python3 - "$W" "$RUNS" "$LONG" "$VARIANTS" "${rows[@]}" <<'PY'
 import json, math, os, shutil, statistics, subprocess, sys, time
-W, runs = sys.argv[1], int(sys.argv[2])
-variants = [l.split()[0] for l in sys.argv[3].splitlines() if l.strip()]
-kernels = [r.split('|') for r in sys.argv[4:]]
+W, runs, long_mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+variants = [l.split()[0] for l in sys.argv[4].splitlines() if l.strip()]
+kernels = [r.split('|') for r in sys.argv[5:]]
+inputs = {'0': ['short'], '1': ['long'], '2': ['short', 'long']}.get(long_mode)
+if not inputs:
+    sys.exit('select.sh: LONG must be 0, 1 or 2')
 MEMLENS = os.environ['MEMLENS_BUILD'] + '/bin/memlens'
 OUT = os.path.join(W, 'traces')
 
@@ -96,7 +109,7 @@ def gm(xs):
 
 
 slow, acc = {}, {}
-for name, args in kernels:
+for name, args, long_args in kernels:
     base = os.path.join(W, name)
     want = open(base + '.plain.out', 'rb').read()
     # Accuracy: ns and selective traces of the same input at the same addresses.
@@ -125,26 +138,35 @@ for name, args in kernels:
         a['attempts'] = attempt + 1
         acc[(name, v)] = a
     # Time: pairs (plain, variant), variants interleaved, RUNS rounds; medians of ratios.
-    ratios = {v: [] for v in variants}
-    for r in range(runs):
+    for inp in inputs:
+        a, expect = (args, want) if inp == 'short' else (long_args,
+                                                          open(base + '.plain.long', 'rb').read())
+        ratios = {v: [] for v in variants}
+        plain = []
+        for r in range(runs):
+            for v in variants:
+                tp, _ = run(base + '.plain', a)
+                tv, out = run(base + '.' + v, a)
+                if out != expect:
+                    sys.exit('%s.%s prints another result' % (name, v))
+                ratios[v].append(tv / tp)
+                plain.append(tp)
         for v in variants:
-            tp, _ = run(base + '.plain', args)
-            tv, out = run(base + '.' + v, args)
-            if out != want:
-                sys.exit('%s.%s prints another result' % (name, v))
-            ratios[v].append(tv / tp)
-    for v in variants:
-        slow[(name, v)] = statistics.median(ratios[v])
+            slow[(inp, name, v)] = statistics.median(ratios[v])
+        slow[(inp, name, 'plain')] = statistics.median(plain)
     print('%s done' % name, file=sys.stderr)
 
 names = [k[0] for k in kernels]
-print('Slowdown against the uninstrumented build (median of %d paired runs):' % runs)
-print('%-10s' % 'kernel' + ''.join('%11s' % v for v in variants))
-for n in names:
-    print('%-10s' % n + ''.join('%10.2fx' % slow[(n, v)] for v in variants))
-print('%-10s' % 'geomean' + ''.join('%10.2fx' % gm([slow[(n, v)] for n in names])
-                                    for v in variants))
-print()
+for inp in inputs:
+    print('Slowdown against the uninstrumented build, %s inputs (median of %d paired runs; '
+          'plain: median seconds uninstrumented):' % (inp, runs))
+    print('%-10s%8s' % ('kernel', 'plain') + ''.join('%11s' % v for v in variants))
+    for n in names:
+        print('%-10s%7.3fs' % (n, slow[(inp, n, 'plain')]) +
+              ''.join('%10.2fx' % slow[(inp, n, v)] for v in variants))
+    print('%-10s%8s' % ('geomean', '') +
+          ''.join('%10.2fx' % gm([slow[(inp, n, v)] for n in names]) for v in variants))
+    print()
 print('Accuracy against the ns trace: static MA/AIA (block figures x executions) | measured '
       'MA/AIA | per-chunk count error')
 for v in variants[1:]:

@@ -64,6 +64,8 @@ struct ml_backend {
     struct disp disp[256];
     uint32_t chunk_mods[MAX_MODS]; /* modules that read whole chunks */
     uint32_t nchunk_mods;
+    int deal;                 /* each chunk to one worker (every module is chunk_any) */
+    _Atomic uint64_t *claims; /* deal: per slot, the next chunk to hand out */
     struct wstate *ws;
     _Atomic int dead, abandon;
     struct ml_bblob *blobs, **blobs_tail;
@@ -244,6 +246,12 @@ static inline int owns(const struct disp_ent *e, const uint64_t *rec, uint32_t m
     return 1;
 }
 
+__attribute__((noinline)) uint32_t ml_bchunk_rec_slow(const uint8_t *data, uint32_t off,
+                                                      uint32_t len)
+{
+    return ml_q_record_len(data, off, len);
+}
+
 /* Records are handed to chunk modules in blocks small enough to be still in L1. */
 #define BLOCK 8192u
 
@@ -372,6 +380,30 @@ static uint32_t gather(struct ml_q_header *h, uint32_t s, uint64_t *seq, struct 
     return got;
 }
 
+/*
+ * Dealing: takes the chunks of slot s that are full and next to hand out
+ * (both at most); the compare-and-swap on the slot's claim makes each chunk
+ * one worker's. Chunks holding blob fragments are left to worker 0, which
+ * joins blobs, in order.
+ */
+static uint32_t claim(struct ml_q_header *h, _Atomic uint64_t *next, uint32_t s, uint32_t me,
+                      struct ready *r)
+{
+    struct ml_q_slot *sl = ml_q_slot(h, s);
+    uint32_t got = 0;
+
+    while (got < 2) {
+        uint64_t seq = atomic_load(next);
+        struct ml_q_chunk *ch = &sl->chunk[seq & 1];
+        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != seq ||
+            (me && (ch->flags & ML_Q_CHUNK_BLOB)))
+            break;
+        if (atomic_compare_exchange_weak(next, &seq, seq + 1))
+            r[got++] = (struct ready){ch->t1, s, (uint32_t)(seq & 1)};
+    }
+    return got;
+}
+
 static int by_t1(const void *a, const void *b)
 {
     uint64_t x = ((const struct ready *)a)->t1, y = ((const struct ready *)b)->t1;
@@ -397,9 +429,12 @@ static uint32_t pass(struct wstate *ws)
     for (int scan = 0; scan < 2; scan++)
         for (uint32_t s = 0; s < n; s++) {
             uint64_t seq = ws->next_seq[s];
-            uint32_t k = gather(h, s, &seq, ws->ready + got);
+            if (ws->w.whole) {
+                got += claim(h, &ws->w.b->claims[s], s, ws->w.index, ws->ready + got);
+                continue;
+            }
+            got += gather(h, s, &seq, ws->ready + got);
             ws->next_seq[s] = seq;
-            got += k;
         }
     if (got > 1)
         qsort(ws->ready, got, sizeof(*ws->ready), by_t1);
@@ -426,6 +461,12 @@ static void tail(struct wstate *ws)
 
     if (n > h->max_slots)
         n = h->max_slots;
+    if (ws->w.whole) { /* dealing: worker 0 reads the rest, once nothing more can be claimed */
+        if (ws->w.index)
+            return;
+        for (uint32_t s = 0; s < n; s++)
+            ws->next_seq[s] = atomic_load(&ws->w.b->claims[s]);
+    }
     for (uint32_t s = 0; s < n; s++) {
         struct ml_q_slot *sl = ml_q_slot(h, s);
         uint32_t k = atomic_load(&sl->fill) & 1;
@@ -489,9 +530,12 @@ static int build_dispatch(struct ml_backend *b)
                 continue;
             d->e[d->n++] = (struct disp_ent){.part = hd->part, .mod = (uint8_t)m, .fn = hd->fn};
         }
-    for (uint32_t m = 0; m < b->o.nmods; m++)
+    b->deal = 1;
+    for (uint32_t m = 0; m < b->o.nmods; m++) {
         if (b->mods[m]->chunk)
             b->chunk_mods[b->nchunk_mods++] = m;
+        b->deal &= b->mods[m]->chunk && b->mods[m]->chunk_any;
+    }
     return 0;
 }
 
@@ -545,7 +589,7 @@ static int queue_create(struct ml_backend *b, char *err, size_t errlen)
     h->size = b->size;
     h->data_off = ml_q_data_off(slots);
     h->max_slots = slots;
-    h->consumers = b->o.workers;
+    h->consumers = b->deal ? 1 : b->o.workers;
     h->spin_ns =
         b->o.workers < (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) ? ML_Q_SPIN_NS : ML_Q_SPIN_FEW_NS;
     h->backend_pid = (int32_t)getpid();
@@ -584,12 +628,14 @@ int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, cha
         ml_backend_free(b);
         return rc;
     }
-    if (!(b->ws = calloc(o->workers, sizeof(*b->ws))))
+    if (!(b->ws = calloc(o->workers, sizeof(*b->ws))) ||
+        (b->deal && !(b->claims = calloc(b->h->max_slots, sizeof(*b->claims)))))
         goto nomem;
     for (uint32_t w = 0; w < o->workers; w++) {
         struct wstate *ws = &b->ws[w];
         ws->w.index = w;
         ws->w.n = o->workers;
+        ws->w.whole = b->deal;
         ws->w.b = b;
         ws->next_seq = calloc(b->h->max_slots, sizeof(*ws->next_seq));
         ws->ready = calloc(2 * (size_t)b->h->max_slots, sizeof(*ws->ready));
@@ -669,12 +715,16 @@ void ml_backend_stop(struct ml_backend *b, struct ml_brun *run)
     join_all(b);
     b->seconds = since(&b->t0);
     run->events = run->bytes = run->chunks = run->corrupt_chunks = 0;
-    /* every worker reads every chunk: worker 0's figures are the run's */
-    run->events = b->ws[0].events;
-    run->bytes = b->ws[0].bytes;
-    run->chunks = b->ws[0].chunks;
+    /* every worker reads every chunk (worker 0's figures are the run's), or each one some */
+    for (uint32_t w = 0; w < (b->deal ? b->o.workers : 1); w++) {
+        run->events += b->ws[w].events;
+        run->bytes += b->ws[w].bytes;
+        run->chunks += b->ws[w].chunks;
+    }
     for (uint32_t w = 0; w < b->o.workers; w++)
-        if (b->ws[w].corrupt > run->corrupt_chunks)
+        if (b->deal)
+            run->corrupt_chunks += b->ws[w].corrupt;
+        else if (b->ws[w].corrupt > run->corrupt_chunks)
             run->corrupt_chunks = b->ws[w].corrupt;
     run->lost_events = atomic_load(&h->lost_events) + b->ws[0].blob_lost;
     run->lost_threads = atomic_load(&h->lost_threads);
@@ -744,6 +794,7 @@ void ml_backend_free(struct ml_backend *b)
         }
         free(b->ws);
     }
+    free(b->claims);
     while (b->blobs) {
         struct ml_bblob *n = b->blobs->next;
         free(b->blobs);

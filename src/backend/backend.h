@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "backend/context.h"
+#include "format/queue.h"
 
 /*
  * A module is one file in src/backend/modules/ holding one struct ml_module,
@@ -88,6 +89,14 @@ struct ml_module {
      */
     uint64_t ev_kinds;
     unsigned ev_fields;
+    /*
+     * Of ev_kinds, the function and loop kinds the module needs only in
+     * functions that can make an object (a heap block through a call, or a
+     * stack object): its frames name where objects are made, so that frames
+     * of other functions change nothing it reports. The instrumenter leaves
+     * them out elsewhere unless another chosen module needs them.
+     */
+    uint64_t ev_objs_only;
     /* A fresh state for worker w (NULL: out of memory). */
     void *(*init)(struct ml_bworker *w);
     /* Folds state from into into and frees from; returns 0 or -errno. */
@@ -107,7 +116,39 @@ struct ml_module {
      */
     uint32_t (*chunk)(void *state, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
                       uint32_t len, uint64_t *records);
+    /*
+     * With chunk: the merged result does not depend on which worker read
+     * which chunk, nor in what order (counts, sums). When every module of a
+     * run says so, the driver deals each chunk to one worker instead of
+     * having every worker read every chunk (w->whole is then set: the worker
+     * owns every record it is given), so that N workers share the reading.
+     */
+    int chunk_any;
 };
+
+/* Length of a record with extra units or a blob, 0 if malformed (the slow path of ml_bchunk_rec).
+ */
+uint32_t ml_bchunk_rec_slow(const uint8_t *data, uint32_t off, uint32_t len);
+
+/*
+ * For chunk callbacks: the length of the record at off of data[len] (0:
+ * malformed, stop), and in *blob whether it is a blob (skip it). The common
+ * one-unit record takes no call, and its length is a constant on a predicted
+ * branch, so that the next record's load does not wait on this one (see
+ * consume() in backend.c).
+ */
+static inline uint32_t ml_bchunk_rec(const uint8_t *data, uint32_t off, uint32_t len, int *blob)
+{
+    const uint64_t w0 = *(const uint64_t *)(const void *)(data + off);
+    const unsigned kind = ML_Q_KIND(w0);
+
+    *blob = 0;
+    if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(w0), 0)) {
+        *blob = kind == ML_Q_KIND_BLOB;
+        return ml_bchunk_rec_slow(data, off, len);
+    }
+    return ML_Q_UNIT;
+}
 
 /* Registry (modules.c): the modules memlens knows, in the order --help lists them. */
 extern const struct ml_module *const ml_modules[];
@@ -122,6 +163,7 @@ int ml_module_check(const struct ml_module *m, char *err, size_t errlen);
 
 struct ml_bworker {
     uint32_t index, n; /* this worker's number and the number of workers */
+    int whole;         /* chunks are dealt whole to one worker (ml_module.chunk_any) */
     /* per program thread: its context stack in this worker (context.h) */
     struct ml_ctx *ctx;
     struct ml_cstack **stacks;

@@ -32,7 +32,8 @@ struct ml_shadow *ml_shadow_new(uint32_t ratio, uint64_t limit)
         return NULL;
     s->shift = shift;
     s->limit = limit;
-    s->last_page = UINT64_MAX;
+    for (uint32_t i = 0; i < ML_SHADOW_TLB; i++)
+        s->tlb[i].page = UINT64_MAX;
     return s;
 }
 
@@ -110,8 +111,8 @@ uint8_t *ml_shadow_page(struct ml_shadow *s, uint64_t page, int create)
         l2[page & (L2_N - 1)] = p;
     }
     if (p) {
-        s->last_page = page;
-        s->last = p;
+        s->tlb[page & (ML_SHADOW_TLB - 1)].page = page;
+        s->tlb[page & (ML_SHADOW_TLB - 1)].p = p;
     }
     return p;
 }
@@ -119,7 +120,8 @@ uint8_t *ml_shadow_page(struct ml_shadow *s, uint64_t page, int create)
 const uint8_t *ml_shadow_peek(struct ml_shadow *s, uint64_t addr)
 {
     uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
-    uint8_t *p = page == s->last_page ? s->last : ml_shadow_page(s, page, 0);
+    uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
+    uint8_t *p = page == s->tlb[i].page ? s->tlb[i].p : ml_shadow_page(s, page, 0);
 
     return p ? p + ((addr & (PAGE - 1)) << s->shift) : zeros;
 }

@@ -25,11 +25,14 @@
 #define ML_SHADOW_PAGE_BITS 16
 #define ML_SHADOW_ADDR_BITS 48
 #define ML_SHADOW_L2_BITS   (ML_SHADOW_ADDR_BITS - 32)
+#define ML_SHADOW_TLB       64 /* pages looked up last, direct-mapped: a few arrays at once hit */
 
 struct ml_shadow {
-    uint32_t shift;     /* log2(metadata bytes per data byte) */
-    uint64_t last_page; /* page number of last, or UINT64_MAX */
-    uint8_t *last;
+    uint32_t shift; /* log2(metadata bytes per data byte) */
+    struct {
+        uint64_t page; /* page number, or UINT64_MAX */
+        uint8_t *p;
+    } tlb[ML_SHADOW_TLB];
     uint8_t **l1[1u << ML_SHADOW_L2_BITS]; /* by addr >> 32: tables of pages by addr >> 16 */
     uint8_t *pool; /* metadata pages are carved from large mappings: few VMAs */
     uint64_t pool_left;
@@ -49,9 +52,21 @@ uint8_t *ml_shadow_page(struct ml_shadow *s, uint64_t page, int create);
 static inline uint8_t *ml_shadow_at(struct ml_shadow *s, uint64_t addr)
 {
     uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
-    uint8_t *p = page == s->last_page ? s->last : ml_shadow_page(s, page, 1);
+    uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
+    uint8_t *p = page == s->tlb[i].page ? s->tlb[i].p : ml_shadow_page(s, page, 1);
 
     return p ? p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << s->shift) : NULL;
+}
+
+/* Starts fetching the metadata of addr into the cache when its page was looked up lately. */
+static inline void ml_shadow_prefetch(const struct ml_shadow *s, uint64_t addr)
+{
+    uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
+    uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
+
+    if (page == s->tlb[i].page)
+        __builtin_prefetch(s->tlb[i].p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << s->shift),
+                           1);
 }
 
 /*

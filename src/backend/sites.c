@@ -193,6 +193,12 @@ static int str_cmp(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "");
 }
 
+/* Stack and global objects fold only with each other: a variable is not the call on its line. */
+static int is_object(const struct ml_bsite *s)
+{
+    return s->kind == ML_EV_STACK_ALLOC || s->kind == ML_EV_GLOBAL;
+}
+
 static int site_cmp(const void *x, const void *y)
 {
     const struct ml_bsite *a = &cmp_t->s[*(const uint32_t *)x],
@@ -203,6 +209,8 @@ static int site_cmp(const void *x, const void *y)
         c = a->line < b->line ? -1 : a->line > b->line;
     if (!c)
         c = str_cmp(a->func, b->func);
+    if (!c)
+        c = is_object(a) - is_object(b);
     if (!c)
         c = *(const uint32_t *)x < *(const uint32_t *)y ? -1 : 1;
     return c;
@@ -227,7 +235,8 @@ static int same_site(const struct ml_bsites *t, uint32_t x, uint32_t y)
 {
     const struct ml_bsite *a = &t->s[x], *b = &t->s[y];
 
-    return !str_cmp(a->file, b->file) && a->line == b->line && !str_cmp(a->func, b->func);
+    return !str_cmp(a->file, b->file) && a->line == b->line && !str_cmp(a->func, b->func) &&
+           is_object(a) == is_object(b);
 }
 
 static int same_marker(const struct ml_bsites *t, uint32_t x, uint32_t y)
@@ -284,6 +293,21 @@ uint64_t ml_bsites_block_canon(const struct ml_bsites *t, const uint32_t *scanon
     if (key & ML_BKEY_LIB)
         return mcanon && id < t->nm ? ML_BKEY_LIB | mcanon[id] : key;
     return scanon && id < t->n ? scanon[id] : key;
+}
+
+const char *ml_bsites_block_kind(const struct ml_bsites *t, uint64_t key, const char **name)
+{
+    uint64_t id = key & 0xffffffffu;
+    const struct ml_bsite *s = !(key & ML_BKEY_LIB) && id < t->n ? &t->s[id] : NULL;
+
+    *name = "";
+    if (key & ML_BKEY_LIB)
+        return "library";
+    if (!s || (s->kind != ML_EV_STACK_ALLOC && s->kind != ML_EV_GLOBAL))
+        return "heap";
+    if (s->marker < t->nm && t->m[s->marker].name)
+        *name = t->m[s->marker].name;
+    return s->kind == ML_EV_GLOBAL ? "global" : "stack";
 }
 
 const char *ml_bsites_block_where(const struct ml_bsites *t, uint64_t key, char *buf, size_t len,

@@ -61,6 +61,12 @@ const char *ml_bsites_marker_where(const struct ml_bsites *t, uint64_t id, char 
 /* The key with its site or function folded as canon_sites/canon_markers (NULL: unfolded). */
 uint64_t ml_bsites_block_canon(const struct ml_bsites *t, const uint32_t *scanon,
                                const uint32_t *mcanon, uint64_t key);
+/*
+ * What a block key names: "heap", "library", "stack" or "global" (STACK_ALLOC
+ * and GLOBAL sites); *name gets a stack or global object's variable name, ""
+ * otherwise.
+ */
+const char *ml_bsites_block_kind(const struct ml_bsites *t, uint64_t key, const char **name);
 /* "file:line", or "library in <function>", or "library", into buf; *func gets the function. */
 const char *ml_bsites_block_where(const struct ml_bsites *t, uint64_t key, char *buf, size_t len,
                                   const char **func);

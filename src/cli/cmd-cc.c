@@ -55,7 +55,7 @@ static const char cc_usage[] =
     "    --trace           build for memory traces instead: record every load and\n"
     "                      store with markers (see 'memlens trace --help')\n"
     "    --trace-functions with --trace, also record function entries and exits\n"
-    "    --trace-loops     with --trace, also record loop entries and exits\n"
+    "    --trace-loops     with --trace, also record loop entries, iterations and exits\n"
     "    --events=MODS     build for event profiling instead ('memlens profile'):\n"
     "                      only the events the profiling modules MODS need, e.g.\n"
     "                      --events=dep,sharing (see 'memlens profile --list-modules')\n"
@@ -102,13 +102,19 @@ static struct {
     const char *incdir, *rtlib;
 } g;
 
-/* <prefix>/<sub>, where the executable is <prefix>/bin/memlens. */
+/*
+ * <prefix>/<sub>, where the executable is <prefix>/bin/memlens or (run by the
+ * light bin/memlens, see main.c) <prefix>/libexec/memlens/memlens-llvm.
+ */
 static const char *dirs(const char *sub)
 {
     char *prefix = ml_cc_strfmt("%s", ml_self_dir());
-    char *slash = strrchr(prefix, '/');
+    size_t n = strlen(prefix), tail = strlen("/libexec/memlens");
+    char *slash;
 
-    if (slash && slash != prefix)
+    if (n > tail && !strcmp(prefix + n - tail, "/libexec/memlens"))
+        prefix[n - tail] = 0;
+    else if ((slash = strrchr(prefix, '/')) && slash != prefix)
         *slash = 0;
     return ml_cc_strfmt("%s/%s", prefix, sub);
 }
@@ -117,6 +123,9 @@ void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields)
 {
     char *copy = ml_cc_strfmt("%s", list), *save = NULL;
     int any = 0;
+    uint64_t everywhere = 0, func = (1ull << ML_EV_FUNC_ENTRY) | (1ull << ML_EV_FUNC_EXIT),
+             loop =
+                 (1ull << ML_EV_LOOP_ENTRY) | (1ull << ML_EV_LOOP_ITER) | (1ull << ML_EV_LOOP_EXIT);
 
     for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
         const struct ml_module *m = ml_module_find(w);
@@ -126,9 +135,15 @@ void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields)
                 w);
         *kinds |= m->ev_kinds;
         *fields |= m->ev_fields;
+        everywhere |= m->ev_kinds & ~m->ev_objs_only;
         any = 1;
     }
     free(copy);
+    /* Function or loop events only where objects are made when no module needs them elsewhere. */
+    if ((*kinds & func) && !(everywhere & func))
+        *fields |= ML_EVF_FUNC_OBJS;
+    if ((*kinds & loop) && !(everywhere & loop))
+        *fields |= ML_EVF_LOOP_OBJS;
     if (!any)
         die("--events needs a list of profiling modules, such as --events=dep,sharing");
 }

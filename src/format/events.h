@@ -17,6 +17,12 @@ enum ml_ev_kind {
     ML_EV_LOAD = 1,
     ML_EV_STORE = 2,
     ML_EV_RMW = 3,
+    /*
+     * A load's value without its address (event profiling, when no chosen
+     * module needs load addresses): word 1 = the value, aux = the size and
+     * type (format/queue.h, ML_Q_VAL_AUX). Not an access for other modules.
+     */
+    ML_EV_LOAD_VALUE = 4,
     /* Semantic markers at static sites (each names a marker: region, mark, function, loop). */
     ML_EV_REGION_BEGIN = 8,
     ML_EV_REGION_END = 9,
@@ -56,6 +62,14 @@ enum ml_ev_kind {
      * new block is an ALLOC with aux ML_EV_HEAP_REALLOC). ALLOC_SITE is
      * static: a call in instrumented code that may return a new heap block
      * (word 1 = the pointer it returned) names the block's allocation site.
+     * Stack and global objects are static sites naming an object (marker of
+     * kind ML_MK_OBJECT: the variable): STACK_ALLOC (an address-taken alloca
+     * at its llvm.lifetime.start, or at function entry without one) and
+     * GLOBAL (a global variable, announced once when its module's
+     * constructors run, dlopen included): word 1 = address, one extra unit
+     * with the size in bytes; STACK_FREE (at llvm.lifetime.end and at every
+     * function exit, for every stack object of the function): word 1 =
+     * address.
      */
     ML_EV_ALLOC = 56,
     ML_EV_FREE = 57,
@@ -64,6 +78,7 @@ enum ml_ev_kind {
     ML_EV_STACK_FREE = 60,
     ML_EV_PTR_DEF = 61,
     ML_EV_ALLOC_SITE = 62,
+    ML_EV_GLOBAL = 63,
     ML_EV_NKINDS = 64
 };
 
@@ -100,6 +115,13 @@ enum ml_ev_field {
     ML_EVF_SITE = 1u << 3,
     ML_EVF_TIME = 1u << 4,
     ML_EVF_WEIGHT = 1u << 5,
+    /*
+     * Function (and loop) events only in functions that can make an object
+     * (docs/profile-modules.md, "Function events"): set when no chosen module
+     * needs them anywhere else.
+     */
+    ML_EVF_FUNC_OBJS = 1u << 6,
+    ML_EVF_LOOP_OBJS = 1u << 7,
 };
 
 /* Kinds of marker (the semantic entity a marker site names). */
@@ -117,6 +139,8 @@ enum ml_marker_kind {
      * aia=<AIA> C=<chunk>" with the block's static figures (docs/select.md).
      */
     ML_MK_BLOCK = 7,
+    /* A stack or global object (STACK_ALLOC and GLOBAL sites): name = the variable's name. */
+    ML_MK_OBJECT = 8,
 };
 
 const char *ml_marker_kind_name(unsigned kind);

@@ -86,6 +86,11 @@ enum ml_q_val {
     ML_Q_VAL_PTR = 4,
 };
 
+/* aux of an ML_EV_LOAD_VALUE record: size 1..8 bytes and enum ml_q_val type 1..4. */
+#define ML_Q_VAL_AUX(size, type) ((unsigned)(((size)-1) | ((type)-1) << 3))
+#define ML_Q_VAL_SIZE(aux)       (((aux)&7u) + 1)
+#define ML_Q_VAL_TYPE(aux)       ((((aux) >> 3) & 3u) + 1)
+
 #define ML_Q_KIND_BLOB 0xffu /* id: payload bytes; word 1: blob tag; payload follows */
 
 #define ML_Q_W0(kind, extra, aux, id)                                                              \

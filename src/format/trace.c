@@ -171,6 +171,10 @@ const char *ml_ev_kind_name(unsigned kind)
         return "pointer";
     case ML_EV_ALLOC_SITE:
         return "alloc-site";
+    case ML_EV_GLOBAL:
+        return "global";
+    case ML_EV_LOAD_VALUE:
+        return "load-value";
     default:
         return "?";
     }
@@ -178,8 +182,8 @@ const char *ml_ev_kind_name(unsigned kind)
 
 const char *ml_marker_kind_name(unsigned kind)
 {
-    static const char *const names[] = {"?",    "region", "mark",  "function",
-                                        "loop", "trace",  "pages", "block"};
+    static const char *const names[] = {"?",     "region", "mark",  "function", "loop",
+                                        "trace", "pages",  "block", "object"};
 
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -15,8 +15,10 @@
  */
 /* 3: modules unregister from a destructor (a runtime must not keep an older module, which
    leaves it pointing into an unmapped library after dlclose).
-   4: region slots follow the counters in the thread-local block (inline enter/exit). */
-#define ML_RT_ABI 4
+   4: region slots follow the counters in the thread-local block (inline enter/exit).
+   5: __memlens_exit also ends an execution the inline path started (w has OPEN): loops that
+      carry the words in registers may leave that END to the runtime. */
+#define ML_RT_ABI 5
 
 struct ml_rt_unit {
     uint32_t kind; /* enum ml_unit_kind */
@@ -45,8 +47,14 @@ struct ml_rt_unit {
  * An inline BEGIN runs when ((w - 1) | gate) < ML_RT_SLOT_LIMIT: it stores
  * (w - 1) | ML_RT_SLOT_OPEN and answers gate & 1. An inline END runs when w
  * has ML_RT_SLOT_OPEN: it clears it. Otherwise they call __memlens_enter /
- * __memlens_enter_always / __memlens_exit. 32-bit words keep every constant an
- * immediate operand on x86-64.
+ * __memlens_enter_always / __memlens_exit; __memlens_exit clears OPEN too when
+ * it finds it set (since ABI 5). Inside a call-free loop the instrumenter may
+ * keep w in a register (reading the gate where it needs the answer) and write
+ * w back on the loop's exits and before each runtime BEGIN (an END that calls
+ * the runtime finds w the runtime's own; src/instrument/ir/inline.c,
+ * carry_plan), so a reader on another thread sees w lag by at most one
+ * inline budget. 32-bit
+ * words keep every constant an immediate operand on x86-64.
  */
 #define ML_RT_SLOTS(nregions) ((nregions) + 1)
 #define ML_RT_SLOT_OPEN       (1u << 31)

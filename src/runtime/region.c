@@ -870,7 +870,10 @@ static int sample_decide(struct ml_thread_rec *t, struct ml_rstate *s)
  */
 static void drain(struct ml_rstate *s, uint32_t *slot)
 {
-    uint64_t k = slot[1] - (slot[0] & ~ML_RT_SLOT_OPEN);
+    uint32_t w = slot[0] & ~ML_RT_SLOT_OPEN;
+    /* w above base: a carried loop wrote back a budget that a signal handler's region
+       renewed meanwhile (docs/regions.md, "Limits"); count nothing rather than wrap */
+    uint64_t k = slot[1] >= w ? slot[1] - w : 0;
 
     s->entries += k;
     if (ml_rt.fastres)
@@ -1087,6 +1090,10 @@ static void region_exit(uint32_t g, uint32_t *slot)
     struct ml_thread_rec *t = self;
     struct ml_rstate *s;
 
+    if (slot && (slot[0] & ML_RT_SLOT_OPEN)) { /* the inline path started it: just end it */
+        slot[0] &= ~ML_RT_SLOT_OPEN;
+        return;
+    }
     if (!t || !t->rs || g >= ML_RT_MAX_REGIONS)
         return;
     s = &t->rs[g];

@@ -1,6 +1,7 @@
 /* Page faults for traces: the kernel's software page-fault event per thread, frames from pagemap.
  */
 #include "runtime/clock.h"
+#include "runtime/rt.h"
 #include "runtime/trace-rt.h"
 
 #include <errno.h>
@@ -26,6 +27,14 @@ struct ml_tr_pf {
 };
 
 static int faults_on, pfn_on;
+/*
+ * The probe's event, kept open for the probing thread's own ring: the first
+ * page-fault event of a process costs 5-15 ms in a VM (the kernel enables the
+ * software event's static key), and closing the probe before the thread's
+ * open made every traced process pay that twice.
+ */
+static int probe_fd = -1;
+static uint32_t probe_tid;
 static int pagemap_fd = -1;
 static pid_t pagemap_pid;
 static long page_size;
@@ -106,7 +115,10 @@ void ml_tr_pf_probe(int want_faults, int want_pfn, char *faults_why, size_t n1, 
                      strerror(err), par[0] ? par : "?");
         } else {
             faults_on = 1;
-            close(fd);
+            fd = __atomic_exchange_n(&probe_fd, fd, __ATOMIC_ACQ_REL);
+            if (fd >= 0)
+                close(fd);
+            probe_tid = (uint32_t)ml_rt_gettid();
             snprintf(faults_why, n1, "recorded (software page-fault event, user space)");
         }
     }
@@ -152,7 +164,16 @@ struct ml_tr_pf *ml_tr_pf_open(void)
     if (!pf)
         return NULL;
     attr_init(&a);
-    pf->fd = perf_open(&a);
+    pf->fd = -1;
+    if ((uint32_t)ml_rt_gettid() == probe_tid)
+        pf->fd = __atomic_exchange_n(&probe_fd, -1, __ATOMIC_ACQ_REL);
+    if (pf->fd < 0) {
+        int old;
+        pf->fd = perf_open(&a);
+        /* Another thread (or a fork child) opened its own: the probe's is not needed. */
+        if (pf->fd >= 0 && (old = __atomic_exchange_n(&probe_fd, -1, __ATOMIC_ACQ_REL)) >= 0)
+            close(old);
+    }
     if (pf->fd < 0) {
         free(pf);
         return NULL;

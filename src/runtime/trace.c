@@ -87,7 +87,8 @@ struct tthread {
     struct tbuf *volatile cur;
     struct tbuf *free;       /* pushed by the writer, popped by the thread */
     volatile uint32_t freed; /* futex word: buffers the writer gave back */
-    volatile int waiting;    /* the thread sleeps on freed */
+    volatile int waiting;    /* the thread sleeps on freed until it reaches want */
+    uint32_t want;
     struct tbuf bufs[NBUFS];
     void *mem;
     size_t memlen;
@@ -228,8 +229,9 @@ static void push_free(struct tthread *t, struct tbuf *b)
     do
         b->free_next = head;
     while (!__atomic_compare_exchange_n(&t->free, &head, b, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    __atomic_add_fetch(&t->freed, 1, __ATOMIC_RELEASE);
-    if (__atomic_load_n(&t->waiting, __ATOMIC_ACQUIRE))
+    uint32_t freed = __atomic_add_fetch(&t->freed, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&t->waiting, __ATOMIC_SEQ_CST) &&
+        (int32_t)(freed - __atomic_load_n(&t->want, __ATOMIC_RELAXED)) >= 0)
         futex_wake(&t->freed);
 }
 
@@ -302,13 +304,20 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
+        /*
+         * Every buffer is with the writer: sleep until half of them are back,
+         * not just one, so that a writer slower than the program wakes the
+         * thread once per NBUFS / 2 buffers instead of once per buffer.
+         */
+        __atomic_store_n(&t->want, __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE) + NBUFS / 2,
+                         __ATOMIC_RELAXED);
         for (;;) {
             uint32_t seen = __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE);
             struct timespec ts = {0, 10000000};
-            if ((nb = pop_free(t)) || tr.disabled)
+            if (((int32_t)(seen - t->want) >= 0 && (nb = pop_free(t))) || tr.disabled)
                 break;
-            __atomic_store_n(&t->waiting, 1, __ATOMIC_RELEASE);
-            if (!__atomic_load_n(&t->free, __ATOMIC_ACQUIRE))
+            __atomic_store_n(&t->waiting, 1, __ATOMIC_SEQ_CST);
+            if ((int32_t)(__atomic_load_n(&t->freed, __ATOMIC_SEQ_CST) - t->want) < 0)
                 syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
             __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
@@ -1096,13 +1105,37 @@ static inline uint8_t *put_run(uint8_t *p, uint64_t n)
     return ml_put_varint(p, n);
 }
 
-static inline int seg_fast(struct tthread *t, const uint64_t *a, const uint32_t *d, uint32_t n)
+/*
+ * The encoder state seg_fast changes, held in locals across a buffer's fast
+ * loop: through ml_tenc each segment stored and reloaded it, a chain of
+ * store-to-load latencies per segment that weighed most on short segments.
+ */
+struct fenc {
+    uint8_t *p;
+    uint64_t run, prev_addr;
+    uint32_t count, prev;
+};
+
+static inline void fenc_load(struct fenc *f, const struct ml_tenc *e)
 {
-    struct ml_tenc *e = &t->enc;
-    struct ml_tstate *st = e->st;
-    uint32_t g0 = d[1] & 0x3fffffffu, prev = e->prev;
-    uint8_t *p = e->out + e->len, *p0 = p;
-    uint64_t run = e->run; /* locals: the stores into st may not alias them */
+    *f = (struct fenc){e->out + e->len, e->run, e->prev_addr, e->count, e->prev};
+}
+
+static inline void fenc_store(const struct fenc *f, struct ml_tenc *e)
+{
+    e->len = (size_t)(f->p - e->out);
+    e->run = f->run;
+    e->prev_addr = f->prev_addr;
+    e->count = f->count;
+    e->prev = f->prev;
+}
+
+static inline int seg_fast(struct ml_tstate *st, struct fenc *f, const uint64_t *a,
+                           const uint32_t *d, uint32_t n)
+{
+    uint32_t g0 = d[1] & 0x3fffffffu, prev = f->prev;
+    uint8_t *p = f->p, *p0 = p;
+    uint64_t run = f->run;
     uint32_t k = 0;
 
     if (prev == ML_EV_NOID || st[prev].succ != g0) {
@@ -1141,11 +1174,11 @@ static inline int seg_fast(struct tthread *t, const uint64_t *a, const uint32_t 
         x->cand = dd;
         x->last = ak;
     }
-    e->run = run;
-    e->len = (size_t)(p - e->out);
-    e->count += n;
-    e->prev = d[n] & 0x3fffffffu;
-    e->prev_addr = a[n - 1];
+    f->run = run;
+    f->p = p;
+    f->count += n;
+    f->prev = d[n] & 0x3fffffffu;
+    f->prev_addr = a[n - 1];
     return p == p0; /* all predicted: the next one may well be too (fast_run) */
 }
 
@@ -1195,28 +1228,40 @@ static void process_buffer(struct tbuf *b)
             size_t budget = (t->enc.cap - t->enc.len) / ML_TENC_MAX_REC;
             if (budget > CHUNK_RECORDS - t->enc.count)
                 budget = CHUNK_RECORDS - t->enc.count;
+            struct fenc f;
+            struct ml_tstate *st = t->enc.st;
+            const struct hcache *hc = t->hc;
+            uint32_t gen = t->enc.gen;
+            uint64_t fast_h = t->fast_h;
+            fenc_load(&f, &t->enc);
             while (w < stop) {
                 const struct hcache *c;
                 h = *w;
-                if (h == t->fast_h) {
-                    const uint64_t *nw = fast_run(t, w, stop);
+                if (h == fast_h) {
+                    const uint64_t *nw;
+                    fenc_store(&f, &t->enc);
+                    t->fast_h = fast_h;
+                    nw = fast_run(t, w, stop);
+                    fenc_load(&f, &t->enc);
                     if (nw != w) {
-                        budget = t->enc.count >= CHUNK_RECORDS ? 0 : budget;
-                        if (budget > CHUNK_RECORDS - t->enc.count)
-                            budget = CHUNK_RECORDS - t->enc.count;
+                        budget = f.count >= CHUNK_RECORDS ? 0 : budget;
+                        if (budget > CHUNK_RECORDS - f.count)
+                            budget = CHUNK_RECORDS - f.count;
                         w = nw;
                         continue;
                     }
                 }
-                c = &t->hc[(h >> 3) % NHCACHE];
-                if (c->h != h || c->gen != t->enc.gen || c->n > budget || w + 1 + c->n > end)
+                c = &hc[(h >> 3) % NHCACHE];
+                if (c->h != h || c->gen != gen || c->n > budget || w + 1 + c->n > end)
                     break;
                 budget -= c->n;
-                t->fast_h = seg_fast(t, w + 1, c->d, c->n) ? h : 0;
+                fast_h = seg_fast(st, &f, w + 1, c->d, c->n) ? h : 0;
                 t->fast_d = c->d;
                 t->fast_n = c->n;
                 w += 1 + c->n;
             }
+            fenc_store(&f, &t->enc);
+            t->fast_h = fast_h;
         }
         if (w >= end)
             break;
@@ -1352,6 +1397,7 @@ static void do_sync(struct sync *s)
     }
     write_chunk(&h, &e, sizeof(e));
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    futex_wake(&s->done);
 }
 
 static void run_job(struct tjob *j)
@@ -1509,9 +1555,12 @@ static void wait_sync(struct sync *s)
 {
     uint64_t t0 = ml_rt_mono_ns();
 
+    /* do_sync wakes the waiter; the timeout only bounds a lost wake or a stuck writer. */
     while (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE) && !tr.disabled &&
-           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS)
-        pause_ns(200000);
+           ml_rt_mono_ns() - t0 < FINISH_WAIT_NS) {
+        struct timespec ts = {0, 2000000};
+        syscall(SYS_futex, &s->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+    }
 }
 
 /*

@@ -104,6 +104,13 @@ def run(argv, user=None, signal_after=None, sig=None, bound=120.0):
     return rc, out.decode(errors="replace"), err.decode(errors="replace"), eof
 
 
+def bb_binary(ml):
+    """The executable holding the bb harness: bin/memlens runs libexec/memlens/memlens-llvm for
+    bb (docs/architecture.md); an ASan build is one binary with every command."""
+    full = os.path.join(os.path.dirname(ml), "..", "libexec", "memlens", "memlens-llvm")
+    return full if os.path.exists(full) else ml
+
+
 def symbols(ml):
     nm = subprocess.run(["nm", ml], capture_output=True, text=True, check=True).stdout
     syms = {}
@@ -122,6 +129,7 @@ def layout(ml):
     def rel(name, default):
         m = re.search(r"#define %s\s+\(ML_BB_STUB_ADDR \+ (0x[0-9a-f]+)ull\)" % name, src)
         return stub + (int(m.group(1), 16) if m else default)
+    ml = bb_binary(ml)
     syms = symbols(ml)
     start, end = syms["start"], syms["end"]
     dis = subprocess.run(["objdump", "-d", f"--start-address={start:#x}",

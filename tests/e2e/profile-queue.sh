@@ -71,6 +71,11 @@ prof segv -- "$T/q2" segv 100003 2
 [ $rc = 139 ] || fail "segv: status $rc"
 verify segv '{"streams": [[0,100003],[1,100003],[2,100004]], "complete": false,
     "ended": "signal 11 (SIGSEGV)"}'
+# two workers dealt the chunks: worker 0 reads the partly filled ones, once
+prof segv2 -w 2 -- "$T/q2" segv 100003 2
+[ $rc = 139 ] || fail "segv -w 2: status $rc"
+verify segv2 '{"streams": [[0,100003],[1,100003],[2,100004]], "complete": false,
+    "ended": "signal 11 (SIGSEGV)"}'
 prof abort -- "$T/q0" abort 100003 2
 [ $rc = 134 ] || fail "abort: status $rc"
 verify abort '{"streams": [[0,100003],[1,100003],[2,100004]], "complete": false,

@@ -75,10 +75,11 @@ grep -q "^value-kernels.c:[0-9]*  *strided  *5  *3  *300 " table || fail "table 
 
 # The instrumented IR (memlens instrument, as memlens cc runs it): value builds append load records
 # with value units and nothing else; dep builds no value units. A build for both must fail both
-# checks (the checks can fail).
+# checks (the checks can fail). With lifetime and pointsto added, a value build still appends no
+# store and a dep build no value, and both carry stack and global object records with size units.
 for o in -O0 -O2 -O3; do
     clang-14 $o -g -c -emit-llvm value-kernels.c -o k.bc || fail "bitcode $o"
-    for mod in value dep value,dep; do
+    for mod in value dep value,dep value,lifetime,pointsto dep,lifetime,pointsto; do
         "$M" instrument --events=$mod -o i.bc k.bc || fail "instrument --events=$mod"
         llvm-dis-14 i.bc -o i.ll || fail "llvm-dis $mod"
         case $mod in
@@ -87,6 +88,10 @@ for o in -O0 -O2 -O3; do
                 fail "value,dep build passed the value-only IR check"
             python3 "$here/profile/value-ir.py" dep i.ll >/dev/null 2>&1 &&
                 fail "value,dep build passed the no-values IR check"
+            ;;
+        *,lifetime,pointsto)
+            python3 "$here/profile/value-ir.py" "${mod%%,*}+objects" i.ll >/dev/null ||
+                fail "IR of $mod $o"
             ;;
         *) python3 "$here/profile/value-ir.py" $mod i.ll >/dev/null || fail "IR of $mod $o" ;;
         esac

@@ -26,7 +26,8 @@ struct ctl {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const struct ml_module *mods[] = {ml_module_find("stats")};
+    /* stats alone has its chunks dealt out; with sharing every worker reads every chunk */
+    const struct ml_module *mods[] = {ml_module_find("stats"), ml_module_find("sharing")};
     struct ml_backend_opts o = {.mods = mods, .nmods = 1, .max_threads = 1};
     struct ml_backend *b;
     struct ml_q_header *h;
@@ -43,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data += sizeof(c);
     rest = size - sizeof(c);
     o.workers = 1 + (c.flags & 1);
+    o.nmods = 1 + !!(c.flags & 8);
     if (ml_backend_new(&b, &o, err, sizeof(err)))
         return 0;
     if (fstat(ml_backend_fd(b), &st) || (h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,

@@ -979,6 +979,73 @@ static void test_file(void **state)
     ml_asm_file_free(&f);
 }
 
+/*
+ * spmv's inner loop: x[col[j]]'s address is known only after col[j]'s load,
+ * while val[j] and col[j] keep their registers there: one segment, placed
+ * before the third access, records all three.
+ */
+static void test_segment_moves_down(void **state)
+{
+    static const char text_in[] = "\t.text\n"
+                                  "\t.globl\th\n"
+                                  "\t.type\th,@function\n"
+                                  "h:\n"
+                                  "\t.cfi_startproc\n"
+                                  ".LBB2_1:\n"
+                                  "\tmovsd\t(%rbx,%rdx,8), %xmm2\n"
+                                  "\tmovslq\t(%r13,%rdx,4), %rax\n"
+                                  "\tmulsd\t(%rbp,%rax,8), %xmm2\n"
+                                  "\taddq\t$1, %rdx\n"
+                                  "\tjne\t.LBB2_1\n"
+                                  "\tretq\n"
+                                  ".Lfunc_end2:\n"
+                                  "\t.size\th, .Lfunc_end2-h\n"
+                                  "\t.cfi_endproc\n";
+    static const char *const hex[] = {"0xf2,0x0f,0x10,0x14,0xd3",
+                                      "0x49,0x63,0x44,0x95,0x00",
+                                      "0xf2,0x0f,0x59,0x54,0xc5,0x00",
+                                      "0x48,0x83,0xc2,0x01",
+                                      "0x75,A",
+                                      "0xc3"};
+    struct ml_asm_file f;
+    struct ml_asm_units u;
+    struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
+    struct ml_asm_stats st;
+    char err[256], mc[1024], *text = NULL;
+    const char *seg, *load, *next;
+    size_t n = 0, size = 0;
+    FILE *out;
+
+    (void)state;
+    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), &f, err, sizeof(err)), 0);
+    assert_int_equal(ml_asm_units(&f, &u), 0);
+    assert_int_equal(u.n, (int)COUNT(hex));
+    n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
+    for (int k = 0; k < (int)COUNT(hex); k++)
+        n += snprintf(mc + n, sizeof(mc) - n, ".Lmemlens_e%d:\n\tinsn # encoding: [%s]\n", k,
+                      hex[k]);
+    assert_int_equal(ml_asm_read_encodings(mc, n, &u, err, sizeof(err)), 0);
+    ml_asm_default_scores(ML_ASM_NS, o.params.score);
+    out = open_memstream(&text, &size);
+    assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
+    fclose(out);
+    /* the loop block: one segment of three addresses, after the index load */
+    load = strstr(text, "\tmovslq\t(%r13,%rdx,4), %rax\n");
+    seg = strstr(text, "# memlens record {");
+    assert_non_null(load);
+    assert_non_null(seg);
+    assert_true(seg > load);
+    next = strstr(seg + 1, "# memlens record {");
+    assert_true(!next || next > strstr(text, "\tjne\t.LBB2_1"));
+    assert_non_null(strstr(seg, "leaq\t0(%rbx,%rdx,8), %"));
+    assert_non_null(strstr(seg, "leaq\t0(%r13,%rdx,4), %"));
+    assert_non_null(strstr(seg, "leaq\t0(%rbp,%rax,8), %"));
+    assert_true(strstr(seg, "leaq\t0(%rbp,%rax,8), %") < strstr(text, "\tmulsd\t"));
+    free(text);
+    ml_asm_units_free(&u);
+    ml_asm_file_free(&f);
+}
+
 static void test_parse_errors(void **state)
 {
     struct ml_asm_file f;
@@ -1012,6 +1079,7 @@ int main(void)
         cmocka_unit_test(test_select_refine_first),
         cmocka_unit_test(test_select_forced_and_ns),
         cmocka_unit_test(test_file),
+        cmocka_unit_test(test_segment_moves_down),
         cmocka_unit_test(test_parse_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,7 +115,12 @@ static void fake_attach_mods(struct fake *f, uint32_t workers, uint32_t slots,
     f->h = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_SHARED, ml_backend_fd(f->b), 0);
     assert_true(f->h != MAP_FAILED);
     assert_int_equal(f->h->magic, ML_Q_MAGIC);
-    assert_int_equal(f->h->consumers, workers);
+    {
+        int deal = 1; /* chunks are dealt out when every module is chunk_any */
+        for (uint32_t i = 0; i < nmods; i++)
+            deal &= mods[i]->chunk && mods[i]->chunk_any;
+        assert_int_equal(f->h->consumers, deal ? 1 : workers);
+    }
     /* what the runtime does when it attaches */
     f->h->attached_pid = getpid();
     f->h->prog_base = (uint64_t)(uintptr_t)f->h;
@@ -354,6 +359,31 @@ static void test_stacks(void **state)
     ml_ctx_free(w.ctx);
 }
 
+/* Events and the sum of word 1 over the rows of a 'stats' report of state st. */
+static void stats_totals(void *st, const struct ml_brun *run, uint64_t *events, uint64_t *sum)
+{
+    struct ml_bout o = {0};
+    char *text = NULL, *line, *save;
+    size_t size = 0;
+
+    *events = *sum = 0;
+    o.csv = open_memstream(&text, &size);
+    o.json = fopen("/dev/null", "w");
+    o.run = run;
+    assert_int_equal(ml_module_find("stats")->report(st, &o), 0);
+    fclose(o.csv);
+    fclose(o.json);
+    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        unsigned t, k;
+        unsigned long long ev, sm;
+        if (sscanf(line, "%u,%u,%llu,%llu", &t, &k, &ev, &sm) == 4) {
+            *events += ev;
+            *sum += sm;
+        }
+    }
+    free(text);
+}
+
 /*
  * A module with handlers and one that reads chunks ('stats') in one run: the
  * driver walks the records and hands blocks to the chunk module; both see
@@ -363,13 +393,10 @@ static void test_mixed_modules(void **state)
 {
     const struct ml_module *mods[] = {&t_mod, ml_module_find("stats")};
     enum { PER = 5000 };
-    uint64_t *buf = malloc(PER * 16), total = 0, sum = 0;
+    uint64_t *buf = malloc(PER * 16), total, sum = 0, got_sum;
     struct fake f;
     struct ml_brun run;
     struct seen *m;
-    struct ml_bout o = {0};
-    char *text = NULL, *line, *save;
-    size_t size = 0;
     void *st;
     int err;
 
@@ -389,23 +416,60 @@ static void test_mixed_modules(void **state)
     assert_int_equal(m->sum[1], sum);
     st = ml_backend_merged(f.b, 1, &err);
     assert_int_equal(err, 0);
-    o.csv = open_memstream(&text, &size);
-    o.json = fopen("/dev/null", "w");
-    o.run = &run;
-    assert_int_equal(mods[1]->report(st, &o), 0);
-    fclose(o.csv);
-    fclose(o.json);
-    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        unsigned t, k;
-        unsigned long long ev, sm;
-        if (sscanf(line, "%u,%u,%llu,%llu", &t, &k, &ev, &sm) == 4) {
-            assert_int_equal(k, 1);
-            total += ev;
-            assert_int_equal(sm, sum);
-        }
-    }
+    stats_totals(st, &run, &total, &got_sum);
     assert_int_equal(total, 3 * PER);
-    free(text);
+    assert_int_equal(got_sum, sum);
+    ml_backend_free(f.b);
+    munmap(f.h, f.size);
+    free(buf);
+}
+
+/*
+ * 'stats' alone is chunk_any: each chunk goes to one of the three workers
+ * (one reader per chunk), blob chunks to worker 0, the partly filled chunk
+ * of a dead program once; every event is counted once.
+ */
+static void test_dealt_chunks(void **state)
+{
+    const struct ml_module *mods[] = {ml_module_find("stats")};
+    enum { PER = 3000, CHUNKS = 12 };
+    uint64_t *buf = malloc(PER * 16), sum = 0, events, got_sum;
+    uint64_t blob[2 + 2] = {ML_Q_W0(ML_Q_KIND_BLOB, 0, ML_Q_BLOB_LAST, 5), 3};
+    struct fake f;
+    struct ml_brun run;
+    const struct ml_bblob *bl;
+    void *st;
+    int err;
+
+    (void)state;
+    fake_attach_mods(&f, 3, 2, mods, 1);
+    fake_slot(&f, 0);
+    fake_slot(&f, 1);
+    memcpy(blob + 2, "hello", 5);
+    fake_chunk(&f, 1, blob, 32, ML_Q_CHUNK_BLOB, 0);
+    for (int c = 0; c <= CHUNKS; c++)
+        for (uint32_t s = 0; s < 2; s++) {
+            for (int i = 0; i < PER; i++) {
+                buf[2 * i] = ML_Q_W0(1, 0, 0, i);
+                buf[2 * i + 1] = next() & 0x7fffffffffffull;
+                sum += buf[2 * i + 1];
+            }
+            fake_chunk(&f, s, buf, PER * 16, 0, c == CHUNKS); /* the last ones: partly filled */
+        }
+    memset(&run, 0, sizeof(run));
+    ml_backend_stop(f.b, &run);
+    assert_int_equal(run.events, 2ull * (CHUNKS + 1) * PER);
+    assert_int_equal(run.chunks, 2 * CHUNKS + 1 + 2);
+    assert_int_equal(run.corrupt_chunks, 0);
+    st = ml_backend_merged(f.b, 0, &err);
+    assert_int_equal(err, 0);
+    stats_totals(st, &run, &events, &got_sum);
+    assert_int_equal(events, 2ull * (CHUNKS + 1) * PER);
+    assert_int_equal(got_sum, sum);
+    bl = ml_backend_blobs(f.b);
+    assert_non_null(bl);
+    assert_int_equal(bl->len, 5);
+    assert_memory_equal(bl->data, "hello", 5);
     ml_backend_free(f.b);
     munmap(f.h, f.size);
     free(buf);
@@ -522,7 +586,7 @@ int main(void)
         cmocka_unit_test(test_tail_and_reuse), cmocka_unit_test(test_corrupt_and_blobs),
         cmocka_unit_test(test_module_check),   cmocka_unit_test(test_owned_ranges),
         cmocka_unit_test(test_files),          cmocka_unit_test(test_stacks),
-        cmocka_unit_test(test_mixed_modules),
+        cmocka_unit_test(test_mixed_modules),  cmocka_unit_test(test_dealt_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,11 @@ static uint8_t *putstr(uint8_t *p, const char *s)
     return p + strlen(s);
 }
 
-/* A table blob: sites 0..NSITES-1 at t.c:1..NSITES in function f, marker 0 = function 'main'. */
+/*
+ * A table blob: sites 0..NSITES-1 at t.c:1..NSITES in function f (site 5 a stack object 'buf',
+ * site 6 a global 'tab', the others allocation sites), marker 0 = function 'main', markers 1
+ * and 2 = the objects.
+ */
 static struct ml_bblob *tables(void)
 {
     struct ml_bblob *b = calloc(1, sizeof(*b) + 1024);
@@ -49,13 +53,13 @@ static struct ml_bblob *tables(void)
     p = put32(p, 0);
     p = put32(p, NSITES);
     p = put32(p, 0);
-    p = put32(p, 1);
+    p = put32(p, 3);
     p = put32(p, 1);
     p = putstr(p, "t");
     for (uint32_t i = 0; i < NSITES; i++) {
-        p = put32(p, ML_EV_ALLOC_SITE);
+        p = put32(p, i == 5 ? ML_EV_STACK_ALLOC : i == 6 ? ML_EV_GLOBAL : ML_EV_ALLOC_SITE);
         p = put32(p, 0);
-        p = put32(p, ML_EV_NOID);
+        p = put32(p, i == 5 ? 1 : i == 6 ? 2 : ML_EV_NOID);
         p = put32(p, i + 1);
         p = put32(p, 0);
         p = put32(p, 1);
@@ -71,6 +75,16 @@ static struct ml_bblob *tables(void)
     p = putstr(p, "main");
     p = putstr(p, "t.c");
     p = putstr(p, "main");
+    for (int k = 0; k < 2; k++) {
+        p = put32(p, ML_MK_OBJECT);
+        p = put32(p, 6 + (uint32_t)k);
+        p = put32(p, 3);
+        p = put32(p, 3);
+        p = put32(p, 1);
+        p = putstr(p, k ? "tab" : "buf");
+        p = putstr(p, "t.c");
+        p = putstr(p, "f");
+    }
     b->tag = ML_QT_TAG;
     b->len = (uint64_t)(p - b->data);
     return b;
@@ -97,10 +111,10 @@ static void lt_new(struct lt *l, uint32_t n)
     }
 }
 
-/* Delivers one record as the driver does: by the handler's partition. */
-static void feed(struct lt *l, uint32_t thread, uint64_t w0, uint64_t w1)
+/* Delivers one record (w2: the extra unit's first word) as the driver does: by partition. */
+static void feed3(struct lt *l, uint32_t thread, uint64_t w0, uint64_t w1, uint64_t w2)
 {
-    uint64_t rec[2] = {w0, w1};
+    uint64_t rec[4] = {w0, w1, w2, 0};
 
     for (const struct ml_bhandler *h = l->m->handlers; h->fn; h++) {
         if (h->kind != ML_Q_KIND(w0))
@@ -109,6 +123,11 @@ static void feed(struct lt *l, uint32_t thread, uint64_t w0, uint64_t w1)
             if (h->part == ML_BPART_ALL || ml_bpart_addr(w1, l->n) == i)
                 h->fn(l->st[i], &l->w[i], thread, rec);
     }
+}
+
+static void feed(struct lt *l, uint32_t thread, uint64_t w0, uint64_t w1)
+{
+    feed3(l, thread, w0, w1, 0);
 }
 
 /* The merged report's CSV, malloc'd. */
@@ -268,11 +287,56 @@ static void test_iteration_and_call(void **state)
     free(csv);
 }
 
+/*
+ * Stack objects made and released in each iteration, one left by unwinding
+ * (ended when its address is made again), releases of objects already ended;
+ * a global announced twice (one object) and a bogus free of it.
+ */
+static void test_stack_and_global(void **state)
+{
+    struct lt l;
+    char *csv;
+
+    (void)state;
+    lt_new(&l, 2);
+    feed3(&l, 0, ML_Q_W0(ML_EV_GLOBAL, 1, 0, 6), 0x8000, 256);
+    feed3(&l, 0, ML_Q_W0(ML_EV_GLOBAL, 1, 0, 6), 0x8000, 256);
+    feed(&l, 0, ML_Q_W0(ML_EV_FUNC_ENTRY, 0, 0, 0), 0);
+    feed(&l, 0, ML_Q_W0(ML_EV_LOOP_ENTRY, 0, 0, 0), 1);
+    for (int it = 0; it < 3; it++) {
+        feed3(&l, 0, ML_Q_W0(ML_EV_STACK_ALLOC, 1, 0, 5), 0x7000, 64);
+        feed(&l, 0, ML_Q_W0(ML_EV_STACK_FREE, 0, 0, 0), 0x7000);
+        feed(&l, 0, ML_Q_W0(ML_EV_LOOP_ITER, 0, 0, 0), 1);
+    }
+    feed3(&l, 0, ML_Q_W0(ML_EV_STACK_ALLOC, 1, 0, 5), 0x7000, 64); /* its frame unwinds */
+    feed(&l, 0, ML_Q_W0(ML_EV_LOOP_EXIT, 0, 0, 0), 1);
+    feed(&l, 0, ML_Q_W0(ML_EV_FUNC_EXIT, 0, 0, 0), 0);
+    feed3(&l, 0, ML_Q_W0(ML_EV_STACK_ALLOC, 1, 0, 5), 0x7000, 64);
+    feed(&l, 0, ML_Q_W0(ML_EV_STACK_FREE, 0, 0, 0), 0x7000);
+    feed(&l, 0, ML_Q_W0(ML_EV_STACK_FREE, 0, 0, 0), 0x7000); /* already ended: ignored */
+    feed(&l, 0, ML_Q_W0(ML_EV_FREE, 0, 0, 0), 0x8000);       /* not a heap block */
+    csv = report(&l);
+    assert_int_equal(col(csv, "t.c:6", OBJECTS + 1), 5);
+    assert_int_equal(col(csv, "t.c:6", BYTES + 1), 320);
+    assert_int_equal(col(csv, "t.c:6", ITER + 1), 3);
+    assert_int_equal(col(csv, "t.c:6", CALL + 1), 3);
+    assert_int_equal(col(csv, "t.c:6", NEVER + 1), 0);
+    assert_int_equal(col(csv, "t.c:6", FREED + 1), 5);
+    assert_int_equal(col(csv, "t.c:7", OBJECTS + 1), 1);
+    assert_int_equal(col(csv, "t.c:7", BYTES + 1), 256);
+    assert_int_equal(col(csv, "t.c:7", NEVER + 1), 1);
+    assert_int_equal(col(csv, "t.c:7", FREED + 1), 0);
+    assert_non_null(strstr(csv, ",f,stack,buf\n"));
+    assert_non_null(strstr(csv, ",f,global,tab\n"));
+    free(csv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_against_brute_force),
         cmocka_unit_test(test_iteration_and_call),
+        cmocka_unit_test(test_stack_and_global),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

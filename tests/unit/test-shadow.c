@@ -53,6 +53,31 @@ static void test_ratios(void **state)
     }
 }
 
+/* Pages that share a slot of the page cache (numbers 64 apart), used in turn, keep their own
+ * metadata; so do pages in different slots used in turn. */
+static void test_page_cache(void **state)
+{
+    struct ml_shadow *s = ml_shadow_new(2, 0);
+    const uint64_t page = 1ull << ML_SHADOW_PAGE_BITS;
+
+    (void)state;
+    assert_non_null(s);
+    for (int round = 0; round < 3; round++)
+        for (uint64_t i = 0; i < 4 * ML_SHADOW_TLB; i++) {
+            uint64_t a = 0x10000000ull + (i % 4) * ML_SHADOW_TLB * page + (i / 4) * page + 8 * i;
+            uint8_t *m = ml_shadow_at(s, a);
+            assert_non_null(m);
+            if (round == 0) {
+                assert_int_equal(m[0], 0);
+                m[0] = (uint8_t)(i + 1);
+                m[1] = (uint8_t)(i * 3);
+            }
+            assert_int_equal(m[0], (uint8_t)(i + 1));
+            assert_int_equal(ml_shadow_peek(s, a)[1], (uint8_t)(i * 3));
+        }
+    ml_shadow_free(s);
+}
+
 /* Never-announced addresses read as zero without costing memory; kernel addresses are refused. */
 static void test_policy(void **state)
 {
@@ -127,7 +152,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ratios),    cmocka_unit_test(test_policy),
         cmocka_unit_test(test_clear),     cmocka_unit_test(test_limit),
-        cmocka_unit_test(test_bad_ratio),
+        cmocka_unit_test(test_bad_ratio), cmocka_unit_test(test_page_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Module 'dep': memory flow (RAW) and output (WAW) dependences between instructions, by loop. */
+/* Module 'dep': memory flow (RAW), anti (WAR) and output (WAW) dependences, by loop. */
 #include "backend/backend.h"
 #include "backend/shadow.h"
 #include "backend/sites.h"
@@ -13,45 +13,94 @@
 #include <string.h>
 
 /*
- * Shadow memory holds, per byte, the last store that wrote it: its site, its
- * thread and the thread's loop clock at that moment. A load (RAW) or a store
- * (WAW) of the byte makes a dependence from that store to this instruction.
- * The loop clock of a thread advances at every loop entry and iteration, so
- * the thread's open loop frames (context manager) tell where the store
- * happened relative to now: the outermost loop whose current invocation
- * holds the store but not in the current iteration carries the dependence,
- * at the distance in iterations between the two (each frame keeps the clock
- * at the start of its last DEP_RING iterations; older: a lower bound,
- * counted). Dependences within one iteration name the innermost loop holding
- * both. Stores of another thread make no dependence here ('sharing' reports
+ * Shadow memory holds, per 8-byte word, the last store that wrote it and the
+ * last load that read it since (a cell: site and the worker's clock, packed
+ * in 64 bits each). A load (RAW) or a store (WAW) of the word makes a
+ * dependence from that store; a store also one from that load (WAR). Words
+ * whose bytes differ (an int, a char written) are split into two 4-byte
+ * cells (in a second shadow) or eight 1-byte cells (in a pool), and joined
+ * again when a store covers the word: an aligned access whose bytes share a
+ * cell costs one cell update, and results are those of a cell per byte.
+ *
+ * The clock advances at every loop entry and iteration and whenever the
+ * events read switch to another thread; the switches are logged, so the
+ * clock of a cell also names the thread that made it. The thread's open loop
+ * frames then place the access: the outermost loop whose current invocation
+ * holds it but not in the current iteration carries the dependence, at the
+ * distance in iterations between the two (each frame keeps the clock at the
+ * start of its last DEP_RING iterations; older: a lower bound, counted).
+ * Dependences within one iteration name the innermost loop holding both.
+ * Accesses of another thread make no dependence here ('sharing' reports
  * them): per-thread results are exact. Data-parallel by address: each worker
  * owns the bytes of its 4 KiB blocks and sees every loop event.
  */
-#define DEP_RING 1024u
+#define DEP_RING           1024u
+#define RING0              8u
+#define CLOCK_BITS         41
+#define CLOCK_MAX          ((1ull << CLOCK_BITS) - 1)
+#define SPLIT1             ((1ull << (64 - CLOCK_BITS)) - 1) /* site field of a word split in bytes */
+#define SPLIT4             (SPLIT1 - 1)                      /* ... in two 4-byte halves */
+#define PACK(site1, clock) ((uint64_t)(site1) << CLOCK_BITS | (clock))
+#define P_SITE(p)          ((p) >> CLOCK_BITS) /* site + 1; 0: none */
+#define P_CLOCK(p)         ((p)&CLOCK_MAX)
+#define DEP_HITS           1024u  /* pairs cached (a loop's few accesses repeat theirs) */
+#define LOOP_MAX           65536u /* loop frames per thread (deeper: counted, not placed) */
 
-struct shadow_ent {
-    uint32_t site;   /* global site id + 1; 0: never written */
-    uint32_t thread; /* program thread + 1 */
-    uint64_t clock;
+enum { RAW, WAR, WAW };
+
+struct cell {
+    uint64_t w; /* last store (or a split word's pool index, with site SPLIT1/SPLIT4) */
+    uint64_t r; /* last load since that store */
+};
+
+struct pool {
+    struct cell *c; /* n cells per entry */
+    uint64_t len, cap;
+    uint64_t free1; /* free entries, chained through their first cell's w; index + 1 */
+    unsigned n;
 };
 
 struct lframe {
-    uint64_t start;          /* clock at entry */
-    uint64_t iter_start;     /* clock at the start of the current iteration */
-    uint64_t ring[DEP_RING]; /* clock at the start of iteration k, at k % DEP_RING */
+    uint64_t id;
+    uint64_t start;      /* clock at entry */
+    uint64_t iter_start; /* clock at the start of the current iteration */
+    uint64_t iter;       /* iterations started before the current one */
+    uint64_t *ring;      /* clock at the start of iteration k, at k % rcap; kept when popped */
+    uint32_t rcap;       /* grows from RING0 to DEP_RING with the iterations (deep recursion) */
 };
 
 struct lthread {
-    uint64_t clock;
-    struct lframe **f; /* by frame depth */
-    uint32_t nf;
+    struct lframe *f;
+    uint32_t depth, cap;
+    uint32_t over; /* frames beyond LOOP_MAX */
 };
 
-struct pair_key {
-    uint32_t src, dst; /* global site ids */
-    uint32_t loop;     /* global marker id + 1, 0: none */
-    uint8_t kind;      /* 0 RAW, 2 WAW */
-    uint8_t carried;
+struct seg {
+    uint64_t start; /* first clock of a run of one thread's events */
+    uint32_t thread;
+};
+
+/* The hot path writes the key's words whole (no partial stores to read back as a word). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "pair_key words assume little-endian");
+#define KEY_SD(src, dst)            ((uint64_t)(dst) << 32 | (src))
+#define KEY_LK(loop, kind, carried) ((loop) | (uint64_t)(kind) << 32 | (uint64_t)(carried) << 40)
+
+struct pair_key { /* two words, compared whole */
+    union {
+        struct {
+            uint32_t src, dst; /* global site ids */
+        };
+        uint64_t sd;
+    };
+    union {
+        struct {
+            uint32_t loop; /* global marker id + 1, 0: none */
+            uint8_t kind;  /* RAW, WAR, WAW */
+            uint8_t carried;
+            uint16_t zero;
+        };
+        uint64_t lk;
+    };
 };
 
 struct pair {
@@ -61,12 +110,19 @@ struct pair {
 };
 
 struct dep {
-    struct ml_shadow *sh;
+    struct ml_shadow *sh;  /* a struct cell per 8-byte word */
+    struct ml_shadow *sh4; /* two cells per 8-byte word split in halves */
+    struct pool p1;        /* eight cells per word split in bytes */
+    uint64_t clock;
+    uint32_t cur; /* thread of the events being read */
+    struct seg *seg;
+    uint64_t nseg, capseg;
     struct lthread *t;
     uint32_t nt;
     struct pair *tab;
     uint64_t cap, used;
-    uint64_t cross_thread, far, unshadowed;
+    uint32_t hit[DEP_HITS]; /* slot + 1 of the last pair added, by hash of (src, dst, kind) */
+    uint64_t cross_thread, far, unshadowed, bad_sites, unmatched;
     int nomem;
 };
 
@@ -79,11 +135,15 @@ static void *dep_init(struct ml_bworker *w)
     (void)w;
     if (!d)
         return NULL;
-    d->sh = ml_shadow_new(sizeof(struct shadow_ent), 0);
+    d->sh = ml_shadow_new(sizeof(struct cell) / 8, 0);
     d->cap = 1024;
     d->tab = calloc(d->cap, sizeof(*d->tab));
-    if (!d->sh || !d->tab) {
+    d->cur = UINT32_MAX;
+    d->p1.n = 8;
+    d->sh4 = ml_shadow_new(2 * sizeof(struct cell) / 8, 0);
+    if (!d->sh || !d->sh4 || !d->tab) {
         ml_shadow_free(d->sh);
+        ml_shadow_free(d->sh4);
         free(d->tab);
         free(d);
         return NULL;
@@ -101,8 +161,7 @@ static uint64_t key_hash(const struct pair_key *k)
 
 static int key_eq(const struct pair_key *a, const struct pair_key *b)
 {
-    return a->src == b->src && a->dst == b->dst && a->loop == b->loop && a->kind == b->kind &&
-           a->carried == b->carried;
+    return a->sd == b->sd && a->lk == b->lk;
 }
 
 static struct pair *slot_of(struct pair *tab, uint64_t cap, const struct pair_key *k)
@@ -114,7 +173,28 @@ static struct pair *slot_of(struct pair *tab, uint64_t cap, const struct pair_ke
     return &tab[i];
 }
 
-static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, uint64_t dist)
+static inline uint32_t *hit_of(struct dep *d, const struct pair_key *k)
+{
+    return &d->hit[(k->dst * 0x9e3779b9u + k->src * 0x85ebca6bu + k->kind) >> 22];
+}
+
+static struct pair *new_pair(struct dep *d, const struct pair_key *k);
+
+static inline void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, uint64_t dist)
+{
+    uint32_t h = *hit_of(d, k);
+    struct pair *p = h ? &d->tab[h - 1] : NULL;
+
+    /* the same pair again (a loop's accesses): no hash */
+    if (__builtin_expect(!p || !key_eq(&p->k, k), 0) && !(p = new_pair(d, k)))
+        return;
+    p->count += count;
+    if (k->carried && dist < p->mindist)
+        p->mindist = dist;
+}
+
+/* The pair of key k, made on first use (NULL: out of memory), cached. */
+static struct pair *new_pair(struct dep *d, const struct pair_key *k)
 {
     struct pair *p;
 
@@ -123,7 +203,7 @@ static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, ui
         struct pair *nt = calloc(ncap, sizeof(*nt));
         if (!nt) {
             d->nomem = 1;
-            return;
+            return NULL;
         }
         for (uint64_t i = 0; i < d->cap; i++)
             if (d->tab[i].used)
@@ -131,6 +211,7 @@ static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, ui
         free(d->tab);
         d->tab = nt;
         d->cap = ncap;
+        memset(d->hit, 0, sizeof(d->hit));
     }
     p = slot_of(d->tab, d->cap, k);
     if (!p->used) {
@@ -139,9 +220,8 @@ static void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, ui
         p->mindist = UINT64_MAX;
         d->used++;
     }
-    p->count += count;
-    if (k->carried && dist < p->mindist)
-        p->mindist = dist;
+    *hit_of(d, k) = (uint32_t)(p - d->tab) + 1;
+    return p;
 }
 
 static struct lthread *lthread_of(struct dep *d, uint32_t thread)
@@ -160,149 +240,439 @@ static struct lthread *lthread_of(struct dep *d, uint32_t thread)
     return &d->t[thread];
 }
 
-/* The ring frame at depth k of a thread, created on first use. */
-static struct lframe *frame_at(struct dep *d, struct lthread *t, uint32_t k)
+/* The events now read are thread's: a new run of the clock. */
+static void switch_thread(struct dep *d, uint32_t thread)
 {
-    if (k >= t->nf) {
-        uint32_t n = k + 8;
-        struct lframe **f = realloc(t->f, (size_t)n * sizeof(*f));
-        if (!f) {
+    if (d->nseg == d->capseg) {
+        uint64_t n = d->capseg ? d->capseg * 2 : 64;
+        struct seg *s = realloc(d->seg, n * sizeof(*s));
+        if (!s) {
             d->nomem = 1;
-            return NULL;
+            return;
         }
-        memset(f + t->nf, 0, (size_t)(n - t->nf) * sizeof(*f));
-        t->f = f;
-        t->nf = n;
+        d->seg = s;
+        d->capseg = n;
     }
-    if (!t->f[k] && !(t->f[k] = malloc(sizeof(struct lframe))))
-        d->nomem = 1;
-    return t->f[k];
+    if (d->clock < CLOCK_MAX)
+        d->clock++;
+    d->seg[d->nseg++] = (struct seg){d->clock, thread};
+    d->cur = thread;
 }
 
-static void on_loop(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+/* The thread whose access was stamped with clock c. */
+static uint32_t thread_at(const struct dep *d, uint64_t c)
 {
-    struct dep *d = st;
-    struct ml_cstack *cs = ml_bw_stack(w, thread);
-    struct lthread *t = lthread_of(d, thread);
-    unsigned kind = ML_Q_KIND(rec[0]);
+    uint64_t lo = 0, hi = d->nseg - 1;
+
+    if (c >= d->seg[hi].start)
+        return d->seg[hi].thread;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (d->seg[mid].start <= c)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return d->seg[lo].thread;
+}
+
+/* The innermost open frame of loop id, or -1. */
+static int64_t find_loop(const struct lthread *t, uint64_t id)
+{
+    for (uint32_t i = t->depth; i-- > 0;)
+        if (t->f[i].id == id)
+            return i;
+    return -1;
+}
+
+static void loop_entry(struct dep *d, struct lthread *t, uint64_t id)
+{
     struct lframe *f;
 
-    if (!cs || !t)
-        return;
-    t->clock++;
-    if (kind == ML_EV_LOOP_EXIT) {
-        ml_cstack_pop(cs, ML_CTX_LOOP, rec[1]);
+    if (t->over || t->depth == LOOP_MAX) {
+        t->over++;
         return;
     }
-    if (kind == ML_EV_LOOP_ENTRY) {
-        if (ml_cstack_push(cs, ML_CTX_LOOP, rec[1]) || !(f = frame_at(d, t, cs->depth - 1)))
+    if (t->depth == t->cap) {
+        uint32_t n = t->cap ? t->cap * 2 : 16;
+        struct lframe *nf = realloc(t->f, (size_t)n * sizeof(*nf));
+        if (!nf) {
+            d->nomem = 1;
             return;
-        f->start = f->iter_start = f->ring[0] = t->clock;
+        }
+        memset(nf + t->cap, 0, (size_t)(n - t->cap) * sizeof(*nf));
+        t->f = nf;
+        t->cap = n;
+    }
+    f = &t->f[t->depth];
+    if (!f->ring && !(f->ring = malloc(RING0 * sizeof(*f->ring)))) {
+        d->nomem = 1;
         return;
     }
-    if (ml_cstack_iter(cs, rec[1]) || !(f = frame_at(d, t, cs->depth - 1)))
+    if (!f->rcap)
+        f->rcap = RING0;
+    t->depth++;
+    f->id = id;
+    f->iter = 0;
+    f->start = f->iter_start = f->ring[0] = d->clock;
+}
+
+static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint64_t *rec)
+{
+    struct lframe *f;
+    int64_t i;
+
+    if (d->clock < CLOCK_MAX)
+        d->clock++;
+    if (kind == ML_EV_LOOP_ENTRY) {
+        loop_entry(d, t, rec[1]);
         return;
-    f->iter_start = t->clock;
-    f->ring[cs->f[cs->depth - 1].iter % DEP_RING] = t->clock;
+    }
+    if (t->over) { /* frames beyond the limit close first */
+        t->over -= kind == ML_EV_LOOP_EXIT;
+        return;
+    }
+    /* the innermost frame is the common case; an unbalanced exit (longjmp) closes those above */
+    i = t->depth && t->f[t->depth - 1].id == rec[1] ? t->depth - 1 : find_loop(t, rec[1]);
+    if (i < 0) {
+        d->unmatched++;
+        return;
+    }
+    if (kind == ML_EV_LOOP_EXIT) {
+        t->depth = (uint32_t)i;
+        return;
+    }
+    t->depth = (uint32_t)i + 1;
+    f = &t->f[i];
+    f->iter++;
+    /* grown before it wraps, the ring keeps iteration k at k: nothing is lost */
+    if (f->iter == f->rcap && f->rcap < DEP_RING) {
+        uint64_t *r = realloc(f->ring, 2 * f->rcap * sizeof(*r));
+        if (r) {
+            f->ring = r;
+            f->rcap *= 2;
+        } else {
+            d->nomem = 1;
+        }
+    }
+    f->iter_start = f->ring[f->iter & (f->rcap - 1)] = d->clock;
 }
 
 /*
- * Where a store at clock c of this thread lies from the thread's open loops:
- * sets the key's loop and carried, returns the distance in iterations.
+ * Where an access at clock c of this thread lies from the thread's open
+ * loops: sets the key's loop and carried, returns the distance in iterations.
  */
-static uint64_t classify(struct dep *d, struct ml_bworker *w, uint32_t thread, uint64_t c,
-                         struct pair_key *k)
+static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
+                                unsigned *carried)
 {
-    struct ml_cstack *cs = ml_bw_stack(w, thread);
-    struct lthread *t = thread < d->nt ? &d->t[thread] : NULL;
+    uint32_t n = t ? t->depth : 0, i, a, b;
+    const struct lframe *f;
+    uint64_t it, lo, hi;
 
-    k->loop = 0;
-    k->carried = 0;
-    for (uint32_t i = 0; cs && t && i < cs->depth && i < t->nf && t->f[i]; i++) {
-        const struct lframe *f = t->f[i];
-        uint64_t it = cs->f[i].iter, lo, hi;
-        if (cs->f[i].kind != ML_CTX_LOOP || c < f->start)
-            break;
-        k->loop = (uint32_t)cs->f[i].id + 1;
-        if (c >= f->iter_start)
-            continue;
-        k->carried = 1;
-        /* The iteration that held clock c: the last one that started at or before it. */
-        lo = it >= DEP_RING ? it - DEP_RING + 1 : 0;
-        if (f->ring[lo % DEP_RING] > c) {
-            d->far++;
-            return it - lo + 1;
-        }
-        hi = it;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo + 1) / 2;
-            if (f->ring[mid % DEP_RING] <= c)
-                lo = mid;
+    *loop = 0;
+    *carried = 0;
+    if (!n || c < t->f[0].start)
+        return 0;
+    /*
+     * Frame k+1 opened in frame k's current iteration, so starts and
+     * iteration starts ascend with depth: the innermost frame that started
+     * at or before c is the only one that can carry (those outside it hold c
+     * in their current iteration). A binary search: recursion makes deep stacks.
+     */
+    if (c >= t->f[n - 1].start) {
+        i = n - 1;
+    } else {
+        for (a = 0, b = n - 1; a < b;) {
+            uint32_t mid = a + (b - a + 1) / 2;
+            if (t->f[mid].start <= c)
+                a = mid;
             else
-                hi = mid - 1;
+                b = mid - 1;
         }
-        return it - lo;
+        i = a;
     }
-    return 0;
+    f = &t->f[i];
+    it = f->iter;
+    *loop = (uint32_t)f->id + 1;
+    if (c >= f->iter_start)
+        return 0;
+    *carried = 1;
+    /* The iteration that held clock c: the last one that started at or before it. */
+    if (it && f->ring[(it - 1) & (f->rcap - 1)] <= c)
+        return 1;
+    lo = it >= f->rcap ? it - f->rcap + 1 : 0;
+    if (f->ring[lo & (f->rcap - 1)] > c) {
+        d->far++;
+        return it - lo + 1;
+    }
+    hi = it;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (f->ring[mid & (f->rcap - 1)] <= c)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return it - lo;
 }
 
 struct access {
     struct dep *d;
-    struct ml_bworker *w;
+    struct lthread *t;
     uint32_t thread, site;
-    int store;
-    uint32_t last_src; /* the previous byte's writer (one dependence per writer run) */
-    uint64_t last_clock;
+    uint64_t me; /* the cell value of this access */
+    int load, store;
+    uint64_t lw, ww, wr; /* the last cell value each kind made a dependence from (one per run) */
 };
+
+static void depend(struct access *a, uint64_t from, unsigned kind)
+{
+    struct dep *d = a->d;
+    uint64_t c = P_CLOCK(from), dist;
+    struct pair_key k;
+    uint32_t loop;
+    unsigned carried;
+
+    if (d->nseg && c < d->seg[d->nseg - 1].start && thread_at(d, c) != a->thread) {
+        d->cross_thread++;
+        return;
+    }
+    dist = classify(d, a->t, c, &loop, &carried);
+    k.sd = KEY_SD(P_SITE(from) - 1, a->site);
+    k.lk = KEY_LK(loop, kind, carried);
+    add_pair(d, &k, 1, dist);
+}
+
+static inline void cell_access(struct access *a, struct cell *c)
+{
+    if (a->load && c->w && c->w != a->lw) {
+        a->lw = c->w;
+        depend(a, c->w, RAW);
+    }
+    if (!a->store) {
+        c->r = a->me;
+        return;
+    }
+    if (c->w && c->w != a->ww) {
+        a->ww = c->w;
+        depend(a, c->w, WAW);
+    }
+    if (c->r && c->r != a->wr) {
+        a->wr = c->r;
+        depend(a, c->r, WAR);
+    }
+    c->w = a->me;
+    c->r = 0;
+}
+
+/* A free entry of pool p (its index), or UINT64_MAX when out of memory. */
+static uint64_t pool_get(struct dep *d, struct pool *p)
+{
+    uint64_t i;
+
+    if (p->free1) {
+        i = p->free1 - 1;
+        p->free1 = p->c[i * p->n].w;
+        return i;
+    }
+    if (p->len == p->cap) {
+        uint64_t n = p->cap ? p->cap * 2 : 1024;
+        struct cell *c = n < CLOCK_MAX ? realloc(p->c, n * p->n * sizeof(*c)) : NULL;
+        if (!c) {
+            d->nomem = 1;
+            return UINT64_MAX;
+        }
+        p->c = c;
+        p->cap = n;
+    }
+    return p->len++;
+}
+
+static void pool_put(struct pool *p, uint64_t i)
+{
+    p->c[i * p->n].w = p->free1;
+    p->free1 = i + 1;
+}
+
+/*
+ * The cells of word cell c (of the word at addr word) at a granularity of g
+ * bytes or finer (8: c itself); *gran receives the granularity. NULL: out
+ * of memory. Halves live at the word's place in a second shadow (ints are
+ * common: no pointer to chase, and prefetched with the cell), bytes in a pool.
+ */
+static struct cell *cells(struct dep *d, struct cell *c, uint64_t word, unsigned g, unsigned *gran)
+{
+    uint64_t site = P_SITE(c->w), i;
+    struct cell *to, from[2];
+    unsigned n = 1;
+
+    if (site == SPLIT1) {
+        *gran = 1;
+        return &d->p1.c[P_CLOCK(c->w) * 8];
+    }
+    if (site == SPLIT4) {
+        struct cell *h = (struct cell *)(void *)ml_shadow_at(d->sh4, word);
+        *gran = 4;
+        if (g >= 4 || !h)
+            return h;
+        memcpy(from, h, sizeof(from));
+        n = 2;
+    } else {
+        *gran = 8;
+        if (g == 8)
+            return c;
+        from[0] = *c;
+    }
+    if (g == 4) {
+        if (!(to = (struct cell *)(void *)ml_shadow_at(d->sh4, word)))
+            return NULL;
+        i = 0;
+    } else {
+        if ((i = pool_get(d, &d->p1)) == UINT64_MAX)
+            return NULL;
+        to = &d->p1.c[i * 8];
+    }
+    for (unsigned b = 0; b < 8 / g; b++)
+        to[b] = from[b * n * g / 8];
+    c->w = PACK(g == 4 ? SPLIT4 : SPLIT1, i);
+    c->r = 0;
+    *gran = g;
+    return to;
+}
+
+/* A split word whose cells are alike again becomes one cell. */
+static void join(struct dep *d, struct cell *c, struct cell *v, unsigned n)
+{
+    struct cell one = v[0];
+
+    for (unsigned b = 1; b < n; b++)
+        if (v[b].w != one.w || v[b].r != one.r)
+            return;
+    if (n == 8)
+        pool_put(&d->p1, P_CLOCK(c->w));
+    *c = one;
+}
 
 static void access_range(void *arg, uint64_t lo, uint64_t hi)
 {
     struct access *a = arg;
     struct dep *d = a->d;
-    uint64_t clock = a->thread < d->nt ? d->t[a->thread].clock : 0;
 
-    for (uint64_t p = lo; p < hi; p++) {
-        struct shadow_ent *e = (struct shadow_ent *)(void *)ml_shadow_at(d->sh, p);
-        if (!e) {
-            d->unshadowed++;
+    while (lo < hi) {
+        uint64_t word = lo & ~7ull, end = hi - word < 8 ? hi : word + 8;
+        unsigned b0 = (unsigned)(lo - word), b1 = (unsigned)(end - word), g, gran, sh;
+        struct cell *c = (struct cell *)(void *)ml_shadow_at(d->sh, word), *v;
+        lo = end;
+        if (!c) {
+            d->unshadowed += b1 - b0;
             continue;
         }
-        if (e->site && (e->site != a->last_src || e->clock != a->last_clock)) {
-            a->last_src = e->site;
-            a->last_clock = e->clock;
-            if (e->thread != a->thread + 1) {
-                d->cross_thread++;
-            } else {
-                struct pair_key k = {.src = e->site - 1, .dst = a->site, .kind = a->store ? 2 : 0};
-                uint64_t dist = classify(d, a->w, a->thread, e->clock, &k);
-                add_pair(d, &k, 1, dist);
-            }
+        if (b0 == 0 && b1 == 8 && P_SITE(c->w) < SPLIT4) {
+            cell_access(a, c);
+            continue;
         }
-        if (a->store) {
-            e->site = a->site + 1;
-            e->thread = a->thread + 1;
-            e->clock = clock;
+        /* the granularity this access needs (a load already recorded needs none) */
+        g = (b0 | b1) & 3 ? 1 : b1 - b0 == 8 ? 8 : 4;
+        if (!a->store && P_SITE(c->w) < SPLIT4 && c->r == a->me)
+            g = 8;
+        if (!(v = cells(d, c, word, g, &gran))) {
+            d->unshadowed += b1 - b0;
+            continue;
         }
+        sh = gran == 1 ? 0 : gran == 4 ? 2 : 3; /* no division */
+        for (unsigned b = b0 >> sh; b < (b1 + gran - 1) >> sh; b++)
+            cell_access(a, &v[b]);
+        if (gran < 8 && (a->store || b1 - b0 == 8))
+            join(d, c, v, 8 / gran);
     }
 }
 
-static void on_access(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t, uint32_t thread,
+                          const uint64_t *rec, int load, int store)
 {
-    unsigned kind = ML_Q_KIND(rec[0]), size = ML_Q_AUX(rec[0]);
+    uint64_t size = ML_Q_AUX(rec[0]), addr = rec[1];
     uint64_t len = size ? size : ML_Q_EXTRA(rec[0]) ? rec[2] : 0;
-    struct access a = {st, w, thread, (uint32_t)ML_Q_ID(rec[0]), 0, 0, 0};
+    uint64_t site = ML_Q_ID(rec[0]);
+    struct access a;
 
-    if (!len || rec[1] + len < rec[1])
+    a.t = t;
+    if (!len || addr + len < addr)
         return;
-    if (kind != ML_EV_STORE) {
-        a.store = 0;
-        ml_bw_owned_ranges(w, rec[1], rec[1] + len, access_range, &a);
+    if (site >= SPLIT4 - 1) {
+        d->bad_sites++;
+        return;
     }
-    if (kind != ML_EV_LOAD) {
-        a.store = 1;
-        a.last_src = 0;
-        ml_bw_owned_ranges(w, rec[1], rec[1] + len, access_range, &a);
+    a.d = d;
+    a.thread = thread;
+    a.site = (uint32_t)site;
+    a.me = PACK(site + 1, d->clock);
+    a.load = load;
+    a.store = store;
+    a.lw = a.ww = a.wr = 0;
+    /* one 4 KiB block: one owner */
+    if (w->n == 1 || (addr >> ML_BPART_BLOCK_BITS) == ((addr + len - 1) >> ML_BPART_BLOCK_BITS)) {
+        if (w->n == 1 || ml_bw_owns_addr(w, addr))
+            access_range(&a, addr, addr + len);
+        return;
     }
+    ml_bw_owned_ranges(w, addr, addr + len, access_range, &a);
+}
+
+/* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
+ */
+#define AHEAD 8u
+
+/*
+ * The records of one thread, read in a loop rather than one call each: the
+ * shadow cells of the records AHEAD further on are fetched meanwhile.
+ */
+static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
+                          uint32_t len, uint64_t *records)
+{
+    struct dep *d = st;
+    struct lthread *t;
+    uint32_t off = 0;
+    uint64_t count = 0;
+    int blob;
+
+    if (thread != d->cur)
+        switch_thread(d, thread);
+    if (!(t = lthread_of(d, thread)))
+        return len;
+    while (off < len) {
+        const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
+        const unsigned kind = ML_Q_KIND(rec[0]);
+        /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
+        if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
+            ml_shadow_prefetch(d->sh, rec[AHEAD * 2 + 1] & ~7ull);
+            ml_shadow_prefetch(d->sh4, rec[AHEAD * 2 + 1] & ~7ull);
+        }
+        uint32_t r = ml_bchunk_rec(data, off, len, &blob);
+        if (!r)
+            break;
+        off += r;
+        if (blob)
+            continue;
+        count++;
+        switch (kind) {
+        case ML_EV_LOAD:
+            on_mem(d, w, t, thread, rec, 1, 0);
+            break;
+        case ML_EV_STORE:
+            on_mem(d, w, t, thread, rec, 0, 1);
+            break;
+        case ML_EV_RMW:
+            on_mem(d, w, t, thread, rec, 1, 1);
+            break;
+        case ML_EV_LOOP_ENTRY:
+        case ML_EV_LOOP_ITER:
+        case ML_EV_LOOP_EXIT:
+            on_loop(d, t, kind, rec);
+            break;
+        }
+    }
+    *records += count;
+    return off;
 }
 
 static void dep_fini(void *st)
@@ -310,11 +680,14 @@ static void dep_fini(void *st)
     struct dep *d = st;
 
     for (uint32_t i = 0; i < d->nt; i++) {
-        for (uint32_t k = 0; k < d->t[i].nf; k++)
-            free(d->t[i].f[k]);
+        for (uint32_t k = 0; k < d->t[i].cap; k++)
+            free(d->t[i].f[k].ring);
         free(d->t[i].f);
     }
     free(d->t);
+    free(d->seg);
+    ml_shadow_free(d->sh4);
+    free(d->p1.c);
     free(d->tab);
     ml_shadow_free(d->sh);
     free(d);
@@ -330,6 +703,8 @@ static int dep_merge(void *into, void *from)
     a->cross_thread += b->cross_thread;
     a->far += b->far;
     a->unshadowed += b->unshadowed;
+    a->bad_sites += b->bad_sites;
+    a->unmatched += b->unmatched;
     a->nomem |= b->nomem;
     dep_fini(b);
     return a->nomem ? -ENOMEM : 0;
@@ -378,6 +753,7 @@ static int fold_lines(struct dep *d, const struct ml_bsites *t)
     d->tab = folded.tab;
     d->cap = folded.cap;
     d->used = folded.used;
+    memset(d->hit, 0, sizeof(d->hit));
 out:
     free(scanon);
     free(mcanon);
@@ -441,8 +817,9 @@ static int dep_report(void *st, struct ml_bout *o)
     }
     fprintf(o->json,
             "],\n \"cross_thread\": %" PRIu64 ", \"distance_lower_bounds\": %" PRIu64
-            ", \"unshadowed\": %" PRIu64 ", \"bad_tables\": %u}",
-            d->cross_thread, d->far, d->unshadowed, t.bad);
+            ", \"unshadowed\": %" PRIu64 ", \"bad_site_ids\": %" PRIu64
+            ", \"unmatched_loop_events\": %" PRIu64 ", \"bad_tables\": %u}",
+            d->cross_thread, d->far, d->unshadowed, d->bad_sites, d->unmatched, t.bad);
     if (o->table && d->cross_thread)
         fprintf(o->table,
                 "%" PRIu64 " accesses depended on another thread's store (see -m sharing)\n",
@@ -452,20 +829,9 @@ static int dep_report(void *st, struct ml_bout *o)
     return d->nomem ? -ENOMEM : 0;
 }
 
-static const struct ml_bhandler dep_handlers[] = {
-    {ML_EV_LOAD, ML_BPART_ALL, on_access},
-    {ML_EV_STORE, ML_BPART_ALL, on_access},
-    {ML_EV_RMW, ML_BPART_ALL, on_access},
-    {ML_EV_LOOP_ENTRY, ML_BPART_ALL, on_loop},
-    {ML_EV_LOOP_ITER, ML_BPART_ALL, on_loop},
-    {ML_EV_LOOP_EXIT, ML_BPART_ALL, on_loop},
-    {0, 0, NULL},
-};
-
 const struct ml_module ml_module_dep = {
     .name = "dep",
-    .summary = "flow (RAW) and output (WAW) dependences between instructions, loop-carried or not",
-    .handlers = dep_handlers,
+    .summary = "flow, anti and output dependences between instructions, loop-carried or not",
     .ev_kinds = ML_BEV(ML_EV_LOAD) | ML_BEV(ML_EV_STORE) | ML_BEV(ML_EV_RMW) |
                 ML_BEV(ML_EV_LOOP_ENTRY) | ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT),
     .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE,
@@ -473,4 +839,5 @@ const struct ml_module ml_module_dep = {
     .merge = dep_merge,
     .report = dep_report,
     .fini = dep_fini,
+    .chunk = dep_chunk,
 };

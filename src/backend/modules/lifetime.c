@@ -1,4 +1,4 @@
-/* Module 'lifetime': per allocation site, heap objects freed in an iteration, a call, or never. */
+/* Module 'lifetime': per allocation site, objects freed in an iteration, a call, or never. */
 #include "backend/backend.h"
 #include "backend/rmap.h"
 #include "backend/sites.h"
@@ -28,6 +28,12 @@
  * entries, iterations and exits) of the thread, a clock every worker keeps
  * alike. Data-parallel by address: a block is its start address's worker's,
  * context events go to every worker, so 1 and N workers count alike.
+ *
+ * Stack objects (STACK_ALLOC at a lifetime marker or the function's entry,
+ * STACK_FREE at the end marker and at every exit) and global objects (GLOBAL,
+ * once per loaded module) are sites of their own kind, counted like blocks:
+ * a stack object whose address is made again before it was released died
+ * with a frame left by unwinding or longjmp; globals are never freed.
  */
 
 struct obj {
@@ -35,11 +41,14 @@ struct obj {
     uint64_t size;
     uint64_t key; /* site id, or ML_BKEY_LIB | function marker id (sites.h) */
     uint32_t thread;
-    uint32_t named;          /* a call site claimed it */
+    uint16_t named;          /* a call site claimed it */
+    uint16_t kind;           /* enum okind */
     uint32_t ldepth, fdepth; /* frame index + 1 of its loop and function, 0: none */
     uint64_t lstamp, liter, fstamp;
     uint64_t birth;
 };
+
+enum okind { O_HEAP, O_STACK, O_GLOBAL };
 
 struct lthread {
     struct ml_cstack *cs;
@@ -299,7 +308,7 @@ static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint6
     struct obj *o = find(l, rec[1]);
 
     (void)w;
-    if (!o || !thread_of(l, thread)) {
+    if (!o || o->kind != O_HEAP || !thread_of(l, thread)) {
         l->unknown_frees += ML_Q_KIND(rec[0]) == ML_EV_FREE;
         l->unknown_reallocs += ML_Q_KIND(rec[0]) == ML_EV_REALLOC;
         return;
@@ -315,10 +324,47 @@ static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint6
     struct obj *o = find(l, rec[1]);
 
     (void)w;
-    if (o && !o->named && o->thread == thread) {
+    if (o && !o->named && o->kind == O_HEAP && o->thread == thread) {
         o->named = 1;
         o->key = ML_Q_ID(rec[0]);
     }
+}
+
+/* A stack object is made (rec[2]: its size), or a global announced. */
+static void on_object(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct lifetime *l = st;
+    int global = ML_Q_KIND(rec[0]) == ML_EV_GLOBAL;
+    struct obj *o = find(l, rec[1]);
+
+    if (global && o && o->kind == O_GLOBAL)
+        return; /* one object defined by several units (C++ inline variables, COMDAT) */
+    if (!global && o && o->kind == O_STACK) { /* its frame was left without its release */
+        end_obj(l, o, o->thread, C_FREED);
+        erase(l, o);
+    }
+    on_alloc(st, w, thread, rec);
+    if (!(o = find(l, rec[1])))
+        return;
+    o->size = rec[2];
+    o->key = ML_Q_ID(rec[0]);
+    o->named = 1;
+    o->kind = global ? O_GLOBAL : O_STACK;
+    if (global) /* made before any frame: no loop, no call */
+        o->ldepth = o->fdepth = 0;
+}
+
+static void on_stack_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct lifetime *l = st;
+    struct obj *o = find(l, rec[1]);
+
+    (void)w;
+    /* Function exits release every object of the frame, also those already ended. */
+    if (!o || o->kind != O_STACK || !thread_of(l, thread))
+        return;
+    end_obj(l, o, thread, C_FREED);
+    erase(l, o);
 }
 
 /* Blocks still allocated are never freed; the map is left empty. */
@@ -355,7 +401,7 @@ struct row {
     uint64_t key; /* canonical */
     uint64_t v[NCOLS];
     char site[512];
-    const char *func;
+    const char *func, *kind, *name;
 };
 
 static int by_objects(const void *x, const void *y)
@@ -409,8 +455,10 @@ static struct row *rows_of(struct lifetime *l, const struct ml_bsites *t, uint64
         }
         r[m++] = r[i];
     }
-    for (uint64_t i = 0; i < m; i++)
+    for (uint64_t i = 0; i < m; i++) {
         ml_bsites_block_where(t, r[i].key, r[i].site, sizeof(r[i].site), &r[i].func);
+        r[i].kind = ml_bsites_block_kind(t, r[i].key, &r[i].name);
+    }
     qsort(r, m, sizeof(*r), by_objects);
     *nrows = m;
 out:
@@ -435,12 +483,13 @@ static int lt_report(void *st, struct ml_bout *o)
         ml_bsites_free(&t);
         return rc;
     }
-    fprintf(o->csv, "site,objects,bytes,freed_in_iteration,freed_in_call,never_freed,freed,"
-                    "realloced,in_loop,freed_by_other_thread,mean_lifetime,max_lifetime,func\n");
+    fprintf(o->csv,
+            "site,objects,bytes,freed_in_iteration,freed_in_call,never_freed,freed,"
+            "realloced,in_loop,freed_by_other_thread,mean_lifetime,max_lifetime,func,kind,name\n");
     fprintf(o->json, "{\"rows\": [");
     if (o->table)
-        fprintf(o->table, "%-32s %9s %12s %9s %9s %9s %12s %10s\n", "site", "objects", "bytes",
-                "in_iter", "in_call", "never", "mean_life", "max_life");
+        fprintf(o->table, "%-32s %9s %12s %9s %9s %9s %12s %10s %-7s %s\n", "site", "objects",
+                "bytes", "in_iter", "in_call", "never", "mean_life", "max_life", "kind", "name");
     for (uint64_t i = 0; i < n; i++) {
         const uint64_t *v = r[i].v;
         uint64_t same = v[C_FREED] - v[C_OTHER];
@@ -457,6 +506,8 @@ static int lt_report(void *st, struct ml_bout *o)
             fprintf(o->csv, "%" PRIu64, v[C_LIFE_MAX]);
         fputc(',', o->csv);
         ml_csv_str(o->csv, r[i].func);
+        fprintf(o->csv, ",%s,", r[i].kind);
+        ml_csv_str(o->csv, r[i].name);
         fputc('\n', o->csv);
         fprintf(o->json, "%s\n  {\"site\": ", i ? "," : "");
         ml_json_str(o->json, r[i].site);
@@ -474,13 +525,15 @@ static int lt_report(void *st, struct ml_bout *o)
             fprintf(o->json, "null");
         fprintf(o->json, ", \"func\": ");
         ml_json_str(o->json, r[i].func);
+        fprintf(o->json, ", \"kind\": \"%s\", \"name\": ", r[i].kind);
+        ml_json_str(o->json, r[i].name);
         fputc('}', o->json);
         if (o->table)
             fprintf(o->table,
                     "%-32s %9" PRIu64 " %12" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
-                    " %12s %10s\n",
+                    " %12s %10s %-7s %s\n",
                     r[i].site, v[C_OBJECTS], v[C_BYTES], v[C_ITER], v[C_CALL], v[C_NEVER],
-                    same ? mean : "-", "");
+                    same ? mean : "-", "", r[i].kind, r[i].name);
     }
     for (const struct ml_bblob *b = o->blobs; b && !noheap; b = b->next)
         noheap = b->tag == ML_QT_TAG_NOHEAP;
@@ -499,22 +552,33 @@ static int lt_report(void *st, struct ml_bout *o)
 }
 
 static const struct ml_bhandler lt_handlers[] = {
-    {ML_EV_ALLOC, ML_BPART_ADDR, on_alloc},       {ML_EV_FREE, ML_BPART_ADDR, on_free},
-    {ML_EV_REALLOC, ML_BPART_ADDR, on_free},      {ML_EV_ALLOC_SITE, ML_BPART_ADDR, on_site},
-    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_context}, {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_context},
-    {ML_EV_LOOP_ENTRY, ML_BPART_ALL, on_context}, {ML_EV_LOOP_ITER, ML_BPART_ALL, on_context},
-    {ML_EV_LOOP_EXIT, ML_BPART_ALL, on_context},  {0, 0, NULL},
+    {ML_EV_ALLOC, ML_BPART_ADDR, on_alloc},
+    {ML_EV_FREE, ML_BPART_ADDR, on_free},
+    {ML_EV_REALLOC, ML_BPART_ADDR, on_free},
+    {ML_EV_ALLOC_SITE, ML_BPART_ADDR, on_site},
+    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_context},
+    {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_context},
+    {ML_EV_LOOP_ENTRY, ML_BPART_ALL, on_context},
+    {ML_EV_LOOP_ITER, ML_BPART_ALL, on_context},
+    {ML_EV_LOOP_EXIT, ML_BPART_ALL, on_context},
+    {ML_EV_STACK_ALLOC, ML_BPART_ADDR, on_object},
+    {ML_EV_GLOBAL, ML_BPART_ADDR, on_object},
+    {ML_EV_STACK_FREE, ML_BPART_ADDR, on_stack_free},
+    {0, 0, NULL},
 };
 
 const struct ml_module ml_module_lifetime = {
     .name = "lifetime",
-    .summary = "per allocation site: heap objects freed within one loop iteration or one call, "
-               "lifetimes, never freed",
+    .summary = "per allocation site (heap, stack and global objects): objects freed within one "
+               "loop iteration or one call, lifetimes, never freed",
     .handlers = lt_handlers,
     .ev_kinds = ML_BEV(ML_EV_ALLOC) | ML_BEV(ML_EV_FREE) | ML_BEV(ML_EV_REALLOC) |
                 ML_BEV(ML_EV_ALLOC_SITE) | ML_BEV(ML_EV_FUNC_ENTRY) | ML_BEV(ML_EV_FUNC_EXIT) |
-                ML_BEV(ML_EV_LOOP_ENTRY) | ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT),
+                ML_BEV(ML_EV_LOOP_ENTRY) | ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT) |
+                ML_BEV(ML_EV_STACK_ALLOC) | ML_BEV(ML_EV_STACK_FREE) | ML_BEV(ML_EV_GLOBAL),
     .ev_fields = ML_EVF_ADDR,
+    .ev_objs_only = ML_BEV(ML_EV_FUNC_ENTRY) | ML_BEV(ML_EV_FUNC_EXIT) | ML_BEV(ML_EV_LOOP_ENTRY) |
+                    ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT),
     .init = lt_init,
     .merge = lt_merge,
     .report = lt_report,

@@ -19,11 +19,13 @@
  * carries the pointer. The live heap blocks (runtime heap events, named as
  * 'lifetime' names them: the call that returned the block, else "library in
  * <function>") are kept ordered by address, so the block holding the pointer
- * is one search away; a null pointer and a pointer into no live heap block
- * (a global, the stack, freed memory, memory a library mapped) are counted
- * apart. Every worker keeps every block (heap and function events go to all)
- * and counts the pointers of its instructions (partition by id), so any
- * number of workers gives the same rows.
+ * is one search away, and so are the live stack objects (STACK_ALLOC and
+ * STACK_FREE, address-taken locals) and the globals (GLOBAL, announced when
+ * their module is loaded), named by their declaration and variable; a null
+ * pointer and a pointer into no live object (freed memory, memory a library
+ * mapped, a variable-length array, a thread-local) are counted apart. Every worker keeps every
+ * block (heap and function events go to all) and counts the pointers of its instructions (partition
+ * by id), so any number of workers gives the same rows.
  */
 
 /* Targets besides sites (low 32 bits of a count key). */
@@ -32,12 +34,33 @@
 #define T_NULL   0x7ffffffeu
 #define T_NONE   0x7fffffffu
 
+/* struct ml_block.named: what the block is. */
+enum { B_HEAP, B_NAMED, B_STACK, B_GLOBAL };
+
+/*
+ * Pointer events repeat: the same few instructions point into the same
+ * block. A direct-mapped cache of (pointer site, target) counts sits in front
+ * of the reducible map, and the last block found is tried before the ordered
+ * map (valid while no block was added, removed or named since: gen).
+ */
+#define NCACHE 1024u
+
+struct pcount {
+    uint64_t key; /* pointer site << 32 | target; 0 with n = 0: empty */
+    uint64_t n;
+};
+
 struct pointsto {
     struct ml_ctx *ctx;
     struct ml_cstack **cs; /* per program thread: function frames */
     uint32_t nt;
     struct ml_blocks *blocks;
-    struct ml_rmap *count; /* (pointer site << 32 | target) -> pointers */
+    uint64_t gen;              /* bumped whenever a block is added, removed or named */
+    uint64_t last_lo, last_hi; /* the last block found ... */
+    uint64_t last_gen;         /* ... while gen was this */
+    uint32_t last_target;
+    struct pcount cache[NCACHE];
+    struct ml_rmap *count; /* (pointer site << 32 | target) -> pointers (a sum) */
     uint64_t unknown_frees;
     int nomem;
 };
@@ -66,7 +89,8 @@ static void *pt_init(struct ml_bworker *w)
         return NULL;
     p->ctx = ml_ctx_new();
     p->blocks = ml_blocks_new();
-    p->count = ml_rmap_new(ML_ROP_COUNT, 1);
+    p->count = ml_rmap_new(ML_ROP_SUM, 1);
+    p->last_gen = UINT64_MAX;
     if (!p->ctx || !p->blocks || !p->count) {
         pt_fini(p);
         return NULL;
@@ -118,6 +142,7 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
     }
     b->thread = thread;
     b->key = cs->depth ? T_LIB | (uint32_t)cs->f[cs->depth - 1].id : T_NOFUNC;
+    p->gen++;
 }
 
 static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
@@ -126,18 +151,59 @@ static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint6
 
     (void)w;
     (void)thread;
-    if (ml_blocks_remove(p->blocks, rec[1]) && ML_Q_KIND(rec[0]) == ML_EV_FREE)
+    const struct ml_block *b = ml_blocks_at(p->blocks, rec[1]);
+
+    p->gen++;
+    if (b && b->named <= B_NAMED)
+        ml_blocks_remove(p->blocks, rec[1]);
+    else if (ML_Q_KIND(rec[0]) == ML_EV_FREE)
         p->unknown_frees++;
+}
+
+/* A stack object made or a global announced (rec[2]: its size), named by its site. */
+static void on_object(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct pointsto *p = st;
+    int global = ML_Q_KIND(rec[0]) == ML_EV_GLOBAL;
+    struct ml_block *b = ml_blocks_at(p->blocks, rec[1]);
+
+    (void)w;
+    if (global && b && b->named == B_GLOBAL)
+        return; /* one object defined by several units */
+    if (!(b = ml_blocks_add(p->blocks, rec[1], rec[2]))) {
+        p->nomem = 1;
+        return;
+    }
+    b->thread = thread;
+    b->key = (uint32_t)ML_Q_ID(rec[0]);
+    b->named = global ? B_GLOBAL : B_STACK;
+    p->gen++;
+}
+
+/* Every exit releases all objects of its frame, also those already ended: others are ignored. */
+static void on_stack_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
+{
+    struct pointsto *p = st;
+    const struct ml_block *b = ml_blocks_at(p->blocks, rec[1]);
+
+    (void)w;
+    (void)thread;
+    if (b && b->named == B_STACK) {
+        ml_blocks_remove(p->blocks, rec[1]);
+        p->gen++;
+    }
 }
 
 /* As in 'lifetime': the first call of the making thread that returned the block names it. */
 static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
-    struct ml_block *b = ml_blocks_at(((struct pointsto *)st)->blocks, rec[1]);
+    struct pointsto *p = st;
+    struct ml_block *b = ml_blocks_at(p->blocks, rec[1]);
 
     (void)w;
-    if (b && !b->named && b->thread == thread) {
-        b->named = 1;
+    if (b && b->named == B_HEAP && b->thread == thread) {
+        p->gen++;
+        b->named = B_NAMED;
         b->key = (uint32_t)ML_Q_ID(rec[0]);
     }
 }
@@ -145,18 +211,55 @@ static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint6
 static void on_ptr(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
     struct pointsto *p = st;
-    const struct ml_block *b = rec[1] ? ml_blocks_holding(p->blocks, rec[1]) : NULL;
-    uint32_t target = !rec[1] ? T_NULL : b ? (uint32_t)b->key : T_NONE;
+    uint64_t a = rec[1], key;
+    uint32_t target;
+    struct pcount *c;
 
     (void)w;
     (void)thread;
-    ml_rmap_add(p->count, ML_Q_ID(rec[0]) << 32 | target, 1);
+    if (!a) {
+        target = T_NULL;
+    } else if (p->last_gen == p->gen && a >= p->last_lo && a < p->last_hi) {
+        target = p->last_target;
+    } else {
+        const struct ml_block *b = ml_blocks_holding(p->blocks, a);
+        target = b ? (uint32_t)b->key : T_NONE;
+        if (b) {
+            p->last_lo = b->addr;
+            p->last_hi = b->addr + (b->size ? b->size : 1);
+            p->last_target = target;
+            p->last_gen = p->gen;
+        }
+    }
+    key = ML_Q_ID(rec[0]) << 32 | target;
+    c = &p->cache[(key ^ key >> 29) & (NCACHE - 1)];
+    if (c->key != key) {
+        if (c->n)
+            ml_rmap_add(p->count, c->key, c->n);
+        c->key = key;
+        c->n = 0;
+    }
+    c->n++;
+}
+
+/* The cached counts into the map. */
+static void flush_cache(struct pointsto *p)
+{
+    for (uint32_t i = 0; i < NCACHE; i++)
+        if (p->cache[i].n) {
+            ml_rmap_add(p->count, p->cache[i].key, p->cache[i].n);
+            p->cache[i].n = 0;
+        }
 }
 
 static int pt_merge(void *into, void *from)
 {
     struct pointsto *a = into, *b = from;
-    int rc = ml_rmap_merge(a->count, b->count);
+    int rc;
+
+    flush_cache(a);
+    flush_cache(b);
+    rc = ml_rmap_merge(a->count, b->count);
 
     /* every worker saw every heap event: the first one's count of unknown frees is everyone's */
     a->nomem |= b->nomem;
@@ -169,7 +272,7 @@ struct row {
     uint64_t target;    /* canonical block key, or ML_BKEY_LIB | T_NULL / T_NONE */
     uint64_t count;
     char pointer[512], site[512];
-    const char *func;
+    const char *func, *object, *name;
 };
 
 static int by_key(const void *x, const void *y)
@@ -228,7 +331,7 @@ static struct row *rows_of(struct pointsto *p, const struct ml_bsites *t, uint64
             r[i].target = ml_bsites_block_canon(t, scanon, mcanon, ML_BKEY_LIB | (tg & ~T_LIB));
         else
             r[i].target = ml_bsites_block_canon(t, scanon, mcanon, tg);
-        r[i].count = v[i].n;
+        r[i].count = v[i].v;
     }
     qsort(r, n, sizeof(*r), by_key);
     for (uint32_t i = 0; i < n; i++) {
@@ -242,10 +345,14 @@ static struct row *rows_of(struct pointsto *p, const struct ml_bsites *t, uint64
         const char *f;
         ml_bsites_where(t, r[i].ptr, r[i].pointer, sizeof(r[i].pointer));
         r[i].func = ml_bsites_func(t, r[i].ptr);
-        if ((r[i].target & ML_BKEY_LIB) && (tg == T_NULL || tg == T_NONE))
+        r[i].name = "";
+        if ((r[i].target & ML_BKEY_LIB) && (tg == T_NULL || tg == T_NONE)) {
             snprintf(r[i].site, sizeof(r[i].site), "%s", tg == T_NULL ? "null" : "unknown");
-        else
+            r[i].object = tg == T_NULL ? "null" : "unknown";
+        } else {
             ml_bsites_block_where(t, r[i].target, r[i].site, sizeof(r[i].site), &f);
+            r[i].object = ml_bsites_block_kind(t, r[i].target, &r[i].name);
+        }
     }
     qsort(r, m, sizeof(*r), by_pointer);
     *nrows = m;
@@ -264,16 +371,18 @@ static int pt_report(void *st, struct ml_bout *o)
     uint64_t n = 0;
     int rc = ml_bsites_load(&t, o->blobs);
 
+    flush_cache(p);
     if (!rc && !(r = rows_of(p, &t, &n)))
         rc = -ENOMEM;
     if (rc) {
         ml_bsites_free(&t);
         return rc;
     }
-    fprintf(o->csv, "pointer,site,count,kind,func\n");
+    fprintf(o->csv, "pointer,site,count,kind,func,object,name\n");
     fprintf(o->json, "{\"rows\": [");
     if (o->table)
-        fprintf(o->table, "%-32s %-6s %-32s %12s\n", "pointer", "kind", "site", "count");
+        fprintf(o->table, "%-32s %-6s %-32s %12s %-7s %s\n", "pointer", "kind", "site", "count",
+                "object", "name");
     for (uint64_t i = 0; i < n; i++) {
         char kind[32];
         kind_name(r[i].kind, kind, sizeof(kind));
@@ -282,6 +391,8 @@ static int pt_report(void *st, struct ml_bout *o)
         ml_csv_str(o->csv, r[i].site);
         fprintf(o->csv, ",%" PRIu64 ",%s,", r[i].count, kind);
         ml_csv_str(o->csv, r[i].func);
+        fprintf(o->csv, ",%s,", r[i].object);
+        ml_csv_str(o->csv, r[i].name);
         fputc('\n', o->csv);
         fprintf(o->json, "%s\n  {\"pointer\": ", i ? "," : "");
         ml_json_str(o->json, r[i].pointer);
@@ -290,10 +401,12 @@ static int pt_report(void *st, struct ml_bout *o)
         fprintf(o->json, ", \"count\": %" PRIu64 ", \"kind\": \"%s\", \"func\": ", r[i].count,
                 kind);
         ml_json_str(o->json, r[i].func);
+        fprintf(o->json, ", \"object\": \"%s\", \"name\": ", r[i].object);
+        ml_json_str(o->json, r[i].name);
         fputc('}', o->json);
         if (o->table)
-            fprintf(o->table, "%-32s %-6s %-32s %12" PRIu64 "\n", r[i].pointer, kind, r[i].site,
-                    r[i].count);
+            fprintf(o->table, "%-32s %-6s %-32s %12" PRIu64 " %-7s %s\n", r[i].pointer, kind,
+                    r[i].site, r[i].count, r[i].object, r[i].name);
     }
     fprintf(o->json, "],\n \"unknown_frees\": %" PRIu64 ", \"bad_tables\": %u}", p->unknown_frees,
             t.bad);
@@ -303,21 +416,30 @@ static int pt_report(void *st, struct ml_bout *o)
 }
 
 static const struct ml_bhandler pt_handlers[] = {
-    {ML_EV_ALLOC, ML_BPART_ALL, on_alloc},     {ML_EV_FREE, ML_BPART_ALL, on_free},
-    {ML_EV_REALLOC, ML_BPART_ALL, on_free},    {ML_EV_ALLOC_SITE, ML_BPART_ALL, on_site},
-    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_func}, {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_func},
-    {ML_EV_PTR_DEF, ML_BPART_ID, on_ptr},      {0, 0, NULL},
+    {ML_EV_ALLOC, ML_BPART_ALL, on_alloc},
+    {ML_EV_FREE, ML_BPART_ALL, on_free},
+    {ML_EV_REALLOC, ML_BPART_ALL, on_free},
+    {ML_EV_ALLOC_SITE, ML_BPART_ALL, on_site},
+    {ML_EV_FUNC_ENTRY, ML_BPART_ALL, on_func},
+    {ML_EV_FUNC_EXIT, ML_BPART_ALL, on_func},
+    {ML_EV_PTR_DEF, ML_BPART_ID, on_ptr},
+    {ML_EV_STACK_ALLOC, ML_BPART_ALL, on_object},
+    {ML_EV_GLOBAL, ML_BPART_ALL, on_object},
+    {ML_EV_STACK_FREE, ML_BPART_ALL, on_stack_free},
+    {0, 0, NULL},
 };
 
 const struct ml_module ml_module_pointsto = {
     .name = "pointsto",
     .summary = "per pointer-creating instruction (load, call, parameter): the allocation sites "
-               "its pointers point into, null and unknown apart",
+               "(heap, stack, global) its pointers point into, null and unknown apart",
     .handlers = pt_handlers,
     .ev_kinds = ML_BEV(ML_EV_ALLOC) | ML_BEV(ML_EV_FREE) | ML_BEV(ML_EV_REALLOC) |
                 ML_BEV(ML_EV_ALLOC_SITE) | ML_BEV(ML_EV_FUNC_ENTRY) | ML_BEV(ML_EV_FUNC_EXIT) |
-                ML_BEV(ML_EV_PTR_DEF),
+                ML_BEV(ML_EV_PTR_DEF) | ML_BEV(ML_EV_STACK_ALLOC) | ML_BEV(ML_EV_STACK_FREE) |
+                ML_BEV(ML_EV_GLOBAL),
     .ev_fields = ML_EVF_ADDR,
+    .ev_objs_only = ML_BEV(ML_EV_FUNC_ENTRY) | ML_BEV(ML_EV_FUNC_EXIT),
     .init = pt_init,
     .merge = pt_merge,
     .report = pt_report,

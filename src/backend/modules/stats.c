@@ -12,9 +12,11 @@
  * Counts every record by (program thread, kind) and sums its word 1 (mod
  * 2^64): a check that the queue delivers every event once, unchanged, and a
  * first look at a program's event mix. Data-parallel by address: each
- * worker counts the records whose word 1 it owns. It reads whole chunks, so
- * that 'memlens profile -m stats' measures the queue rather than a call per
- * event (bench/queue.sh).
+ * worker counts the records whose word 1 it owns, or, when the driver deals
+ * chunks out whole (stats alone, or with other chunk_any modules), every
+ * record of the chunks it gets. It reads whole chunks, so that 'memlens
+ * profile -m stats' measures the queue rather than a call per event
+ * (bench/queue.sh).
  */
 struct cell {
     uint64_t events, sum;
@@ -51,18 +53,12 @@ static struct cell *row_of(struct stats *s, uint32_t t)
     return s->rows[t];
 }
 
-/* Length of a record with extra units or a blob, 0 if malformed (off the common path). */
-__attribute__((noinline)) static uint32_t skip(const uint8_t *data, uint32_t off, uint32_t len)
-{
-    return ml_q_record_len(data, off, len);
-}
-
 /* A few instructions per record, no call: the queue's own speed shows through. */
 static uint32_t stats_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
                             uint32_t len, uint64_t *records)
 {
     struct cell *row = row_of(st, thread);
-    const uint32_t me = w->index, n = w->n;
+    const uint32_t me = w->index, n = w->whole ? 1 : w->n; /* dealt chunks are all ours */
     uint32_t off = 0;
     uint64_t count = 0;
 
@@ -71,18 +67,14 @@ static uint32_t stats_chunk(void *st, struct ml_bworker *w, uint32_t thread, con
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         const unsigned kind = ML_Q_KIND(rec[0]);
+        int blob;
+        uint32_t r = ml_bchunk_rec(data, off, len, &blob);
         uint64_t own;
-        /* a branch, not a conditional move: see consume() in backend.c */
-        if (__builtin_expect(kind == 0 || kind == ML_Q_KIND_BLOB || ML_Q_EXTRA(rec[0]), 0)) {
-            uint32_t r = skip(data, off, len);
-            if (!r)
-                break;
-            off += r;
-            if (kind == ML_Q_KIND_BLOB)
-                continue;
-        } else {
-            off += ML_Q_UNIT;
-        }
+        if (!r)
+            break;
+        off += r;
+        if (blob)
+            continue;
         count++;
         own = n == 1 || ml_bpart_addr(rec[1], n) == me;
         row[kind].events += own;
@@ -184,4 +176,5 @@ const struct ml_module ml_module_stats = {
     .report = stats_report,
     .fini = stats_fini,
     .chunk = stats_chunk,
+    .chunk_any = 1,
 };

@@ -248,19 +248,60 @@ out:
     return rc;
 }
 
-static const struct ml_bhandler va_handlers[] = {
-    {ML_EV_LOAD, ML_BPART_ID, on_load},
-    {0, 0, NULL},
-};
+/*
+ * The records of one thread, walked here rather than with a call per event
+ * (a value build sends little but two-unit load records, which the driver's
+ * walk takes on its slow path); a load goes to the worker owning its id, in
+ * the thread's order, as with a handler partitioned by id.
+ */
+static uint32_t va_chunk(void *st, struct ml_bworker *w, uint32_t thread, const uint8_t *data,
+                         uint32_t len, uint64_t *records)
+{
+    const uint32_t me = w->index, n = w->n;
+    uint32_t off = 0;
+    uint64_t count = 0;
+
+    while (off < len) {
+        const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
+        const unsigned kind = ML_Q_KIND(rec[0]);
+        if (__builtin_expect(kind == ML_EV_LOAD_VALUE && !ML_Q_EXTRA(rec[0]), 1)) {
+            /* a value build: the value in word 1, its size and type in aux */
+            off += ML_Q_UNIT;
+            count++;
+            if (n == 1 || ml_bpart_id(ML_Q_ID(rec[0]), n) == me) {
+                struct ml_vprof *p = prof(st, ML_Q_ID(rec[0]));
+                unsigned aux = ML_Q_AUX(rec[0]);
+                if (p)
+                    ml_vprof_add(p, thread, rec[1], ML_Q_VAL_TYPE(aux), ML_Q_VAL_SIZE(aux));
+            }
+            continue;
+        }
+        if (kind == ML_EV_LOAD && ML_Q_EXTRA(rec[0]) == 1 && len - off >= 2 * ML_Q_UNIT) {
+            off += 2 * ML_Q_UNIT;
+        } else {
+            uint32_t r = ml_q_record_len(data, off, len);
+            if (!r)
+                break;
+            off += r;
+            if (kind == ML_Q_KIND_BLOB)
+                continue;
+        }
+        count++;
+        if (kind == ML_EV_LOAD && (n == 1 || ml_bpart_id(ML_Q_ID(rec[0]), n) == me))
+            on_load(st, w, thread, rec); /* with its address: another module's build */
+    }
+    *records += count;
+    return off;
+}
 
 const struct ml_module ml_module_value = {
     .name = "value",
     .summary = "per load: constant, a small set of values, strided (per thread) or varied",
-    .handlers = va_handlers,
     .ev_kinds = ML_BEV(ML_EV_LOAD),
-    .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE | ML_EVF_VALUE,
+    .ev_fields = ML_EVF_SIZE | ML_EVF_VALUE, /* no address: loads send ML_EV_LOAD_VALUE */
     .init = va_init,
     .merge = va_merge,
     .report = va_report,
     .fini = va_fini,
+    .chunk = va_chunk,
 };

@@ -505,6 +505,16 @@ static int shift_of(const struct rec *r)
     return r->rz + 8 * (r->saveA + r->saveB) + (r->flags ? 8 : 0);
 }
 
+/* Whether the registers regs hold the same values (value numbers) before instructions x and y. */
+static int same_values(const struct ml_asm_regval *st, int x, int y, unsigned regs)
+{
+    for (int reg = 0; reg < ML_ASM_NGPR; reg++)
+        if ((regs & (1u << reg)) &&
+            st[x * ML_ASM_NGPR + reg].root != st[y * ML_ASM_NGPR + reg].root)
+            return 0;
+    return 1;
+}
+
 /* A segment of descriptor-described records: sites[0..n) of the accesses at (unit[i], acc[i]). */
 static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
                         const struct ml_asm_regval *st, int k, const int *pj, const int *pa,
@@ -721,14 +731,28 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
             unsigned need = addr_regs(b), all = used | need | (1u << ML_ASM_RSP);
             int ok = b->count == ML_ASM_ONCE && __builtin_popcount(all) <= ML_ASM_NGPR - 2;
 
-            for (int reg = 0; ok && reg < ML_ASM_NGPR; reg++)
-                if ((need & (1u << reg)) &&
-                    st[k * ML_ASM_NGPR + reg].root != st[q->insn * ML_ASM_NGPR + reg].root)
-                    ok = 0;
             for (int x = k; ok && x < q->insn; x++)
                 ok = !in[x].opaque;
             if (!ok)
                 break;
+            if (same_values(st, k, q->insn, need)) {
+                used |= need;
+                pj[cnt] = q->insn, pa[cnt] = q->acc, cnt++;
+                continue;
+            }
+            /*
+             * Its address is not known yet at k (a load defined a register of
+             * it, as x[col[j]] after col[j]): the segment moves down to it when
+             * the earlier accesses' registers still hold their values there and
+             * no call comes between (its callee's records would come first).
+             */
+            for (int c = 0; ok && c < cnt; c++)
+                ok = same_values(st, pj[c], q->insn, addr_regs(&in[pj[c]].acc[pa[c]]));
+            for (int x = pj[0]; ok && x < q->insn; x++)
+                ok = in[x].flow != ML_ASM_FLOW_CALL;
+            if (!ok)
+                break;
+            k = q->insn;
             used |= need;
             pj[cnt] = q->insn, pa[cnt] = q->acc, cnt++;
         }

@@ -93,6 +93,8 @@ static char *dupn(const char *s, size_t n)
     return d;
 }
 
+static int object_functions(struct ml_ev *ev);
+
 int ml_ev_init(struct ml_ev *ev, struct ml_ir *ir, const struct ml_ev_opts *o)
 {
     memset(ev, 0, sizeof(*ev));
@@ -104,6 +106,8 @@ int ml_ev_init(struct ml_ev *ev, struct ml_ir *ir, const struct ml_ev_opts *o)
     ev->f_on = LLVMGetNamedFunction(ir->m, "__memlens_trace_on");
     ev->f_off = LLVMGetNamedFunction(ir->m, "__memlens_trace_off");
     ev->f_pages = LLVMGetNamedFunction(ir->m, "__memlens_pages");
+    if (o->fields & (ML_EVF_FUNC_OBJS | ML_EVF_LOOP_OBJS))
+        return object_functions(ev);
     return 0;
 }
 
@@ -121,6 +125,7 @@ void ml_ev_free(struct ml_ev *ev)
     }
     free(ev->sites);
     free(ev->markers);
+    ml_ptrmap_free(&ev->objfns);
 }
 
 static const char *fn_name(LLVMValueRef fn, size_t *len)
@@ -142,19 +147,22 @@ static void loc_of(LLVMValueRef inst, const char **file, unsigned *flen, unsigne
     *col = LLVMGetDebugLocColumn(inst);
 }
 
-/* A new site of fn at inst; text may be NULL. Returns its id or -ENOMEM. */
-static int64_t add_site(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t marker,
-                        LLVMValueRef fn, LLVMValueRef inst, const char *text)
+/* Where a site or marker is in the source. */
+struct loc {
+    const char *file;
+    unsigned flen, line, col;
+};
+
+/* A new site of function name at loc; text may be NULL. Returns its id or -ENOMEM. */
+static int64_t add_site_at(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t marker,
+                           const char *name, size_t nlen, const struct loc *lc, const char *text)
 {
     struct ml_ev_site *s;
-    const char *file, *name;
-    unsigned flen, line, col;
-    size_t nlen;
+    const char *file = lc->file;
+    unsigned flen = lc->flen, line = lc->line, col = lc->col;
 
     if (ml_ev_grow((void **)&ev->sites, &ev->capsites, ev->nsites + 1, sizeof(*ev->sites)))
         return -ENOMEM;
-    loc_of(inst, &file, &flen, &line, &col);
-    name = fn_name(fn, &nlen);
     s = &ev->sites[ev->nsites];
     s->kind = kind;
     s->size = size <= UINT32_MAX ? (uint32_t)size : 0;
@@ -170,13 +178,43 @@ static int64_t add_site(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t
     return ev->nsites++;
 }
 
+/* A new site of fn at inst; text may be NULL. Returns its id or -ENOMEM. */
+static int64_t add_site(struct ml_ev *ev, uint32_t kind, uint64_t size, uint32_t marker,
+                        LLVMValueRef fn, LLVMValueRef inst, const char *text)
+{
+    struct loc lc;
+    size_t nlen;
+    const char *name = fn_name(fn, &nlen);
+
+    loc_of(inst, &lc.file, &lc.flen, &lc.line, &lc.col);
+    return add_site_at(ev, kind, size, marker, name, nlen, &lc, text);
+}
+
+/* A new marker (kind, name) of function fname at loc. Returns its id or -ENOMEM. */
+static int64_t add_marker_at(struct ml_ev *ev, uint32_t kind, const char *name, size_t len,
+                             const char *fname, size_t nlen, const struct loc *lc)
+{
+    struct ml_ev_marker *m;
+
+    if (ml_ev_grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
+        return -ENOMEM;
+    m = &ev->markers[ev->nmarkers];
+    m->kind = kind;
+    m->line = lc->line;
+    m->name = dupn(name, len);
+    m->file = dupn(lc->file, lc->flen);
+    m->func = dupn(fname, nlen);
+    if (!m->name || !m->file || !m->func)
+        return -ENOMEM;
+    return ev->nmarkers++;
+}
+
 /* The marker of (kind, name), made once per module; file:line from where it was first seen. */
 static int64_t add_marker(struct ml_ev *ev, uint32_t kind, const char *name, size_t len,
                           LLVMValueRef fn, LLVMValueRef inst, int shared)
 {
-    struct ml_ev_marker *m;
-    const char *file, *fname;
-    unsigned flen, line, col;
+    struct loc lc;
+    const char *fname;
     size_t nlen;
 
     if (shared)
@@ -184,19 +222,9 @@ static int64_t add_marker(struct ml_ev *ev, uint32_t kind, const char *name, siz
             if (ev->markers[i].kind == kind && strlen(ev->markers[i].name) == len &&
                 !memcmp(ev->markers[i].name, name, len))
                 return i;
-    if (ml_ev_grow((void **)&ev->markers, &ev->capmarkers, ev->nmarkers + 1, sizeof(*ev->markers)))
-        return -ENOMEM;
-    loc_of(inst, &file, &flen, &line, &col);
+    loc_of(inst, &lc.file, &lc.flen, &lc.line, &lc.col);
     fname = fn_name(fn, &nlen);
-    m = &ev->markers[ev->nmarkers];
-    m->kind = kind;
-    m->line = line;
-    m->name = dupn(name, len);
-    m->file = dupn(file, flen);
-    m->func = dupn(fname, nlen);
-    if (!m->name || !m->file || !m->func)
-        return -ENOMEM;
-    return ev->nmarkers++;
+    return add_marker_at(ev, kind, name, len, fname, nlen, &lc);
 }
 
 /* ---- calls ---- */
@@ -582,6 +610,387 @@ static int arg_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMVa
     return rc;
 }
 
+/* ---- stack and global objects ---- */
+
+/* A call of a function whose name starts with prefix (intrinsics included). */
+static int calls(LLVMValueRef in, const char *prefix)
+{
+    LLVMValueRef f;
+
+    if (!LLVMIsACallInst(in) || !(f = ml_called_function(in)))
+        return 0;
+    return name_starts(f, prefix);
+}
+
+/* The pointer v without bitcasts and all-zero GEPs (what a lifetime marker names). */
+static LLVMValueRef strip_ptr(LLVMValueRef v)
+{
+    for (;;) {
+        int zero = LLVMIsAGetElementPtrInst(v) != NULL;
+        for (unsigned k = 1; zero && k < (unsigned)LLVMGetNumOperands(v); k++) {
+            LLVMValueRef i = LLVMGetOperand(v, k);
+            zero = LLVMIsAConstantInt(i) && !LLVMConstIntGetZExtValue(i);
+        }
+        if (zero || LLVMIsABitCastInst(v) ||
+            (LLVMIsAConstantExpr(v) && LLVMGetConstOpcode(v) == LLVMBitCast))
+            v = LLVMGetOperand(v, 0);
+        else
+            return v;
+    }
+}
+
+/* Whether every use of v is a lifetime or debug marker (through bitcasts). */
+static int only_markers(LLVMValueRef v)
+{
+    for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef t = LLVMGetUser(u);
+        if (!calls(t, "llvm.lifetime.") && !calls(t, "llvm.dbg.") &&
+            !(LLVMIsABitCastInst(t) && only_markers(t)))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * Whether the address of alloca a is used otherwise than to load from it or
+ * store to it (an object a pointer can reach: arrays, structs, &x); other
+ * allocas are variables no pointer names and would only cost events.
+ */
+static int address_taken(LLVMValueRef a)
+{
+    for (LLVMUseRef u = LLVMGetFirstUse(a); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef t = LLVMGetUser(u);
+        if (LLVMIsALoadInst(t) || (LLVMIsAStoreInst(t) && LLVMGetOperand(t, 0) != a))
+            continue;
+        if (calls(t, "llvm.lifetime.") || calls(t, "llvm.dbg.") ||
+            (LLVMIsABitCastInst(t) && only_markers(t)))
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
+/* Bytes of a static alloca (constant count), 0 for a dynamic one. */
+static uint64_t alloca_size(struct ml_ir *ir, LLVMValueRef a)
+{
+    LLVMValueRef n = LLVMGetOperand(a, 0);
+
+    if (!LLVMIsAConstantInt(n))
+        return 0;
+    return LLVMABISizeOfType(ir->td, LLVMGetAllocatedType(a)) * LLVMConstIntGetZExtValue(n);
+}
+
+/* The name and declaration of a debug variable (DILocalVariable or DIGlobalVariable) varv. */
+static void var_loc(LLVMValueRef varv, const char **name, size_t *nlen, struct loc *lc)
+{
+    LLVMMetadataRef var = LLVMValueAsMetadata(varv), file;
+    unsigned n = LLVMGetMDNodeNumOperands(varv), flen = 0;
+
+    if (n > 1) {
+        LLVMValueRef ops[n];
+        unsigned len = 0;
+        const char *s;
+        LLVMGetMDNodeOperands(varv, ops);
+        if (ops[1] && (s = LLVMGetMDString(ops[1], &len)) && len) {
+            *name = s;
+            *nlen = len;
+        }
+    }
+    file = LLVMDIVariableGetFile(var);
+    if (file) {
+        lc->file = LLVMDIFileGetFilename(file, &flen);
+        lc->flen = flen;
+    }
+    lc->line = LLVMDIVariableGetLine(var);
+    lc->col = 0;
+}
+
+struct sobj {
+    LLVMValueRef a;
+    uint64_t size;
+    uint32_t marker;
+    int marked; /* has an llvm.lifetime.start: made there, not at function entry */
+    const char *name;
+    size_t nlen;
+    struct loc lc;
+};
+
+struct olist {
+    struct sobj *v;
+    uint32_t n, cap;
+};
+
+/*
+ * The stack objects of fn: static, address-taken allocas of its entry block,
+ * each with an object marker named after its variable (llvm.dbg.declare).
+ * With make = 0 only finds whether there is one (no marker).
+ */
+static int stack_objects(struct ml_ev *ev, LLVMValueRef fn, struct olist *o, int make)
+{
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+    size_t fnlen;
+    const char *fname = fn_name(fn, &fnlen);
+
+    for (LLVMValueRef in = LLVMGetFirstInstruction(entry); in; in = LLVMGetNextInstruction(in)) {
+        uint64_t size;
+        if (!LLVMIsAAllocaInst(in) || name_starts(in, "memlens") ||
+            !(size = alloca_size(ev->ir, in)) || !address_taken(in))
+            continue;
+        if (ml_ev_grow((void **)&o->v, &o->cap, o->n + 1, sizeof(*o->v)))
+            return -ENOMEM;
+        o->v[o->n++] = (struct sobj){.a = in, .size = size};
+        if (!make)
+            return 0;
+    }
+    if (!make || !o->n)
+        return 0;
+    for (LLVMBasicBlockRef bb = entry; bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            int start = calls(in, "llvm.lifetime.start"), decl = calls(in, "llvm.dbg.declare");
+            LLVMValueRef p = NULL;
+            if (start)
+                p = strip_ptr(LLVMGetOperand(in, 1));
+            else if (decl && LLVMGetMDNodeNumOperands(LLVMGetOperand(in, 0)) == 1)
+                LLVMGetMDNodeOperands(LLVMGetOperand(in, 0), &p);
+            for (uint32_t i = 0; p && i < o->n; i++)
+                if (o->v[i].a == p && start)
+                    o->v[i].marked = 1;
+                else if (o->v[i].a == p && !o->v[i].name)
+                    var_loc(LLVMGetOperand(in, 1), &o->v[i].name, &o->v[i].nlen, &o->v[i].lc);
+        }
+    for (uint32_t i = 0; i < o->n; i++) {
+        struct sobj *x = &o->v[i];
+        int64_t mk;
+        if (!x->name)
+            x->name = LLVMGetValueName2(x->a, &x->nlen);
+        if (!x->nlen) {
+            x->name = "stack object";
+            x->nlen = strlen(x->name);
+        }
+        if (!x->lc.line) { /* no debug variable: the function's line */
+            LLVMMetadataRef sp = LLVMGetSubprogram(fn);
+            unsigned line;
+            loc_of(first_real(entry), &x->lc.file, &x->lc.flen, &line, &x->lc.col);
+            x->lc.line = sp ? LLVMDISubprogramGetLine(sp) : line;
+            x->lc.col = 0;
+        }
+        mk = add_marker_at(ev, ML_MK_OBJECT, x->name, x->nlen, fname, fnlen, &x->lc);
+        if (mk < 0)
+            return (int)mk;
+        x->marker = (uint32_t)mk;
+    }
+    return 0;
+}
+
+/* A point of object x: its site at x's declaration. */
+static int push_obj(struct ml_ev *ev, struct plist *l, const char *fname, size_t fnlen,
+                    uint32_t kind, LLVMValueRef at, int addr_op, uint64_t size, uint32_t marker,
+                    const struct loc *lc)
+{
+    int64_t site;
+
+    if (!(ev->o.kinds & ML_EV_BIT(kind)))
+        return 0;
+    site = add_site_at(ev, kind, size, marker, fname, fnlen, lc, NULL);
+    if (site < 0 || ml_ev_grow((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+        return -ENOMEM;
+    l->v[l->n++] = (struct ml_ev_point){kind, (uint32_t)site, at, addr_op, -1, -1, size};
+    return 0;
+}
+
+/* Points of kind for the objects (marked ones too when all), at helpers before `before`. */
+static int obj_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, const struct olist *o,
+                      uint32_t kind, int all, LLVMValueRef before, LLVMValueRef *first)
+{
+    struct ml_ir *ir = ev->ir;
+    size_t fnlen;
+    const char *fname = fn_name(fn, &fnlen);
+    int rc = 0;
+
+    for (uint32_t i = 0; i < o->n && !rc; i++) {
+        LLVMValueRef h;
+        if (o->v[i].marked && !all)
+            continue;
+        LLVMPositionBuilderBefore(ir->b, before);
+        h = LLVMBuildPtrToInt(ir->b, o->v[i].a, ir->t_i64, "memlens.obj");
+        if (first && !*first)
+            *first = h;
+        rc = push_obj(ev, l, fname, fnlen, kind, h, 0, o->v[i].size, o->v[i].marker, &o->v[i].lc);
+    }
+    return rc;
+}
+
+/* A lifetime marker of one of the objects: its STACK_ALLOC or STACK_FREE point. */
+static int marker_point(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, const struct olist *o,
+                        LLVMValueRef in)
+{
+    int start = calls(in, "llvm.lifetime.start");
+    LLVMValueRef p;
+    size_t fnlen;
+    const char *fname = fn_name(fn, &fnlen);
+
+    if (!o->n || (!start && !calls(in, "llvm.lifetime.end")))
+        return 0;
+    p = strip_ptr(LLVMGetOperand(in, 1));
+    for (uint32_t i = 0; i < o->n; i++)
+        if (o->v[i].a == p)
+            return push_obj(ev, l, fname, fnlen, start ? ML_EV_STACK_ALLOC : ML_EV_STACK_FREE, in,
+                            1, o->v[i].size, o->v[i].marker, &o->v[i].lc);
+    return 0;
+}
+
+/*
+ * What a call may do for objects: 0 nothing (an intrinsic other than a
+ * lifetime start, memlens' own), 1 make one (a function not defined here or
+ * whose definition the link may replace, a function pointer, inline
+ * assembly, a lifetime start), 2 what the defined function it calls may do.
+ */
+static int call_objects(LLVMValueRef in)
+{
+    LLVMValueRef f;
+
+    if (!LLVMIsACallInst(in) && !LLVMIsAInvokeInst(in) && !LLVMIsACallBrInst(in))
+        return 0;
+    f = ml_called_function(in);
+    if (!f)
+        return 1;
+    if (LLVMGetIntrinsicID(f))
+        return name_starts(f, "llvm.lifetime.start");
+    if (LLVMIsDeclaration(f))
+        return !name_starts(f, "__memlens");
+    switch (LLVMGetLinkage(f)) {
+    case LLVMWeakAnyLinkage: /* the link may pick another definition */
+    case LLVMLinkOnceAnyLinkage:
+    case LLVMExternalWeakLinkage:
+        return 1;
+    default:
+        return 2;
+    }
+}
+
+/* Whether instruction in may make an object (once the object functions are known). */
+static int makes_object(const struct ml_ev *ev, LLVMValueRef in)
+{
+    int k = call_objects(in);
+
+    return k == 1 || (k == 2 && ml_ptrmap_get(&ev->objfns, ml_called_function(in)));
+}
+
+/*
+ * Whether fn can make an object while it is the innermost instrumented
+ * function: it has stack objects, or calls a function not defined here (which
+ * may allocate), a function pointer, or a function defined here that can.
+ */
+static int object_functions(struct ml_ev *ev)
+{
+    struct ml_ir *ir = ev->ir;
+    struct {
+        LLVMValueRef from, to;
+    } *e = NULL;
+    uint32_t ne = 0, cap = 0;
+    int rc = 0, changed = 1, stack = !!(ev->o.kinds & ML_EV_BIT(ML_EV_STACK_ALLOC));
+
+    ml_ptrmap_init(&ev->objfns);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(ir->m); fn && !rc; fn = LLVMGetNextFunction(fn)) {
+        int mk = 0;
+        if (LLVMIsDeclaration(fn))
+            continue;
+        if (stack) {
+            struct olist o = {0};
+            rc = stack_objects(ev, fn, &o, 0);
+            mk = o.n > 0;
+            free(o.v);
+        }
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb && !mk && !rc;
+             bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in && !mk && !rc;
+                 in = LLVMGetNextInstruction(in)) {
+                int k = call_objects(in);
+                LLVMValueRef f = k == 2 ? ml_called_function(in) : NULL;
+                if (k == 1)
+                    mk = 1;
+                else if (k == 2 && f != fn) {
+                    if (ml_ev_grow((void **)&e, &cap, ne + 1, sizeof(*e)))
+                        rc = -ENOMEM;
+                    else
+                        e[ne].from = fn, e[ne++].to = f;
+                }
+            }
+        if (mk && !rc)
+            rc = ml_ptrmap_put(&ev->objfns, fn, fn);
+    }
+    while (changed && !rc) {
+        changed = 0;
+        for (uint32_t i = 0; i < ne && !rc; i++)
+            if (!ml_ptrmap_get(&ev->objfns, e[i].from) && ml_ptrmap_get(&ev->objfns, e[i].to)) {
+                rc = ml_ptrmap_put(&ev->objfns, e[i].from, e[i].from);
+                changed = 1;
+            }
+    }
+    free(e);
+    return rc;
+}
+
+int ml_ev_globals(struct ml_ev *ev, LLVMValueRef fn, LLVMValueRef before, struct ml_ev_point **out,
+                  size_t *n)
+{
+    struct ml_ir *ir = ev->ir;
+    struct plist l = {0};
+    unsigned dbg = LLVMGetMDKindIDInContext(ir->ctx, "dbg", 3);
+    int rc = 0;
+
+    (void)fn;
+    for (LLVMValueRef g = LLVMGetFirstGlobal(ir->m); g && !rc; g = LLVMGetNextGlobal(g)) {
+        const char *sec = LLVMGetSection(g), *gname, *name;
+        size_t glen, nlen;
+        struct loc lc = {0};
+        uint64_t size;
+        size_t nmd = 0;
+        LLVMValueMetadataEntry *md;
+        int64_t mk;
+        LLVMValueRef h;
+        if (LLVMIsDeclaration(g) || LLVMIsThreadLocal(g) ||
+            LLVMGetLinkage(g) == LLVMAvailableExternallyLinkage ||
+            (sec && !strcmp(sec, "llvm.metadata")) || name_starts(g, "llvm.") ||
+            name_starts(g, "__memlens") ||
+            (LLVMGetLinkage(g) == LLVMPrivateLinkage &&
+             LLVMGetUnnamedAddress(g) == LLVMGlobalUnnamedAddr) ||
+            !LLVMTypeIsSized(LLVMGlobalGetValueType(g)) ||
+            !(size = LLVMABISizeOfType(ir->td, LLVMGlobalGetValueType(g))))
+            continue;
+        name = gname = LLVMGetValueName2(g, &glen);
+        nlen = glen;
+        md = LLVMGlobalCopyAllMetadata(g, &nmd);
+        for (size_t i = 0; i < nmd; i++)
+            if (LLVMValueMetadataEntriesGetKind(md, (unsigned)i) == dbg) {
+                LLVMMetadataRef v = LLVMDIGlobalVariableExpressionGetVariable(
+                    LLVMValueMetadataEntriesGetMetadata(md, (unsigned)i));
+                if (v)
+                    var_loc(LLVMMetadataAsValue(ir->ctx, v), &name, &nlen, &lc);
+                break;
+            }
+        if (md)
+            LLVMDisposeValueMetadataEntries(md);
+        /* The site's function is the symbol: globals without debug information stay apart. */
+        mk = add_marker_at(ev, ML_MK_OBJECT, name, nlen, gname, glen, &lc);
+        if (mk < 0) {
+            rc = (int)mk;
+            break;
+        }
+        /* A freeze is an instruction to anchor the point at (a ptrtoint of a global folds). */
+        LLVMPositionBuilderBefore(ir->b, before);
+        h = LLVMBuildFreeze(ir->b, g, "memlens.global");
+        rc = push_obj(ev, &l, gname, glen, ML_EV_GLOBAL, h, -2, size, (uint32_t)mk, &lc);
+    }
+    if (rc) {
+        free(l.v);
+        return ml_ir_fail(ir, rc, "out of memory");
+    }
+    *out = l.v;
+    *n = l.n;
+    return 0;
+}
+
 /* Marker points waiting for the block made for them (split loop edges). */
 struct edge_mark {
     LLVMBasicBlockRef bb;
@@ -605,14 +1014,37 @@ static int add_edge_mark(struct emlist *e, LLVMBasicBlockRef bb, uint32_t kind, 
  * The loop whose next iteration the edge p -> s starts (s is its header, p
  * inside it), when iterations are wanted; -1 otherwise.
  */
-static int back_edge_loop(const struct ml_cfg *cfg, unsigned p, unsigned s, int want)
+static int back_edge_loop(const struct ml_cfg *cfg, unsigned p, unsigned s, int want,
+                          const unsigned char *keep)
 {
     if (!want)
         return -1;
     for (int l = cfg->loop_of[p]; l >= 0; l = cfg->loops[l].parent)
         if (cfg->loops[l].header == s)
-            return l;
+            return keep[l] ? l : -1;
     return -1;
+}
+
+/*
+ * The loops that get markers: all, or with ML_EVF_LOOP_OBJS those whose body
+ * may make an object (and the loops around them). keep[] has nloops entries.
+ */
+static void loops_kept(const struct ml_ev *ev, const struct ml_cfg *cfg, unsigned char *keep)
+{
+    int all = !(ev->o.fields & ML_EVF_LOOP_OBJS);
+
+    for (unsigned l = 0; l < cfg->nloops; l++)
+        keep[l] = (unsigned char)all;
+    for (unsigned b = 0; b < cfg->n && !all; b++) {
+        int mk = 0;
+        if (cfg->loop_of[b] < 0)
+            continue;
+        for (LLVMValueRef in = LLVMGetFirstInstruction(cfg->blocks[b]); in && !mk;
+             in = LLVMGetNextInstruction(in))
+            mk = makes_object(ev, in);
+        for (int l = mk ? cfg->loop_of[b] : -1; l >= 0; l = cfg->loops[l].parent)
+            keep[l] = 1;
+    }
 }
 
 /*
@@ -627,6 +1059,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
     struct ml_cfg cfg = {0};
     int rc = ml_cfg_build(fn, &cfg), iters = !!(ev->o.kinds & ML_EV_BIT(ML_EV_LOOP_ITER));
     uint32_t *marker = NULL;
+    unsigned char *keep = NULL;
     struct {
         LLVMBasicBlockRef p, s;
     } *edges = NULL;
@@ -635,11 +1068,15 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
     if (rc)
         goto out;
     marker = calloc(cfg.nloops + 1, sizeof(*marker));
-    if (!marker) {
+    keep = calloc(cfg.nloops + 1, 1);
+    if (!marker || !keep) {
         rc = -ENOMEM;
         goto out;
     }
+    loops_kept(ev, &cfg, keep);
     for (unsigned li = 0; li < cfg.nloops; li++) {
+        if (!keep[li])
+            continue;
         LLVMBasicBlockRef hb = cfg.blocks[cfg.loops[li].header];
         LLVMValueRef loc = NULL;
         unsigned line = 0;
@@ -670,7 +1107,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             continue;
         for (unsigned k = cfg.succ_off[p]; k < cfg.succ_off[p + 1]; k++) {
             unsigned s = cfg.succ[k];
-            if (cfg.loop_of[p] == cfg.loop_of[s] && back_edge_loop(&cfg, p, s, iters) < 0)
+            if (cfg.loop_of[p] == cfg.loop_of[s] && back_edge_loop(&cfg, p, s, iters, keep) < 0)
                 continue;
             if (ml_ev_grow((void **)&edges, &capedges, nedges + 1, sizeof(*edges))) {
                 rc = -ENOMEM;
@@ -690,7 +1127,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             int in_s = 0;
             for (int m = cfg.loop_of[si]; m >= 0 && !in_s; m = cfg.loops[m].parent)
                 in_s = m == l;
-            if (!in_s)
+            if (!in_s && keep[l])
                 left[nl++] = l;
         }
         for (int l = cfg.loop_of[si]; l >= 0 && ne < 64; l = cfg.loops[l].parent) {
@@ -698,10 +1135,10 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
             for (int m = cfg.loop_of[pi]; m >= 0 && !in_p; m = cfg.loops[m].parent)
                 in_p = m == l;
             /* A back edge re-enters nothing: only edges into a header from outside enter. */
-            if (!in_p)
+            if (!in_p && keep[l])
                 entered[ne++] = l;
         }
-        int iter = back_edge_loop(&cfg, (unsigned)pi, (unsigned)si, iters);
+        int iter = back_edge_loop(&cfg, (unsigned)pi, (unsigned)si, iters, keep);
         if (!nl && !ne && iter < 0)
             continue;
         nb = ml_split_edge(ev->ir, edges[e].p, edges[e].s, "memlens.loopedge");
@@ -719,6 +1156,7 @@ static int loop_marks(struct ml_ev *ev, LLVMValueRef fn, struct emlist *em)
 out:
     free(edges);
     free(marker);
+    free(keep);
     ml_cfg_free(&cfg);
     return rc;
 }
@@ -727,15 +1165,22 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
 {
     struct plist l = {0};
     struct emlist em = {0};
+    struct olist objs = {0};
     int64_t fmark = -1;
-    int rc = 0;
+    int rc = 0, objfn = !!ml_ptrmap_get(&ev->objfns, fn);
 
-    if (ev->o.loops) {
+    /* Modules that need function or loop frames only around objects get none elsewhere. */
+    if (ev->o.loops && (objfn || !(ev->o.fields & ML_EVF_LOOP_OBJS))) {
         rc = loop_marks(ev, fn, &em);
         if (rc)
             goto out;
     }
-    if (ev->o.functions) {
+    if (ev->o.kinds & ML_EV_BIT(ML_EV_STACK_ALLOC)) {
+        rc = stack_objects(ev, fn, &objs, 1);
+        if (rc)
+            goto out;
+    }
+    if (ev->o.functions && (objfn || !(ev->o.fields & ML_EVF_FUNC_OBJS))) {
         size_t nlen;
         const char *name = fn_name(fn, &nlen);
         fmark = add_marker(ev, ML_MK_FUNCTION, name, nlen, fn,
@@ -749,12 +1194,23 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
          bb = LLVMGetNextBasicBlock(bb)) {
         LLVMValueRef in = LLVMGetFirstInstruction(bb);
         if (bb == LLVMGetEntryBasicBlock(fn)) {
-            LLVMValueRef at = in;
+            LLVMValueRef at = in, first = NULL;
             while (at && LLVMIsAAllocaInst(at))
                 at = LLVMGetNextInstruction(at);
             rc = arg_points(ev, &l, fn, at);
+            /* Objects without lifetime markers live from the entry, inside the call's frame. */
+            uint32_t k0 = l.n, k1;
+            if (!rc)
+                rc = obj_points(ev, &l, fn, &objs, ML_EV_STACK_ALLOC, 0, at, &first);
+            k1 = l.n;
             if (fmark >= 0 && !rc)
-                rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, at, -1, -1, 0, -1, (uint32_t)fmark);
+                rc = push_point(ev, &l, fn, ML_EV_FUNC_ENTRY, first ? first : at, -1, -1, 0, -1,
+                                (uint32_t)fmark);
+            if (!rc && l.n > k1 && k1 > k0) { /* the entry goes before those objects */
+                struct ml_ev_point fe = l.v[k1];
+                memmove(&l.v[k0 + 1], &l.v[k0], (k1 - k0) * sizeof(*l.v));
+                l.v[k0] = fe;
+            }
         }
         for (uint32_t i = 0; i < em.n && !rc; i++)
             if (em.v[i].bb == bb)
@@ -762,12 +1218,19 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
                                 0, -1, em.v[i].marker);
         for (; in && !rc; in = LLVMGetNextInstruction(in)) {
             LLVMOpcode op = LLVMGetInstructionOpcode(in);
-            if (fmark >= 0 && (op == LLVMRet || op == LLVMResume))
-                rc = push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, -1, -1, 0, -1, (uint32_t)fmark);
-            else if ((rc = access_points(ev, &l, fn, in)) == 0 &&
-                     (LLVMIsACallInst(in) || LLVMIsAInvokeInst(in))) {
+            if (op == LLVMRet || op == LLVMResume) {
+                /* Every object dies with the frame (those with markers too: any path may skip
+                 * their end). */
+                rc = obj_points(ev, &l, fn, &objs, ML_EV_STACK_FREE, 1, in, NULL);
+                if (fmark >= 0 && !rc)
+                    rc =
+                        push_point(ev, &l, fn, ML_EV_FUNC_EXIT, in, -1, -1, 0, -1, (uint32_t)fmark);
+            } else if ((rc = access_points(ev, &l, fn, in)) == 0 &&
+                       (LLVMIsACallInst(in) || LLVMIsAInvokeInst(in))) {
                 LLVMValueRef skip = alloc_site_point(ev, &l, fn, in);
-                rc = ptr_point(ev, &l, fn, in, skip);
+                rc = marker_point(ev, &l, fn, &objs, in);
+                if (!rc)
+                    rc = ptr_point(ev, &l, fn, in, skip);
                 if (skip)
                     in = skip;
             } else if (!rc) {
@@ -777,6 +1240,7 @@ int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, si
     }
 out:
     free(em.v);
+    free(objs.v);
     if (rc) {
         free(l.v);
         return rc == -ENOMEM ? ml_ir_fail(ev->ir, rc, "out of memory") : rc;

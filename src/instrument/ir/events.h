@@ -4,6 +4,7 @@
 
 #include "format/events.h"
 #include "instrument/ir/ir.h"
+#include "instrument/ir/ptrmap.h"
 
 /*
  * The layer answers one question for every sink (the trace today, the event
@@ -67,9 +68,14 @@ struct ml_ev {
     struct ml_ev_marker *markers; /* name, file, func owned */
     uint32_t nmarkers, capmarkers;
     LLVMValueRef f_roi_begin, f_roi_end, f_mark, f_on, f_off, f_pages;
+    /* With ML_EVF_FUNC_OBJS / ML_EVF_LOOP_OBJS: the functions that can make an object. */
+    struct ml_ptrmap objfns;
 };
 
 #define ML_EV_BIT(k) (1ull << (k))
+/* Static kinds that name stack and global objects. */
+#define ML_EV_OBJ_KINDS                                                                            \
+    (ML_EV_BIT(ML_EV_STACK_ALLOC) | ML_EV_BIT(ML_EV_STACK_FREE) | ML_EV_BIT(ML_EV_GLOBAL))
 /* Kinds the runtime's heap interposers send (a module asking for one gets them all). */
 #define ML_EV_HEAP_KINDS (ML_EV_BIT(ML_EV_ALLOC) | ML_EV_BIT(ML_EV_FREE) | ML_EV_BIT(ML_EV_REALLOC))
 
@@ -87,7 +93,8 @@ int ml_ev_calls(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_call **out, size
  * The events of fn's body in program order: accesses (loads, stores,
  * atomics, memory intrinsics and memcpy/memmove/memset calls), and with the
  * options function entry/exit and loop entry/exit markers (edges into and out
- * of loops are split for them). Each point gets a new site. *out is malloc'd.
+ * of loops are split for them), stack objects made and released, pointer
+ * creation and allocation sites. Each point gets a new site. *out is malloc'd.
  */
 int ml_ev_points(struct ml_ev *ev, LLVMValueRef fn, struct ml_ev_point **out, size_t *n);
 
@@ -122,6 +129,14 @@ int ml_ev_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
  */
 LLVMValueRef ml_ev_emit_module(struct ml_ev *ev, LLVMValueRef segs_ptr, uint32_t nsegs,
                                const char *symbol);
+
+/*
+ * GLOBAL points for the module's global objects (defined here, not
+ * thread-local, not memlens' own, not the compiler's unnamed constants), each
+ * at a helper instruction the layer inserts before `before`. *out is malloc'd.
+ */
+int ml_ev_globals(struct ml_ev *ev, LLVMValueRef fn, LLVMValueRef before, struct ml_ev_point **out,
+                  size_t *n);
 
 /* Payload words of a point in the trace buffer (format/trace-abi.h). */
 unsigned ml_ev_point_words(const struct ml_ev_point *p);

@@ -1,10 +1,13 @@
 /* Inline region enter and exit: most executions touch two thread-local words and call nothing. */
+#include "instrument/ir/cfg.h"
 #include "instrument/ir/ir.h"
 #include "runtime/abi.h"
 
 #include <errno.h>
 #include <llvm-c/DebugInfo.h>
+#include <llvm-c/Transforms/Utils.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { K_ENTER, K_ALWAYS, K_EXIT };
 
@@ -35,8 +38,129 @@ static void likely_first(struct ml_ir *ir, LLVMValueRef br)
 /*
  * BEGIN: if ((w - 1) | gate) < LIMIT, w = (w - 1) | OPEN and the answer is
  * gate & 1; END: if w has OPEN, clear it. Otherwise the runtime call runs.
+ *
+ * A region's words carried in a register through a loop (see carry_plan): an
+ * alloca r, promoted by mem2reg, is 0 when the thread-local w is the truth
+ * (nothing runs inline until the next runtime call), else w's budget + 1: a
+ * BEGIN runs inline when r > 1 and takes one unit, so r stays non-zero until
+ * its END, which only tests r; the answer is the gate's low bit, read where
+ * it is needed (only the runtime changes the gate: one register fewer). r is
+ * derived from the thread-local words where the loop is entered and after a
+ * runtime END; a runtime BEGIN leaves w 0 (the runtime's) and r 0. Where the loop is
+ * left and before a runtime BEGIN, w is written back from a non-zero r (with
+ * OPEN where the region is open there), so the runtime's books are the
+ * thread-local path's. Whether the region is open is known statically at every
+ * point of a carried loop (carry_states).
  */
-static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
+struct carry {
+    uint32_t region;
+    int kind;       /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
+    LLVMValueRef r; /* alloca */
+};
+
+enum { ST_NONE, ST_CLOSED, ST_OPEN, ST_BAD };
+
+static LLVMValueRef c32(struct ml_ir *ir, uint32_t v)
+{
+    return LLVMConstInt(ir->t_i32, v, 0);
+}
+
+/* The gate word of BEGINs of this kind (K_ENTER or K_ALWAYS), loaded. */
+static LLVMValueRef gate_word(struct ml_ir *ir, int kind)
+{
+    return LLVMBuildLoad2(ir->b, ir->t_i32,
+                          slot_ptr(ir, 2 * (uint64_t)ir->nregions + (kind == K_ALWAYS)), "");
+}
+
+static LLVMValueRef w_ptr(struct ml_ir *ir, const struct carry *c)
+{
+    return slot_ptr(ir, 2 * (uint64_t)c->region);
+}
+
+/* Thread-local words -> registers, the region open (ST_OPEN) or not at this point. */
+static void carry_load(struct ml_ir *ir, const struct carry *c, int state)
+{
+    LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->t_i32, w_ptr(ir, c), ""), r;
+    LLVMValueRef g = gate_word(ir, c->kind);
+    LLVMValueRef off = LLVMBuildICmp(ir->b, LLVMIntUGE, g, c32(ir, ML_RT_SLOT_LIMIT), "");
+
+    if (state == ST_OPEN) { /* open inline (OPEN), the gate open: its END runs inline */
+        LLVMValueRef mine = LLVMBuildICmp(ir->b, LLVMIntSLT, w, c32(ir, 0), "");
+        r = LLVMBuildSelect(ir->b, LLVMBuildAnd(ir->b, mine, LLVMBuildNot(ir->b, off, ""), ""),
+                            LLVMBuildAdd(ir->b, w, c32(ir, 1u - ML_RT_SLOT_OPEN), ""), c32(ir, 0),
+                            "");
+    } else { /* OPEN here: the runtime sorts out a BEGIN inside an inline execution */
+        LLVMValueRef rare = LLVMBuildICmp(ir->b, LLVMIntUGE, LLVMBuildOr(ir->b, w, g, ""),
+                                          c32(ir, ML_RT_SLOT_LIMIT), "");
+        r = LLVMBuildSelect(ir->b, rare, c32(ir, 0), LLVMBuildAdd(ir->b, w, c32(ir, 1), ""), "");
+    }
+    LLVMBuildStore(ir->b, r, c->r);
+}
+
+/* Registers -> thread-local w (the gate is the runtime's: never written here). */
+static void carry_store(struct ml_ir *ir, const struct carry *c, int state)
+{
+    LLVMValueRef r = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
+    LLVMValueRef w = LLVMBuildLoad2(ir->b, ir->t_i32, w_ptr(ir, c), "");
+    LLVMValueRef v =
+        LLVMBuildAdd(ir->b, r, c32(ir, state == ST_OPEN ? ML_RT_SLOT_OPEN - 1 : ~0u), "");
+
+    LLVMBuildStore(
+        ir->b, LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, r, c32(ir, 0), ""), w, v, ""),
+        w_ptr(ir, c));
+}
+
+/* The value phi p takes from block bb, or NULL. */
+static LLVMValueRef incoming_from(LLVMValueRef p, LLVMBasicBlockRef bb)
+{
+    for (unsigned i = 0, n = LLVMCountIncoming(p); i < n; i++)
+        if (LLVMGetIncomingBlock(p, i) == bb)
+            return LLVMGetIncomingValue(p, i);
+    return NULL;
+}
+
+/*
+ * When cont only picks the copy by the answer phi (phi, a compare with a
+ * constant, a branch), the fast block branches on its answer itself: no phi
+ * and no second test on the fast path.
+ */
+static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasicBlockRef cont,
+                             LLVMValueRef phi, LLVMValueRef answer)
+{
+    LLVMValueRef cmp = LLVMGetNextInstruction(phi), term = LLVMGetBasicBlockTerminator(cont), op;
+    LLVMUseRef u = LLVMGetFirstUse(phi);
+    LLVMBasicBlockRef to[2];
+
+    if (!cmp || !LLVMIsAICmpInst(cmp) || LLVMGetNextInstruction(cmp) != term || !u ||
+        LLVMGetNextUse(u) || LLVMGetUser(u) != cmp || LLVMGetInstructionOpcode(term) != LLVMBr ||
+        !LLVMIsConditional(term) || LLVMGetCondition(term) != cmp ||
+        LLVMGetNextUse(LLVMGetFirstUse(cmp)) || LLVMGetPreviousInstruction(phi) ||
+        LLVMGetOperand(cmp, 0) != phi || !LLVMIsAConstant(op = LLVMGetOperand(cmp, 1)))
+        return;
+    to[0] = LLVMGetSuccessor(term, 0);
+    to[1] = LLVMGetSuccessor(term, 1);
+    if (to[0] == to[1] || to[0] == cont || to[1] == cont)
+        return;
+    for (int k = 0; k < 2; k++)
+        for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
+             p = LLVMGetNextInstruction(p))
+            if (incoming_from(p, cont) == phi || incoming_from(p, cont) == cmp)
+                return;
+    for (int k = 0; k < 2; k++)
+        for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
+             p = LLVMGetNextInstruction(p)) {
+            LLVMValueRef v = incoming_from(p, cont);
+            if (v)
+                LLVMAddIncoming(p, &v, &fast, 1);
+        }
+    LLVMInstructionEraseFromParent(LLVMGetBasicBlockTerminator(fast));
+    LLVMPositionBuilderAtEnd(ir->b, fast);
+    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cmp), answer, op, ""), to[0],
+                    to[1]);
+    ml_phis_retarget(ir, cont, fast, NULL);
+}
+
+static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c)
 {
     uint32_t r = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(call, 1));
     LLVMMetadataRef loc = LLVMInstructionGetDebugLoc(call);
@@ -49,8 +173,11 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
     LLVMInstructionRemoveFromParent(call);
     LLVMPositionBuilderAtEnd(ir->b, head);
     LLVMSetCurrentDebugLocation2(ir->b, loc);
-    w = LLVMBuildLoad2(ir->b, ir->t_i32, wp, "");
-    if (kind == K_EXIT) {
+    if (c) {
+        w = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
+        ok = LLVMBuildICmp(ir->b, kind == K_EXIT ? LLVMIntNE : LLVMIntUGT, w,
+                           c32(ir, kind == K_EXIT ? 0 : 1), "");
+    } else if ((w = LLVMBuildLoad2(ir->b, ir->t_i32, wp, "")), kind == K_EXIT) {
         ok = LLVMBuildICmp(ir->b, LLVMIntSLT, w, LLVMConstInt(ir->t_i32, 0, 0), "");
     } else {
         gate = LLVMBuildLoad2(ir->b, ir->t_i32,
@@ -64,7 +191,12 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
     likely_first(ir, br);
 
     LLVMPositionBuilderAtEnd(ir->b, fast);
-    if (kind == K_EXIT) {
+    if (c) { /* BEGIN takes one unit of the budget; END has nothing to do */
+        if (kind != K_EXIT) {
+            LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, w, c32(ir, ~0u), ""), c->r);
+            answer = LLVMBuildAnd(ir->b, gate_word(ir, c->kind), c32(ir, 1), "");
+        }
+    } else if (kind == K_EXIT) {
         LLVMBuildStore(
             ir->b, LLVMBuildAnd(ir->b, w, LLVMConstInt(ir->t_i32, ~ML_RT_SLOT_OPEN, 0), ""), wp);
     } else {
@@ -75,7 +207,13 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
     LLVMBuildBr(ir->b, cont);
 
     LLVMPositionBuilderAtEnd(ir->b, slow);
+    if (c && kind != K_EXIT)
+        carry_store(ir, c, ST_CLOSED);
     LLVMInsertIntoBuilder(ir->b, call);
+    if (c && kind != K_EXIT) /* the runtime left w 0: the END calls it too */
+        LLVMBuildStore(ir->b, c32(ir, 0), c->r);
+    else if (c)
+        carry_load(ir, c, ST_CLOSED);
     LLVMBuildBr(ir->b, cont);
 
     if (answer && LLVMGetFirstUse(call)) {
@@ -89,15 +227,365 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind)
         LLVMReplaceAllUsesWith(call, phi);
         LLVMValueRef in[2] = {answer, call};
         LLVMAddIncoming(phi, in, from, 2);
+        if (c)
+            branch_from_fast(ir, fast, cont, phi, answer);
     }
     LLVMSetCurrentDebugLocation2(ir->b, NULL);
+}
+
+/* A marker call of ours: its kind, and its region in *r; else -1. */
+static int marker_kind(const struct ml_ir *ir, LLVMValueRef in, uint32_t *r)
+{
+    LLVMValueRef fns[3] = {ir->f_enter, ir->f_enter_always, ir->f_exit}, callee;
+
+    if (!LLVMIsACallInst(in))
+        return -1;
+    callee = LLVMGetCalledValue(in);
+    for (int k = 0; k < 3; k++)
+        if (fns[k] && callee == fns[k] && LLVMIsAConstantInt(LLVMGetOperand(in, 1))) {
+            *r = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(in, 1));
+            return k;
+        }
+    return -1;
+}
+
+/*
+ * mem2reg promotes every promotable alloca of a function: carry only in
+ * functions that have none besides ours (at -O1 and above the optimiser has
+ * promoted the program's own), so the program's memory operations stay as
+ * they were counted. Conservative: any alloca used only by loads, stores and
+ * intrinsic calls counts as promotable.
+ */
+static int has_promotable(LLVMValueRef fn)
+{
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            int simple = 1;
+            if (!LLVMIsAAllocaInst(in))
+                continue;
+            for (LLVMUseRef u = LLVMGetFirstUse(in); u && simple; u = LLVMGetNextUse(u)) {
+                LLVMValueRef user = LLVMGetUser(u), callee;
+                if (LLVMIsALoadInst(user))
+                    continue;
+                if (LLVMIsAStoreInst(user) && LLVMGetOperand(user, 1) == in)
+                    continue;
+                callee = LLVMIsACallInst(user) ? ml_called_function(user) : NULL;
+                simple = callee && LLVMGetIntrinsicID(callee);
+            }
+            if (simple)
+                return 1;
+        }
+    return 0;
+}
+
+/*
+ * The region whose markers loop li may carry in registers, or -1: every call
+ * in it is an intrinsic or an inline marker of that one region (so nothing
+ * but its own runtime calls can read or change its words), its BEGINs are all
+ * of one kind (*kind), and its entry and exit edges can be split.
+ */
+static int64_t loop_region(const struct ml_ir *ir, const struct ml_cfg *cfg, unsigned li,
+                           const unsigned char *in_loop, int *kind)
+{
+    const struct ml_loop *l = &cfg->loops[li];
+    int64_t region = -1;
+    int kinds = 0;
+
+    for (unsigned i = 0; i < l->nblocks; i++) {
+        LLVMBasicBlockRef bb = cfg->blocks[l->blocks[i]];
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            LLVMOpcode op = LLVMGetInstructionOpcode(in);
+            uint32_t r;
+            int k = marker_kind(ir, in, &r);
+            if (k >= 0) {
+                if (region >= 0 && region != r)
+                    return -1;
+                region = r;
+                kinds |= k == K_EXIT ? 0 : 1 << k;
+            } else if (op == LLVMCall) {
+                LLVMValueRef callee = ml_called_function(in);
+                if (!callee || !LLVMGetIntrinsicID(callee))
+                    return -1;
+            } else if (op == LLVMInvoke || op == LLVMCallBr || op == LLVMIndirectBr) {
+                return -1;
+            }
+        }
+        for (unsigned k = cfg->succ_off[l->blocks[i]]; k < cfg->succ_off[l->blocks[i] + 1]; k++) {
+            LLVMValueRef first = LLVMGetFirstInstruction(cfg->blocks[cfg->succ[k]]);
+            if (!in_loop[cfg->succ[k]] && first && LLVMIsALandingPadInst(first))
+                return -1;
+        }
+    }
+    for (unsigned k = cfg->pred_off[l->header]; k < cfg->pred_off[l->header + 1]; k++) {
+        LLVMOpcode op =
+            LLVMGetInstructionOpcode(LLVMGetBasicBlockTerminator(cfg->blocks[cfg->pred[k]]));
+        if (!in_loop[cfg->pred[k]] && (op == LLVMIndirectBr || op == LLVMCallBr))
+            return -1;
+    }
+    if (kinds != 1 << K_ENTER && kinds != 1 << K_ALWAYS)
+        return -1; /* no BEGIN to save anything, or both gates */
+    *kind = kinds == 1 << K_ENTER ? K_ENTER : K_ALWAYS;
+    return region;
+}
+
+/*
+ * Whether the region is open (ST_OPEN) or not (ST_CLOSED) where each block of
+ * loop l ends (st[]), a loop whose markers are all of one region: the state at
+ * the header (returned) must be the same on every way round, BEGIN must find
+ * it closed and END open. -1 when no such states exist (then the loop is not
+ * carried: nesting and recursion are the runtime's).
+ */
+static int carry_states(const struct ml_ir *ir, const struct ml_cfg *cfg, const struct ml_loop *l,
+                        const unsigned char *in_loop, unsigned char *in, unsigned char *st)
+{
+    for (int h = ST_CLOSED; h <= ST_OPEN; h++) {
+        int changed = 1, ok = 1;
+        for (unsigned i = 0; i < l->nblocks; i++)
+            in[l->blocks[i]] = st[l->blocks[i]] = ST_NONE;
+        in[l->header] = (unsigned char)h;
+        while (changed) {
+            changed = 0;
+            for (unsigned i = 0; i < l->nblocks; i++) {
+                unsigned b = l->blocks[i];
+                int x = in[b];
+                uint32_t r;
+                if (b != l->header) {
+                    x = ST_NONE;
+                    for (unsigned k = cfg->pred_off[b]; k < cfg->pred_off[b + 1]; k++) {
+                        int y = in_loop[cfg->pred[k]] ? st[cfg->pred[k]] : ST_NONE;
+                        x = x == ST_NONE ? y : y == ST_NONE || y == x ? x : ST_BAD;
+                    }
+                    changed |= in[b] != x;
+                    in[b] = (unsigned char)x;
+                }
+                for (LLVMValueRef v = LLVMGetFirstInstruction(cfg->blocks[b]);
+                     v && x != ST_NONE && x != ST_BAD; v = LLVMGetNextInstruction(v)) {
+                    int k = marker_kind(ir, v, &r);
+                    if (k == K_EXIT)
+                        x = x == ST_OPEN ? ST_CLOSED : ST_BAD;
+                    else if (k >= 0)
+                        x = x == ST_CLOSED ? ST_OPEN : ST_BAD;
+                }
+                changed |= st[b] != x;
+                st[b] = (unsigned char)x;
+            }
+        }
+        for (unsigned i = 0; i < l->nblocks; i++)
+            ok &= in[l->blocks[i]] != ST_BAD && st[l->blocks[i]] != ST_BAD;
+        for (unsigned i = 0; i < l->nlatches; i++)
+            ok &= st[l->latches[i]] == h;
+        if (ok)
+            return h;
+    }
+    return -1;
+}
+
+/* An edge to split: w written back for `out` and/or read for `in`, in the region's states there. */
+struct cedge {
+    LLVMBasicBlockRef p, s;
+    struct carry *out, *in;
+    int out_state, in_state;
+};
+
+static int add_edge(struct cedge **e, size_t *n, size_t *cap, LLVMBasicBlockRef p,
+                    LLVMBasicBlockRef s, struct carry *c, int out, int state)
+{
+    size_t i;
+
+    for (i = 0; i < *n && ((*e)[i].p != p || (*e)[i].s != s); i++)
+        ;
+    if (i == *n) {
+        if (*n == *cap) {
+            size_t nc = *cap ? 2 * *cap : 16;
+            struct cedge *e2 = realloc(*e, nc * sizeof(*e2));
+            if (!e2)
+                return -ENOMEM;
+            *e = e2;
+            *cap = nc;
+        }
+        (*e)[(*n)++] = (struct cedge){p, s, NULL, NULL, 0, 0};
+    }
+    if (out) {
+        (*e)[i].out = c;
+        (*e)[i].out_state = state;
+    } else {
+        (*e)[i].in = c;
+        (*e)[i].in_state = state;
+    }
+    return 0;
+}
+
+/*
+ * Carries the words of region markers in registers through loops of fn (docs/regions.md,
+ * "Inline enter and exit"): in each outermost loop that loop_region accepts, the
+ * markers' loads and stores of thread-local words become register operations,
+ * so a loop-body region costs a few register instructions per execution instead
+ * of five thread-local memory accesses. Sets carried[i] for calls[i] in such a
+ * loop. Returns the number of carries made (in *out, to free), or -ENOMEM.
+ */
+static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, size_t n,
+                      struct carry **carried, struct carry **out)
+{
+    struct ml_cfg cfg;
+    unsigned char *in_loop = NULL, *chosen = NULL, *st_in = NULL, *st = NULL;
+    struct carry *cs = NULL;
+    struct cedge *edges = NULL;
+    size_t nedges = 0, capedges = 0;
+    int nc = 0, rc = 0;
+
+    *out = NULL;
+    if (LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMGetEnumAttributeKindForName("optnone", 7)) ||
+        has_promotable(fn))
+        return 0;
+    if (ml_cfg_build(fn, &cfg))
+        return -ENOMEM;
+    in_loop = calloc(cfg.n ? cfg.n : 1, 1);
+    chosen = calloc(cfg.nloops ? cfg.nloops : 1, 1);
+    cs = calloc(cfg.nloops ? cfg.nloops : 1, sizeof(*cs));
+    st_in = calloc(cfg.n ? cfg.n : 1, 1);
+    st = calloc(cfg.n ? cfg.n : 1, 1);
+    if (!in_loop || !chosen || !cs || !st_in || !st) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (unsigned li = 0; li < cfg.nloops; li++) {
+        const struct ml_loop *l = &cfg.loops[li];
+        int64_t r;
+        int covered = 0, kind = K_ENTER, h;
+        for (int p = l->parent; p >= 0 && !covered; p = cfg.loops[p].parent)
+            covered = chosen[p];
+        if (covered)
+            continue;
+        memset(in_loop, 0, cfg.n);
+        for (unsigned i = 0; i < l->nblocks; i++)
+            in_loop[l->blocks[i]] = 1;
+        r = loop_region(ir, &cfg, li, in_loop, &kind);
+        if (r < 0 || (h = carry_states(ir, &cfg, l, in_loop, st_in, st)) < 0)
+            continue;
+        chosen[li] = 1;
+        struct carry *c = &cs[nc++];
+        c->region = (uint32_t)r;
+        c->kind = kind;
+        LLVMPositionBuilder(ir->b, LLVMGetEntryBasicBlock(fn),
+                            LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(fn)));
+        LLVMSetCurrentDebugLocation2(ir->b, NULL);
+        c->r = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.r");
+        for (unsigned i = 0; i < l->nblocks; i++) {
+            unsigned b = l->blocks[i];
+            LLVMBasicBlockRef bb = cfg.blocks[b];
+            LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
+            LLVMOpcode op = LLVMGetInstructionOpcode(term);
+            for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+                for (size_t k = 0; k < n; k++)
+                    if (calls[k] == in)
+                        carried[k] = c;
+            for (unsigned k = cfg.succ_off[b]; k < cfg.succ_off[b + 1]; k++)
+                if (!in_loop[cfg.succ[k]] && (rc = add_edge(&edges, &nedges, &capedges, bb,
+                                                            cfg.blocks[cfg.succ[k]], c, 1, st[b])))
+                    goto out;
+            if (op == LLVMRet || op == LLVMResume || op == LLVMUnreachable) {
+                LLVMPositionBuilderBefore(ir->b, term);
+                carry_store(ir, c, st[b]);
+            }
+        }
+        for (unsigned k = cfg.pred_off[l->header]; k < cfg.pred_off[l->header + 1]; k++)
+            if (!in_loop[cfg.pred[k]] &&
+                (rc = add_edge(&edges, &nedges, &capedges, cfg.blocks[cfg.pred[k]],
+                               cfg.blocks[l->header], c, 0, h)))
+                goto out;
+    }
+    for (size_t i = 0; i < nedges; i++) {
+        LLVMBasicBlockRef nb;
+        LLVMSetCurrentDebugLocation2(ir->b, NULL);
+        nb = ml_split_edge(ir, edges[i].p, edges[i].s, "memlens.carry");
+        if (!nb) /* loop_region checked every edge */
+            continue;
+        LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(nb));
+        if (edges[i].out)
+            carry_store(ir, edges[i].out, edges[i].out_state);
+        if (edges[i].in)
+            carry_load(ir, edges[i].in, edges[i].in_state);
+    }
+out:
+    free(edges);
+    free(st_in);
+    free(st);
+    free(in_loop);
+    free(chosen);
+    ml_cfg_free(&cfg);
+    if (rc || !nc) {
+        free(cs);
+        return rc;
+    }
+    *out = cs;
+    return nc;
+}
+
+/* Registers for the carried words: mem2reg on fn (carry_plan made sure only ours promote). */
+static void promote(struct ml_ir *ir, LLVMValueRef fn)
+{
+    LLVMPassManagerRef pm = LLVMCreateFunctionPassManagerForModule(ir->m);
+
+    LLVMAddPromoteMemoryToRegisterPass(pm);
+    LLVMInitializeFunctionPassManager(pm);
+    LLVMRunFunctionPassManager(pm, fn);
+    LLVMFinalizeFunctionPassManager(pm);
+    LLVMDisposePassManager(pm);
+}
+
+/* Expands calls[0..n) (grouped by function here), carrying words through loops where it can. */
+static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t n)
+{
+    struct carry **carried = calloc(n ? n : 1, sizeof(*carried));
+    unsigned char *done = calloc(n ? n : 1, 1);
+    LLVMValueRef *group = malloc((n ? n : 1) * sizeof(*group));
+    size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+    int rc = 0;
+
+    if (!carried || !done || !group || !idx) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n && !rc; i++) {
+        LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[i]));
+        struct carry *cs = NULL, **gc;
+        size_t m = 0;
+        int nc;
+        if (done[i])
+            continue;
+        for (size_t j = i; j < n; j++)
+            if (!done[j] && LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[j])) == fn) {
+                done[j] = 1;
+                idx[m] = j;
+                group[m++] = calls[j];
+            }
+        gc = carried; /* the group's carries, in group order */
+        memset(gc, 0, m * sizeof(*gc));
+        nc = carry_plan(ir, fn, group, m, gc, &cs);
+        if (nc < 0) {
+            rc = nc;
+            break;
+        }
+        for (size_t k = 0; k < m; k++)
+            expand(ir, group[k], kinds[idx[k]], gc[k]);
+        if (nc)
+            promote(ir, fn);
+        free(cs);
+    }
+out:
+    free(carried);
+    free(done);
+    free(group);
+    free(idx);
+    return rc;
 }
 
 int ml_inline_markers(struct ml_ir *ir)
 {
     LLVMValueRef fns[3] = {ir->f_enter, ir->f_enter_always, ir->f_exit};
     LLVMValueRef *calls = NULL;
-    int *kinds = NULL;
+    int *kinds = NULL, rc;
     size_t n = 0, cap = 0;
 
     for (int k = 0; k < 3; k++)
@@ -123,9 +611,8 @@ int ml_inline_markers(struct ml_ir *ir)
             calls[n] = c;
             kinds[n++] = k;
         }
-    for (size_t i = 0; i < n; i++)
-        expand(ir, calls[i], kinds[i]);
+    rc = expand_all(ir, calls, kinds, n);
     free(calls);
     free(kinds);
-    return 0;
+    return rc;
 }

@@ -667,31 +667,69 @@ static void emit_add(struct ml_ir *ir, LLVMValueRef before, uint32_t slot, LLVMV
     LLVMBuildStore(ir->b, v, p);
 }
 
+/* The block index of v's block in the function being counted, or -1. */
+static int block_of(const struct ml_ir *ir, LLVMValueRef v)
+{
+    void *i = ir->cur_cfg ? ml_ptrmap_get(&ir->cur_cfg->index,
+                                          LLVMBasicBlockAsValue(LLVMGetInstructionParent(v)))
+                          : NULL;
+
+    return i ? (int)((uintptr_t)i - 1) : -1;
+}
+
+/*
+ * Where the stack test of p, used at `before`, goes: the preheader of the
+ * outermost loop around `before` that p does not change in (p is defined
+ * outside it, so its definition dominates the preheader) and that holds no
+ * region marker (after versioning, a BEGIN of the plain copy may enter the
+ * loop's instrumented copy without passing its preheader), or `before`.
+ */
+static LLVMValueRef bit_point(const struct ml_ir *ir, LLVMValueRef p, LLVMValueRef before)
+{
+    const struct ml_cfg *cfg = ir->cur_cfg;
+    int b = LLVMIsAInstruction(p) ? block_of(ir, before) : -1, d = b >= 0 ? block_of(ir, p) : -1;
+    int target = -1;
+
+    if (d < 0)
+        return before;
+    for (int l = cfg->loop_of[b]; l >= 0 && !loop_contains(cfg, l, (unsigned)d) &&
+                                  cfg->loops[l].preheader >= 0 && !ir->cur_marked[l];
+         l = cfg->loops[l].parent)
+        target = cfg->loops[l].preheader;
+    return target >= 0 ? LLVMGetBasicBlockTerminator(cfg->blocks[target]) : before;
+}
+
 /*
  * 1 when p points into the calling thread's stack, else 0 (i64), built before
  * `before`: (p - stack_lo) < stack_size on the bounds the runtime keeps in the
  * module's thread-local block (both 0 on a thread it does not know: heap).
  * Arguments are tested once, in the entry block (the same for both copies of a
- * versioned function); other pointers where they are used.
+ * versioned function); other pointers outside the loops they do not change in
+ * (bit_point), once per preheader.
  */
 static LLVMValueRef stack_bit(struct ml_ir *ir, LLVMValueRef p, LLVMValueRef before)
 {
-    LLVMValueRef one = LLVMConstInt(ir->t_i64, 1, 0), lo, size, v, cached;
+    LLVMValueRef one = LLVMConstInt(ir->t_i64, 1, 0), lo, size, v, cached, at = before;
+    struct ml_ptrmap *cache = LLVMIsAArgument(p) ? &ir->argbits : &ir->ptrbits;
 
     if (LLVMIsAArgument(p)) {
-        cached = ml_ptrmap_get(&ir->argbits, p);
-        if (cached)
-            return cached;
         before = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(LLVMGetParamParent(p)));
         while (before && LLVMIsAAllocaInst(before))
             before = LLVMGetNextInstruction(before);
+    } else {
+        before = bit_point(ir, p, before);
     }
+    cached = ml_ptrmap_get(cache, p);
+    if (cached && LLVMGetInstructionParent(cached) == LLVMGetInstructionParent(before))
+        return cached;
+    if (before == at) /* not hoisted: no other use may share it */
+        cache = NULL;
     LLVMPositionBuilderBefore(ir->b, before);
     lo = LLVMBuildLoad2(ir->b, ir->t_i64, ir->stk_ph, "");
     size = LLVMBuildLoad2(ir->b, ir->t_i64, LLVMConstGEP2(ir->t_i64, ir->stk_ph, &one, 1), "");
     v = LLVMBuildSub(ir->b, LLVMBuildPtrToInt(ir->b, p, ir->t_i64, ""), lo, "");
     v = LLVMBuildZExt(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, v, size, ""), ir->t_i64, "");
-    if (LLVMIsAArgument(p) && ml_ptrmap_put(&ir->argbits, p, v))
+    if (cache && ml_ptrmap_put(cache, p, v))
         return NULL;
     return v;
 }
@@ -733,11 +771,23 @@ static int new_pair(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     return 0;
 }
 
-/* A hoisted unit's bytes through an argument: counted at the anchor with the unit's count. */
+/*
+ * A hoisted unit's bytes through a pointer that does not change in its loops (an argument, or
+ * defined where it dominates the anchor): counted at the anchor with the unit's count.
+ */
 struct deferred {
     uint32_t unit, slot;
-    LLVMValueRef arg;
+    LLVMValueRef base;
 };
+
+static int invariant_at_anchor(const struct ml_ir *ir, LLVMValueRef p)
+{
+    int d = LLVMIsAInstruction(p) ? block_of(ir, p) : -1;
+
+    return LLVMIsAArgument(p) ||
+           (d >= 0 && ir->cur_anchor >= 0 &&
+            ml_cfg_dominates(ir->cur_cfg, (unsigned)d, (unsigned)ir->cur_anchor));
+}
 
 static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig);
 
@@ -1148,7 +1198,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
      * at the anchor with the unit's count; else before the segment's first access.
      */
     for (size_t i = 0; i < ndyn; i++) {
-        int defer = hoist && LLVMIsAArgument(dyn[i].base);
+        int defer = hoist && invariant_at_anchor(ir, dyn[i].base);
         uint32_t slot;
         LLVMValueRef bit;
         rc = new_pair(ir, ML_UNIT_BLOCK, regset, func, loc, dyn[i].rd, dyn[i].wr, !defer, &slot);
@@ -1395,15 +1445,19 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     unsigned *leaders = NULL;
     uint32_t *set_of = NULL, *hoisted = NULL; /* hoisted: units counted at an anchor, + class */
     size_t nhoisted = 0, first_unit, ndefs = 0, capdefs = 0;
-    struct deferred *defs = NULL; /* bytes of hoisted units through arguments */
+    struct deferred *defs = NULL; /* bytes of hoisted units through invariant pointers */
     unsigned first_real = 0;      /* the function's own entry (after ml_dyn_base's blocks) */
-    unsigned char *unshared = NULL;
+    unsigned char *unshared = NULL, *marked = NULL; /* marked: loops holding a marker */
     int rc;
 
     ir->argsig = job->argsig;
     ir->cur_mult = job->mult;
     ml_ptrmap_free(&ir->argbits);
     ml_ptrmap_init(&ir->argbits);
+    ml_ptrmap_free(&ir->ptrbits);
+    ml_ptrmap_init(&ir->ptrbits);
+    ir->cur_cfg = NULL;
+    ir->cur_anchor = -1;
     /* A copy counted under the dynamic context finds its counter block first. */
     ir->cur_base = dyn ? ml_dyn_base(ir, w.fn) : NULL;
     ml_ptrmap_init(&w.index);
@@ -1419,6 +1473,18 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
     rc = ml_cfg_build(w.fn, &cfg);
     if (rc)
         goto out;
+    marked = calloc(cfg.nloops + 1, 1);
+    if (!marked) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < w.nmarkers; i++) {
+        int b = block_index(&w, LLVMGetInstructionParent(w.markers[i].call));
+        for (int l = b >= 0 ? cfg.loop_of[b] : -1; l >= 0; l = cfg.loops[l].parent)
+            marked[l] = 1;
+    }
+    ir->cur_cfg = &cfg;
+    ir->cur_marked = marked;
     class_of = calloc(w.nb + 1, sizeof(*class_of));
     leaders = calloc(w.nb + 1, sizeof(*leaders));
     active = calloc(ir->nregions + 1, sizeof(*active));
@@ -1499,6 +1565,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
                 if (whole && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
+                ir->cur_anchor = hoist ? lf.anchor[c] : -1;
                 rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
                                    job->src_name, &holder, whole ? lf.factor[c] : 1,
                                    host == c && !hoist, in ? 0 : lf.adds[b], hoist, &defs, &ndefs,
@@ -1544,7 +1611,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             LLVMValueRef bit;
             if (defs[k].unit != hoisted[i])
                 continue;
-            bit = stack_bit(ir, defs[k].arg, term);
+            bit = stack_bit(ir, defs[k].base, term);
             if (!bit) {
                 rc = -ENOMEM;
                 goto out;
@@ -1623,6 +1690,8 @@ out:
     free(leaders);
     free(set_of);
     free(hoisted);
+    ir->cur_cfg = NULL;
+    free(marked);
     ml_loopfold_free(&lf);
     ml_cfg_free(&cfg);
     ml_ptrmap_free(&holders);
@@ -1824,6 +1893,7 @@ static void ir_free(struct ml_ir *ir)
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     ml_ptrmap_free(&ir->argbits);
+    ml_ptrmap_free(&ir->ptrbits);
     if (ir->b)
         LLVMDisposeBuilder(ir->b);
     if (ir->td)
@@ -1877,6 +1947,7 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     ml_ptrmap_init(&ir.templates);
     ml_ptrmap_init(&ir.generated);
     ml_ptrmap_init(&ir.argbits);
+    ml_ptrmap_init(&ir.ptrbits);
     ir.td = LLVMCreateTargetData(LLVMGetDataLayoutStr(m));
     ir.b = LLVMCreateBuilderInContext(ir.ctx);
     setup_types(&ir);

@@ -127,7 +127,11 @@ struct ml_ir {
     struct ml_dynbytes *dyn; /* collector of ml_facts_add, or NULL (dynamic bytes count as heap) */
     size_t ndyn;
     LLVMValueRef stk_ph; /* placeholder for the thread's stack bounds (2 x i64, thread-local) */
-    struct ml_ptrmap argbits; /* argument -> its stack bit, computed in the entry block */
+    struct ml_ptrmap argbits;        /* argument -> its stack bit, computed in the entry block */
+    struct ml_ptrmap ptrbits;        /* other pointer -> its stack bit, in a loop preheader */
+    const struct ml_cfg *cur_cfg;    /* of the function being counted (stack bits are hoisted) */
+    const unsigned char *cur_marked; /* [cur_cfg->nloops]: the loop holds a region marker */
+    int cur_anchor;                  /* block of the folded loop's counts being made, or -1 */
     /* Dynamic attribution (dyn.c). */
     uint32_t dynset;         /* ctx of copies counted under the dynamic context, or ML_NOSET */
     LLVMValueRef g_dctx;     /* the runtime's thread-local context word (a global set id) */

@@ -29,6 +29,7 @@ struct qsink {
     LLVMValueRef g_cur, f_next, desc_ph;
     LLVMTypeRef ty_next;
     unsigned md_prof, md_nt;
+    int compact; /* loads with a value carry it in word 1, without their address */
     LLVMValueRef prof_unlikely, nt_node;
 };
 
@@ -90,12 +91,23 @@ static unsigned value_type(LLVMTypeRef t)
     }
 }
 
+/* Whether load p goes as a one-unit ML_EV_LOAD_VALUE record (its value in word 1). */
+static int compact_load(const struct qsink *s, const struct ml_ev_point *p)
+{
+    return s->compact && p->kind == ML_EV_LOAD && p->len_op < 0 && p->value_op != -1 &&
+           p->size >= 1 && p->size <= 8 && value_type(LLVMTypeOf(ml_ev_operand(p, p->value_op)));
+}
+
 /* Units of a point's record, and whether its extra unit holds a length or a value. */
 static unsigned record_units(const struct qsink *s, const struct ml_ev_point *p, int *len,
                              int *value)
 {
     *len = *value = 0;
-    if (!ml_ev_is_access(p->kind))
+    if (p->kind == ML_EV_STACK_ALLOC || p->kind == ML_EV_GLOBAL) {
+        *len = 1; /* the object's size */
+        return 2;
+    }
+    if (!ml_ev_is_access(p->kind) || compact_load(s, p))
         return 1;
     if (p->len_op >= 0 || p->size >= 64)
         *len = 1;
@@ -202,12 +214,18 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
         unsigned aux = ml_ev_is_access(q->kind) && !len ? (unsigned)q->size : 0;
         LLVMValueRef w0, w1;
 
+        int cv = compact_load(s, q);
         if (!site_base)
             site_base = load_base(s, 10);
-        w0 = LLVMConstInt(ir->t_i64, ML_Q_W0(q->kind, units - 1, aux, q->site), 0);
+        if (cv)
+            aux = ML_Q_VAL_AUX(q->size, value_type(LLVMTypeOf(ml_ev_operand(q, q->value_op))));
+        w0 = LLVMConstInt(ir->t_i64,
+                          ML_Q_W0(cv ? ML_EV_LOAD_VALUE : q->kind, units - 1, aux, q->site), 0);
         w0 =
             LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
-        if (ml_ev_is_access(q->kind) || q->kind == ML_EV_ALLOC_SITE || q->kind == ML_EV_PTR_DEF) {
+        if (cv) {
+            w1 = value_word(s, ml_ev_operand(q, q->value_op));
+        } else if (q->addr_op != -1) {
             w1 = LLVMBuildPtrToInt(b, ml_ev_operand(q, q->addr_op), ir->t_i64, "");
         } else {
             uint32_t mk = s->ev.sites[q->site].marker;
@@ -239,14 +257,13 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
     LLVMSetCurrentDebugLocation2(b, NULL);
 }
 
-static int do_function(struct qsink *s, LLVMValueRef fn)
+/* Points p[0..n-1] of one function as inline appends: runs in one block with no call between. */
+static void emit_points(struct qsink *s, const struct ml_ev_point *p, size_t n)
 {
-    struct ml_ev_point *p = NULL;
-    size_t n = 0, start = 0;
+    size_t start = 0;
     unsigned bytes = 0;
-    int rc = ml_ev_points(&s->ev, fn, &p, &n);
 
-    for (size_t i = 0; i <= n && !rc; i++) {
+    for (size_t i = 0; i <= n; i++) {
         int len, value, cut = i == n;
         unsigned sz = i < n ? record_units(s, &p[i], &len, &value) * ML_Q_UNIT : 0;
         if (!cut && i > start)
@@ -259,6 +276,45 @@ static int do_function(struct qsink *s, LLVMValueRef fn)
             bytes = 0;
         }
         bytes += sz;
+    }
+}
+
+static int do_function(struct qsink *s, LLVMValueRef fn)
+{
+    struct ml_ev_point *p = NULL;
+    size_t n = 0;
+    int rc = ml_ev_points(&s->ev, fn, &p, &n);
+
+    if (!rc)
+        emit_points(s, p, n);
+    free(p);
+    return rc;
+}
+
+/*
+ * Global objects: a constructor of the unit announces each global (GLOBAL
+ * records) once, when the program or the shared library it is linked into is
+ * loaded; it runs after the registrations (priority 101), before the
+ * program's own constructors.
+ */
+static int announce_globals(struct qsink *s)
+{
+    struct ml_ir *ir = s->ir;
+    struct ml_ev_point *p = NULL;
+    size_t n = 0;
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(ir->ctx), NULL, 0, 0);
+    LLVMValueRef fn = LLVMAddFunction(ir->m, "__memlens_qglobals", ty), ret;
+    int rc;
+
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
+    ret = LLVMBuildRetVoid(ir->b);
+    rc = ml_ev_globals(&s->ev, fn, ret, &p, &n);
+    if (!rc && n) {
+        emit_points(s, p, n);
+        ml_emit_xtor(ir, fn, "llvm.global_ctors", 102);
+    } else {
+        LLVMDeleteFunction(fn);
     }
     free(p);
     return rc;
@@ -295,6 +351,9 @@ int ml_sink_queue(struct ml_ir *ir)
     int rc = 0;
 
     eo.kinds = ir->o->events;
+    /* Values without addresses: half the bytes for a value build (no module reads load addresses).
+     */
+    s.compact = (ir->o->event_fields & ML_EVF_VALUE) && !(ir->o->event_fields & ML_EVF_ADDR);
     eo.fields = ir->o->event_fields | ML_EVF_ADDR | ML_EVF_SIZE | ML_EVF_SITE;
     eo.loops = !!(eo.kinds & (ML_EV_BIT(ML_EV_LOOP_ENTRY) | ML_EV_BIT(ML_EV_LOOP_ITER) |
                               ML_EV_BIT(ML_EV_LOOP_EXIT)));
@@ -308,6 +367,8 @@ int ml_sink_queue(struct ml_ir *ir)
         goto out;
     for (size_t i = 0; i < nfns && !rc; i++)
         rc = do_function(&s, fns[i]);
+    if (!rc && (eo.kinds & ML_EV_BIT(ML_EV_GLOBAL)))
+        rc = announce_globals(&s);
     if (rc)
         goto out;
     drop_region_markers(&s);

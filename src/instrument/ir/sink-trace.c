@@ -521,7 +521,7 @@ int ml_sink_trace(struct ml_ir *ir)
     if (eo.functions)
         eo.kinds |= ML_EV_BIT(ML_EV_FUNC_ENTRY) | ML_EV_BIT(ML_EV_FUNC_EXIT);
     if (eo.loops)
-        eo.kinds |= ML_EV_BIT(ML_EV_LOOP_ENTRY) | ML_EV_BIT(ML_EV_LOOP_EXIT);
+        eo.kinds |= ML_EV_BIT(ML_EV_LOOP_ENTRY) | ML_EV_BIT(ML_EV_LOOP_ITER) | ML_EV_BIT(ML_EV_LOOP_EXIT);
     ml_ev_init(&s.ev, ir, &eo);
     setup(&s);
     /* The functions as they are now: clones made below are not visited. */

@@ -71,6 +71,25 @@ if opt == "O0":
            and rs[0]["count"] == str(n - 1))
     rs = sel("REDUCTION", "REDUCTION", "WAW")
     expect("REDUCTION WAW %s" % rs, len(rs) == 1 and rs[0]["count"] == str(n - 1))
+# anti dependences (WAR, from the last load since the store): u[i] = u[i+1] * 2 reads in
+# iteration i what iteration i+1 overwrites (n - 2 stores); b[i] = b[i] + u[i] within one iteration
+rs = sel("ANTI", "ANTI", "WAR")
+expect("ANTI %s" % rs, rs)
+if exact:
+    expect("ANTI rows %s" % rs, len(rs) == 1 and rs[0]["distance"] == "1" and rs[0]["count"] == str(n - 2)
+           and (not named or rs[0]["loop"] == line["ANTILOOP"]))
+rs = sel("ANTIIN", "ANTIIN", "WAR")
+expect("ANTIIN %s" % rs, rs and all(r["carried"] == "0" for r in rs))
+if exact:
+    expect("ANTIIN rows %s" % rs, len(rs) == 1 and rs[0]["count"] == str(n)
+           and (not named or rs[0]["loop"] == line["ANTIINLOOP"]))
+# a load is not anti-dependent on a store: no WAR where nothing read the bytes before the store
+expect("INIT WAR %s" % sel("INIT", "INIT", "WAR"), not sel("INIT", "INIT", "WAR"))
+expect("UFILL WAR %s" % sel("UFILL", "UFILL", "WAR"), not sel("UFILL", "UFILL", "WAR"))
+if opt == "O0":
+    # acc += c[i]: the load of acc, then the store, in each iteration
+    rs = sel("REDUCTION", "REDUCTION", "WAR")
+    expect("REDUCTION WAR %s" % rs, len(rs) == 1 and rs[0]["carried"] == "0" and rs[0]["count"] == str(n))
 if fails:
     print("\n".join(fails))
     sys.exit(1)

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 1000, k = argc > 2 ? atoi(argv[2]) : 3;
     int *a = calloc(n, sizeof(int)), *b = calloc(n, sizeof(int)), *c = calloc(n, sizeof(int));
-    int *src = calloc(n, sizeof(int)), *dst = calloc(n, sizeof(int));
+    int *src = calloc(n, sizeof(int)), *dst = calloc(n, sizeof(int)), *u = calloc(n, sizeof(int));
     static int m[N][M];
     long sum = 0;
     pthread_t t[2];
@@ -54,17 +54,25 @@ int main(int argc, char **argv)
             m[i][j] = m[i - 1][j] + 1; /* NESTED */
     for (int i = 1; i < n; i++)        /* CALLERLOOP */
         put(a, i, a[i - 1] + 1);       /* CALLER */
+    for (int i = 0; i < n; i++)
+        u[i] = i ^ 5;               /* UFILL */
+    for (int i = 0; i + 1 < n; i++) /* ANTILOOP */
+        u[i] = u[i + 1] * 2;        /* ANTI */
+    for (int i = 0; i < n; i++)     /* ANTIINLOOP */
+        b[i] = b[i] + u[i];         /* ANTIIN */
     if (argc > 3)
         for (int i = 0; i < 2; i++)
             pthread_create(&t[i], NULL, thread_main, (void *)(long)k);
     if (argc > 3)
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
-    printf("%d %d %d %ld %d %d\n", a[n - 1], b[n - 1], acc, sum, m[N - 1][M - 1], dst[n - 1]);
+    printf("%d %d %d %ld %d %d %d\n", a[n - 1], b[n - 1], acc, sum, m[N - 1][M - 1], dst[n - 1],
+           u[n / 2]);
     free(a);
     free(b);
     free(c);
     free(src);
     free(dst);
+    free(u);
     return 0;
 }

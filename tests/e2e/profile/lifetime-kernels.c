@@ -1,4 +1,5 @@
-/* Heap kernels for tests/e2e/profile-lifetime.sh: each allocation site's lifetimes are known. */
+/* Kernels for tests/e2e/profile-lifetime.sh: each allocation site's lifetimes are known (heap
+ * blocks, a local array, a global). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,28 @@ __attribute__((noinline)) static void k_library(const char *s, int n)
     }
 }
 
+/* A global table: one object, announced at start, never freed. */
+long table[32]; /* GLOBAL_TAB */
+
+__attribute__((noinline)) static void fill(char *buf, int i)
+{
+    memset(buf, i, 64);
+    sum += buf[i % 64];
+}
+
+/*
+ * A local array whose address escapes: at -O2 its lifetime markers make one object per iteration,
+ * at -O0 (no markers) one per call, released when the function returns.
+ */
+__attribute__((noinline)) static void k_stack(int n)
+{
+    for (int i = 0; i < n; i++) {
+        char buf[64]; /* STACK_ITER */
+        fill(buf, i);
+        table[i % 32] += buf[1];
+    }
+}
+
 static void *worker(void *arg)
 {
     k_iter((int)(long)arg);
@@ -120,6 +143,7 @@ int main(int argc, char **argv)
     k_realloc();
     k_calloc(n);
     k_library("memlens", n);
+    k_stack(n);
     for (int i = 0; i < threads && i < 4; i++)
         pthread_create(&t[i], NULL, worker, (void *)(long)n);
     for (int i = 0; i < threads && i < 4; i++)

@@ -1,5 +1,5 @@
 /* Points-to ground truth for tests/e2e/profile-pointsto.sh: two arrays from two allocation sites
- * reached through a function-pointer argument, a list, null and a global. */
+ * reached through a function-pointer argument, a list, null, a global and a local array. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,7 +9,7 @@ struct node {
 };
 
 static long total;
-static long global_arr[16];
+static long global_arr[16]; /* GLOBAL */
 
 __attribute__((noinline)) static long sum(const long *a, int n) /* SUM */
 {
@@ -23,6 +23,15 @@ __attribute__((noinline)) static long apply(long (*f)(const long *, int), const 
                                             int n)
 {
     return f(p, n);
+}
+
+/* A local array passed down to a callee: a stack object. */
+__attribute__((noinline)) static long with_local(long (*f)(const long *, int))
+{
+    long local[8]; /* LOCAL */
+    for (int i = 0; i < 8; i++)
+        local[i] = i * i;
+    return apply(f, local, 8);
 }
 
 __attribute__((noinline)) static struct node *push(struct node *head, long v) /* PUSH */
@@ -50,6 +59,7 @@ int main(int argc, char **argv)
     total += apply(f, b, n);
     total += apply(f, global_arr, 16);
     total += apply(f, NULL, 0);
+    total += with_local(f);
     for (int i = 0; i < 10; i++)
         head = push(head, i);
     for (struct node *x = head; x;) {

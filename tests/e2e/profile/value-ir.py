@@ -2,7 +2,12 @@
 """Reads the queue records an instrumented module appends (llvm-dis text of `memlens instrument
 --events=MODS`) and checks which kinds and fields they carry.
 
-usage: value-ir.py value|dep file.ll
+usage: value-ir.py value|dep|value+objects|dep+objects file.ll
+
+value: load-value records (kind 4: the value in word 1, no address) and loads without a value
+(vectors) only; dep: no value unit anywhere. The +objects modes are
+for builds that add lifetime and pointsto: the value build then appends no store, and both must
+carry stack and global object records (kinds 59, 60, 63) whose extra unit is a size, not a value.
 
 Each record's word 0 is stored as `add i64 C, %site_base_shifted` at word index K of an append
 (C = kind | extra units << 8 | aux << 10 | local site << 16, format/queue.h); a value unit is
@@ -35,10 +40,24 @@ records = [(k, e, a, slots.get((s[0], s[1] + 3))) for k, e, a, slots, s in recor
 kinds = {r[0] for r in records}
 valued = [r for r in records if r[1] and r[2]]
 assert records, "no queue records found"
-if mode == "value":
-    assert kinds == {1}, "a value build appends kinds %s (want loads only)" % sorted(kinds)
-    assert valued and all(r[3] in ("1", "2", "3", "4") for r in valued), valued[:3]
-    print("value: %d load records, %d with a value unit, no stores" % (len(records), len(valued)))
+objects = mode.endswith("+objects")
+mode = mode.split("+")[0]
+if objects:
+    assert {59, 60, 63} <= kinds, "no stack or global object records: %s" % sorted(kinds)
+    sized = [r for r in records if r[0] in (59, 63)]
+    assert all(r[1] == 1 and r[3] == "0" for r in sized), "object records without a size unit"
+    assert not [r for r in records if r[0] not in (1, 2, 3) and r[1] and r[3] != "0"], \
+        "a value unit on a record that is not an access"
+if mode == "value" and objects:
+    assert not kinds & {2, 3}, "a value build appends stores: %s" % sorted(kinds)
+    loads = [r for r in valued if r[0] == 1]
+    assert loads and all(r[3] in ("1", "2", "3", "4") for r in loads), loads[:3]
+    print("value+objects: %d records, no stores, %d object records" % (len(records), len(sized)))
+elif mode == "value":
+    assert 4 in kinds and kinds <= {1, 4}, "a value build appends kinds %s (want loads only)" % sorted(kinds)
+    assert all(not r[1] for r in records), "a value build sends extra units"
+    print("value: %d load records, %d with their value, no stores" %
+          (len(records), sum(r[0] == 4 for r in records)))
 else:
     assert 1 in kinds and 2 in kinds, "dep build without loads and stores: %s" % sorted(kinds)
     assert not valued, "a dep build sends values: %s" % valued[:3]
