@@ -94,8 +94,9 @@ extra=$(aarch64-linux-gnu-nm -g --defined-only "$MEMLENS_BUILD/lib/aarch64-linux
 [ "$(od -An -tx2 -j18 -N2 "$ML_TMP/spelling" 2>/dev/null | tr -d ' ')" = 00b7 ] ||
     ml_error "memlens-cc -target aarch64-linux-gnu did not make an AArch64 executable"
 # A prefix without the AArch64 runtime refuses the link and says what to install.
-mkdir -p "$ML_TMP/pfx/bin" "$ML_TMP/pfx/lib" &&
+mkdir -p "$ML_TMP/pfx/bin" "$ML_TMP/pfx/lib" "$ML_TMP/pfx/libexec/memlens" &&
     cp "$MEMLENS_BUILD/bin/memlens" "$ML_TMP/pfx/bin/" && ln -s memlens "$ML_TMP/pfx/bin/memlens-cc" &&
+    cp "$MEMLENS_BUILD/libexec/memlens/memlens-llvm" "$ML_TMP/pfx/libexec/memlens/" &&
     cp -r "$MEMLENS_BUILD/include" "$ML_TMP/pfx/" &&
     cp "$MEMLENS_BUILD/lib/libmemlens-rt.a" "$ML_TMP/pfx/lib/" || exit 1
 "$ML_TMP/pfx/bin/memlens-cc" --target=aarch64-linux-gnu "$ML_KERNELS/break-forever.c" \
