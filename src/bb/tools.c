@@ -72,8 +72,10 @@ static int spawn(char *const argv[], const char *out, const char *err)
     if (pid < 0)
         return -errno;
     if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        /* In our own mkdtemp directory, reopened for each tool run (so no O_EXCL);
+         * O_NOFOLLOW all the same, should a link ever be planted there. */
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
 
         if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
             _exit(126);
