@@ -17,8 +17,9 @@
    leaves it pointing into an unmapped library after dlclose).
    4: region slots follow the counters in the thread-local block (inline enter/exit).
    5: __memlens_exit also ends an execution the inline path started (w has OPEN): loops that
-      carry the words in registers may leave that END to the runtime. */
-#define ML_RT_ABI 5
+      carry the words in registers may leave that END to the runtime.
+   6: __memlens_enter_leaf (BEGIN sites whose executions begin and end in one call-free loop). */
+#define ML_RT_ABI 6
 
 struct ml_rt_unit {
     uint32_t kind; /* enum ml_unit_kind */
@@ -164,6 +165,17 @@ uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region);
  */
 uint32_t __memlens_enter_never(struct ml_rt_module *m, uint32_t local_region);
 void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
+/*
+ * __memlens_enter_leaf (since ABI 6): __memlens_enter at a sampled BEGIN site
+ * in a loop that carries the region's words in a register, holds no call and
+ * is left only with the region closed, so that nothing else runs while one of
+ * its executions is open. It returns the answer in bit 0 and, above it, the
+ * budget + 1 that the site's register takes (0: as after __memlens_enter,
+ * w left 0 and the END calls the runtime). Non-zero when a measured execution
+ * that reads no clock was counted at once and handed to the inline END, with
+ * w = budget | ML_RT_SLOT_OPEN and base = budget: no runtime END follows.
+ */
+uint32_t __memlens_enter_leaf(struct ml_rt_module *m, uint32_t local_region);
 /*
  * Dynamic attribution (since ABI 4): __memlens_dctx is the calling thread's
  * dynamic context, the global id of the region set that the code around a

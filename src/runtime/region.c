@@ -863,6 +863,15 @@ static int sample_decide(struct ml_thread_rec *t, struct ml_rstate *s)
 #define FAST_SHARE 100
 /* Sampling: an inline budget may last about this long, so the time rule is checked that often. */
 #define FAST_BUDGET_MS 1
+/*
+ * Sampling: a region whose timed executions take under FAST_SHORT times the
+ * cost of timing one reads the clock on at most one measured execution in
+ * about FAST_SHORT_PERIOD: every measured execution of it calls the runtime,
+ * which in a cache-hungry loop costs several times slow_ticks, so the share
+ * rule alone would time nearly all of them.
+ */
+#define FAST_SHORT 4
+#define FAST_SHORT_PERIOD 64
 
 /*
  * Adds to s the executions that the inline path ran since slot's budget was
@@ -970,6 +979,8 @@ static uint64_t clock_gap(struct ml_thread_rec *t, const struct ml_rstate *s)
     if (!ml_rt.fast || s->timed < FAST_YOUNG || !s->avg)
         return 0;
     p = ml_rt.slow_ticks * FAST_SHARE / s->avg / ml_rt.sample;
+    if (ml_rt.sample > 1 && s->avg < FAST_SHORT * ml_rt.slow_ticks && p < FAST_SHORT_PERIOD)
+        p = FAST_SHORT_PERIOD;
     if (p < 2)
         return 0;
     if (p > FAST_MAX_PERIOD)
@@ -1045,7 +1056,27 @@ static void measured_end(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t 
  * region's words in the calling module's block (NULL by name): the runtime
  * takes over the region from the inline path until its exit.
  */
-enum { ENTER_SAMPLED, ENTER_ALWAYS, ENTER_NEVER };
+enum { ENTER_SAMPLED, ENTER_ALWAYS, ENTER_NEVER, ENTER_LEAF };
+
+/*
+ * A sampled, measured, untimed execution of s begun at a leaf site (abi.h,
+ * __memlens_enter_leaf): nothing but the site's own inline END can run while
+ * it is open, so it is counted now, as its END would count it, and handed to
+ * the inline path open: no gates to close and reopen, no runtime END.
+ */
+static uint32_t leaf_lean(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t *slot)
+{
+    uint32_t b;
+
+    s->tleft--;
+    s->entries++;
+    s->measured++;
+    s->smp.last = t->hint; /* for the time rule it ended at the thread's last clock reading */
+    b = (uint32_t)fast_budget(t, s);
+    slot[1] = b;
+    slot[0] = b | ML_RT_SLOT_OPEN;
+    return 1 | (b + 1) << 1;
+}
 
 static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
 {
@@ -1053,7 +1084,7 @@ static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
     struct ml_rstate *s = region_state(t, g);
 
     if (!s) /* no state to time it: count it unless an unmeasured execution encloses it */
-        return mode == ENTER_ALWAYS || (mode == ENTER_SAMPLED && (!t || !t->plain_open));
+        return mode == ENTER_ALWAYS || (mode != ENTER_NEVER && (!t || !t->plain_open));
     if (slot) {
         uint32_t w = slot[0];
         drain(s, slot);
@@ -1071,7 +1102,12 @@ static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
     }
     if (s->depth++)
         return s->on; /* recursion: part of the open execution */
-    if (mode == ENTER_ALWAYS || (mode == ENTER_SAMPLED && sample_decide(t, s))) {
+    if (mode == ENTER_ALWAYS || (mode != ENTER_NEVER && sample_decide(t, s))) {
+        if (mode == ENTER_LEAF && slot && s->tleft && !t->measured_open && ml_rt.sample > 1 &&
+            ml_rt.fast) {
+            s->depth = 0;
+            return leaf_lean(t, s, slot);
+        }
         measured_begin(t, s, g);
         if (ml_rt.sample > 1 && t->measured_open == 1)
             set_all_gates(t);
@@ -1152,6 +1188,35 @@ ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region
 {
     capture_module(m);
     return region_enter(m->region_ids[local_region], ENTER_SAMPLED, region_slot(m, local_region));
+}
+
+/*
+ * The common call at a leaf site when sampling: the count rule's measured
+ * execution of a grown-up region with no other execution open on the thread,
+ * untimed. It touches the thread record, the module and the region's state
+ * and slot only; anything else goes the general way.
+ */
+ML_EXPORT uint32_t __memlens_enter_leaf(struct ml_rt_module *m, uint32_t local_region)
+{
+    struct ml_thread_rec *t = self;
+    uint32_t g = m->region_ids[local_region], *slot;
+    struct ml_rstate *s;
+
+    if (t && t->rs && g < ML_RT_MAX_REGIONS && m->index < t->nmods && t->tls[m->index] &&
+        !t->measured_open && !t->plain_open && ml_rt.sample > 1 && ml_rt.fast) {
+        s = &t->rs[g];
+        slot = slots_of(m, t->tls[m->index]) + 2 * (size_t)local_region;
+        if (s->tleft && !s->depth && !(slot[0] & ML_RT_SLOT_OPEN) && s->started &&
+            s->entries >= ML_SAMPLE_YOUNG) {
+            drain(s, slot);
+            if (!s->smp.left) { /* the count rule measures this one */
+                s->smp.left = ml_rt.sample - 1;
+                return leaf_lean(t, s, slot);
+            }
+        }
+    }
+    capture_module(m);
+    return region_enter(g, ENTER_LEAF, region_slot(m, local_region));
 }
 
 ML_EXPORT uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region)

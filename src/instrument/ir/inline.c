@@ -55,6 +55,7 @@ static void likely_first(struct ml_ir *ir, LLVMValueRef br)
 struct carry {
     uint32_t region;
     int kind;       /* K_ENTER or K_ALWAYS: the gate of the loop's BEGIN sites */
+    int leaf;       /* every execution begins and ends in the loop (see leaf_loop) */
     LLVMValueRef r; /* alloca */
 };
 
@@ -160,6 +161,14 @@ static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasic
     ml_phis_retarget(ir, cont, fast, NULL);
 }
 
+/* __memlens_enter_leaf, declared on first use. */
+static LLVMValueRef enter_leaf_fn(struct ml_ir *ir)
+{
+    LLVMValueRef f = LLVMGetNamedFunction(ir->m, "__memlens_enter_leaf");
+
+    return f ? f : LLVMAddFunction(ir->m, "__memlens_enter_leaf", ir->ty_enter);
+}
+
 static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c)
 {
     uint32_t r = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(call, 1));
@@ -168,7 +177,8 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMValueRef fn = LLVMGetBasicBlockParent(head), wp = slot_ptr(ir, 2 * (uint64_t)r);
     LLVMBasicBlockRef fast = LLVMInsertBasicBlockInContext(ir->ctx, cont, "memlens.fast");
     LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.slow");
-    LLVMValueRef w, gate = NULL, w1 = NULL, ok, answer = NULL, br;
+    LLVMValueRef w, gate = NULL, w1 = NULL, ok, answer = NULL, br, got = call, shr = NULL;
+    int used = LLVMGetFirstUse(call) != NULL;
 
     LLVMInstructionRemoveFromParent(call);
     LLVMPositionBuilderAtEnd(ir->b, head);
@@ -209,14 +219,20 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMPositionBuilderAtEnd(ir->b, slow);
     if (c && kind != K_EXIT)
         carry_store(ir, c, ST_CLOSED);
+    if (c && c->leaf && kind != K_EXIT) /* same arguments and type: only the callee changes */
+        LLVMSetOperand(call, (unsigned)LLVMGetNumOperands(call) - 1, enter_leaf_fn(ir));
     LLVMInsertIntoBuilder(ir->b, call);
-    if (c && kind != K_EXIT) /* the runtime left w 0: the END calls it too */
+    if (c && c->leaf && kind != K_EXIT) { /* answer | r << 1: r 0 unless handed to the END */
+        shr = LLVMBuildLShr(ir->b, call, c32(ir, 1), "");
+        LLVMBuildStore(ir->b, shr, c->r);
+        got = LLVMBuildAnd(ir->b, call, c32(ir, 1), "");
+    } else if (c && kind != K_EXIT) /* the runtime left w 0: the END calls it too */
         LLVMBuildStore(ir->b, c32(ir, 0), c->r);
     else if (c)
         carry_load(ir, c, ST_CLOSED);
     LLVMBuildBr(ir->b, cont);
 
-    if (answer && LLVMGetFirstUse(call)) {
+    if (answer && used) {
         LLVMValueRef phi, first = LLVMGetFirstInstruction(cont);
         LLVMBasicBlockRef from[2] = {fast, slow};
         if (first)
@@ -225,7 +241,11 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
             LLVMPositionBuilderAtEnd(ir->b, cont);
         phi = LLVMBuildPhi(ir->b, ir->t_i32, "");
         LLVMReplaceAllUsesWith(call, phi);
-        LLVMValueRef in[2] = {answer, call};
+        if (shr) { /* RAUW moved their uses too */
+            LLVMSetOperand(shr, 0, call);
+            LLVMSetOperand(got, 0, call);
+        }
+        LLVMValueRef in[2] = {answer, got};
         LLVMAddIncoming(phi, in, from, 2);
         if (c)
             branch_from_fast(ir, fast, cont, phi, answer);
@@ -380,6 +400,30 @@ static int carry_states(const struct ml_ir *ir, const struct ml_cfg *cfg, const 
     return -1;
 }
 
+/*
+ * Whether every execution of the region that begins in carried loop l (its
+ * BEGINs sampled, header state h, block-end states st) also ends in it, on
+ * every way out: closed at each exit and return. Such a loop holds no call, so
+ * nothing else can run while one of its executions is open (a signal handler
+ * aside), and its BEGIN may call __memlens_enter_leaf (abi.h).
+ */
+static int leaf_loop(const struct ml_cfg *cfg, const struct ml_loop *l,
+                     const unsigned char *in_loop, const unsigned char *st, int kind, int h)
+{
+    if (kind != K_ENTER || h != ST_CLOSED)
+        return 0;
+    for (unsigned i = 0; i < l->nblocks; i++) {
+        unsigned b = l->blocks[i];
+        LLVMOpcode op = LLVMGetInstructionOpcode(LLVMGetBasicBlockTerminator(cfg->blocks[b]));
+        int out = op == LLVMRet || op == LLVMResume || op == LLVMUnreachable;
+        for (unsigned k = cfg->succ_off[b]; k < cfg->succ_off[b + 1]; k++)
+            out |= !in_loop[cfg->succ[k]];
+        if (out && st[b] != ST_CLOSED)
+            return 0;
+    }
+    return 1;
+}
+
 /* An edge to split: w written back for `out` and/or read for `in`, in the region's states there. */
 struct cedge {
     LLVMBasicBlockRef p, s;
@@ -467,6 +511,7 @@ static int carry_plan(struct ml_ir *ir, LLVMValueRef fn, LLVMValueRef *calls, si
         struct carry *c = &cs[nc++];
         c->region = (uint32_t)r;
         c->kind = kind;
+        c->leaf = leaf_loop(&cfg, l, in_loop, st, kind, h);
         LLVMPositionBuilder(ir->b, LLVMGetEntryBasicBlock(fn),
                             LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(fn)));
         LLVMSetCurrentDebugLocation2(ir->b, NULL);
