@@ -1,0 +1,43 @@
+#!/bin/bash
+# A loop-body region whose sampled BEGIN calls __memlens_enter_leaf (a call-free loop left only
+# with the region closed; docs/regions.md, "Inline enter and exit"): once the region is grown up,
+# a measured execution that reads no clock is counted at its BEGIN and ended inline. At -O1..-O3
+# (-O0 carries nothing), with threads: at 100%, at MEMLENS_SAMPLE=4 phase 0 (executions 0, 4,
+# 8, ... of each thread) and at MEMLENS_SAMPLE=7 with a random phase, executions exactly and 8
+# bytes per measured execution. With a profiling-timer handler running its own region while the
+# loop runs (at 1 in 7): each region's bytes per measured execution exact, the loop's executions a
+# whole number of calls.
+. "$(dirname "$0")/region-lib.bash"
+ml_setup
+
+t=2 n=100000 reps=5
+for O in ${ML_LEVELS/0/}; do
+    ml_build leaf$O $O "$ML_KERNELS/leaf.c" -lpthread || continue
+    if ! grep -q __memlens_enter_leaf < <(nm "$ML_TMP/leaf$O.ml"); then
+        ml_error "leaf -O$O: the loop's BEGIN does not call __memlens_enter_leaf"
+        continue
+    fi
+    ml_run leaf$O "$ML_TMP/full$O" threads $t $n $reps || continue
+    MEMLENS_SAMPLE=4 MEMLENS_SAMPLE_PHASE=0 ml_run leaf$O "$ML_TMP/quarter$O" threads $t $n $reps ||
+        continue
+    MEMLENS_SAMPLE=7 ml_run leaf$O "$ML_TMP/rand$O" threads $t $n $reps || continue
+    MEMLENS_SAMPLE=7 ml_run leaf$O "$ML_TMP/sig$O" signal $n || continue
+    ml_check "leaf -O$O" '
+t, n, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+e = n * reps
+region(profile(sys.argv[4]), "leaf", entries=t * e, measured=t * e, rd_heap=8 * t * e)
+m = (e + 3) // 4
+region(profile(sys.argv[5]), "leaf", entries=t * e, measured=t * m, rd_heap=8 * t * m)
+r = profile(sys.argv[6])
+x = r.totals("leaf")
+region(r, "leaf", entries=t * e, rd_heap=8 * x["measured"])
+ok("leaf: at least one in 7 measured at a random phase", x["measured"] >= t * (e // 7))
+s = profile(sys.argv[7])
+x, y = s.totals("leaf"), s.totals("sig")
+region(s, "leaf", entries=x["entries"], rd_heap=8 * x["measured"])
+ok("leaf: a whole number of calls under signals", x["entries"] > 0 and x["entries"] % n == 0)
+region(s, "sig", entries=y["entries"], rd_global=16 * y["measured"], wr_global=8 * y["measured"])
+ok("sig: the handler ran at least 20 times", y["entries"] >= 20)
+' $t $n $reps "$ML_TMP/full$O" "$ML_TMP/quarter$O" "$ML_TMP/rand$O" "$ML_TMP/sig$O"
+done
+ml_finish
