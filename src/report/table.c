@@ -414,6 +414,26 @@ static int fill(struct tbl *t, int which, const struct ml_report *r, const struc
     return rc;
 }
 
+/*
+ * Clock sampling (docs/regions.md, "Inline enter and exit"): when some measured
+ * executions did not read the clock, region times are estimates; say how many did.
+ */
+static void print_clock_note(FILE *f, const struct ml_profile *p)
+{
+    uint64_t timed = 0, measured = 0;
+
+    for (uint64_t t = 0; t < p->nthreads; t++)
+        for (uint64_t reg = 0; p->threads[t].timed && reg < p->nregions; reg++) {
+            timed += p->threads[t].timed[reg];
+            measured += p->threads[t].rstats[reg].measured;
+        }
+    if (timed < measured)
+        fprintf(f,
+                "  note: clock sampled, %" PRIu64 " of %" PRIu64
+                " measured region executions read the clock; region times scale theirs to all "
+                "measured ones (estimates)\n",
+                timed, measured);
+}
 static void print_header(FILE *f, const struct ml_report *r)
 {
     const struct ml_profile *p = r->prof;
@@ -446,6 +466,7 @@ static void print_header(FILE *f, const struct ml_report *r)
                 " region executions measured (MEMLENS_SAMPLE); counts and times cover the "
                 "measured ones, est. figures scale them to all\n",
                 p->hdr.sample);
+    print_clock_note(f, p);
     if (p->hdr.flags & ML_PROF_F_SIGNAL)
         fputs(p->merged ? "  note: some profiles were written when a signal ended the process\n"
                         : "  note: written when a signal ended the process; figures cover the run "

@@ -6,7 +6,7 @@
 # 8, ... of each thread) and at MEMLENS_SAMPLE=7 with a random phase, executions exactly and 8
 # bytes per measured execution. With a profiling-timer handler running its own region while the
 # loop runs (at 1 in 7): each region's bytes per measured execution exact, the loop's executions a
-# whole number of calls.
+# whole number of calls. memlens report notes how many measured executions read the clock.
 . "$(dirname "$0")/region-lib.bash"
 ml_setup
 
@@ -21,6 +21,8 @@ for O in ${ML_LEVELS/0/}; do
     MEMLENS_SAMPLE=4 MEMLENS_SAMPLE_PHASE=0 ml_run leaf$O "$ML_TMP/quarter$O" threads $t $n $reps ||
         continue
     MEMLENS_SAMPLE=7 ml_run leaf$O "$ML_TMP/rand$O" threads $t $n $reps || continue
+    "$MEMLENS_BUILD/bin/memlens" report "$ML_TMP/rand$O" >"$ML_TMP/rand$O.txt" ||
+        { ml_error "leaf -O$O: memlens report failed"; continue; }
     MEMLENS_SAMPLE=7 ml_run leaf$O "$ML_TMP/sig$O" signal $n || continue
     ml_check "leaf -O$O" '
 t, n, reps = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -38,6 +40,14 @@ region(s, "leaf", entries=x["entries"], rd_heap=8 * x["measured"])
 ok("leaf: a whole number of calls under signals", x["entries"] > 0 and x["entries"] % n == 0)
 region(s, "sig", entries=y["entries"], rd_global=16 * y["measured"], wr_global=8 * y["measured"])
 ok("sig: the handler ran at least 20 times", y["entries"] >= 20)
-' $t $n $reps "$ML_TMP/full$O" "$ML_TMP/quarter$O" "$ML_TMP/rand$O" "$ML_TMP/sig$O"
+# memlens report says how many measured executions read the clock when not all did
+timed = sum(sum(v[0]) for v in r.timed.values())
+measured = sum(sum(th["measured"]) for th in r.threads)
+note = "note: clock sampled, %d of %d measured region executions read the clock" % (timed,
+                                                                                    measured)
+ok("report: %r %s" % (note, "missing" if timed < measured else "printed, all timed"),
+   (note in open(sys.argv[8]).read()) == (timed < measured))
+' $t $n $reps "$ML_TMP/full$O" "$ML_TMP/quarter$O" "$ML_TMP/rand$O" "$ML_TMP/sig$O" \
+        "$ML_TMP/rand$O.txt"
 done
 ml_finish
