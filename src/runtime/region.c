@@ -870,7 +870,7 @@ static int sample_decide(struct ml_thread_rec *t, struct ml_rstate *s)
  * which in a cache-hungry loop costs several times slow_ticks, so the share
  * rule alone would time nearly all of them.
  */
-#define FAST_SHORT 4
+#define FAST_SHORT        4
 #define FAST_SHORT_PERIOD 64
 
 /*

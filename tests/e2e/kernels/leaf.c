@@ -4,7 +4,8 @@
  * 8 heap bytes through a volatile load.
  *   leaf threads T N REPS: T threads each run N executions REPS times.
  *   leaf signal N: runs N executions at a time until a profiling-timer handler, which runs its
- *   own region "sig" (16 global bytes read and 8 written per execution), has run at least 20 times. */
+ *   own region "sig" (16 global bytes read and 8 written per execution), has run at least 20 times.
+ */
 #include "memlens.h"
 
 #include <pthread.h>
