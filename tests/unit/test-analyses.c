@@ -683,8 +683,7 @@ static void test_hotpages_brute(void **state)
             in = !in;
         }
         assert_int_equal(
-            ml_tw_put(w, th, 0, 0, 0x40000000 + page * 4096 + (rnd() % 512) * 8, 8, wt, t++, 1),
-            0);
+            ml_tw_put(w, th, 0, 0, 0x40000000 + page * 4096 + (rnd() % 512) * 8, 8, wt, t++, 1), 0);
         cnt[th][th == 0 && in][page] += wt;
         for (k = 0; k < nlru && lru[k] != page; k++)
             ;
@@ -729,8 +728,8 @@ static void test_hotpages_brute(void **state)
         page = (addr - 0x40000000) / 4096;
         assert_true(page < HP_PAGES);
         if (acc != cnt[th][strcmp(marker, "-") != 0][page])
-            fail_msg("thread %d, marker %s, page %llu: %llu accesses, brute force %llu", th,
-                     marker, (unsigned long long)page, acc,
+            fail_msg("thread %d, marker %s, page %llu: %llu accesses, brute force %llu", th, marker,
+                     (unsigned long long)page, acc,
                      (unsigned long long)cnt[th][strcmp(marker, "-") != 0][page]);
         rows++;
     }
@@ -775,7 +774,7 @@ int main(void)
         cmocka_unit_test(test_reuse_brute),    cmocka_unit_test(test_mtf_brute),
         cmocka_unit_test(test_cachesim_brute), cmocka_unit_test(test_driver),
         cmocka_unit_test(test_jobs_identical), cmocka_unit_test(test_sampled_error),
-        cmocka_unit_test(test_truncated),   cmocka_unit_test(test_hotpages_brute),
+        cmocka_unit_test(test_truncated),      cmocka_unit_test(test_hotpages_brute),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
