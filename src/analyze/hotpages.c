@@ -62,10 +62,16 @@ struct pstat {
 
 #define PS_BLOCK 1024 /* records per block: addresses stay valid */
 
-#define HC 16 /* a thread's cache of page counters: direct-mapped by a hash of the page */
+/*
+ * A thread's cache of page counters: direct-mapped by a hash of (row, page),
+ * so that a change of row needs no flush, and large enough for the pages an
+ * irregular kernel keeps going back to (a few thousand).
+ */
+#define HC_BITS 12
+#define HC      (1u << HC_BITS)
 
 struct hthr {
-    uint64_t page[HC];
+    uint64_t key[HC];     /* row << ROW_SHIFT_PAGE | page */
     struct pstat *ps[HC]; /* NULL: empty */
     uint32_t row;
 };
@@ -80,7 +86,7 @@ struct hotpages {
     uint32_t lpp, ps_size; /* lines per page, bytes per pstat */
     uint32_t lru_n;
     uint32_t page_shift, line_shift;
-    struct hthr *thr;
+    struct hthr **thr; /* per thread, allocated on first use */
     uint32_t nthr, base;
     struct ttr *tr;
     int ntr;
@@ -96,6 +102,15 @@ struct hotpages {
     uint32_t bin;
     _Alignas(64) char end_[1];
 };
+
+static void threads_free(struct hotpages *h)
+{
+    for (uint32_t i = 0; i < h->nthr; i++)
+        free(h->thr[i]);
+    free(h->thr);
+    h->thr = NULL;
+    h->nthr = 0;
+}
 
 static int lru_init(struct lru *l, uint32_t cap)
 {
@@ -277,9 +292,7 @@ static int begin(void *st, const struct ml_an_input *in)
         if (lru_init(&h->lru, h->lru_n))
             return -ENOMEM;
     }
-    free(h->thr);
-    h->thr = NULL;
-    h->nthr = 0;
+    threads_free(h);
     return 0;
 }
 
@@ -351,22 +364,28 @@ static struct pstat *ps_get(struct hotpages *h, uint32_t row, uint64_t page)
     return ps;
 }
 
-/* The slot of page in a thread's cache. */
-static inline unsigned hc_slot(uint64_t page)
+/* The cache key of page in thread p's row, and its slot. */
+static inline uint64_t hc_key(const struct hthr *p, uint64_t page)
 {
-    return (unsigned)((page * 0x9e3779b97f4a7c15ull) >> 60);
+    return (uint64_t)p->row << ROW_SHIFT_PAGE | page;
+}
+
+static inline unsigned hc_slot(uint64_t key)
+{
+    return (unsigned)((key * 0x9e3779b97f4a7c15ull) >> (64 - HC_BITS));
 }
 
 /* The counters of page for thread p's row, through its cache. */
 static inline struct pstat *ps_of(struct hotpages *h, struct hthr *p, uint64_t page)
 {
-    unsigned i = hc_slot(page);
+    uint64_t key = hc_key(p, page);
+    unsigned i = hc_slot(key);
 
-    if (!p->ps[i] || p->page[i] != page) {
+    if (!p->ps[i] || p->key[i] != key) {
         struct pstat *ps = ps_get(h, p->row, page);
         if (!ps)
             return NULL;
-        p->page[i] = page;
+        p->key[i] = key;
         p->ps[i] = ps;
     }
     return p->ps[i];
@@ -403,16 +422,19 @@ static int collect(struct hotpages *h)
 static struct hthr *thread_of(struct hotpages *h, uint32_t i)
 {
     if (i >= h->nthr) {
-        struct hthr *v = realloc(h->thr, (size_t)(i + 1) * sizeof(*v));
+        struct hthr **v = realloc(h->thr, (size_t)(i + 1) * sizeof(*v));
         if (!v)
             return NULL;
         memset(v + h->nthr, 0, (size_t)(i + 1 - h->nthr) * sizeof(*v));
-        for (uint32_t k = h->nthr; k <= i; k++)
-            v[k].row = UINT32_MAX;
         h->thr = v;
         h->nthr = i + 1;
     }
-    return &h->thr[i];
+    if (!h->thr[i]) {
+        if (!(h->thr[i] = calloc(1, sizeof(**h->thr))))
+            return NULL;
+        h->thr[i]->row = UINT32_MAX;
+    }
+    return h->thr[i];
 }
 
 /* Moves the current bin forward to the record's time. */
@@ -435,14 +457,13 @@ static int thread_row(struct hotpages *h, const struct ml_an_input *in,
 {
     uint32_t thr = x->thread, row;
 
-    if (thr >= h->nthr || (*p = &h->thr[thr])->row == UINT32_MAX ||
+    if (thr >= h->nthr || !(*p = h->thr[thr]) || (*p)->row == UINT32_MAX ||
         h->rows.key[(*p)->row] != ml_an_key(in, x)) {
         if (!(*p = thread_of(h, thr)))
             return -ENOMEM;
         if ((row = ml_rows_id(&h->rows, in->thread_base + thr, ml_an_key(in, x))) == UINT32_MAX)
             return -ENOMEM;
-        (*p)->row = row;
-        memset((*p)->ps, 0, sizeof((*p)->ps));
+        (*p)->row = row; /* its cache stays: keyed by row too */
     }
     *rowc = ml_rows_row(&h->rows, (*p)->row);
     return 0;
@@ -452,8 +473,9 @@ static int thread_row(struct hotpages *h, const struct ml_an_input *in,
 static inline int count_line(struct hotpages *h, struct hthr *p, uint64_t page, uint64_t l,
                              uint64_t w)
 {
-    unsigned k = hc_slot(page);
-    struct pstat *ps = p->ps[k] && p->page[k] == page ? p->ps[k] : ps_of(h, p, page);
+    uint64_t key = hc_key(p, page);
+    unsigned k = hc_slot(key);
+    struct pstat *ps = p->ps[k] && p->key[k] == key ? p->ps[k] : ps_of(h, p, page);
 
     if (!ps)
         return -ENOMEM;
@@ -493,9 +515,10 @@ static inline __attribute__((always_inline)) int one_rec(struct hotpages *h, str
     /* The common case: one line of a page in the thread's cache and the LRU's front. */
     if (line == end && !h->html) {
         uint64_t page = line >> lshift;
-        unsigned k = hc_slot(page);
+        uint64_t key = (lanes & 1) ? hc_key(p, page) : 0;
+        unsigned k = hc_slot(key);
         int j = 0;
-        if ((!(lanes & 1) || (p->ps[k] && p->page[k] == page)) &&
+        if ((!(lanes & 1) || (p->ps[k] && p->key[k] == key)) &&
             (!(lanes & 2) || (j = ml_mtf_find(&h->lru.front, page, ml_mtf_tag(page))) >= 0)) {
             if (lanes & 1)
                 p->ps[k]->lines[line & (h->lpp - 1)] += w;
@@ -971,7 +994,7 @@ static void hp_free(void *st)
         ml_map_free(&h->tr[i].heat);
     }
     free(h->tr);
-    free(h->thr);
+    threads_free(h);
     ml_rows_free(&h->rows);
     free(h);
 }

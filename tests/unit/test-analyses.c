@@ -371,6 +371,8 @@ static uint64_t write_trace(const char *path, uint64_t *loads)
     return total;
 }
 
+static uint32_t an_top; /* hotpages --top (0: its default) */
+
 /* Runs analysis name on path with --by by, jobs threads and --sample rate; returns the report in
  * fmt (caller frees). */
 static char *run_an(const char *path, const char *name, enum ml_an_by by, int jobs, double sample,
@@ -390,6 +392,7 @@ static char *run_an(const char *path, const char *name, enum ml_an_by by, int jo
     o.jobs = jobs;
     o.sample = sample;
     o.sample_keys = 64; /* the rate halves a few times */
+    o.top = an_top;
     o.l1 = (struct ml_an_level){4096, 4};
     o.l2 = (struct ml_an_level){0, 0};
     o.llc = (struct ml_an_level){32768, 8};
@@ -640,6 +643,112 @@ static void test_sampled_error(void **state)
     unlink(path);
 }
 
+/*
+ * hotpages against brute force: 3000 pages at random (more than a thread's
+ * counter cache holds, so its slots collide), two threads, thread 0 in and
+ * out of a region every 500 records (its row changes under the cache):
+ * every (thread, marker, page) count with all pages listed equals a direct
+ * count, and the hits of the 128-page LRU over the merged stream those of a
+ * plain move-to-front array.
+ */
+#define HP_PAGES 3000
+static void test_hotpages_brute(void **state)
+{
+    char path[] = "/tmp/ml-test-analyze-XXXXXX";
+    static uint64_t cnt[2][2][HP_PAGES];
+    uint64_t lru[128], hits = 0, t = 1000, got = 0;
+    uint32_t nlru = 0, cells = 0, rows = 0;
+    struct ml_trace_header h;
+    struct ml_trace_writer *w;
+    struct ml_trace_end e;
+    int fd, in = 0;
+    char *csv, *json;
+    const char *p;
+    (void)state;
+
+    memset(cnt, 0, sizeof(cnt));
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    memset(&h, 0, sizeof(h));
+    h.pid = 4242;
+    h.page_size = 4096;
+    assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
+    ml_tw_clock(w, 1000, 1000);
+    for (int i = 0; i < 200000; i++) {
+        uint32_t th = (uint32_t)(rnd() % 2), wt = 1 + (uint32_t)(rnd() % 3), k;
+        /* Runs of a page, returns to a small set, and uniform picks. */
+        uint64_t page = i % 7 ? rnd() % HP_PAGES : rnd() % 40, hit = 0;
+        if (i % 500 == 0) {
+            assert_int_equal(ml_tw_put(w, 0, 0, in ? 3 : 2, 0, 0, 1, t++, 1), 0);
+            in = !in;
+        }
+        assert_int_equal(
+            ml_tw_put(w, th, 0, 0, 0x40000000 + page * 4096 + (rnd() % 512) * 8, 8, wt, t++, 1), 0);
+        cnt[th][th == 0 && in][page] += wt;
+        for (k = 0; k < nlru && lru[k] != page; k++)
+            ;
+        if (k < nlru)
+            hit = 1;
+        else if (nlru < 128)
+            k = nlru++;
+        else
+            k = 127;
+        memmove(lru + 1, lru, k * sizeof(*lru));
+        lru[0] = page;
+        hits += hit + wt - 1;
+    }
+    memset(&e, 0, sizeof(e));
+    e.reason = ML_END_EXIT;
+    ml_tw_clock(w, t, t);
+    assert_int_equal(ml_tw_finish(w, &e), 0);
+    close(fd);
+
+    an_top = 2 * HP_PAGES;
+    csv = run_an(path, "hotpages", ML_BY_REGION, 2, 0, ML_AN_CSV);
+    json = run_an(path, "hotpages", ML_BY_REGION, 1, 0, ML_AN_JSON);
+    an_top = 0;
+    for (p = strchr(csv, '\n') + 1; *p; p = strchr(p, '\n') + 1) {
+        char line[256], *f[9], *c = line, gran[16], thread[16], marker[64];
+        unsigned long long addr, acc;
+        uint64_t page;
+        int th, n = 0;
+        memcpy(line, p, (size_t)(strchr(p, '\n') - p));
+        line[strchr(p, '\n') - p] = 0;
+        while (n < 9 && (f[n++] = strsep(&c, ",")))
+            ;
+        assert_int_equal(n, 9);
+        snprintf(gran, sizeof(gran), "%s", f[0]);
+        snprintf(thread, sizeof(thread), "%s", f[2]);
+        snprintf(marker, sizeof(marker), "%s", f[4]);
+        addr = strtoull(f[6], NULL, 16);
+        acc = strtoull(f[7], NULL, 10);
+        if (strcmp(gran, "page") || !strcmp(thread, "all") || !strcmp(marker, "all"))
+            continue;
+        th = atoi(thread);
+        page = (addr - 0x40000000) / 4096;
+        assert_true(page < HP_PAGES);
+        if (acc != cnt[th][strcmp(marker, "-") != 0][page])
+            fail_msg("thread %d, marker %s, page %llu: %llu accesses, brute force %llu", th, marker,
+                     (unsigned long long)page, acc,
+                     (unsigned long long)cnt[th][strcmp(marker, "-") != 0][page]);
+        rows++;
+    }
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+            for (int k = 0; k < HP_PAGES; k++)
+                cells += cnt[a][b][k] != 0;
+    assert_int_equal(rows, cells);
+    assert_non_null(p = strstr(json, "\"lru\""));
+    while ((p = strstr(p, "\"hits\": "))) {
+        got += strtoull(p + 8, NULL, 10);
+        p += 8;
+    }
+    assert_int_equal(got, hits);
+    free(csv);
+    free(json);
+    unlink(path);
+}
+
 /* A truncated trace still analyses, up to its last complete chunk. */
 static void test_truncated(void **state)
 {
@@ -665,7 +774,7 @@ int main(void)
         cmocka_unit_test(test_reuse_brute),    cmocka_unit_test(test_mtf_brute),
         cmocka_unit_test(test_cachesim_brute), cmocka_unit_test(test_driver),
         cmocka_unit_test(test_jobs_identical), cmocka_unit_test(test_sampled_error),
-        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_truncated),      cmocka_unit_test(test_hotpages_brute),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
