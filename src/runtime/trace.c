@@ -195,6 +195,7 @@ static struct {
     volatile int writer_sleeping;
     pthread_t writer;
     int writer_started;
+    int backlog; /* the writer has more jobs waiting than the one it runs */
     pid_t writer_tid;
     /* totals (writer) */
     uint64_t records, waits, wait_ticks, lost, raw_words;
@@ -761,7 +762,7 @@ static int compress_now(const struct ml_chunk_header *h)
     static uint64_t waits_seen;
     uint64_t w = __atomic_load_n(&tr.p_waits, __ATOMIC_RELAXED) +
                  __atomic_load_n(&tr.p_self, __ATOMIC_RELAXED);
-    int behind = w != waits_seen;
+    int behind = w != waits_seen || tr.backlog;
 
     if (h->type != ML_CK_DATA)
         return 1;
@@ -1724,6 +1725,7 @@ static void *writer_main(void *arg)
         }
         while (rev) {
             struct tjob *n = rev->next;
+            tr.backlog = n != NULL;
             run_job(rev);
             rev = n;
         }
