@@ -47,6 +47,9 @@
 #define SELF_RING  (4 * SELF_OUT)
 #define SELF_SITES 65536u
 #define NPRE       64
+/* ... and only once the writer has had work queued for this long without a break: a writer
+   that keeps up but lags for a moment (a wake-up) is waited for, as encoding costs more. */
+#define SELF_BUSY_NS 2000000ull
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
 #define CHUNK_NS      1000000000ull
@@ -195,7 +198,8 @@ static struct {
     volatile int writer_sleeping;
     pthread_t writer;
     int writer_started;
-    int backlog; /* the writer has more jobs waiting than the one it runs */
+    int backlog;               /* the writer has more jobs waiting than the one it runs */
+    volatile uint64_t idle_ns; /* when the writer last found its queue empty */
     pid_t writer_tid;
     /* totals (writer) */
     uint64_t records, waits, wait_ticks, lost, raw_words;
@@ -322,7 +326,9 @@ static int self_encode(struct tthread *t, struct tbuf *b)
     uint64_t lost = 0;
     size_t tail = SIZE_MAX, at = SIZE_MAX;
 
-    if (tr.options & ML_TF_COLLAPSE)
+    if ((tr.options & ML_TF_COLLAPSE) ||
+        (tr.self_mode != SELF_ALWAYS &&
+         ml_rt_mono_ns() - __atomic_load_n(&tr.idle_ns, __ATOMIC_RELAXED) < SELF_BUSY_NS))
         return 0;
     /* The next slot, and SELF_OUT bytes of the ring after the oldest chunk still queued:
        slots are taken in turn and written in order, so the busy ones follow the next. */
@@ -1709,6 +1715,7 @@ static void *writer_main(void *arg)
             last_sample = now;
         }
         if (!list) {
+            __atomic_store_n(&tr.idle_ns, now, __ATOMIC_RELAXED);
             /* While threads record, wake for the next sample; otherwise rarely. */
             struct timespec ts = {0, active ? SAMPLE_NS : 20000000};
             __atomic_store_n(&tr.writer_sleeping, 1, __ATOMIC_RELEASE);
