@@ -44,7 +44,7 @@
  * it may run in a signal handler and must not call malloc.
  */
 #define SELF_OUT   (((size_t)(BUF_WORDS + 4096) * ML_TENC_MAX_REC + 65536 + 4095) & ~(size_t)4095)
-#define SELF_RING  (4 * SELF_OUT)
+#define SELF_RING  (2 * SELF_OUT)
 #define SELF_SITES 65536u
 #define NPRE       64
 /* ... and only once the writer has had work queued for this long without a break: a writer
