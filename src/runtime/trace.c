@@ -58,6 +58,8 @@ _Static_assert(BUF_WORDS < CHUNK_RECORDS, "a self-encoded buffer is one chunk");
 #define SAMPLE_NS 200000
 /* How long exit and fatal signals wait for the writer to put everything on disk. */
 #define FINISH_WAIT_NS 30000000000ull
+/* How long the end waits for a thread that is encoding its own buffer (it takes < 1 ms). */
+#define FINISH_ENCODE_NS 100000000ull
 
 ML_EXPORT __thread uint64_t *__memlens_tb_ptr __attribute__((tls_model("initial-exec")));
 ML_EXPORT __thread uint64_t *__memlens_tb_end __attribute__((tls_model("initial-exec")));
@@ -351,12 +353,13 @@ static int self_encode(struct tthread *t, struct tbuf *b)
     if (at == SIZE_MAX || pthread_mutex_trylock(&tr.enc_lock))
         return 0;
     /* Every module registered so far must be known to the writer: b may hold its records. */
+    __atomic_store_n(&t->encoding, 1, __ATOMIC_SEQ_CST); /* before finishing is read */
     if (tr.wsites > SELF_SITES || tr.wsites < __atomic_load_n(&tr.nsites, __ATOMIC_ACQUIRE) ||
-        tr.disabled || tr.finishing) {
+        tr.disabled || __atomic_load_n(&tr.finishing, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&t->encoding, 0, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&tr.enc_lock);
         return 0;
     }
-    t->encoding = 1;
     p->out = t->ring + at;
     s->enc.out = p->out;
     chunk_begin(s, b->t_start);
@@ -378,12 +381,10 @@ static int self_encode(struct tthread *t, struct tbuf *b)
     p->raw = b->used;
     p->lost = lost;
     b->nsamp = b->samp_skip = 0;
-    t->encoding = 0;
-    if (tr.finishing)
-        return 1; /* the END chunk may be written: these records are lost like later ones */
     __atomic_store_n(&p->busy, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&tr.p_self, 1, __ATOMIC_RELAXED);
     push_job(&p->job);
+    __atomic_store_n(&t->encoding, 0, __ATOMIC_RELEASE); /* finish() waits for the push */
     return 1;
 }
 
@@ -1791,6 +1792,14 @@ static void finish(uint32_t reason, uint32_t sig)
         return;
     if ((pid_t)ml_rt_gettid() == tr.writer_tid)
         return; /* the writer itself is dying: nothing can be saved */
+    /* A thread encoding a buffer itself queues it before the END (no new one starts now). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (struct tthread *t = tr.threads; t; t = t->next) {
+        uint64_t t0 = ml_rt_mono_ns();
+        while (t != self && __atomic_load_n(&t->encoding, __ATOMIC_SEQ_CST) &&
+               ml_rt_mono_ns() - t0 < FINISH_ENCODE_NS)
+            pause_ns(20000);
+    }
     for (struct tthread *t = tr.threads; t; t = t->next) {
         uint64_t *used;
         if (t->retired || !t->cur)
