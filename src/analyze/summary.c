@@ -44,7 +44,7 @@ struct tsum { /* one trace */
     uint64_t records, markers, events, faults, dropped, waits, wait_ticks, lost;
     uint64_t raw, stored, file;
     double seconds, wait_ms, writer_s;
-    uint64_t raw_words, end_dropped;
+    uint64_t raw_words, end_dropped, self_encoded;
     int ended;
     uint32_t end_reason, end_signal;
     size_t problems;
@@ -323,6 +323,7 @@ static int begin_trace(void *st, const struct ml_an_input *in)
     ts->lost = in->info->end.lost;
     ts->writer_s = in->info->end.writer_ns / 1e9;
     ts->raw_words = in->info->end.raw_words;
+    ts->self_encoded = in->info->end.self_encoded;
     ts->end_dropped = in->info->end.dropped;
     ts->problems = in->info->nproblems;
     ts->pfn = !!(in->info->hdr.flags & ML_TF_PFN);
@@ -418,14 +419,15 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
                 "\"raw_bytes\": %llu, \"file_bytes\": %llu, \"raw_bytes_per_record\": %.4f, "
                 "\"compressed_bytes_per_record\": %.4f, \"dropped\": %llu, \"waits\": %llu, "
                 "\"wait_ms\": %.3f, \"page_faults\": %llu, \"damaged\": %llu, \"problems\": %zu, "
-                "\"writer_seconds\": %.6f, \"buffer_words\": %llu, \"rows\": [",
+                "\"writer_seconds\": %.6f, \"buffer_words\": %llu, \"self_encoded\": %llu, "
+                "\"rows\": [",
                 (unsigned long long)ts->records, (unsigned long long)ts->markers,
                 (unsigned long long)ts->events, (unsigned long long)ts->raw,
                 (unsigned long long)ts->file, per_record(ts->raw, ts->records),
                 per_record(ts->file, ts->records), (unsigned long long)ts->dropped,
                 (unsigned long long)ts->waits, ts->wait_ms, (unsigned long long)ts->faults,
                 (unsigned long long)ts->lost, ts->problems, ts->writer_s,
-                (unsigned long long)ts->raw_words);
+                (unsigned long long)ts->raw_words, (unsigned long long)ts->self_encoded);
         }
         for (size_t k = 0; k < ts->nrows; k++) {
             const struct row *r = &ts->rows[k];

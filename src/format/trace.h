@@ -91,10 +91,10 @@ struct ml_trace_end {
     uint32_t reason; /* enum ml_end_reason */
     uint32_t signal; /* for ML_END_SIGNAL */
     uint32_t nthreads;
-    uint32_t reserved;
-    uint64_t records; /* records written */
-    uint64_t dropped; /* records dropped (--drop) */
-    uint64_t waits;   /* times a producer waited for a free buffer */
+    uint32_t self_encoded; /* buffers the threads encoded themselves (0 in traces before it) */
+    uint64_t records;      /* records written */
+    uint64_t dropped;      /* records dropped (--drop) */
+    uint64_t waits;        /* times a producer waited for a free buffer */
     uint64_t wait_ticks;
     uint64_t lost;      /* raw records found damaged */
     uint64_t writer_ns; /* CPU time the writer thread spent (encoding, compressing, writing) */

@@ -36,20 +36,40 @@
 /* A buffer holds BUF_WORDS words of records (plus the ABI's slack); NBUFS per thread. */
 #define BUF_WORDS 32768
 #define NBUFS     8
+/*
+ * A thread that finds no free buffer encodes its full one itself (self_encode). Its chunks wait
+ * in the writer's queue behind the buffers queued before them: up to NPRE at once, their
+ * payloads in a ring of SELF_RING bytes, each given SELF_OUT (a buffer's worst case) to fill;
+ * its prediction state covers at most SELF_SITES sites. All in the thread's own mapping, since
+ * it may run in a signal handler and must not call malloc.
+ */
+#define SELF_OUT   (((size_t)(BUF_WORDS + 4096) * ML_TENC_MAX_REC + 65536 + 4095) & ~(size_t)4095)
+#define SELF_RING  (2 * SELF_OUT)
+#define SELF_SITES 65536u
+#define NPRE       64
+/* ... and only once the writer has had work queued for this long without a break: a writer
+   that keeps up but lags for a moment (a wake-up) is waited for, as encoding costs more. */
+#define SELF_BUSY_NS 2000000ull
 /* A chunk is cut before it exceeds the reader's bound, or after a second without one. */
 #define CHUNK_RECORDS (ML_CHUNK_MAX_RECORDS - 4 * ML_TB_MAX_SEG)
 #define CHUNK_NS      1000000000ull
+_Static_assert(BUF_WORDS < CHUNK_RECORDS, "a self-encoded buffer is one chunk");
 /* How often the writer notes where each thread is in its buffer (time points, see sample()). */
 #define SAMPLE_NS 200000
 /* How long exit and fatal signals wait for the writer to put everything on disk. */
 #define FINISH_WAIT_NS 30000000000ull
+/* How long the end waits for a thread that is encoding its own buffer (it takes < 1 ms). */
+#define FINISH_ENCODE_NS 100000000ull
 
 ML_EXPORT __thread uint64_t *__memlens_tb_ptr __attribute__((tls_model("initial-exec")));
 ML_EXPORT __thread uint64_t *__memlens_tb_end __attribute__((tls_model("initial-exec")));
 /* Bit 0: off (MEMLENS_TRACE_ON/OFF, start=off); bit 1: no region open (regions-only). */
 ML_EXPORT volatile uint32_t __memlens_trace_gate;
 
-enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC, JOB_UNMODULE };
+/* MEMLENS_TRACE=self=off|always; the default encodes only when no buffer is free. */
+enum { SELF_WHEN_BEHIND, SELF_OFF, SELF_ALWAYS };
+
+enum { JOB_BUF = 1, JOB_MODULE, JOB_SYNC, JOB_UNMODULE, JOB_PRE };
 
 struct tjob {
     struct tjob *next;
@@ -81,6 +101,30 @@ struct pending { /* --collapse: the record being merged */
     int kind;
 };
 
+/*
+ * Segment headers seen in the current chunk (gen) whose descriptor is valid, simple and
+ * whose sites are all seen and chained: seg_fast may encode them without looking again.
+ */
+struct hcache {
+    uint64_t h;
+    const uint32_t *d;
+    uint32_t gen, n;
+};
+
+/* One encoder of a thread's records: the writer's, or the thread's own (self_encode). */
+struct wst {
+    struct ml_tenc enc;
+    int open;  /* a chunk is being encoded */
+    int fixed; /* out and st are the thread's fixed memory: never grown */
+    uint64_t open_ns;
+    struct pending pend;
+    struct hcache *hc; /* [NHCACHE] */
+    /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
+    uint64_t fast_h;
+    const uint32_t *fast_d;
+    uint32_t fast_n;
+};
+
 struct tthread {
     struct tthread *next; /* every thread ever set up */
     uint32_t index, tid;
@@ -96,25 +140,24 @@ struct tthread {
     uint64_t t_last;     /* tick of its last hand-over */
     struct ml_tr_pf *pf;
     /* Writer side. */
-    struct ml_tenc enc;
-    int open; /* a chunk is being encoded */
+    struct wst w;
     uint32_t seq;
-    uint64_t open_ns;
-    struct pending pend;
     int retired; /* final buffer processed, memory released */
-    /*
-     * Segment headers seen in the current chunk (gen) whose descriptor is valid, simple and
-     * whose sites are all seen and chained: seg_fast may encode them without looking again.
-     */
-    struct hcache {
-        uint64_t h;
-        const uint32_t *d;
-        uint32_t gen, n;
-    } * hc; /* [NHCACHE], allocated with the thread */
-    /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
-    uint64_t fast_h;
-    const uint32_t *fast_d;
-    uint32_t fast_n;
+    /* Self-encoding (see self_encode): the thread's own encoder, its chunks, their ring. */
+    struct wst pw;
+    uint8_t *ring;
+    size_t ring_head;
+    uint32_t pre_next;
+    struct pjob {
+        struct tjob job;
+        struct tthread *t;
+        uint8_t *out;
+        size_t len;
+        uint32_t count;
+        uint64_t t_first, t_last, raw, lost;
+        volatile uint32_t busy; /* queued to the writer, not yet written */
+    } pre[NPRE];
+    volatile int encoding; /* the thread is encoding a buffer itself */
 };
 
 struct tmodule {
@@ -138,10 +181,12 @@ struct segmap {
 
 static struct {
     pthread_mutex_t lock;
+    pthread_mutex_t enc_lock; /* the writer changes sites and maps; self_encode reads them */
     int init;
     volatile int disabled; /* no file or writer: records go to scratch */
     volatile int finishing;
     uint32_t options; /* ML_TF_* */
+    int self_mode;    /* SELF_*: when threads encode their own buffers */
     uint64_t tick0, mono0, real0;
     uint32_t pid, ppid;
     /* registration */
@@ -155,10 +200,13 @@ static struct {
     volatile int writer_sleeping;
     pthread_t writer;
     int writer_started;
+    int backlog;               /* the writer has more jobs waiting than the one it runs */
+    volatile uint64_t idle_ns; /* when the writer last found its queue empty */
     pid_t writer_tid;
     /* totals (writer) */
     uint64_t records, waits, wait_ticks, lost, raw_words;
     volatile uint64_t p_dropped, p_waits, p_wait_ticks; /* producers */
+    volatile uint64_t p_self;                           /* buffers threads encoded themselves */
     /* writer state */
     int fd;
     char path[4096];
@@ -174,7 +222,7 @@ static struct {
     unsigned (*z_iserror)(size_t);
     char faults_why[200], pfn_why[200], zstd_why[200];
     int open_regions;
-} tr = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+} tr = {.lock = PTHREAD_MUTEX_INITIALIZER, .enc_lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
 static __thread struct tthread *self __attribute__((tls_model("initial-exec")));
 /* Set once a thread's record is gone (it exited): later records go to scratch. */
@@ -259,6 +307,87 @@ static void use_scratch(void)
 
 static struct tthread *thread_setup(void);
 
+static void chunk_begin(struct wst *s, uint64_t t_first);
+static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost);
+
+/*
+ * No free buffer: rather than sleep until the writer gives one back, the
+ * thread encodes its full buffer b itself into a chunk that the writer only
+ * writes out (JOB_PRE, write_pre), and goes on in b. A program that records
+ * faster than the writer encodes then keeps both the writer and itself
+ * encoding instead of one of them waiting. The chunk starts its prediction
+ * afresh, like every chunk; it holds no page faults or time samples (the
+ * writer puts the faults in its next chunk). Returns 0 when the thread cannot
+ * (every slot or the ring still queued, the tables changing, too many sites, --collapse
+ * whose runs would be cut), and it waits as before.
+ */
+static int self_encode(struct tthread *t, struct tbuf *b)
+{
+    struct pjob *p;
+    struct wst *s = &t->pw;
+    uint64_t lost = 0;
+    size_t tail = SIZE_MAX, at = SIZE_MAX;
+
+    if ((tr.options & ML_TF_COLLAPSE) ||
+        (tr.self_mode != SELF_ALWAYS &&
+         ml_rt_mono_ns() - __atomic_load_n(&tr.idle_ns, __ATOMIC_RELAXED) < SELF_BUSY_NS))
+        return 0;
+    /* The next slot, and SELF_OUT bytes of the ring after the oldest chunk still queued:
+       slots are taken in turn and written in order, so the busy ones follow the next. */
+    p = &t->pre[t->pre_next % NPRE];
+    if (__atomic_load_n(&p->busy, __ATOMIC_ACQUIRE))
+        return 0;
+    for (uint32_t i = 1; i < NPRE; i++) {
+        const struct pjob *q = &t->pre[(t->pre_next + i) % NPRE];
+        if (__atomic_load_n(&q->busy, __ATOMIC_ACQUIRE)) {
+            tail = (size_t)(q->out - t->ring);
+            break;
+        }
+    }
+    if (tail == SIZE_MAX)
+        at = 0;
+    else if (t->ring_head > tail)
+        at = SELF_RING - t->ring_head >= SELF_OUT ? t->ring_head : tail >= SELF_OUT ? 0 : SIZE_MAX;
+    else if (t->ring_head < tail && tail - t->ring_head >= SELF_OUT)
+        at = t->ring_head;
+    if (at == SIZE_MAX || pthread_mutex_trylock(&tr.enc_lock))
+        return 0;
+    /* Every module registered so far must be known to the writer: b may hold its records. */
+    __atomic_store_n(&t->encoding, 1, __ATOMIC_SEQ_CST); /* before finishing is read */
+    if (tr.wsites > SELF_SITES || tr.wsites < __atomic_load_n(&tr.nsites, __ATOMIC_ACQUIRE) ||
+        tr.disabled || __atomic_load_n(&tr.finishing, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&t->encoding, 0, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&tr.enc_lock);
+        return 0;
+    }
+    p->out = t->ring + at;
+    s->enc.out = p->out;
+    chunk_begin(s, b->t_start);
+    process_buffer(s, b, &lost);
+    pthread_mutex_unlock(&tr.enc_lock);
+    s->open = 0;
+    p->count = s->enc.count;
+    if (s->enc.len + 16 <= s->enc.cap) {
+        s->enc.len = (size_t)(ml_tenc_flush_run(&s->enc, s->enc.out + s->enc.len) - s->enc.out);
+    } else { /* cannot happen with SELF_OUT's bound; lose the chunk rather than break it */
+        lost = b->used;
+        p->count = 0;
+    }
+    p->len = s->enc.len;
+    t->ring_head = at + p->len;
+    t->pre_next++;
+    p->t_first = b->t_start;
+    p->t_last = b->t_end > s->enc.t_cur ? b->t_end : s->enc.t_cur;
+    p->raw = b->used;
+    p->lost = lost;
+    b->nsamp = b->samp_skip = 0;
+    __atomic_store_n(&p->busy, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&tr.p_self, 1, __ATOMIC_RELAXED);
+    push_job(&p->job);
+    __atomic_store_n(&t->encoding, 0, __ATOMIC_RELEASE); /* finish() waits for the push */
+    return 1;
+}
+
 enum { HAND_NEXT, HAND_EXIT, HAND_DETACH };
 
 /*
@@ -282,20 +411,28 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         b->t_end = now;
         b->final = mode == HAND_EXIT;
         t->t_last = now;
-        if (mode == HAND_NEXT && (tr.options & ML_TF_DROP) && !(nb = pop_free(t))) {
+        int drop = (tr.options & ML_TF_DROP) != 0;
+        if (mode == HAND_NEXT && ((tr.self_mode == SELF_ALWAYS && !drop) || !(nb = pop_free(t)))) {
             /*
-             * --drop and no free buffer: b's records are lost and b stays
-             * current. It is never queued: the writer would read it while
-             * it is refilled, and queueing it again would corrupt the queue.
+             * No free buffer (or self=always). With --drop, b's records are
+             * lost and b stays current. It is never queued: the writer would
+             * read it while it is refilled, and queueing it again would
+             * corrupt the queue. Otherwise the thread encodes b itself when
+             * it can.
              */
             uint64_t lost = b->used;
-            __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
+            if (!drop && (tr.self_mode == SELF_OFF || !self_encode(t, b)))
+                goto queue;
             t->cur = b;
             __memlens_tb_ptr = b->words;
             __memlens_tb_end = b->words + BUF_WORDS;
-            ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
+            if (drop) {
+                __atomic_add_fetch(&tr.p_dropped, lost, __ATOMIC_RELAXED);
+                ml_tr_event(ML_EV_DROP, 0, lost, 0, 0, ML_EV_NOID);
+            }
             return;
         }
+    queue:
         push_job(&b->job);
     }
     if (mode != HAND_NEXT)
@@ -352,7 +489,8 @@ ML_EXPORT uint64_t *__memlens_trace_flush(uint64_t words)
             use_scratch();
             return scratch;
         }
-    } else if (tr.disabled || tr.finishing) {
+    } else if (tr.disabled || tr.finishing || t->encoding) {
+        /* (encoding: a signal handler's records while the thread encodes are lost) */
         use_scratch();
         return scratch;
     } else {
@@ -473,8 +611,10 @@ static void thread_exit(void *arg);
 static struct tthread *thread_setup(void)
 {
     struct tthread *t;
-    size_t words = (size_t)NBUFS * BUF_WORDS, len = words * 8;
+    size_t words = (size_t)NBUFS * BUF_WORDS, st_len = SELF_SITES * sizeof(struct ml_tstate);
+    size_t len = words * 8 + SELF_RING + st_len + NHCACHE * sizeof(struct hcache);
     uint64_t *mem;
+    uint8_t *self_mem;
 
     if (!tr.init)
         ml_tr_init();
@@ -483,20 +623,31 @@ static struct tthread *thread_setup(void)
     t = calloc(1, sizeof(*t));
     if (!t)
         return NULL;
-    t->hc = calloc(NHCACHE, sizeof(*t->hc));
-    if (!t->hc) {
+    t->w.hc = calloc(NHCACHE, sizeof(*t->w.hc));
+    if (!t->w.hc) {
         free(t);
         return NULL;
     }
     mem =
         mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
-        free(t->hc);
+        free(t->w.hc);
         free(t);
         return NULL;
     }
     t->mem = mem;
     t->memlen = len;
+    self_mem = (uint8_t *)(mem + words);
+    for (int i = 0; i < NPRE; i++) {
+        t->pre[i].job.type = JOB_PRE;
+        t->pre[i].t = t;
+    }
+    t->ring = self_mem;
+    t->pw.fixed = 1;
+    t->pw.enc.st = (struct ml_tstate *)(self_mem + SELF_RING);
+    t->pw.enc.cap_st = SELF_SITES;
+    t->pw.enc.cap = SELF_OUT;
+    t->pw.hc = (struct hcache *)(self_mem + SELF_RING + st_len);
     for (int i = 0; i < NBUFS; i++) {
         t->bufs[i].job.type = JOB_BUF;
         t->bufs[i].t = t;
@@ -616,8 +767,9 @@ static int write_all(const void *p, size_t n)
 static int compress_now(const struct ml_chunk_header *h)
 {
     static uint64_t waits_seen;
-    uint64_t w = __atomic_load_n(&tr.p_waits, __ATOMIC_RELAXED);
-    int behind = w != waits_seen;
+    uint64_t w = __atomic_load_n(&tr.p_waits, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&tr.p_self, __ATOMIC_RELAXED);
+    int behind = w != waits_seen || tr.backlog;
 
     if (h->type != ML_CK_DATA)
         return 1;
@@ -625,7 +777,8 @@ static int compress_now(const struct ml_chunk_header *h)
     return !behind;
 }
 
-static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n)
+/* raw: stored uncompressed whatever compress_now says (a chunk a thread encoded itself). */
+static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n, int raw)
 {
     struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
 
@@ -634,7 +787,7 @@ static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n
     h->clk_tick = ml_rt_ticks();
     h->clk_ns = ml_rt_mono_ns();
     tr.out.len = 0;
-    if (ml_chunk_build(&tr.out, tr.zctx && compress_now(h) ? &z : NULL, h, payload, n) ||
+    if (ml_chunk_build(&tr.out, tr.zctx && !raw && compress_now(h) ? &z : NULL, h, payload, n) ||
         write_all(tr.out.p, tr.out.len)) {
         say("cannot write trace '", tr.path, "': tracing stops here");
         close(tr.fd);
@@ -715,7 +868,7 @@ static void write_meta(void)
         return;
     }
     h.count = 8;
-    write_chunk(&h, b.p, b.len);
+    write_chunk(&h, b.p, b.len, 0);
     free(b.p);
 }
 
@@ -780,11 +933,11 @@ static void add_module(struct ml_ev_module *m)
     if (need > tr.wsites)
         tr.wsites = need;
     for (struct tthread *t = tr.threads; t; t = t->next) {
-        t->enc.sites = tr.sites;
-        t->enc.nsites = tr.wsites;
+        t->w.enc.sites = tr.sites;
+        t->w.enc.nsites = tr.wsites;
     }
     h = (struct ml_chunk_header){.type = ML_CK_SITES, .seq = m->site_base, .count = m->nsites};
-    write_chunk(&h, b.p, b.len);
+    write_chunk(&h, b.p, b.len, 0);
     b.len = 0;
     for (uint32_t i = 0; i < m->nmarkers; i++)
         if (ml_tbuf_marker(&b, &m->markers[i]))
@@ -792,7 +945,7 @@ static void add_module(struct ml_ev_module *m)
     h = (struct ml_chunk_header){
         .type = ML_CK_MARKERS, .seq = m->marker_base, .count = m->nmarkers};
     if (m->nmarkers)
-        write_chunk(&h, b.p, b.len);
+        write_chunk(&h, b.p, b.len, 0);
     if (!m->nsegwords || !m->segs)
         goto out;
     maps = realloc(tr.maps, (tr.nmaps + 1) * sizeof(*maps));
@@ -858,74 +1011,84 @@ static inline const struct segmap *find_map(uintptr_t h, const struct segmap *hi
     return NULL;
 }
 
-static void chunk_begin(struct tthread *t, uint64_t t_first)
+static void chunk_begin(struct wst *s, uint64_t t_first)
 {
-    t->fast_h = 0; /* the prediction state starts again */
-    t->enc.sites = tr.sites;
-    t->enc.nsites = tr.wsites;
-    ml_tenc_begin(&t->enc, t_first);
-    t->open = 1;
-    t->open_ns = ml_rt_mono_ns();
+    s->fast_h = 0; /* the prediction state starts again */
+    s->enc.sites = tr.sites;
+    s->enc.nsites = tr.wsites;
+    ml_tenc_begin(&s->enc, t_first);
+    s->open = 1;
+    s->open_ns = ml_rt_mono_ns();
+}
+
+/* The next DATA chunk of thread t, its records encoded in out. */
+static void write_data(struct tthread *t, uint32_t count, uint64_t t_first, uint64_t t_last,
+                       const void *out, size_t len, int raw)
+{
+    struct ml_chunk_header h = {.type = ML_CK_DATA,
+                                .thread = t->index,
+                                .seq = t->seq++,
+                                .count = count,
+                                .t_first = t_first,
+                                .t_last = t_last,
+                                .tid = t->tid};
+
+    tr.records += count;
+    write_chunk(&h, out, len, raw);
 }
 
 static void chunk_end(struct tthread *t, uint64_t t_last)
 {
-    struct ml_chunk_header h;
+    struct wst *s = &t->w;
 
-    if (!t->open)
+    if (!s->open)
         return;
-    if (ml_tenc_reserve(&t->enc, 16) == 0)
-        t->enc.len = (size_t)(ml_tenc_flush_run(&t->enc, t->enc.out + t->enc.len) - t->enc.out);
-    t->open = 0;
-    if (!t->enc.count)
+    if (ml_tenc_reserve(&s->enc, 16) == 0)
+        s->enc.len = (size_t)(ml_tenc_flush_run(&s->enc, s->enc.out + s->enc.len) - s->enc.out);
+    s->open = 0;
+    if (!s->enc.count)
         return;
-    if (t_last < t->enc.t_cur)
-        t_last = t->enc.t_cur;
-    h = (struct ml_chunk_header){.type = ML_CK_DATA,
-                                 .thread = t->index,
-                                 .seq = t->seq++,
-                                 .count = t->enc.count,
-                                 .t_first = t->enc.t_first,
-                                 .t_last = t_last,
-                                 .tid = t->tid};
-    tr.records += t->enc.count;
-    write_chunk(&h, t->enc.out, t->enc.len);
+    if (t_last < s->enc.t_cur)
+        t_last = s->enc.t_cur;
+    write_data(t, s->enc.count, s->enc.t_first, t_last, s->enc.out, s->enc.len, 0);
 }
 
 /* Room for n more records (or fewer when out of memory: then they are lost). */
-static int room(struct tthread *t, size_t n)
+static int room(struct wst *s, size_t n)
 {
-    if (t->enc.len + n * ML_TENC_MAX_REC <= t->enc.cap && t->enc.nsites <= t->enc.cap_st)
+    if (s->enc.len + n * ML_TENC_MAX_REC <= s->enc.cap && s->enc.nsites <= s->enc.cap_st)
         return 0;
-    return ml_tenc_reserve(&t->enc, n * ML_TENC_MAX_REC);
+    if (s->fixed) /* a thread encoding itself must not call malloc (signal handlers) */
+        return -ENOMEM;
+    return ml_tenc_reserve(&s->enc, n * ML_TENC_MAX_REC);
 }
 
-static void put_pending(struct tthread *t)
+static void put_pending(struct wst *s)
 {
-    struct pending *p = &t->pend;
+    struct pending *p = &s->pend;
 
     if (!p->weight)
         return;
-    ml_tenc_put(&t->enc, p->site, p->lo, (uint32_t)(p->hi - p->lo), p->weight, 0, 0);
+    ml_tenc_put(&s->enc, p->site, p->lo, (uint32_t)(p->hi - p->lo), p->weight, 0, 0);
     p->weight = 0;
 }
 
 /* One access record; --collapse merges it into the pending one when both touch one line. */
-static void put_access(struct tthread *t, uint32_t s, uint64_t addr, uint64_t len, uint32_t w)
+static void put_access(struct wst *s, uint32_t site, uint64_t addr, uint64_t len, uint32_t w)
 {
-    const struct ml_tsite *si = &tr.sites[s];
+    const struct ml_tsite *si = &tr.sites[site];
 
     if (tr.options & ML_TF_MARKERS_ONLY)
         return;
     while (len > 0x80000000ull) { /* sizes are 32-bit: split huge ranges */
-        ml_tenc_put(&t->enc, s, addr, 0x80000000u, w, 0, 0);
+        ml_tenc_put(&s->enc, site, addr, 0x80000000u, w, 0, 0);
         addr += 0x80000000ull;
         len -= 0x80000000ull;
-        if (room(t, 2))
+        if (room(s, 2))
             return;
     }
     if (tr.options & ML_TF_COLLAPSE) {
-        struct pending *p = &t->pend;
+        struct pending *p = &s->pend;
         uint64_t end = addr + (len ? len : 1);
         if (p->weight && p->kind == si->kind && addr >> 6 == p->lo >> 6 &&
             (end - 1) >> 6 == p->lo >> 6) {
@@ -934,11 +1097,11 @@ static void put_access(struct tthread *t, uint32_t s, uint64_t addr, uint64_t le
             p->weight += w;
             return;
         }
-        put_pending(t);
-        *p = (struct pending){s, w, addr, end, si->kind};
+        put_pending(s);
+        *p = (struct pending){site, w, addr, end, si->kind};
         return;
     }
-    ml_tenc_put(&t->enc, s, addr, (uint32_t)len, w, 0, 0);
+    ml_tenc_put(&s->enc, site, addr, (uint32_t)len, w, 0, 0);
 }
 
 struct fault_ctx {
@@ -948,21 +1111,22 @@ struct fault_ctx {
 static void put_fault(void *ctx, uint64_t tick, uint64_t addr)
 {
     struct tthread *t = ((struct fault_ctx *)ctx)->t;
+    struct wst *s = &t->w;
     uint64_t f[5] = {addr, 0, 0, 0, 0};
 
     /* First touches of the thread's own trace buffers are memlens', not the program's: how
        many there are depends on how fast the writer recycles buffers. */
     if (addr - (uint64_t)(uintptr_t)t->mem < t->memlen)
         return;
-    if (t->enc.count >= CHUNK_RECORDS) {
-        put_pending(t);
+    if (s->enc.count >= CHUNK_RECORDS) {
+        put_pending(s);
         chunk_end(t, tick);
-        chunk_begin(t, tick);
+        chunk_begin(s, tick);
     }
-    if (room(t, 3))
+    if (room(s, 3))
         return;
-    put_pending(t);
-    ml_tenc_event(&t->enc, ML_EV_PAGE_FAULT, tick, f, 5);
+    put_pending(s);
+    ml_tenc_event(&s->enc, ML_EV_PAGE_FAULT, tick, f, 5);
     if (ml_tr_pf_pfn_on()) {
         uint32_t flags = 0;
         uint64_t page = addr & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
@@ -970,7 +1134,7 @@ static void put_fault(void *ctx, uint64_t tick, uint64_t addr)
         f[1] = ml_tr_pfn(addr, &flags);
         f[2] = (uint64_t)sysconf(_SC_PAGESIZE);
         f[3] = flags;
-        ml_tenc_event(&t->enc, ML_EV_PFN, tick, f, 5);
+        ml_tenc_event(&s->enc, ML_EV_PFN, tick, f, 5);
     }
 }
 
@@ -978,14 +1142,15 @@ static void put_fault(void *ctx, uint64_t tick, uint64_t addr)
 static void faults_upto(struct tthread *t, uint64_t upto)
 {
     struct fault_ctx c = {t};
+    struct wst *s = &t->w;
     uint64_t lost = 0;
 
     if (!t->pf)
         return;
     ml_tr_pf_read(t->pf, upto, put_fault, &c, &lost);
-    if (lost && !room(t, 1)) {
+    if (lost && !room(s, 1)) {
         uint64_t f[5] = {0, lost, 0, 0, 0};
-        ml_tenc_event(&t->enc, ML_EV_FAULTS_LOST, upto, f, 5);
+        ml_tenc_event(&s->enc, ML_EV_FAULTS_LOST, upto, f, 5);
     }
 }
 
@@ -997,14 +1162,15 @@ static uint64_t time_at(const struct tbuf *b, uint64_t pos)
     return b->t_start + (uint64_t)((double)(b->t_end - b->t_start) * (double)pos / b->used);
 }
 
-static void lost_words(struct tthread *t, const uint64_t *w, const uint64_t *end, uint64_t tick)
+static void lost_words(struct wst *s, uint64_t *lost, const uint64_t *w, const uint64_t *end,
+                       uint64_t tick)
 {
     uint64_t f[5] = {0, (uint64_t)(end - w), 0, 0, 0};
 
-    if (end <= w || room(t, 1))
+    if (end <= w || room(s, 1))
         return;
-    tr.lost += (uint64_t)(end - w);
-    ml_tenc_event(&t->enc, ML_EV_LOST, tick, f, 5);
+    *lost += (uint64_t)(end - w);
+    ml_tenc_event(&s->enc, ML_EV_LOST, tick, f, 5);
 }
 
 /* Where in b a fault at tick f most likely happened: its records are spread evenly in time. */
@@ -1027,13 +1193,13 @@ static const uint64_t *fault_word(const struct tbuf *b, uint64_t f)
  * included: prev is the segment's last site, whose successor must be its
  * first), so they only lengthen the pending run. Returns where it stopped.
  */
-static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint64_t *stop)
+static const uint64_t *fast_run(struct wst *s, const uint64_t *w, const uint64_t *stop)
 {
-    const uint32_t *d = t->fast_d;
-    uint32_t n = t->fast_n, budget, k;
-    struct ml_tenc *e = &t->enc;
+    const uint32_t *d = s->fast_d;
+    uint32_t n = s->fast_n, budget, k;
+    struct ml_tenc *e = &s->enc;
     struct ml_tstate *st = e->st;
-    const uint64_t h = t->fast_h, *w0 = w;
+    const uint64_t h = s->fast_h, *w0 = w;
     uint64_t pred[ML_TB_MAX_SEG], stride[ML_TB_MAX_SEG];
 
     if (st[d[n] & 0x3fffffffu].succ != (d[1] & 0x3fffffffu) || e->count >= CHUNK_RECORDS)
@@ -1073,10 +1239,10 @@ static const uint64_t *fast_run(struct tthread *t, const uint64_t *w, const uint
  * Whether segment d (n simple sites) may take seg_fast in this chunk: every
  * site seen, each followed by the next. Remembered in the thread's cache.
  */
-static int seg_check(struct tthread *t, uint64_t h, const uint32_t *d, uint32_t n)
+static int seg_check(struct wst *s, uint64_t h, const uint32_t *d, uint32_t n)
 {
-    struct ml_tenc *e = &t->enc;
-    struct hcache *c = &t->hc[(h >> 3) % NHCACHE];
+    struct ml_tenc *e = &s->enc;
+    struct hcache *c = &s->hc[(h >> 3) % NHCACHE];
 
     for (uint32_t k = 0; k < n; k++) {
         const struct ml_tstate *x = &e->st[d[k + 1] & 0x3fffffffu];
@@ -1182,28 +1348,39 @@ static inline int seg_fast(struct ml_tstate *st, struct fenc *f, const uint64_t 
     return p == p0; /* all predicted: the next one may well be too (fast_run) */
 }
 
-/* Encodes one buffer of raw words into t's open chunk. */
-static void process_buffer(struct tbuf *b)
+/*
+ * Encodes one buffer of raw words: the writer (s is the thread's writer
+ * state) into the thread's open chunk, with its page faults and time points;
+ * a thread encoding itself (self_encode: s is its own state, the chunk begun)
+ * only the buffer's records, counting what it cannot encode in *lost.
+ */
+static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
 {
     struct tthread *t = b->t;
     const uint64_t *w = b->words, *end = b->words + b->used;
     const struct segmap *hint = NULL;
-    const uint64_t *fw = fault_word(b, ml_tr_pf_peek(t->pf));
-    uint32_t si = 0;
+    int writer = s == &t->w;
+    const uint64_t *fw = writer ? fault_word(b, ml_tr_pf_peek(t->pf)) : end + 1;
+    uint32_t si = 0, nsamp = writer ? b->nsamp : 0;
     int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY));
 
-    if (!t->open)
-        chunk_begin(t, b->t_start);
+    if (!s->open) { /* faults the thread took while it encoded a buffer itself come first */
+        uint64_t pf = ml_tr_pf_peek(t->pf);
+        chunk_begin(s, pf < b->t_start ? pf : b->t_start);
+    }
     while (w < end) {
         uint64_t h;
         unsigned tag;
         const uint64_t *stop = end;
 
-        while (si < b->nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
+        while (si < nsamp && (uint64_t)(w - b->words) >= b->samp_pos[si]) {
             /* A collapsed run keeps the time of its first access: a time point taken
-               while it is pending would cut it at a moment that depends on the writer. */
-            if (b->samp_tick[si] <= b->t_end && !t->pend.weight && !room(t, 1))
-                ml_tenc_time(&t->enc, b->samp_tick[si]);
+               while it is pending would cut it at a moment that depends on the writer.
+               A sample older than the buffer was left by the sampler racing a thread that
+               encoded its buffer itself. */
+            if (b->samp_tick[si] <= b->t_end && b->samp_tick[si] >= s->enc.t_cur &&
+                !s->pend.weight && !room(s, 1))
+                ml_tenc_time(&s->enc, b->samp_tick[si]);
             si++;
         }
         if (w >= fw) { /* put_fault ends a pending run only for a fault it records */
@@ -1212,37 +1389,37 @@ static void process_buffer(struct tbuf *b)
             if (fw <= w)
                 fw = w + 1;
         }
-        if (t->enc.count >= CHUNK_RECORDS) {
+        if (s->enc.count >= CHUNK_RECORDS) {
             uint64_t cut = time_at(b, (uint64_t)(w - b->words));
-            put_pending(t);
+            put_pending(s);
             chunk_end(t, cut);
-            chunk_begin(t, cut);
+            chunk_begin(s, cut);
         }
         /* Segments the fast paths take, up to the next time point or fault. */
-        if (si < b->nsamp && b->words + b->samp_pos[si] < stop)
+        if (si < nsamp && b->words + b->samp_pos[si] < stop)
             stop = b->words + b->samp_pos[si];
         if (fw < stop)
             stop = fw;
-        if (fast_ok && !room(t, 4096)) {
+        if (fast_ok && !room(s, 4096)) {
             /* Within the room just made and the chunk's record bound, no check per segment. */
-            size_t budget = (t->enc.cap - t->enc.len) / ML_TENC_MAX_REC;
-            if (budget > CHUNK_RECORDS - t->enc.count)
-                budget = CHUNK_RECORDS - t->enc.count;
+            size_t budget = (s->enc.cap - s->enc.len) / ML_TENC_MAX_REC;
+            if (budget > CHUNK_RECORDS - s->enc.count)
+                budget = CHUNK_RECORDS - s->enc.count;
             struct fenc f;
-            struct ml_tstate *st = t->enc.st;
-            const struct hcache *hc = t->hc;
-            uint32_t gen = t->enc.gen;
-            uint64_t fast_h = t->fast_h;
-            fenc_load(&f, &t->enc);
+            struct ml_tstate *st = s->enc.st;
+            const struct hcache *hc = s->hc;
+            uint32_t gen = s->enc.gen;
+            uint64_t fast_h = s->fast_h;
+            fenc_load(&f, &s->enc);
             while (w < stop) {
                 const struct hcache *c;
                 h = *w;
                 if (h == fast_h) {
                     const uint64_t *nw;
-                    fenc_store(&f, &t->enc);
-                    t->fast_h = fast_h;
-                    nw = fast_run(t, w, stop);
-                    fenc_load(&f, &t->enc);
+                    fenc_store(&f, &s->enc);
+                    s->fast_h = fast_h;
+                    nw = fast_run(s, w, stop);
+                    fenc_load(&f, &s->enc);
                     if (nw != w) {
                         budget = f.count >= CHUNK_RECORDS ? 0 : budget;
                         if (budget > CHUNK_RECORDS - f.count)
@@ -1256,20 +1433,20 @@ static void process_buffer(struct tbuf *b)
                     break;
                 budget -= c->n;
                 fast_h = seg_fast(st, &f, w + 1, c->d, c->n) ? h : 0;
-                t->fast_d = c->d;
-                t->fast_n = c->n;
+                s->fast_d = c->d;
+                s->fast_n = c->n;
                 w += 1 + c->n;
             }
-            fenc_store(&f, &t->enc);
-            t->fast_h = fast_h;
+            fenc_store(&f, &s->enc);
+            s->fast_h = fast_h;
         }
         if (w >= end)
             break;
-        if (w >= stop || t->enc.count >= CHUNK_RECORDS)
+        if (w >= stop || s->enc.count >= CHUNK_RECORDS)
             continue; /* a time point, a fault or a chunk boundary first */
         h = *w;
         tag = (unsigned)(h & ML_TB_TAG_MASK);
-        t->fast_h = 0;
+        s->fast_h = 0;
         if (!h)
             break; /* no entry starts with 0: the rest is damaged */
         if (tag == 0) {
@@ -1287,46 +1464,47 @@ static void process_buffer(struct tbuf *b)
             words = d[0] >> 16;
             if (w + 1 + words > end)
                 break;
-            if (room(t, n))
+            if (room(s, n))
                 break;
             w++;
             for (uint32_t k = 1; k <= n; k++) {
                 uint32_t gs = d[k] & 0x3fffffffu, nw = d[k] >> 30;
                 if (nw == 1) {
-                    put_access(t, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
+                    put_access(s, gs, w[0], tr.sites[gs].size, tr.sites[gs].weight);
                 } else if (nw == 2) {
                     simple = 0;
-                    put_access(t, gs, w[0], w[1], tr.sites[gs].weight);
+                    put_access(s, gs, w[0], w[1], tr.sites[gs].weight);
                 } else {
                     simple = 0;
-                    put_pending(t);
-                    ml_tenc_put(&t->enc, gs, 0, 0, 1, 0, 0);
+                    put_pending(s);
+                    ml_tenc_put(&s->enc, gs, 0, 0, 1, 0, 0);
                 }
                 w += nw;
             }
-            if (simple && (d[0] & SEG_SIMPLE) && seg_check(t, h, d, n)) {
-                t->fast_h = h;
-                t->fast_d = d;
-                t->fast_n = n;
+            if (simple && (d[0] & SEG_SIMPLE) && seg_check(s, h, d, n)) {
+                s->fast_h = h;
+                s->fast_d = d;
+                s->fast_n = n;
             }
             continue;
         }
         if (tag == ML_TB_TAG_EVENT) {
             unsigned nw = (unsigned)(h >> 3) & 31, kind = (unsigned)(h >> 8) & 0xff;
             uint64_t arg = h >> 16, tick;
-            if (w + 1 + nw > end || nw < 1 || room(t, 3))
+            if (w + 1 + nw > end || nw < 1 || room(s, 3))
                 break;
             tick = w[1];
-            faults_upto(t, tick);
-            put_pending(t);
+            if (writer)
+                faults_upto(t, tick);
+            put_pending(s);
             if (kind == 0) { /* a marker reached through a call, exactly timed */
                 if (arg < tr.wsites && ml_ev_is_marker(tr.sites[arg].kind))
-                    ml_tenc_put(&t->enc, (uint32_t)arg, 0, 0, 1, 1, tick);
+                    ml_tenc_put(&s->enc, (uint32_t)arg, 0, 0, 1, 1, tick);
             } else {
                 uint64_t f[5] = {0, 0, 0, 0, arg <= tr.wsites ? arg : 0};
                 for (unsigned i = 0; i < 4 && i + 2 <= nw; i++)
                     f[i] = w[2 + i];
-                ml_tenc_event(&t->enc, kind, tick, f, 5);
+                ml_tenc_event(&s->enc, kind, tick, f, 5);
             }
             w += 1 + nw;
             continue;
@@ -1335,26 +1513,28 @@ static void process_buffer(struct tbuf *b)
             unsigned nw = (unsigned)(h >> 3) & 31;
             uint64_t gs = h >> 8;
             if (w + 1 + nw > end || nw < 1 || gs >= tr.wsites ||
-                !ml_ev_is_access(tr.sites[gs].kind) || room(t, 2))
+                !ml_ev_is_access(tr.sites[gs].kind) || room(s, 2))
                 break;
-            put_access(t, (uint32_t)gs, w[1], nw >= 2 ? w[2] : tr.sites[gs].size,
+            put_access(s, (uint32_t)gs, w[1], nw >= 2 ? w[2] : tr.sites[gs].size,
                        nw >= 3 ? (uint32_t)w[3] : tr.sites[gs].weight);
             w += 1 + nw;
             continue;
         }
         break;
     }
-    lost_words(t, w, end, b->t_end);
+    lost_words(s, lost, w, end, b->t_end);
+    if (!writer)
+        return;
     /* A pending collapsed run goes on in the next buffer, so buffer ends and chunks cut by
        time (which depend on the writer) never split it; the thread's last buffer ends it. */
     if (b->final)
-        put_pending(t);
-    if (!room(t, 2)) {
+        put_pending(s);
+    if (!room(s, 2)) {
         faults_upto(t, b->t_end);
-        if (!t->pend.weight)
-            ml_tenc_time(&t->enc, b->t_end);
+        if (!s->pend.weight)
+            ml_tenc_time(&s->enc, b->t_end);
     }
-    if (b->final || ml_rt_mono_ns() - t->open_ns > CHUNK_NS)
+    if (b->final || ml_rt_mono_ns() - s->open_ns > CHUNK_NS)
         chunk_end(t, b->t_end);
 }
 
@@ -1363,9 +1543,9 @@ static void retire(struct tthread *t)
     t->retired = 1;
     ml_tr_pf_close(t->pf);
     t->pf = NULL;
-    ml_tenc_free(&t->enc);
-    free(t->hc);
-    t->hc = NULL;
+    ml_tenc_free(&t->w.enc);
+    free(t->w.hc);
+    t->w.hc = NULL;
     munmap(t->mem, t->memlen);
 }
 
@@ -1375,8 +1555,8 @@ static void do_sync(struct sync *s)
     struct ml_trace_end e;
 
     for (struct tthread *t = tr.threads; t; t = t->next)
-        if (t->open) {
-            put_pending(t);
+        if (t->w.open) {
+            put_pending(&t->w);
             faults_upto(t, ml_rt_ticks());
             chunk_end(t, ml_rt_ticks());
         }
@@ -1384,6 +1564,7 @@ static void do_sync(struct sync *s)
     e.reason = s->reason;
     e.signal = s->signal;
     e.nthreads = tr.nthreads;
+    e.self_encoded = tr.p_self > UINT32_MAX ? UINT32_MAX : (uint32_t)tr.p_self;
     e.records = tr.records;
     e.dropped = tr.p_dropped; /* the stream's drop records say the same, and may be lost */
     e.waits = tr.p_waits;
@@ -1395,9 +1576,34 @@ static void do_sync(struct sync *s)
         if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
             e.writer_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     }
-    write_chunk(&h, &e, sizeof(e));
+    write_chunk(&h, &e, sizeof(e), 0);
     __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
     futex_wake(&s->done);
+}
+
+/*
+ * A buffer a thread encoded itself (self_encode): the writer's open chunk of
+ * that thread ends first, with the thread's page faults up to then, so that
+ * its chunks keep the order of its records.
+ */
+static void write_pre(struct pjob *p)
+{
+    struct tthread *t = p->t;
+    uint64_t pf = ml_tr_pf_peek(t->pf);
+
+    tr.raw_words += p->raw;
+    tr.lost += p->lost;
+    if (!tr.disabled && p->count) {
+        if (!t->w.open && pf <= p->t_first)
+            chunk_begin(&t->w, pf);
+        if (t->w.open) {
+            put_pending(&t->w);
+            faults_upto(t, p->t_first);
+            chunk_end(t, p->t_first);
+        }
+        write_data(t, p->count, p->t_first, p->t_last, p->out, p->len, 1);
+    }
+    __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
 }
 
 static void run_job(struct tjob *j)
@@ -1407,18 +1613,24 @@ static void run_job(struct tjob *j)
         struct tthread *t = b->t;
         tr.raw_words += b->used;
         if (!tr.disabled)
-            process_buffer(b);
+            process_buffer(&t->w, b, &tr.lost);
         b->nsamp = b->samp_skip = 0;
         if (b->final)
             retire(t);
         else
             push_free(t, b);
+    } else if (j->type == JOB_PRE) {
+        write_pre((struct pjob *)j);
     } else if (j->type == JOB_MODULE) {
+        /* Threads encoding themselves read the tables: not while they change. */
+        pthread_mutex_lock(&tr.enc_lock);
         add_module(((struct tmodule *)j)->m);
+        pthread_mutex_unlock(&tr.enc_lock);
         free(j);
     } else if (j->type == JOB_UNMODULE) {
         struct tmodule *u = (struct tmodule *)j;
         uintptr_t lo = (uintptr_t)u->m->segs;
+        pthread_mutex_lock(&tr.enc_lock);
         for (uint32_t i = 0; i < tr.nmaps; i++)
             if (tr.maps[i].lo == lo) {
                 free(tr.maps[i].prep);
@@ -1429,10 +1641,11 @@ static void run_job(struct tjob *j)
             }
         /* The threads' caches may point into the descriptors just freed. */
         for (struct tthread *t = tr.threads; t; t = t->next) {
-            if (t->hc)
-                memset(t->hc, 0, NHCACHE * sizeof(*t->hc));
-            t->fast_h = 0;
+            if (t->w.hc)
+                memset(t->w.hc, 0, NHCACHE * sizeof(*t->w.hc));
+            t->w.fast_h = 0;
         }
+        pthread_mutex_unlock(&tr.enc_lock);
         __atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
     } else if (j->type == JOB_SYNC) {
         do_sync((struct sync *)j);
@@ -1503,6 +1716,7 @@ static void *writer_main(void *arg)
             last_sample = now;
         }
         if (!list) {
+            __atomic_store_n(&tr.idle_ns, now, __ATOMIC_RELAXED);
             /* While threads record, wake for the next sample; otherwise rarely. */
             struct timespec ts = {0, active ? SAMPLE_NS : 20000000};
             __atomic_store_n(&tr.writer_sleeping, 1, __ATOMIC_RELEASE);
@@ -1519,6 +1733,7 @@ static void *writer_main(void *arg)
         }
         while (rev) {
             struct tjob *n = rev->next;
+            tr.backlog = n != NULL;
             run_job(rev);
             rev = n;
         }
@@ -1577,6 +1792,14 @@ static void finish(uint32_t reason, uint32_t sig)
         return;
     if ((pid_t)ml_rt_gettid() == tr.writer_tid)
         return; /* the writer itself is dying: nothing can be saved */
+    /* A thread encoding a buffer itself queues it before the END (no new one starts now). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (struct tthread *t = tr.threads; t; t = t->next) {
+        uint64_t t0 = ml_rt_mono_ns();
+        while (t != self && __atomic_load_n(&t->encoding, __ATOMIC_SEQ_CST) &&
+               ml_rt_mono_ns() - t0 < FINISH_ENCODE_NS)
+            pause_ns(20000);
+    }
     for (struct tthread *t = tr.threads; t; t = t->next) {
         uint64_t *used;
         if (t->retired || !t->cur)
@@ -1662,6 +1885,7 @@ static void after_fork_child(void)
         if (!t->retired)
             munmap(t->mem, t->memlen);
     pthread_mutex_init(&tr.lock, NULL);
+    pthread_mutex_init(&tr.enc_lock, NULL);
     tr.ppid = tr.pid;
     tr.pid = (uint32_t)getpid();
     tr.tick0 = ml_rt_ticks();
@@ -1677,7 +1901,7 @@ static void after_fork_child(void)
     tr.threads = NULL;
     tr.nthreads = 0;
     tr.records = tr.waits = tr.wait_ticks = tr.lost = 0;
-    tr.p_dropped = tr.p_waits = tr.p_wait_ticks = 0;
+    tr.p_dropped = tr.p_waits = tr.p_wait_ticks = tr.p_self = 0;
     tr.wsites = 0; /* tables are written again for the new file */
     tr.nmaps = 0;
     free(tr.maps);
@@ -1719,10 +1943,14 @@ static void parse_options(void)
                 faults = 0;
             else if (!strcmp(w, "no-pfn"))
                 pfn = 0;
+            else if (!strcmp(w, "self=off"))
+                tr.self_mode = SELF_OFF;
+            else if (!strcmp(w, "self=always"))
+                tr.self_mode = SELF_ALWAYS;
             else
                 say("ignoring unknown MEMLENS_TRACE option '", w,
                     "' (known: start=off, regions-only, markers-only, collapse, drop, "
-                    "no-faults, no-pfn)");
+                    "no-faults, no-pfn, self=off, self=always)");
         }
     }
     ml_tr_pf_probe(faults, pfn, tr.faults_why, sizeof(tr.faults_why), tr.pfn_why,
