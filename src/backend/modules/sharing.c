@@ -50,8 +50,8 @@ struct byte_ent {
  * mask), the others free). A loop storing through a line from one site (an array's
  * initialisation, a stream) then touches only the header: one metadata line per store, not two.
  */
-#define SOLE            (1u << 30)
-#define THREAD(owner)   ((owner) & ~(OTHERS | SOLE))
+#define SOLE          (1u << 30)
+#define THREAD(owner) ((owner) & ~(OTHERS | SOLE))
 
 struct line_ent {   /* the header */
     uint32_t owner; /* thread + 1 of the last storing thread (0: never stored), | OTHERS, SOLE */
@@ -114,6 +114,8 @@ struct sharing {
     struct spend pend[PEND];
     uint32_t npend;
     uint64_t unshadowed;
+    uint32_t storer; /* thread + 1 of the only thread that stored in this worker's lines; 0: none,
+                        UINT32_MAX: several */
     int nomem;
 };
 
@@ -628,8 +630,13 @@ static uint32_t sh_chunk(void *st, struct ml_bworker *w, uint32_t thread, const 
         if (blob)
             continue;
         count++;
+        /* a load can only see another thread's bytes once another thread stored */
+        if (kind == ML_EV_LOAD && (!s->storer || s->storer == thread + 1))
+            continue;
         if (kind - ML_EV_LOAD > ML_EV_RMW - ML_EV_LOAD || (n > 1 && ml_bpart_addr(rec[1], n) != me))
             continue;
+        if (kind != ML_EV_LOAD && s->storer != thread + 1)
+            s->storer = s->storer ? UINT32_MAX : thread + 1;
         on_access(s, thread + 1, kind, rec);
     }
     *records += count;
