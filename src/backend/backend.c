@@ -656,7 +656,8 @@ static int queue_create(struct ml_backend *b, char *err, size_t errlen)
     h->data_off = ml_q_data_off(slots);
     h->max_slots = slots;
     h->consumers = b->deal ? 1 : b->o.workers;
-    h->spin_ns = b->o.workers < cores() ? ML_Q_SPIN_NS : ML_Q_SPIN_FEW_NS;
+    /* workers reading at once, and the program, each with a core: spin longer */
+    h->spin_ns = (b->cap ? b->cap : b->o.workers) < cores() ? ML_Q_SPIN_NS : ML_Q_SPIN_FEW_NS;
     h->backend_pid = (int32_t)getpid();
     snprintf(b->env, sizeof(b->env), "%d:%llx", b->fd, (unsigned long long)token);
     return 0;
@@ -689,6 +690,12 @@ int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, cha
     for (uint32_t i = 0; i < o->nmods; i++)
         b->mods[i] = o->mods[i];
     build_dispatch(b);
+    if (b->deal) { /* one core for the program, the others for readers (see turn_take) */
+        uint32_t c = cores();
+        b->cap = c > 1 ? c - 1 : 1;
+        if (b->cap >= o->workers)
+            b->cap = 0;
+    }
     if ((rc = queue_create(b, err, errlen))) {
         ml_backend_free(b);
         return rc;
@@ -696,12 +703,6 @@ int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, cha
     if (!(b->ws = calloc(o->workers, sizeof(*b->ws))) ||
         (b->deal && !(b->claims = calloc(b->h->max_slots, sizeof(*b->claims)))))
         goto nomem;
-    if (b->deal) { /* one core for the program, the others for readers (see turn_take) */
-        uint32_t c = cores();
-        b->cap = c > 1 ? c - 1 : 1;
-        if (b->cap >= o->workers)
-            b->cap = 0;
-    }
     for (uint32_t w = 0; w < o->workers; w++) {
         struct wstate *ws = &b->ws[w];
         ws->w.index = w;
