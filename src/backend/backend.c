@@ -71,6 +71,7 @@ struct ml_backend {
     uint32_t cap;             /* deal: workers reading at once at most (0: all of them) */
     _Atomic uint32_t active;  /* deal with a cap: workers holding a turn to read */
     _Atomic uint32_t await;   /* workers asleep until a turn is free */
+    _Atomic int want0;        /* the next free turn is worker 0's (a blob chunk waits) */
     struct wstate *ws;
     _Atomic int dead, abandon;
     struct ml_bblob *blobs, **blobs_tail;
@@ -502,16 +503,23 @@ static void tail(struct wstate *ws)
  * on two cores, a producer and two workers that each woke for chunks took
  * 39% longer than with one worker (bench/queue.sh), woken workers landing on
  * the producer's core while the other core idled. A worker gives its turn
- * back when the chunk next in a slot is worker 0's (blob fragments), and
- * when it ends. After the program died every worker reads, turn or not.
+ * back when it ends, and to worker 0 as soon as a chunk next in some slot is
+ * worker 0's (blob fragments: that thread waits for it, however busy the
+ * other slots keep the turn's holder). After the program died every worker
+ * reads, turn or not.
  */
-static int turn_take(struct ml_backend *b)
+static int turn_take(struct ml_backend *b, uint32_t me)
 {
     uint32_t n = atomic_load(&b->active);
 
+    if (me && atomic_load(&b->want0))
+        return 0;
     while (n < b->cap)
-        if (atomic_compare_exchange_weak(&b->active, &n, n + 1))
+        if (atomic_compare_exchange_weak(&b->active, &n, n + 1)) {
+            if (!me)
+                atomic_store(&b->want0, 0);
             return 1;
+        }
     return 0;
 }
 
@@ -519,7 +527,7 @@ static void turn_give(struct ml_backend *b)
 {
     atomic_fetch_sub(&b->active, 1);
     if (atomic_load(&b->await))
-        ml_q_futex(&b->active, FUTEX_WAKE, 1, NULL);
+        ml_q_futex(&b->active, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 static void *worker_main(void *arg)
@@ -530,21 +538,29 @@ static void *worker_main(void *arg)
     const struct timespec ts = {0, 20000000};
     uint64_t idle = 0, spin0 = 0;
     int turn = !b->cap; /* holds a turn to read */
+    uint32_t got;
 
     for (;;) {
         int dead = atomic_load(&b->dead);
         uint32_t v = atomic_load(&h->pub);
         if (atomic_load(&b->abandon))
             break;
-        if (!turn && !dead && !(turn = turn_take(b))) {
+        if (!turn && !dead && !(turn = turn_take(b, ws->w.index))) {
             uint32_t a = atomic_load(&b->active);
             atomic_fetch_add(&b->await, 1);
-            if (a >= b->cap && !atomic_load(&b->dead))
+            if ((a >= b->cap || atomic_load(&b->want0)) && !atomic_load(&b->dead))
                 ml_q_futex(&b->active, FUTEX_WAIT, a, &ts);
             atomic_fetch_sub(&b->await, 1);
             continue;
         }
-        if (pass(ws)) {
+        got = pass(ws);
+        if (b->cap && turn && ws->blob_next) { /* this worker could not read on: worker 0's turn */
+            atomic_store(&b->want0, 1);
+            turn_give(b);
+            turn = 0;
+            got = 1;
+        }
+        if (got) {
             idle = 0;
             continue;
         }
@@ -555,10 +571,6 @@ static void *worker_main(void *arg)
         if (idle % 16 || ml_q_now_ns() - spin0 < h->spin_ns) {
             ml_q_relax();
             continue;
-        }
-        if (b->cap && ws->blob_next) { /* and waits for a chunk without it */
-            turn_give(b);
-            turn = 0;
         }
         atomic_fetch_add(&h->cwait, 1);
         if (atomic_load(&h->pub) == v && !atomic_load(&b->dead))
