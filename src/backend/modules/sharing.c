@@ -649,6 +649,7 @@ const struct ml_module ml_module_sharing = {
     .chunk = sh_chunk,
     .ev_kinds = ML_BEV(ML_EV_LOAD) | ML_BEV(ML_EV_STORE) | ML_BEV(ML_EV_RMW),
     .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE,
+    .ev_shared_loads = 1,
     .init = sh_init,
     .merge = sh_merge,
     .report = sh_report,
