@@ -4,7 +4,8 @@
 # instrumented code uses) and waits until the backend has read them all; 'memlens profile -m
 # stats' reads them with 1 and with 2 consumers (worker threads). 'stats' alone has its chunks
 # dealt out (docs/profile.md, "Dealing"): each 1 MiB chunk is read by one of the consumers, which
-# counts every event in it. Beside it, the same bytes copied by memcpy in 1 MiB pieces between
+# counts every event in it; at most one consumer per CPU but one reads at a time ("Turns"), so on
+# a 2-core machine the second consumer only stands by. Beside it, the same bytes copied by memcpy in 1 MiB pieces between
 # two 64 MiB buffers. The three runs are
 # interleaved round-robin, RUNS rounds, and each figure is the median over rounds; ratios are
 # taken within a round. ns/event and GB/s count the time from the first append to the moment

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,6 +51,7 @@ struct wstate {
     void *st[MAX_MODS];
     uint64_t events, bytes, chunks, corrupt, blob_lost;
     uint64_t busy_ns;        /* time spent reading chunks */
+    int blob_next;           /* deal: a chunk of worker 0's (blob) is next in some slot */
     struct partial_blob *pb; /* worker 0: blobs being joined, per thread */
     uint32_t npb;
 };
@@ -66,6 +68,10 @@ struct ml_backend {
     uint32_t nchunk_mods;
     int deal;                 /* each chunk to one worker (every module is chunk_any) */
     _Atomic uint64_t *claims; /* deal: per slot, the next chunk to hand out */
+    uint32_t cap;             /* deal: workers reading at once at most (0: all of them) */
+    _Atomic uint32_t active;  /* deal with a cap: workers holding a turn to read */
+    _Atomic uint32_t await;   /* workers asleep until a turn is free */
+    _Atomic int want0;        /* the next free turn is worker 0's (a blob chunk waits) */
     struct wstate *ws;
     _Atomic int dead, abandon;
     struct ml_bblob *blobs, **blobs_tail;
@@ -384,10 +390,10 @@ static uint32_t gather(struct ml_q_header *h, uint32_t s, uint64_t *seq, struct 
  * Dealing: takes the chunks of slot s that are full and next to hand out
  * (both at most); the compare-and-swap on the slot's claim makes each chunk
  * one worker's. Chunks holding blob fragments are left to worker 0, which
- * joins blobs, in order.
+ * joins blobs, in order (*blob_next is then set).
  */
 static uint32_t claim(struct ml_q_header *h, _Atomic uint64_t *next, uint32_t s, uint32_t me,
-                      struct ready *r)
+                      struct ready *r, int *blob_next)
 {
     struct ml_q_slot *sl = ml_q_slot(h, s);
     uint32_t got = 0;
@@ -395,9 +401,12 @@ static uint32_t claim(struct ml_q_header *h, _Atomic uint64_t *next, uint32_t s,
     while (got < 2) {
         uint64_t seq = atomic_load(next);
         struct ml_q_chunk *ch = &sl->chunk[seq & 1];
-        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != seq ||
-            (me && (ch->flags & ML_Q_CHUNK_BLOB)))
+        if (atomic_load_explicit(&ch->state, memory_order_acquire) != ML_Q_FULL || ch->seq != seq)
             break;
+        if (me && (ch->flags & ML_Q_CHUNK_BLOB)) {
+            *blob_next = 1;
+            break;
+        }
         if (atomic_compare_exchange_weak(next, &seq, seq + 1))
             r[got++] = (struct ready){ch->t1, s, (uint32_t)(seq & 1)};
     }
@@ -426,11 +435,13 @@ static uint32_t pass(struct wstate *ws)
 
     if (n > h->max_slots)
         n = h->max_slots;
+    ws->blob_next = 0;
     for (int scan = 0; scan < 2; scan++)
         for (uint32_t s = 0; s < n; s++) {
             uint64_t seq = ws->next_seq[s];
             if (ws->w.whole) {
-                got += claim(h, &ws->w.b->claims[s], s, ws->w.index, ws->ready + got);
+                got +=
+                    claim(h, &ws->w.b->claims[s], s, ws->w.index, ws->ready + got, &ws->blob_next);
                 continue;
             }
             got += gather(h, s, &seq, ws->ready + got);
@@ -484,6 +495,41 @@ static void tail(struct wstate *ws)
     }
 }
 
+/*
+ * Dealt chunks on a machine with fewer cores than workers plus the program:
+ * a worker reads, and waits for chunks, only while it holds one of cap turns;
+ * the others sleep until a turn is free. Each chunk is read once whoever
+ * reads it, so readers beyond the spare cores only take the program's core:
+ * on two cores, a producer and two workers that each woke for chunks took
+ * 39% longer than with one worker (bench/queue.sh), woken workers landing on
+ * the producer's core while the other core idled. A worker gives its turn
+ * back when it ends, and to worker 0 as soon as a chunk next in some slot is
+ * worker 0's (blob fragments: that thread waits for it, however busy the
+ * other slots keep the turn's holder). After the program died every worker
+ * reads, turn or not.
+ */
+static int turn_take(struct ml_backend *b, uint32_t me)
+{
+    uint32_t n = atomic_load(&b->active);
+
+    if (me && atomic_load(&b->want0))
+        return 0;
+    while (n < b->cap)
+        if (atomic_compare_exchange_weak(&b->active, &n, n + 1)) {
+            if (!me)
+                atomic_store(&b->want0, 0);
+            return 1;
+        }
+    return 0;
+}
+
+static void turn_give(struct ml_backend *b)
+{
+    atomic_fetch_sub(&b->active, 1);
+    if (atomic_load(&b->await))
+        ml_q_futex(&b->active, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 static void *worker_main(void *arg)
 {
     struct wstate *ws = arg;
@@ -491,13 +537,30 @@ static void *worker_main(void *arg)
     struct ml_q_header *h = b->h;
     const struct timespec ts = {0, 20000000};
     uint64_t idle = 0, spin0 = 0;
+    int turn = !b->cap; /* holds a turn to read */
+    uint32_t got;
 
     for (;;) {
         int dead = atomic_load(&b->dead);
         uint32_t v = atomic_load(&h->pub);
         if (atomic_load(&b->abandon))
-            return NULL;
-        if (pass(ws)) {
+            break;
+        if (!turn && !dead && !(turn = turn_take(b, ws->w.index))) {
+            uint32_t a = atomic_load(&b->active);
+            atomic_fetch_add(&b->await, 1);
+            if ((a >= b->cap || atomic_load(&b->want0)) && !atomic_load(&b->dead))
+                ml_q_futex(&b->active, FUTEX_WAIT, a, &ts);
+            atomic_fetch_sub(&b->await, 1);
+            continue;
+        }
+        got = pass(ws);
+        if (b->cap && turn && ws->blob_next) { /* this worker could not read on: worker 0's turn */
+            atomic_store(&b->want0, 1);
+            turn_give(b);
+            turn = 0;
+            got = 1;
+        }
+        if (got) {
             idle = 0;
             continue;
         }
@@ -514,8 +577,23 @@ static void *worker_main(void *arg)
             ml_q_futex(&h->pub, FUTEX_WAIT, v, &ts);
         atomic_fetch_sub(&h->cwait, 1);
     }
-    tail(ws);
+    if (turn && b->cap)
+        turn_give(b);
+    if (!atomic_load(&b->abandon))
+        tail(ws);
     return NULL;
+}
+
+/* Cores this process may run on. */
+static uint32_t cores(void)
+{
+    cpu_set_t set;
+    long n;
+
+    if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+        return (uint32_t)CPU_COUNT(&set);
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
 }
 
 /* ---- the backend ---- */
@@ -590,8 +668,8 @@ static int queue_create(struct ml_backend *b, char *err, size_t errlen)
     h->data_off = ml_q_data_off(slots);
     h->max_slots = slots;
     h->consumers = b->deal ? 1 : b->o.workers;
-    h->spin_ns =
-        b->o.workers < (uint32_t)sysconf(_SC_NPROCESSORS_ONLN) ? ML_Q_SPIN_NS : ML_Q_SPIN_FEW_NS;
+    /* workers reading at once, and the program, each with a core: spin longer */
+    h->spin_ns = (b->cap ? b->cap : b->o.workers) < cores() ? ML_Q_SPIN_NS : ML_Q_SPIN_FEW_NS;
     h->backend_pid = (int32_t)getpid();
     snprintf(b->env, sizeof(b->env), "%d:%llx", b->fd, (unsigned long long)token);
     return 0;
@@ -624,6 +702,12 @@ int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, cha
     for (uint32_t i = 0; i < o->nmods; i++)
         b->mods[i] = o->mods[i];
     build_dispatch(b);
+    if (b->deal) { /* one core for the program, the others for readers (see turn_take) */
+        uint32_t c = cores();
+        b->cap = c > 1 ? c - 1 : 1;
+        if (b->cap >= o->workers)
+            b->cap = 0;
+    }
     if ((rc = queue_create(b, err, errlen))) {
         ml_backend_free(b);
         return rc;
@@ -700,6 +784,7 @@ void ml_backend_beat(struct ml_backend *b)
 static void join_all(struct ml_backend *b)
 {
     ml_q_futex(&b->h->pub, FUTEX_WAKE, INT_MAX, NULL);
+    ml_q_futex(&b->active, FUTEX_WAKE, INT_MAX, NULL);
     for (uint32_t w = 0; w < b->o.workers; w++)
         if (b->ws[w].started) {
             pthread_join(b->ws[w].th, NULL);

@@ -97,6 +97,8 @@ struct ml_module {
      * them out elsewhere unless another chosen module needs them.
      */
     uint64_t ev_objs_only;
+    /* The module needs no loads of variables no pointer names (ML_EVF_SHARED_LOADS). */
+    int ev_shared_loads;
     /* A fresh state for worker w (NULL: out of memory). */
     void *(*init)(struct ml_bworker *w);
     /* Folds state from into into and frees from; returns 0 or -errno. */

@@ -122,6 +122,13 @@ enum ml_ev_field {
      */
     ML_EVF_FUNC_OBJS = 1u << 6,
     ML_EVF_LOOP_OBJS = 1u << 7,
+    /*
+     * No loads of variables whose address is never taken (an alloca only
+     * loaded and stored): no other thread can store in them, so such a load
+     * cannot see another thread's bytes. Set when every chosen module asks for
+     * no more (sharing); stores are all kept (they make lines change owner).
+     */
+    ML_EVF_SHARED_LOADS = 1u << 8,
 };
 
 /* Kinds of marker (the semantic entity a marker site names). */

@@ -47,4 +47,24 @@ assert not [r for r in rows if (r["src"] in halves[0] and r["dst"] in halves[1])
 PY
     done
 done
+
+# -O0: loads of variables no pointer names are left out of sharing builds (no other thread can
+# store in them), not of a build with another module. Counted with the stats module, the loads
+# that stay: the 10000 of g[i], add()'s *to and main's t (address taken); not those of s, i, r
+# and of add()'s parameter slots.
+cp "$here/profile/sharing-locals.c" .
+"$M" cc --events=sharing -O0 -g sharing-locals.c -o sl || fail "cc sharing-locals"
+"$M" cc --events=sharing,dep -O0 -g sharing-locals.c -o sld || fail "cc sharing-locals dep"
+loads() { # build -> load events (kind 1) seen by the stats module
+    rm -rf out
+    [ "$("$M" profile -m stats -o out -q -- "./$1" 2>/dev/null)" = "4995000 4995000" ] ||
+        fail "output of $1"
+    python3 -c 'import csv, sys
+print(sum(int(r["events"]) for r in csv.DictReader(open(sys.argv[1])) if r["kind"] == "1"))' \
+        out/"$1".*.stats.csv
+}
+n=$(loads sl) || exit 1
+[ "$n" = 10002 ] || fail "sharing build: $n load events, want 10002"
+n=$(loads sld) || exit 1
+[ "$n" -gt 30000 ] || fail "sharing,dep build: $n load events, want the locals' too"
 exit 0

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -429,7 +430,7 @@ static void test_mixed_modules(void **state)
  * (one reader per chunk), blob chunks to worker 0, the partly filled chunk
  * of a dead program once; every event is counted once.
  */
-static void test_dealt_chunks(void **state)
+static void dealt_chunks(void)
 {
     const struct ml_module *mods[] = {ml_module_find("stats")};
     enum { PER = 3000, CHUNKS = 12 };
@@ -441,7 +442,6 @@ static void test_dealt_chunks(void **state)
     void *st;
     int err;
 
-    (void)state;
     fake_attach_mods(&f, 3, 2, mods, 1);
     fake_slot(&f, 0);
     fake_slot(&f, 1);
@@ -473,6 +473,29 @@ static void test_dealt_chunks(void **state)
     ml_backend_free(f.b);
     munmap(f.h, f.size);
     free(buf);
+}
+
+static void test_dealt_chunks(void **state)
+{
+    (void)state;
+    dealt_chunks();
+}
+
+/*
+ * The same on one core: the three workers take turns (one reads at a time),
+ * the turn passing to worker 0 for the blob chunk.
+ */
+static void test_dealt_turns(void **state)
+{
+    cpu_set_t all, one;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    dealt_chunks();
+    assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
 /* The driver names a missing callback. */
@@ -587,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_module_check),   cmocka_unit_test(test_owned_ranges),
         cmocka_unit_test(test_files),          cmocka_unit_test(test_stacks),
         cmocka_unit_test(test_mixed_modules),  cmocka_unit_test(test_dealt_chunks),
+        cmocka_unit_test(test_dealt_turns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

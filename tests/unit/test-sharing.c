@@ -209,9 +209,11 @@ static uint64_t next(void)
 /*
  * n random accesses, mostly a thread working on "its" lines (the fast path)
  * with some touching others' lines; workers 1 or 2 (split by address as the
- * driver does, then merged).
+ * driver does, then merged). The first solo accesses are thread 1's alone (a
+ * serial phase, whose loads the module skips until a second thread stores),
+ * over all the lines.
  */
-static void check_random(uint32_t workers, uint32_t n, uint32_t lines)
+static void check_random(uint32_t workers, uint32_t n, uint32_t lines, uint32_t solo)
 {
     static const unsigned sizes[] = {1, 2, 4, 8, 8, 8, 16, 64, 100};
     struct ml_bworker w[2] = {{.index = 0, .n = workers}, {.index = 1, .n = workers}};
@@ -228,12 +230,12 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t lines)
         assert_non_null(st[i] = mod()->init(&w[i]));
     for (uint32_t i = 0; i < n; i++) {
         /* runs of one thread's events, as in a chunk */
-        uint32_t thread = next() % 4 ? prev : (uint32_t)(next() % NTHR);
+        uint32_t thread = i < solo ? 1 : next() % 4 ? prev : (uint32_t)(next() % NTHR);
         uint32_t site = (uint32_t)(next() % NSITES);
         unsigned kind = (unsigned)(next() % 8), size = sizes[next() % 9];
         /* each thread mostly uses its own quarter of the lines, 1 in 8 anywhere */
-        uint64_t line =
-            next() % 8 ? thread * (lines / NTHR) + next() % (lines / NTHR) : next() % lines;
+        uint64_t line = next() % 8 && i >= solo ? thread * (lines / NTHR) + next() % (lines / NTHR)
+                                                : next() % lines;
         uint64_t a = BASE + 0x1000 - (lines < 64 ? lines / 2 : 32) * 64 + line * 64, rec[4];
         kind = kind < 4 ? ML_EV_LOAD : kind < 7 ? ML_EV_STORE : ML_EV_RMW;
         if (next() % 4 == 0)
@@ -294,19 +296,26 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t lines)
 static void test_one_worker(void **state)
 {
     (void)state;
-    check_random(1, 200000, 16);
+    check_random(1, 200000, 16, 0);
 }
 
 static void test_many_lines(void **state)
 {
     (void)state;
-    check_random(1, 100000, 96);
+    check_random(1, 100000, 96, 0);
 }
 
 static void test_two_workers(void **state)
 {
     (void)state;
-    check_random(2, 100000, 400); /* 7 blocks of 4 KiB */
+    check_random(2, 100000, 400, 0); /* 7 blocks of 4 KiB */
+}
+
+static void test_serial_phase(void **state)
+{
+    (void)state;
+    check_random(1, 100000, 96, 30000);
+    check_random(2, 100000, 400, 30000);
 }
 
 int main(void)
@@ -315,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_one_worker),
         cmocka_unit_test(test_many_lines),
         cmocka_unit_test(test_two_workers),
+        cmocka_unit_test(test_serial_phase),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,9 +45,16 @@ struct byte_ent {
 
 #define SLOTS  4
 #define OTHERS (1u << 31) /* in owner: bytes outside mask may hold stores (per-byte entries) */
+/*
+ * In owner: every byte of mask was stored by site, and the slots are not in use (slot 0 is (site,
+ * mask), the others free). A loop storing through a line from one site (an array's
+ * initialisation, a stream) then touches only the header: one metadata line per store, not two.
+ */
+#define SOLE          (1u << 30)
+#define THREAD(owner) ((owner) & ~(OTHERS | SOLE))
 
 struct line_ent {   /* the header */
-    uint32_t owner; /* thread + 1 of the last storing thread (0: never stored), | OTHERS */
+    uint32_t owner; /* thread + 1 of the last storing thread (0: never stored), | OTHERS, SOLE */
     uint32_t site;  /* the owner's last store (src of false sharing) */
     uint64_t mask;  /* bytes the owner stored since it took the line */
 };
@@ -107,6 +114,8 @@ struct sharing {
     struct spend pend[PEND];
     uint32_t npend;
     uint64_t unshadowed;
+    uint32_t storer; /* thread + 1 of the only thread that stored in this worker's lines; 0: none,
+                        UINT32_MAX: several */
     int nomem;
 };
 
@@ -156,7 +165,8 @@ static inline struct line_ent *line_of(struct sharing *s, uint64_t line, int cre
     return (void *)meta_of(s->hdrs, s->hc, line / HDR_DIV, create);
 }
 
-/* The line's slots (all free when never stored in); NULL when not shadowed. */
+/* The line's slots (all free when never stored in); NULL when not shadowed. Not for SOLE lines:
+ * see slots_read. */
 static inline struct line_slots *slots_of(struct sharing *s, uint64_t line, int create)
 {
     static const struct line_slots none;
@@ -164,6 +174,18 @@ static inline struct line_slots *slots_of(struct sharing *s, uint64_t line, int 
 
     _Static_assert(sizeof(struct line_slots) <= LINE, "slots fit their metadata");
     return sl || create ? sl : (struct line_slots *)&none;
+}
+
+/* The slots of a line the slow paths read: from the header when SOLE, in tmp. */
+static inline const struct line_slots *slots_read(struct sharing *s, const struct line_ent *l,
+                                                  uint64_t line, struct line_slots *tmp)
+{
+    if (!(l->owner & SOLE))
+        return slots_of(s, line, 0);
+    memset(tmp, 0, sizeof(*tmp));
+    tmp->m[0] = l->mask;
+    tmp->s[0] = l->site + 1;
+    return tmp;
 }
 
 static uint64_t skey_hash(const struct skey *k)
@@ -309,8 +331,9 @@ struct seen {
 static void load_slow(struct sharing *s, const struct line_ent *l, uint64_t line, uint64_t m,
                       uint32_t site, uint32_t me, struct seen *v)
 {
-    const struct line_slots *sl = slots_of(s, line, 0);
-    const uint32_t owner = l->owner & ~OTHERS;
+    struct line_slots tmp;
+    const struct line_slots *sl = slots_read(s, l, line, &tmp);
+    const uint32_t owner = THREAD(l->owner);
     const struct byte_ent *b;
 
     /* reading what another thread stored, all from one of its sites: one pair */
@@ -345,7 +368,7 @@ static inline void load_line(struct sharing *s, const struct line_ent *l, uint64
 {
     if (!l->owner)
         return; /* never stored in */
-    if ((l->owner & ~OTHERS) == me) {
+    if (THREAD(l->owner) == me) {
         m &= ~l->mask; /* bytes this thread stored last are its own */
         if (!m || !(l->owner & OTHERS))
             return;
@@ -354,21 +377,22 @@ static inline void load_line(struct sharing *s, const struct line_ent *l, uint64
 }
 
 /* Another thread takes the line: false or true sharing with its owner, whose pending bytes go
- * to the per-byte entries. */
-static void take_line(struct sharing *s, struct line_ent *l, struct line_slots *sl, uint64_t line,
-                      uint64_t m, uint32_t site, uint32_t me)
+ * to the per-byte entries. The line starts SOLE for its new owner. */
+static void take_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
+                      uint32_t site, uint32_t me)
 {
-    uint32_t prev = l->owner & ~OTHERS;
+    uint32_t prev = THREAD(l->owner);
 
     if (prev) {
+        struct line_slots tmp;
+        const struct line_slots *sl = slots_read(s, l, line, &tmp);
         pair(s, line, l->site, site, prev - 1, me - 1, (l->mask & m) != 0);
-        for (int k = 0; k < SLOTS; k++)
+        for (int k = 0; sl && k < SLOTS; k++)
             if (sl->m[k])
                 put_bytes(s, line, sl->m[k], sl->s[k], prev);
     }
-    l->owner = prev ? me | OTHERS : me;
+    l->owner = (prev ? me | OTHERS : me) | SOLE;
     l->mask = 0;
-    memset(sl, 0, sizeof(*sl));
 }
 
 /* The bytes m of a store of site1 - 1 whose site is not in slot 0: the slots are searched, the
@@ -400,14 +424,27 @@ static void store_slots(struct sharing *s, struct line_slots *l, uint64_t line, 
 static inline void store_line(struct sharing *s, struct line_ent *l, uint64_t line, uint64_t m,
                               uint32_t site, uint32_t me)
 {
-    struct line_slots *sl = slots_of(s, line, 1);
+    struct line_slots *sl;
 
-    if (!sl) {
+    if (__builtin_expect(THREAD(l->owner) != me, 0))
+        take_line(s, l, line, m, site, me);
+    if (__builtin_expect((l->owner & SOLE) && (l->site == site || !l->mask), 1)) {
+        l->site = site;
+        l->mask |= m;
+        if (l->mask == ~0ull)
+            l->owner = me | SOLE;
+        return;
+    }
+    if (!(sl = slots_of(s, line, 1))) {
         s->unshadowed++;
         return;
     }
-    if (__builtin_expect((l->owner & ~OTHERS) != me, 0))
-        take_line(s, l, sl, line, m, site, me);
+    if (l->owner & SOLE) { /* a second site: the slots come into use, slot 0 from the header */
+        memset(sl, 0, sizeof(*sl));
+        sl->m[0] = l->mask;
+        sl->s[0] = l->site + 1;
+        l->owner &= ~SOLE;
+    }
     l->site = site;
     l->mask |= m;
     if (l->mask == ~0ull)
@@ -593,8 +630,13 @@ static uint32_t sh_chunk(void *st, struct ml_bworker *w, uint32_t thread, const 
         if (blob)
             continue;
         count++;
+        /* a load can only see another thread's bytes once another thread stored */
+        if (kind == ML_EV_LOAD && (!s->storer || s->storer == thread + 1))
+            continue;
         if (kind - ML_EV_LOAD > ML_EV_RMW - ML_EV_LOAD || (n > 1 && ml_bpart_addr(rec[1], n) != me))
             continue;
+        if (kind != ML_EV_LOAD && s->storer != thread + 1)
+            s->storer = s->storer ? UINT32_MAX : thread + 1;
         on_access(s, thread + 1, kind, rec);
     }
     *records += count;
@@ -607,6 +649,7 @@ const struct ml_module ml_module_sharing = {
     .chunk = sh_chunk,
     .ev_kinds = ML_BEV(ML_EV_LOAD) | ML_BEV(ML_EV_STORE) | ML_BEV(ML_EV_RMW),
     .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE,
+    .ev_shared_loads = 1,
     .init = sh_init,
     .merge = sh_merge,
     .report = sh_report,

@@ -465,15 +465,22 @@ int ml_ev_accesses(LLVMTargetDataRef td, LLVMValueRef in, struct ml_ev_point out
     return 0;
 }
 
+static int address_taken(LLVMValueRef a);
+
 /* The accesses of one instruction, as points with sites. */
 static int access_points(struct ml_ev *ev, struct plist *l, LLVMValueRef fn, LLVMValueRef in)
 {
     struct ml_ev_point a[2];
     int n = ml_ev_accesses(ev->ir->td, in, a), rc = 0;
 
-    for (int k = 0; k < n && !rc; k++)
+    for (int k = 0; k < n && !rc; k++) {
+        LLVMValueRef p = ml_ev_operand(&a[k], a[k].addr_op);
+        if ((ev->o.fields & ML_EVF_SHARED_LOADS) && a[k].kind == ML_EV_LOAD && p &&
+            LLVMIsAAllocaInst(p) && !address_taken(p))
+            continue;
         rc = push_point(ev, l, fn, a[k].kind, in, a[k].addr_op, a[k].len_op, a[k].size,
                         a[k].value_op, ML_EV_NOID);
+    }
     return rc;
 }
 
