@@ -114,7 +114,8 @@ struct dep {
     struct ml_shadow *sh4; /* two cells per 8-byte word split in halves */
     struct pool p1;        /* eight cells per word split in bytes */
     uint64_t clock;
-    uint32_t cur; /* thread of the events being read */
+    uint32_t cur;       /* thread of the events being read */
+    uint64_t cur_start; /* the clock when it began (0: none yet) */
     struct seg *seg;
     uint64_t nseg, capseg;
     struct lthread *t;
@@ -257,6 +258,7 @@ static void switch_thread(struct dep *d, uint32_t thread)
         d->clock++;
     d->seg[d->nseg++] = (struct seg){d->clock, thread};
     d->cur = thread;
+    d->cur_start = d->clock;
 }
 
 /* The thread whose access was stamped with clock c. */
@@ -362,17 +364,13 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
  * Where an access at clock c of this thread lies from the thread's open
  * loops: sets the key's loop and carried, returns the distance in iterations.
  */
-static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
-                                unsigned *carried)
+static uint64_t classify_deep(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
+                              unsigned *carried)
 {
-    uint32_t n = t ? t->depth : 0, i, a, b;
+    uint32_t n = t->depth, i, a, b;
     const struct lframe *f;
     uint64_t it, lo, hi;
 
-    *loop = 0;
-    *carried = 0;
-    if (!n || c < t->f[0].start)
-        return 0;
     /*
      * Frame k+1 opened in frame k's current iteration, so starts and
      * iteration starts ascend with depth: the innermost frame that started
@@ -416,6 +414,23 @@ static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t
     return it - lo;
 }
 
+/* The common cases first: before every open loop, or in the innermost one's current iteration. */
+static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
+                                unsigned *carried)
+{
+    uint32_t n = t ? t->depth : 0;
+
+    *loop = 0;
+    *carried = 0;
+    if (!n || c < t->f[0].start)
+        return 0;
+    if (c >= t->f[n - 1].iter_start) {
+        *loop = (uint32_t)t->f[n - 1].id + 1;
+        return 0;
+    }
+    return classify_deep(d, t, c, loop, carried);
+}
+
 struct access {
     struct dep *d;
     struct lthread *t;
@@ -425,22 +440,29 @@ struct access {
     uint64_t lw, ww, wr; /* the last cell value each kind made a dependence from (one per run) */
 };
 
-static void depend(struct access *a, uint64_t from, unsigned kind)
+/* A dependence of kind from the access whose cell value is from to site, an access of thread. */
+static inline __attribute__((always_inline)) void
+depend_on(struct dep *d, const struct lthread *t, uint32_t thread, uint32_t site, uint64_t from,
+          unsigned kind)
 {
-    struct dep *d = a->d;
     uint64_t c = P_CLOCK(from), dist;
     struct pair_key k;
     uint32_t loop;
     unsigned carried;
 
-    if (d->nseg && c < d->seg[d->nseg - 1].start && thread_at(d, c) != a->thread) {
+    if (c < d->cur_start && thread_at(d, c) != thread) {
         d->cross_thread++;
         return;
     }
-    dist = classify(d, a->t, c, &loop, &carried);
-    k.sd = KEY_SD(P_SITE(from) - 1, a->site);
+    dist = classify(d, t, c, &loop, &carried);
+    k.sd = KEY_SD(P_SITE(from) - 1, site);
     k.lk = KEY_LK(loop, kind, carried);
     add_pair(d, &k, 1, dist);
+}
+
+static void depend(struct access *a, uint64_t from, unsigned kind)
+{
+    depend_on(a->d, a->t, a->thread, a->site, from, kind);
 }
 
 static inline void cell_access(struct access *a, struct cell *c)
@@ -618,6 +640,76 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t
     ml_bw_owned_ranges(w, addr, addr + len, access_range, &a);
 }
 
+/*
+ * The common accesses, without the general path: aligned, of 8 to 64 bytes
+ * on words each held by one cell, or of 4 bytes on a word split in halves.
+ * The same steps as access_range; returns 0, having changed nothing, to
+ * leave the record to on_mem.
+ */
+static inline int fast_mem(struct dep *d, const struct ml_bworker *w, const struct lthread *t,
+                           uint32_t thread, const uint64_t *rec, int load, int store)
+{
+    const unsigned size = ML_Q_AUX(rec[0]);
+    const uint64_t addr = rec[1], site = ML_Q_ID(rec[0]), me = PACK(site + 1, d->clock);
+    uint64_t lw = 0, ww = 0, wr = 0;
+    struct cell *c, *v;
+    unsigned n;
+
+    if (size == 4) {
+        if ((addr & 3) || site >= SPLIT4 - 1)
+            return 0;
+        n = 1;
+    } else {
+        /* one 4 KiB block (so one owner and one shadow page) */
+        if ((size & 7) || !size || (addr & 7) || site >= SPLIT4 - 1 ||
+            (addr & ((1u << ML_BPART_BLOCK_BITS) - 1)) + size > (1u << ML_BPART_BLOCK_BITS))
+            return 0;
+        n = size >> 3;
+    }
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1; /* another worker's */
+    if (!(c = (struct cell *)(void *)ml_shadow_at(d->sh, addr & ~7ull)))
+        return 0;
+    v = c;
+    if (size == 4) {
+        if (P_SITE(c->w) != SPLIT4 ||
+            !(v = (struct cell *)(void *)ml_shadow_at(d->sh4, addr & ~7ull)))
+            return 0;
+        v += (addr >> 2) & 1;
+    } else {
+        for (unsigned i = 0; i < n; i++)
+            if (P_SITE(c[i].w) >= SPLIT4)
+                return 0;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct cell *e = &v[i];
+        if (load && e->w && e->w != lw) {
+            lw = e->w;
+            depend_on(d, t, thread, (uint32_t)site, e->w, RAW);
+        }
+        if (!store) {
+            e->r = me;
+            continue;
+        }
+        if (e->w && e->w != ww) {
+            ww = e->w;
+            depend_on(d, t, thread, (uint32_t)site, e->w, WAW);
+        }
+        if (e->r && e->r != wr) {
+            wr = e->r;
+            depend_on(d, t, thread, (uint32_t)site, e->r, WAR);
+        }
+        e->w = me;
+        e->r = 0;
+    }
+    if (v != c && store) { /* halves alike again are one cell */
+        const struct cell *o = addr & 4 ? v - 1 : v + 1;
+        if (o->w == v->w && o->r == v->r)
+            *c = *v;
+    }
+    return 1;
+}
+
 /* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
  */
 #define AHEAD 8u
@@ -656,13 +748,16 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         count++;
         switch (kind) {
         case ML_EV_LOAD:
-            on_mem(d, w, t, thread, rec, 1, 0);
+            if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 1, 0))
+                on_mem(d, w, t, thread, rec, 1, 0);
             break;
         case ML_EV_STORE:
-            on_mem(d, w, t, thread, rec, 0, 1);
+            if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 0, 1))
+                on_mem(d, w, t, thread, rec, 0, 1);
             break;
         case ML_EV_RMW:
-            on_mem(d, w, t, thread, rec, 1, 1);
+            if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 1, 1))
+                on_mem(d, w, t, thread, rec, 1, 1);
             break;
         case ML_EV_LOOP_ENTRY:
         case ML_EV_LOOP_ITER:
