@@ -646,8 +646,10 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t
  * The same steps as access_range; returns 0, having changed nothing, to
  * leave the record to on_mem.
  */
-static inline int fast_mem(struct dep *d, const struct ml_bworker *w, const struct lthread *t,
-                           uint32_t thread, const uint64_t *rec, int load, int store)
+static inline __attribute__((always_inline)) int fast_mem(struct dep *d,
+                                                          const struct ml_bworker *w,
+                                                          const struct lthread *t, uint32_t thread,
+                                                          const uint64_t *rec, int load, int store)
 {
     const unsigned size = ML_Q_AUX(rec[0]);
     const uint64_t addr = rec[1], site = ML_Q_ID(rec[0]), me = PACK(site + 1, d->clock);
@@ -676,6 +678,22 @@ static inline int fast_mem(struct dep *d, const struct ml_bworker *w, const stru
             !(v = (struct cell *)(void *)ml_shadow_at(d->sh4, addr & ~7ull)))
             return 0;
         v += (addr >> 2) & 1;
+    } else if (n == 1) { /* the most common access: no loop */
+        if (P_SITE(c->w) >= SPLIT4)
+            return 0;
+        if (load && c->w)
+            depend_on(d, t, thread, (uint32_t)site, c->w, RAW);
+        if (!store) {
+            c->r = me;
+            return 1;
+        }
+        if (c->w)
+            depend_on(d, t, thread, (uint32_t)site, c->w, WAW);
+        if (c->r)
+            depend_on(d, t, thread, (uint32_t)site, c->r, WAR);
+        c->w = me;
+        c->r = 0;
+        return 1;
     } else {
         for (unsigned i = 0; i < n; i++)
             if (P_SITE(c[i].w) >= SPLIT4)
