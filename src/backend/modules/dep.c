@@ -441,9 +441,9 @@ struct access {
 };
 
 /* A dependence of kind from the access whose cell value is from to site, an access of thread. */
-static inline __attribute__((always_inline)) void
-depend_on(struct dep *d, const struct lthread *t, uint32_t thread, uint32_t site, uint64_t from,
-          unsigned kind)
+static inline __attribute__((always_inline)) void depend_on(struct dep *d, const struct lthread *t,
+                                                            uint32_t thread, uint32_t site,
+                                                            uint64_t from, unsigned kind)
 {
     uint64_t c = P_CLOCK(from), dist;
     struct pair_key k;
@@ -646,8 +646,7 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t
  * The same steps as access_range; returns 0, having changed nothing, to
  * leave the record to on_mem.
  */
-static inline __attribute__((always_inline)) int fast_mem(struct dep *d,
-                                                          const struct ml_bworker *w,
+static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const struct ml_bworker *w,
                                                           const struct lthread *t, uint32_t thread,
                                                           const uint64_t *rec, int load, int store)
 {
