@@ -361,49 +361,36 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
 }
 
 /*
- * Where an access at clock c of this thread lies from the thread's open
- * loops: sets the key's loop and carried, returns the distance in iterations.
+ * The innermost open frame that started at or before c (c at or after the
+ * first frame's start). Frame k+1 opened in frame k's current iteration, so
+ * starts and iteration starts ascend with depth: that frame is the only one
+ * that can carry (those outside it hold c in their current iteration). A
+ * binary search: recursion makes deep stacks.
  */
-static uint64_t classify_deep(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
-                              unsigned *carried)
+static uint32_t frame_at(const struct lthread *t, uint64_t c)
 {
-    uint32_t n = t->depth, i, a, b;
-    const struct lframe *f;
-    uint64_t it, lo, hi;
+    uint32_t a = 0, b = t->depth - 1;
 
-    /*
-     * Frame k+1 opened in frame k's current iteration, so starts and
-     * iteration starts ascend with depth: the innermost frame that started
-     * at or before c is the only one that can carry (those outside it hold c
-     * in their current iteration). A binary search: recursion makes deep stacks.
-     */
-    if (c >= t->f[n - 1].start) {
-        i = n - 1;
-    } else {
-        for (a = 0, b = n - 1; a < b;) {
-            uint32_t mid = a + (b - a + 1) / 2;
-            if (t->f[mid].start <= c)
-                a = mid;
-            else
-                b = mid - 1;
-        }
-        i = a;
+    while (a < b) {
+        uint32_t mid = a + (b - a + 1) / 2;
+        if (t->f[mid].start <= c)
+            a = mid;
+        else
+            b = mid - 1;
     }
-    f = &t->f[i];
-    it = f->iter;
-    *loop = (uint32_t)f->id + 1;
-    if (c >= f->iter_start)
-        return 0;
-    *carried = 1;
-    /* The iteration that held clock c: the last one that started at or before it. */
-    if (it && f->ring[(it - 1) & (f->rcap - 1)] <= c)
-        return 1;
-    lo = it >= f->rcap ? it - f->rcap + 1 : 0;
+    return a;
+}
+
+/* The distance in iterations of frame f back to clock c, older than its last iteration. */
+static uint64_t ring_distance(struct dep *d, const struct lframe *f, uint64_t c)
+{
+    uint64_t it = f->iter, lo = it >= f->rcap ? it - f->rcap + 1 : 0, hi = it;
+
     if (f->ring[lo & (f->rcap - 1)] > c) {
         d->far++;
         return it - lo + 1;
     }
-    hi = it;
+    /* The iteration that held clock c: the last one that started at or before it. */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo + 1) / 2;
         if (f->ring[mid & (f->rcap - 1)] <= c)
@@ -414,21 +401,38 @@ static uint64_t classify_deep(struct dep *d, const struct lthread *t, uint64_t c
     return it - lo;
 }
 
-/* The common cases first: before every open loop, or in the innermost one's current iteration. */
+/*
+ * Where an access at clock c of this thread lies from the thread's open
+ * loops: sets the key's loop and carried, returns the distance in
+ * iterations. Inline for the common cases: before every open loop, in the
+ * carrying frame's current or last iteration, found among a few frames.
+ */
 static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
                                 unsigned *carried)
 {
-    uint32_t n = t ? t->depth : 0;
+    uint32_t n = t ? t->depth : 0, i;
+    const struct lframe *f;
 
     *loop = 0;
     *carried = 0;
     if (!n || c < t->f[0].start)
         return 0;
-    if (c >= t->f[n - 1].iter_start) {
-        *loop = (uint32_t)t->f[n - 1].id + 1;
-        return 0;
+    if (c >= t->f[n - 1].start) {
+        i = n - 1;
+    } else if (n <= 4) {
+        for (i = n - 2; c < t->f[i].start; i--)
+            ;
+    } else {
+        i = frame_at(t, c);
     }
-    return classify_deep(d, t, c, loop, carried);
+    f = &t->f[i];
+    *loop = (uint32_t)f->id + 1;
+    if (c >= f->iter_start)
+        return 0;
+    *carried = 1;
+    if (f->iter && f->ring[(f->iter - 1) & (f->rcap - 1)] <= c)
+        return 1;
+    return ring_distance(d, f, c);
 }
 
 struct access {
