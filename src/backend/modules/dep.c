@@ -645,6 +645,40 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t
 }
 
 /*
+ * The access of site (cell value me) to the n cells v, each holding its
+ * bytes whole: as cell_access, one dependence per earlier access in a run.
+ * Inlined with n a constant 1 for the most common access, so no loop.
+ */
+static inline __attribute__((always_inline)) void
+cells_access(struct dep *d, const struct lthread *t, uint32_t thread, uint32_t site, uint64_t me,
+             struct cell *v, unsigned n, int load, int store)
+{
+    uint64_t lw = 0, ww = 0, wr = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        struct cell *e = &v[i];
+        if (load && e->w && e->w != lw) {
+            lw = e->w;
+            depend_on(d, t, thread, site, e->w, RAW);
+        }
+        if (!store) {
+            e->r = me;
+            continue;
+        }
+        if (e->w && e->w != ww) {
+            ww = e->w;
+            depend_on(d, t, thread, site, e->w, WAW);
+        }
+        if (e->r && e->r != wr) {
+            wr = e->r;
+            depend_on(d, t, thread, site, e->r, WAR);
+        }
+        e->w = me;
+        e->r = 0;
+    }
+}
+
+/*
  * The common accesses, without the general path: aligned, of 8 to 64 bytes
  * on words each held by one cell, or of 4 bytes on a word split in halves.
  * The same steps as access_range; returns 0, having changed nothing, to
@@ -656,7 +690,6 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 {
     const unsigned size = ML_Q_AUX(rec[0]);
     const uint64_t addr = rec[1], site = ML_Q_ID(rec[0]), me = PACK(site + 1, d->clock);
-    uint64_t lw = 0, ww = 0, wr = 0;
     struct cell *c, *v;
     unsigned n;
 
@@ -681,48 +714,17 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
             !(v = (struct cell *)(void *)ml_shadow_at(d->sh4, addr & ~7ull)))
             return 0;
         v += (addr >> 2) & 1;
-    } else if (n == 1) { /* the most common access: no loop */
+    } else if (n == 1) { /* the most common access */
         if (P_SITE(c->w) >= SPLIT4)
             return 0;
-        if (load && c->w)
-            depend_on(d, t, thread, (uint32_t)site, c->w, RAW);
-        if (!store) {
-            c->r = me;
-            return 1;
-        }
-        if (c->w)
-            depend_on(d, t, thread, (uint32_t)site, c->w, WAW);
-        if (c->r)
-            depend_on(d, t, thread, (uint32_t)site, c->r, WAR);
-        c->w = me;
-        c->r = 0;
+        cells_access(d, t, thread, (uint32_t)site, me, c, 1, load, store);
         return 1;
     } else {
         for (unsigned i = 0; i < n; i++)
             if (P_SITE(c[i].w) >= SPLIT4)
                 return 0;
     }
-    for (unsigned i = 0; i < n; i++) {
-        struct cell *e = &v[i];
-        if (load && e->w && e->w != lw) {
-            lw = e->w;
-            depend_on(d, t, thread, (uint32_t)site, e->w, RAW);
-        }
-        if (!store) {
-            e->r = me;
-            continue;
-        }
-        if (e->w && e->w != ww) {
-            ww = e->w;
-            depend_on(d, t, thread, (uint32_t)site, e->w, WAW);
-        }
-        if (e->r && e->r != wr) {
-            wr = e->r;
-            depend_on(d, t, thread, (uint32_t)site, e->r, WAR);
-        }
-        e->w = me;
-        e->r = 0;
-    }
+    cells_access(d, t, thread, (uint32_t)site, me, v, n, load, store);
     if (v != c && store) { /* halves alike again are one cell */
         const struct cell *o = addr & 4 ? v - 1 : v + 1;
         if (o->w == v->w && o->r == v->r)
