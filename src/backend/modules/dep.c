@@ -114,7 +114,8 @@ struct dep {
     struct ml_shadow *sh4; /* two cells per 8-byte word split in halves */
     struct pool p1;        /* eight cells per word split in bytes */
     uint64_t clock;
-    uint32_t cur; /* thread of the events being read */
+    uint32_t cur;       /* thread of the events being read */
+    uint64_t cur_start; /* the clock when it began (0: none yet) */
     struct seg *seg;
     uint64_t nseg, capseg;
     struct lthread *t;
@@ -257,6 +258,7 @@ static void switch_thread(struct dep *d, uint32_t thread)
         d->clock++;
     d->seg[d->nseg++] = (struct seg){d->clock, thread};
     d->cur = thread;
+    d->cur_start = d->clock;
 }
 
 /* The thread whose access was stamped with clock c. */
@@ -359,53 +361,36 @@ static void on_loop(struct dep *d, struct lthread *t, unsigned kind, const uint6
 }
 
 /*
- * Where an access at clock c of this thread lies from the thread's open
- * loops: sets the key's loop and carried, returns the distance in iterations.
+ * The innermost open frame that started at or before c (c at or after the
+ * first frame's start). Frame k+1 opened in frame k's current iteration, so
+ * starts and iteration starts ascend with depth: that frame is the only one
+ * that can carry (those outside it hold c in their current iteration). A
+ * binary search: recursion makes deep stacks.
  */
-static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
-                                unsigned *carried)
+static uint32_t frame_at(const struct lthread *t, uint64_t c)
 {
-    uint32_t n = t ? t->depth : 0, i, a, b;
-    const struct lframe *f;
-    uint64_t it, lo, hi;
+    uint32_t a = 0, b = t->depth - 1;
 
-    *loop = 0;
-    *carried = 0;
-    if (!n || c < t->f[0].start)
-        return 0;
-    /*
-     * Frame k+1 opened in frame k's current iteration, so starts and
-     * iteration starts ascend with depth: the innermost frame that started
-     * at or before c is the only one that can carry (those outside it hold c
-     * in their current iteration). A binary search: recursion makes deep stacks.
-     */
-    if (c >= t->f[n - 1].start) {
-        i = n - 1;
-    } else {
-        for (a = 0, b = n - 1; a < b;) {
-            uint32_t mid = a + (b - a + 1) / 2;
-            if (t->f[mid].start <= c)
-                a = mid;
-            else
-                b = mid - 1;
-        }
-        i = a;
+    while (a < b) {
+        uint32_t mid = a + (b - a + 1) / 2;
+        if (t->f[mid].start <= c)
+            a = mid;
+        else
+            b = mid - 1;
     }
-    f = &t->f[i];
-    it = f->iter;
-    *loop = (uint32_t)f->id + 1;
-    if (c >= f->iter_start)
-        return 0;
-    *carried = 1;
-    /* The iteration that held clock c: the last one that started at or before it. */
-    if (it && f->ring[(it - 1) & (f->rcap - 1)] <= c)
-        return 1;
-    lo = it >= f->rcap ? it - f->rcap + 1 : 0;
+    return a;
+}
+
+/* The distance in iterations of frame f back to clock c, older than its last iteration. */
+static uint64_t ring_distance(struct dep *d, const struct lframe *f, uint64_t c)
+{
+    uint64_t it = f->iter, lo = it >= f->rcap ? it - f->rcap + 1 : 0, hi = it;
+
     if (f->ring[lo & (f->rcap - 1)] > c) {
         d->far++;
         return it - lo + 1;
     }
-    hi = it;
+    /* The iteration that held clock c: the last one that started at or before it. */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo + 1) / 2;
         if (f->ring[mid & (f->rcap - 1)] <= c)
@@ -414,6 +399,40 @@ static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t
             hi = mid - 1;
     }
     return it - lo;
+}
+
+/*
+ * Where an access at clock c of this thread lies from the thread's open
+ * loops: sets the key's loop and carried, returns the distance in
+ * iterations. Inline for the common cases: before every open loop, in the
+ * carrying frame's current or last iteration, found among a few frames.
+ */
+static inline uint64_t classify(struct dep *d, const struct lthread *t, uint64_t c, uint32_t *loop,
+                                unsigned *carried)
+{
+    uint32_t n = t ? t->depth : 0, i;
+    const struct lframe *f;
+
+    *loop = 0;
+    *carried = 0;
+    if (!n || c < t->f[0].start)
+        return 0;
+    if (c >= t->f[n - 1].start) {
+        i = n - 1;
+    } else if (n <= 4) {
+        for (i = n - 2; c < t->f[i].start; i--)
+            ;
+    } else {
+        i = frame_at(t, c);
+    }
+    f = &t->f[i];
+    *loop = (uint32_t)f->id + 1;
+    if (c >= f->iter_start)
+        return 0;
+    *carried = 1;
+    if (f->iter && f->ring[(f->iter - 1) & (f->rcap - 1)] <= c)
+        return 1;
+    return ring_distance(d, f, c);
 }
 
 struct access {
@@ -425,22 +444,29 @@ struct access {
     uint64_t lw, ww, wr; /* the last cell value each kind made a dependence from (one per run) */
 };
 
-static void depend(struct access *a, uint64_t from, unsigned kind)
+/* A dependence of kind from the access whose cell value is from to site, an access of thread. */
+static inline __attribute__((always_inline)) void depend_on(struct dep *d, const struct lthread *t,
+                                                            uint32_t thread, uint32_t site,
+                                                            uint64_t from, unsigned kind)
 {
-    struct dep *d = a->d;
     uint64_t c = P_CLOCK(from), dist;
     struct pair_key k;
     uint32_t loop;
     unsigned carried;
 
-    if (d->nseg && c < d->seg[d->nseg - 1].start && thread_at(d, c) != a->thread) {
+    if (c < d->cur_start && thread_at(d, c) != thread) {
         d->cross_thread++;
         return;
     }
-    dist = classify(d, a->t, c, &loop, &carried);
-    k.sd = KEY_SD(P_SITE(from) - 1, a->site);
+    dist = classify(d, t, c, &loop, &carried);
+    k.sd = KEY_SD(P_SITE(from) - 1, site);
     k.lk = KEY_LK(loop, kind, carried);
     add_pair(d, &k, 1, dist);
+}
+
+static void depend(struct access *a, uint64_t from, unsigned kind)
+{
+    depend_on(a->d, a->t, a->thread, a->site, from, kind);
 }
 
 static inline void cell_access(struct access *a, struct cell *c)
@@ -618,6 +644,95 @@ static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t
     ml_bw_owned_ranges(w, addr, addr + len, access_range, &a);
 }
 
+/*
+ * The access of site (cell value me) to the n cells v, each holding its
+ * bytes whole: as cell_access, one dependence per earlier access in a run.
+ * Inlined with n a constant 1 for the most common access, so no loop.
+ */
+static inline __attribute__((always_inline)) void
+cells_access(struct dep *d, const struct lthread *t, uint32_t thread, uint32_t site, uint64_t me,
+             struct cell *v, unsigned n, int load, int store)
+{
+    uint64_t lw = 0, ww = 0, wr = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        struct cell *e = &v[i];
+        if (load && e->w && e->w != lw) {
+            lw = e->w;
+            depend_on(d, t, thread, site, e->w, RAW);
+        }
+        if (!store) {
+            e->r = me;
+            continue;
+        }
+        if (e->w && e->w != ww) {
+            ww = e->w;
+            depend_on(d, t, thread, site, e->w, WAW);
+        }
+        if (e->r && e->r != wr) {
+            wr = e->r;
+            depend_on(d, t, thread, site, e->r, WAR);
+        }
+        e->w = me;
+        e->r = 0;
+    }
+}
+
+/*
+ * The common accesses, without the general path: aligned, of 8 to 64 bytes
+ * on words each held by one cell, or of 4 bytes on a word split in halves.
+ * The same steps as access_range; returns 0, having changed nothing, to
+ * leave the record to on_mem.
+ */
+static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const struct ml_bworker *w,
+                                                          const struct lthread *t, uint32_t thread,
+                                                          const uint64_t *rec, int load, int store)
+{
+    const unsigned size = ML_Q_AUX(rec[0]);
+    const uint64_t addr = rec[1], site = ML_Q_ID(rec[0]), me = PACK(site + 1, d->clock);
+    struct cell *c, *v;
+    unsigned n;
+
+    if (size == 4) {
+        if ((addr & 3) || site >= SPLIT4 - 1)
+            return 0;
+        n = 1;
+    } else {
+        /* one 4 KiB block (so one owner and one shadow page) */
+        if ((size & 7) || !size || (addr & 7) || site >= SPLIT4 - 1 ||
+            (addr & ((1u << ML_BPART_BLOCK_BITS) - 1)) + size > (1u << ML_BPART_BLOCK_BITS))
+            return 0;
+        n = size >> 3;
+    }
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1; /* another worker's */
+    if (!(c = (struct cell *)(void *)ml_shadow_at(d->sh, addr & ~7ull)))
+        return 0;
+    v = c;
+    if (size == 4) {
+        if (P_SITE(c->w) != SPLIT4 ||
+            !(v = (struct cell *)(void *)ml_shadow_at(d->sh4, addr & ~7ull)))
+            return 0;
+        v += (addr >> 2) & 1;
+    } else if (n == 1) { /* the most common access */
+        if (P_SITE(c->w) >= SPLIT4)
+            return 0;
+        cells_access(d, t, thread, (uint32_t)site, me, c, 1, load, store);
+        return 1;
+    } else {
+        for (unsigned i = 0; i < n; i++)
+            if (P_SITE(c[i].w) >= SPLIT4)
+                return 0;
+    }
+    cells_access(d, t, thread, (uint32_t)site, me, v, n, load, store);
+    if (v != c && store) { /* halves alike again are one cell */
+        const struct cell *o = addr & 4 ? v - 1 : v + 1;
+        if (o->w == v->w && o->r == v->r)
+            *c = *v;
+    }
+    return 1;
+}
+
 /* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
  */
 #define AHEAD 8u
@@ -656,13 +771,16 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         count++;
         switch (kind) {
         case ML_EV_LOAD:
-            on_mem(d, w, t, thread, rec, 1, 0);
+            if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 1, 0))
+                on_mem(d, w, t, thread, rec, 1, 0);
             break;
         case ML_EV_STORE:
-            on_mem(d, w, t, thread, rec, 0, 1);
+            if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 0, 1))
+                on_mem(d, w, t, thread, rec, 0, 1);
             break;
         case ML_EV_RMW:
-            on_mem(d, w, t, thread, rec, 1, 1);
+            if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 1, 1))
+                on_mem(d, w, t, thread, rec, 1, 1);
             break;
         case ML_EV_LOOP_ENTRY:
         case ML_EV_LOOP_ITER:

@@ -1,0 +1,214 @@
+/*
+ * Unit tests of the 'dep' module (src/backend/modules/dep.c): random loads,
+ * stores and atomics of one thread (sizes 1 to 100, aligned and not, across
+ * 4 KiB blocks and a 64 KiB page) inside a loop whose iterations advance the
+ * clock must give exactly the rows of a brute-force model that keeps, per
+ * byte, the last store and the last load since it, with one worker and with
+ * the addresses split over two workers and merged. The module's fast path
+ * (one cell, split halves, whole words) and its general path (words split in
+ * bytes, joined again) both run here.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "format/events.h"
+#include "format/qtables.h"
+#include "format/queue.h"
+
+#define NSITES  7
+#define BASE    0x7f00000fe000ull /* the region crosses a 64 KiB page at BASE + 0x2000 */
+#define SPAN    0x4000u
+#define LOOP    5u   /* the loop's marker id (not in the table: its column is empty) */
+#define ITER    128u /* accesses per iteration: fewer than 1024 iterations, distances exact */
+#define MAXROWS (1u << 16)
+
+/* ---- the brute-force model ---- */
+
+struct row {
+    uint32_t src, dst, kind, loop, carried;
+    uint64_t count, mindist;
+};
+
+static struct {
+    uint64_t w[SPAN], r[SPAN]; /* (site + 1) << 32 | clock; 0: none */
+    uint64_t clock, start, iter[1024];
+    uint32_t niter; /* iterations started; 0: before the loop */
+    struct row rows[MAXROWS];
+    uint32_t nrows;
+} ref;
+
+static void ref_pair(uint64_t from, uint32_t dst, uint32_t kind)
+{
+    uint64_t c = from & 0xffffffffu, dist = 0;
+    uint32_t src = (uint32_t)(from >> 32) - 1, loop = 0, carried = 0, k, i;
+
+    if (ref.niter && c >= ref.start) {
+        loop = 1;
+        for (k = ref.niter; ref.iter[k - 1] > c; k--)
+            ;
+        carried = k != ref.niter;
+        dist = ref.niter - k;
+    }
+    i = (((src * 31 + dst) * 31 + kind) * 2 + loop) * 2 + carried;
+    for (;; i = (i + 1) & (MAXROWS - 1)) {
+        struct row *r = &ref.rows[i & (MAXROWS - 1)];
+        if (!r->count) {
+            assert_true(++ref.nrows < MAXROWS / 2);
+            *r = (struct row){src, dst, kind, loop, carried, 1, dist};
+            return;
+        }
+        if (r->src == src && r->dst == dst && r->kind == kind && r->loop == loop &&
+            r->carried == carried) {
+            r->count++;
+            if (dist < r->mindist)
+                r->mindist = dist;
+            return;
+        }
+    }
+}
+
+/* The module's rules, byte by byte: one dependence per earlier access instance in a run. */
+static void ref_access(unsigned kind, uint64_t a, uint64_t len, uint32_t site)
+{
+    uint64_t me = (uint64_t)(site + 1) << 32 | ref.clock, lw = 0, ww = 0, wr = 0;
+
+    for (uint64_t p = a; p < a + len; p++) {
+        uint32_t i = (uint32_t)(p - BASE);
+        if (kind != ML_EV_STORE && ref.w[i] && ref.w[i] != lw)
+            ref_pair(lw = ref.w[i], site, 0);
+        if (kind == ML_EV_LOAD) {
+            ref.r[i] = me;
+            continue;
+        }
+        if (ref.w[i] && ref.w[i] != ww)
+            ref_pair(ww = ref.w[i], site, 2);
+        if (ref.r[i] && ref.r[i] != wr)
+            ref_pair(wr = ref.r[i], site, 1);
+        ref.w[i] = me;
+        ref.r[i] = 0;
+    }
+}
+
+/* ---- the module ---- */
+
+static const struct ml_module *mod(void)
+{
+    const struct ml_module *m = ml_module_find("dep");
+
+    assert_non_null(m);
+    return m;
+}
+
+#define ROWS_HEADER "src,dst"
+#include "bmodule.h"
+
+/*
+ * n random accesses over 'span' bytes: words of one size for a while (so
+ * that cells split and join), some of any size and alignment; workers 1 or 2
+ * (split by address as the driver does, then merged).
+ */
+static void check_random(uint32_t workers, uint32_t n, uint32_t span)
+{
+    static const char *const kinds[] = {"RAW", "WAR", "WAW"};
+    static const unsigned sizes[] = {1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 32, 100};
+    struct ml_bworker w[2] = {{.index = 0, .n = workers}, {.index = 1, .n = workers}};
+    void *st[2] = {NULL, NULL};
+    struct ml_bblob *blob = sites_blob();
+    char *text = NULL, **got, want[200];
+    unsigned mode = 8;
+
+    memset(&ref, 0, sizeof(ref));
+    ref.clock = 1; /* the module's clock starts with the first thread's run */
+    for (uint32_t i = 0; i < workers; i++)
+        assert_non_null(st[i] = mod()->init(&w[i]));
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t rec[4];
+        if (i == n / 50 || (i > n / 50 && i % ITER == 0)) { /* the loop's entry, then iterations */
+            ref.clock++;
+            if (!ref.niter)
+                ref.start = ref.clock;
+            ref.iter[ref.niter++] = ref.clock;
+            rec[0] = ML_Q_W0(ref.niter == 1 ? ML_EV_LOOP_ENTRY : ML_EV_LOOP_ITER, 0, 0, 0);
+            rec[1] = LOOP;
+            feed(st, w, workers, 0, rec);
+        }
+        if (i % 512 == 0) /* each size in turn */
+            mode = sizes[i / 512 % 12];
+        uint32_t site = (uint32_t)(next() % NSITES);
+        unsigned kind = (unsigned)(next() % 8), len = next() % 32 ? mode : sizes[next() % 12];
+        uint64_t a = BASE + next() % (span - 128);
+        kind = kind < 4 ? ML_EV_LOAD : kind < 7 ? ML_EV_STORE : ML_EV_RMW;
+        if (next() % 32)
+            a &= ~(uint64_t)((len < 8 ? len : 8) - 1); /* mostly aligned */
+        /* the model counts one run per access: keep the access in one worker's block */
+        if (workers > 1 && ((a ^ (a + len - 1)) & ~4095ull))
+            a = (a + len - 1) & ~4095ull;
+        rec[0] = ML_Q_W0(kind, len < 64 ? 0 : 1, len < 64 ? len : 0, site);
+        rec[1] = a;
+        rec[2] = len;
+        rec[3] = 0;
+        ref_access(kind, a, len, site);
+        feed(st, w, workers, 0, rec);
+    }
+    uint32_t ngot, ne = 0;
+    got = report_rows(st, w, workers, blob, &text, &ngot);
+    char **exp = calloc(MAXROWS, sizeof(*exp));
+    for (uint32_t i = 0; i < MAXROWS; i++) {
+        const struct row *r = &ref.rows[i];
+        char dist[32] = "";
+        if (!r->count)
+            continue;
+        if (r->carried)
+            snprintf(dist, sizeof(dist), "%llu", (unsigned long long)r->mindist);
+        snprintf(want, sizeof(want), "t.c:%u,t.c:%u,%s,,%u,%s,%llu,f,f", 100 + r->src, 100 + r->dst,
+                 kinds[r->kind], r->carried, dist, (unsigned long long)r->count);
+        exp[ne++] = strdup(want);
+    }
+    assert_true(ne > 50); /* every kind, carried or not, from before the loop or in it */
+    same_rows(exp, ne, got, ngot);
+    free(text);
+    free(blob);
+}
+
+static void test_one_worker(void **state)
+{
+    (void)state;
+    check_random(1, 100000, 512); /* few words: many dependences in the same iteration */
+}
+
+static void test_few_words(void **state)
+{
+    (void)state;
+    check_random(1, 100000, 128 + 32); /* four words: cells split and join all the time */
+}
+
+static void test_wide(void **state)
+{
+    (void)state;
+    check_random(1, 100000, SPAN); /* across 4 KiB blocks and a 64 KiB page */
+}
+
+static void test_two_workers(void **state)
+{
+    (void)state;
+    check_random(2, 100000, SPAN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_worker),
+        cmocka_unit_test(test_few_words),
+        cmocka_unit_test(test_wide),
+        cmocka_unit_test(test_two_workers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
