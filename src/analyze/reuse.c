@@ -28,6 +28,7 @@
  * WONE x floor / R in SM and NRS, as it stands for 1 / R accesses.
  */
 #define FRONT 16
+#define PREFETCH 8 /* records */
 #define WONE  (1u << 20) /* weight of a sampled access at the floor rate */
 enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
 #define WIDTH (2 * GW)
@@ -248,6 +249,9 @@ static int lane(void *st, int k, const struct ml_an_input *in, const struct ml_t
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
         uint64_t first, last;
+        /* Irregular traces miss the cache on the key's map slot: ask for it a few records early. */
+        if (g->all && i + PREFETCH < n)
+            ml_reuse_prefetch(&g->eng, r[i + PREFETCH].addr >> shift);
         if (!ml_ev_is_access(x->kind))
             continue;
         if (x->thread != thr) {

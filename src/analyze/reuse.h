@@ -15,18 +15,33 @@
  * its distance < C. The ML_REUSE_FRONT most recent keys are kept in
  * move-to-front order (a key there is at distance = its position, at the
  * cost of a short scan: loops over a few arrays or pages stay here). The
- * others have their last access time marked in a Fenwick tree over times:
+ * others have their last access time marked in a bitmap over times:
  * every front key was accessed after any of them, so a key's distance is
- * the front's size plus the marks after its time. A key takes its time when
- * it leaves the front (so front hits cost no time), and times are renumbered
- * when the tree fills, so memory is O(M) for M distinct keys.
+ * the front's size plus the marks after its time. Marks are counted by
+ * the bitmap's words and by levels of counters over 512, 8192, ... times
+ * (16 to a cache line), so a query and its update touch one bitmap line
+ * and a line per level, where a Fenwick tree touched a node per bit of the
+ * time, most of them outside the cache. The key -> time map keeps both in
+ * one slot (one cache miss per lookup) and can be prefetched a few accesses
+ * ahead (ml_reuse_prefetch). A key takes its time when it leaves the front
+ * (so front hits cost no time), and times are renumbered when the bitmap
+ * fills, so memory is O(M) for M distinct keys.
  */
-#define ML_REUSE_FRONT 16
+#define ML_REUSE_FRONT  16
+#define ML_REUSE_LEVELS 8
+
+struct ml_reuse_slot {
+    uint64_t key; /* key + 1, 0: empty */
+    uint64_t t;   /* time of its mark, 0: none (in the front, or not in the stack) */
+};
 
 struct ml_reuse {
-    struct ml_map last; /* key -> time of its last access (keys in the tree) */
-    uint32_t *bit;      /* Fenwick tree over times 1..cap */
-    uint64_t *keyat;    /* [cap + 1]: key marked at each time, or UINT64_MAX */
+    struct ml_reuse_slot *slot; /* open addressing, Fibonacci hashing */
+    uint64_t nslot;             /* keys in the map */
+    uint32_t mshift;            /* 64 - log2(slots) */
+    uint32_t levels;            /* counter levels in use */
+    uint64_t *bits;             /* [cap / 64]: bit t: a mark at time t */
+    uint32_t *cnt[ML_REUSE_LEVELS]; /* level l: marks per 512 x 16^l times */
     uint64_t cap, now, live;
     struct ml_mtf front; /* the ML_REUSE_FRONT most recent keys; they have no time yet */
 };
@@ -41,6 +56,12 @@ uint64_t ml_reuse_slow(struct ml_reuse *r, uint64_t key);
  * recency (the stack restricted to them): 0 or -ENOMEM (r unchanged).
  */
 int ml_reuse_keep(struct ml_reuse *r, int (*keep)(uint64_t key, void *arg), void *arg);
+/* Hints the memory of key's map slot into the cache (for an access a few records ahead). */
+static inline void ml_reuse_prefetch(const struct ml_reuse *r, uint64_t key)
+{
+    __builtin_prefetch(&r->slot[((key + 1) * 0x9e3779b97f4a7c15ull) >> r->mshift]);
+}
+
 /* Keys held (in the stack). */
 static inline uint64_t ml_reuse_keys(const struct ml_reuse *r)
 {
