@@ -9,7 +9,8 @@
 #define START_SLOT 1024
 #define GOLD       0x9e3779b97f4a7c15ull
 
-/* Bits set in x (no popcnt instruction in the baseline x86-64: libgcc's call was 6% of the time). */
+/* Bits set in x (no popcnt instruction in the baseline x86-64: libgcc's call was 6% of the time).
+ */
 static inline uint64_t pop(uint64_t x)
 {
     x -= (x >> 1) & 0x5555555555555555ull;
@@ -117,8 +118,7 @@ static inline struct ml_reuse_slot *slot_of(struct ml_reuse *r, uint64_t key)
 /* Marks at times after t. */
 static inline uint64_t marks_after(const struct ml_reuse *r, uint64_t t)
 {
-    uint64_t w = t >> 6, s = pop(r->bits[w] >> (t & 63) >> 1),
-             last = r->now >> 6, b = t >> 9;
+    uint64_t w = t >> 6, s = pop(r->bits[w] >> (t & 63) >> 1), last = r->now >> 6, b = t >> 9;
 
     for (uint64_t j = w + 1; j <= (w | 7) && j <= last; j++)
         s += pop(r->bits[j]);
@@ -168,8 +168,7 @@ static int compact(struct ml_reuse *r)
     for (uint64_t i = 0, ns = 1ull << (64 - r->mshift); i < ns; i++) {
         uint64_t t = r->slot[i].t;
         if (r->slot[i].key && t)
-            r->slot[i].t =
-                1 + pre[t >> 6] + pop(r->bits[t >> 6] & ((1ull << (t & 63)) - 1));
+            r->slot[i].t = 1 + pre[t >> 6] + pop(r->bits[t >> 6] & ((1ull << (t & 63)) - 1));
     }
     free(pre);
     free_tree(r->bits, r->cnt);

@@ -36,11 +36,11 @@ struct ml_reuse_slot {
 };
 
 struct ml_reuse {
-    struct ml_reuse_slot *slot; /* open addressing, Fibonacci hashing */
-    uint64_t nslot;             /* keys in the map */
-    uint32_t mshift;            /* 64 - log2(slots) */
-    uint32_t levels;            /* counter levels in use */
-    uint64_t *bits;             /* [cap / 64]: bit t: a mark at time t */
+    struct ml_reuse_slot *slot;     /* open addressing, Fibonacci hashing */
+    uint64_t nslot;                 /* keys in the map */
+    uint32_t mshift;                /* 64 - log2(slots) */
+    uint32_t levels;                /* counter levels in use */
+    uint64_t *bits;                 /* [cap / 64]: bit t: a mark at time t */
     uint32_t *cnt[ML_REUSE_LEVELS]; /* level l: marks per 512 x 16^l times */
     uint64_t cap, now, live;
     struct ml_mtf front; /* the ML_REUSE_FRONT most recent keys; they have no time yet */
