@@ -41,6 +41,7 @@ struct gran {
     uint64_t prev;
     int have_prev;
     struct ml_mtf front; /* sampled mode: the FRONT most recent keys of all */
+    uint32_t fsamp;      /* bit s: the key in the front's slot s is sampled */
     /* sampled mode: per key count of estimated accesses, for the error bound */
     struct ml_map cnt;
     int all;                /* every key measured exactly (no sampling) */
@@ -161,6 +162,9 @@ static int shrink(struct gran *g, uint64_t max)
     while (ml_reuse_keys(&g->eng) > max && g->rate > g->floor) {
         struct ml_map keep;
         set_rate(g, g->rate / 2 > g->floor ? g->rate / 2 : g->floor);
+        g->fsamp = 0;
+        for (uint32_t k = 0; k < g->front.n; k++)
+            g->fsamp |= (uint32_t)sampled_key(g->front.key[k], g) << k;
         if (ml_reuse_keep(&g->eng, sampled_key, g) || ml_map_init(&keep, 1024))
             return -ENOMEM;
         ml_map_each(&g->cnt, i)
@@ -249,31 +253,34 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
         g->nr++;
         return 0;
     }
-    if (key >> SBITS != g->sblock || !g->have_sblock) {
-        g->sblock = key >> SBITS;
-        g->shash = ml_hash64(g->sblock);
-        g->have_sblock = 1;
-    }
-    sampled = svalue_h(key, g->shash) < g->threshold;
     tag = ml_mtf_tag(key);
     i = ml_mtf_find(&g->front, key, tag);
     estimated = i < 0;
-    if (estimated && sampled) {
-        /*
-         * The front's keys were all accessed since key was: its distance is
-         * their number plus the other keys, estimated from the sampled ones
-         * among them only (d / rate would count the front's sampled keys
-         * 1 / rate times: distances just above FRONT looked far longer).
-         */
-        near = g->front.n;
-        for (uint32_t k = 0; k < g->front.n; k++)
-            nsf += sampled_key(g->front.key[k], g);
-    }
     if (!estimated) {
+        /* A front key's sampling was decided when it came in (fsamp: one bit per slot). */
+        sampled = (g->fsamp >> ((g->front.ord >> (4 * i)) & 15)) & 1;
         c[EX + ml_reuse_bin((uint64_t)i)]++; /* exact: i distinct keys since */
         ml_mtf_touch(&g->front, i);
     } else {
+        if (key >> SBITS != g->sblock || !g->have_sblock) {
+            g->sblock = key >> SBITS;
+            g->shash = ml_hash64(g->sblock);
+            g->have_sblock = 1;
+        }
+        sampled = svalue_h(key, g->shash) < g->threshold;
+        if (sampled) {
+            /*
+             * The front's keys were all accessed since key was: its distance is
+             * their number plus the other keys, estimated from the sampled ones
+             * among them only (d / rate would count the front's sampled keys
+             * 1 / rate times: distances just above FRONT looked far longer).
+             */
+            near = g->front.n;
+            nsf = (uint64_t)__builtin_popcount(g->fsamp & ((1u << g->front.n) - 1));
+        }
         ml_mtf_push(&g->front, key, tag, &old);
+        g->fsamp = (g->fsamp & ~(1u << (g->front.ord & 15))) | (uint32_t)sampled
+                                                                   << (g->front.ord & 15);
         c[NR]++;
         g->nr++;
     }
