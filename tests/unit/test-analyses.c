@@ -83,6 +83,56 @@ static void test_reuse_brute(void **state)
     }
 }
 
+/*
+ * The engine on many keys (its bitmap grows to 2^19 times and three counter
+ * levels, and renumbers several times) against a plain Fenwick tree over
+ * all access times with no renumbering: a key's distance is the number of
+ * last-access marks after its previous access.
+ */
+static void test_reuse_many_keys(void **state)
+{
+    enum { N = 400000, KEYS = 120000 };
+    uint64_t *last = calloc(KEYS, sizeof(*last));
+    uint32_t *bit = calloc(N + 1, sizeof(*bit));
+    struct ml_reuse r;
+    (void)state;
+
+    assert_non_null(last);
+    assert_non_null(bit);
+    assert_int_equal(ml_reuse_init(&r), 0);
+    for (uint64_t t = 1; t <= N; t++) {
+        /* Sequential sweeps, a hot set and random keys over the whole range. */
+        uint64_t k = t % 3 == 0   ? (t / 3) % KEYS
+                     : t % 3 == 1 ? rnd() % 64
+                                  : rnd() % KEYS,
+                 want, got;
+        if (last[k]) {
+            uint64_t after = 0;
+            for (uint64_t i = N; i; i -= i & -i)
+                after += bit[i];
+            for (uint64_t i = last[k]; i; i -= i & -i)
+                after -= bit[i];
+            want = after;
+            for (uint64_t i = last[k]; i <= N; i += i & -i)
+                bit[i]--;
+        } else {
+            want = ML_REUSE_COLD;
+        }
+        for (uint64_t i = t; i <= N; i += i & -i)
+            bit[i]++;
+        last[k] = t;
+        got = ml_reuse_access(&r, k * 64 + 3);
+        if (got != want)
+            fail_msg("access %llu to key %llu: distance %llu, reference %llu",
+                     (unsigned long long)t, (unsigned long long)k, (unsigned long long)got,
+                     (unsigned long long)want);
+    }
+    assert_true(r.levels >= 3);
+    ml_reuse_free(&r);
+    free(last);
+    free(bit);
+}
+
 /* ml_mtf against a plain move-to-front array, with tags that collide often and never. */
 static void test_mtf_brute(void **state)
 {
@@ -836,11 +886,11 @@ static void test_truncated(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reuse_brute),        cmocka_unit_test(test_mtf_brute),
-        cmocka_unit_test(test_cachesim_brute),     cmocka_unit_test(test_driver),
-        cmocka_unit_test(test_jobs_identical),     cmocka_unit_test(test_sampled_error),
-        cmocka_unit_test(test_truncated),          cmocka_unit_test(test_hotpages_brute),
-        cmocka_unit_test(test_sampled_stratified),
+        cmocka_unit_test(test_reuse_brute),    cmocka_unit_test(test_reuse_many_keys),
+        cmocka_unit_test(test_mtf_brute),      cmocka_unit_test(test_cachesim_brute),
+        cmocka_unit_test(test_driver),         cmocka_unit_test(test_jobs_identical),
+        cmocka_unit_test(test_sampled_error),  cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_hotpages_brute), cmocka_unit_test(test_sampled_stratified),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
