@@ -580,6 +580,21 @@ static void test_jobs_identical(void **state)
     unlink(path);
 }
 
+/* A trace writer on fd (pid, 4 KiB pages, the test's sites and markers), its clock at 1000. */
+static struct ml_trace_writer *tw_start(int fd, uint32_t pid)
+{
+    struct ml_trace_header h;
+    struct ml_trace_writer *w;
+
+    assert_true(fd >= 0);
+    memset(&h, 0, sizeof(h));
+    h.pid = pid;
+    h.page_size = 4096;
+    assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
+    ml_tw_clock(w, 1000, 1000);
+    return w;
+}
+
 /*
  * A one-thread trace of n loads over m lines: scans of up to 64 lines,
  * loops over 17 to 20 lines (distances just above the exact front), a hot
@@ -587,19 +602,12 @@ static void test_jobs_identical(void **state)
  */
 static void write_mixed(const char *path, uint64_t seed, int n, uint64_t m)
 {
-    struct ml_trace_header h;
-    struct ml_trace_writer *w;
     struct ml_trace_end e;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct ml_trace_writer *w = tw_start(fd, 4242);
     uint64_t t = 1000, scan = 0, left = 0, loop = 0, base = 0, k = 0;
 
-    assert_true(fd >= 0);
     rng = seed;
-    memset(&h, 0, sizeof(h));
-    h.pid = 4242;
-    h.page_size = 4096;
-    assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
-    ml_tw_clock(w, 1000, 1000);
     for (int i = 0; i < n; i++) {
         uint64_t line, r = rnd() % 100;
         if (loop) {
@@ -651,6 +659,20 @@ static int mrc_lines(const char *json, double *mr, double *bound, int max)
     return n;
 }
 
+/* The line miss-ratio curves of path, exact and at --sample 0.05 (2 jobs): sizes in *ne, *ns. */
+static void mrc_both(const char *path, double *ex, double *exb, int *ne, double *sa, double *sab,
+                     int *ns)
+{
+    char *e = run_an(path, "reuse", ML_BY_THREAD, 1, 0, ML_AN_JSON),
+         *sm = run_an(path, "reuse", ML_BY_THREAD, 2, 0.05, ML_AN_JSON);
+
+    assert_non_null(strstr(sm, "\"rate\": 0.05,"));
+    *ne = mrc_lines(e, ex, exb, 40);
+    *ns = mrc_lines(sm, sa, sab, 40);
+    free(e);
+    free(sm);
+}
+
 /*
  * Sampled reuse against exact on traces of fixed seeds (no flakiness): with
  * the rate down to its floor (0.05 of 40000 lines: 2000 sampled keys), the
@@ -671,14 +693,9 @@ static void test_sampled_error(void **state)
     close(mkstemp(path));
     for (uint64_t seed = 1; seed <= 6; seed++) {
         double ex[40], exb[40], sa[40], sab[40];
-        char *e, *sm;
         int ne, ns;
         write_mixed(path, seed, 200000, 40000);
-        e = run_an(path, "reuse", ML_BY_THREAD, 1, 0, ML_AN_JSON);
-        sm = run_an(path, "reuse", ML_BY_THREAD, 2, 0.05, ML_AN_JSON);
-        assert_non_null(strstr(sm, "\"rate\": 0.05,"));
-        ne = mrc_lines(e, ex, exb, 40);
-        ns = mrc_lines(sm, sa, sab, 40);
+        mrc_both(path, ex, exb, &ne, sa, sab, &ns);
         assert_true(ne > 10);
         for (int j = 0; j < ne && j < ns; j++) {
             double err = fabs(sa[j] - ex[j]);
@@ -689,8 +706,6 @@ static void test_sampled_error(void **state)
                 fail_msg("seed %llu, %llu entries: sampled miss ratio %.4f, exact %.4f, bound %.4f",
                          (unsigned long long)seed, 1ull << j, sa[j], ex[j], sab[j]);
         }
-        free(e);
-        free(sm);
     }
     print_message("sampled reuse: largest miss-ratio error %.4f\n", worst);
     unlink(path);
@@ -699,18 +714,11 @@ static void test_sampled_error(void **state)
 /* rounds passes over n consecutive lines from line base, one 8-byte access per line. */
 static void write_cyclic(const char *path, uint64_t base, uint64_t n, int rounds)
 {
-    struct ml_trace_header h;
-    struct ml_trace_writer *w;
     struct ml_trace_end e;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    struct ml_trace_writer *w = tw_start(fd, 4243);
     uint64_t t = 1000;
 
-    assert_true(fd >= 0);
-    memset(&h, 0, sizeof(h));
-    h.pid = 4243;
-    h.page_size = 4096;
-    assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
-    ml_tw_clock(w, 1000, 1000);
     for (int r = 0; r < rounds; r++)
         for (uint64_t i = 0; i < n; i++)
             assert_int_equal(ml_tw_put(w, 0, 0, 0, (base + i) * 64, 8, 1, t++, 1), 0);
@@ -738,22 +746,15 @@ static void test_sampled_stratified(void **state)
     close(mkstemp(path));
     for (uint64_t seed = 1; seed <= 12; seed++) {
         double ex[40], exb[40], sa[40], sab[40];
-        char *e, *sm;
         int ne, ns;
         write_cyclic(path, seed * 7777777, 32000, 3);
-        e = run_an(path, "reuse", ML_BY_THREAD, 1, 0, ML_AN_JSON);
-        sm = run_an(path, "reuse", ML_BY_THREAD, 1, 0.05, ML_AN_JSON);
-        assert_non_null(strstr(sm, "\"rate\": 0.05,"));
-        ne = mrc_lines(e, ex, exb, 40);
-        ns = mrc_lines(sm, sa, sab, 40);
+        mrc_both(path, ex, exb, &ne, sa, sab, &ns);
         assert_int_equal(ne, 16);
         assert_true(ns >= 16);
         assert_true(fabs(ex[15] - 1.0 / 3) < 1e-4);
         if (fabs(sa[15] - ex[15]) > 0.01 || fabs(sa[14] - ex[14]) > 0.01)
             fail_msg("base %llu: sampled miss ratio at 32768 lines %.4f, exact %.4f",
                      (unsigned long long)(seed * 7777777), sa[15], ex[15]);
-        free(e);
-        free(sm);
     }
     unlink(path);
 }
