@@ -1539,9 +1539,20 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
         /* A preheader we made: nothing of its own to count, only what it hosts. */
         int made = ml_ptrmap_get(&synth, LLVMBasicBlockAsValue(bb)) != NULL;
+        /*
+         * Segments of a marked block run as often as the block, in the copy its last BEGIN (or
+         * the class's leader's) chose: those after that BEGIN share the class's counter too
+         * (the block after BEGIN and the one holding END of a loop body: one add, not two),
+         * unless loop folding or a copy switch inside the class (unshared) is involved.
+         */
+        int part = !whole && reachable && !job->mult && !unshared[class_of[b]] &&
+                   lf.host[class_of[b]] == class_of[b] && lf.anchor[class_of[b]] < 0;
+        unsigned begins = 0; /* BEGINs of this block not passed yet */
 
         if (reachable && unshared[class_of[b]])
             whole = 0;
+        for (size_t i = 0; i < w.nmarkers; i++)
+            begins += w.markers[i].begin && LLVMGetInstructionParent(w.markers[i].call) == bb;
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -1561,9 +1572,10 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 uint32_t holder = UINT32_MAX;
                 /* Folding only involves whole blocks (the planner sees to it). */
                 int c = class_of[b], host = whole ? lf.host[c] : c;
-                int hoist = whole && host == c && lf.anchor[c] >= 0;
+                int hoist = whole && host == c && lf.anchor[c] >= 0,
+                    share = whole || (part && !begins);
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
-                if (whole && ml_ptrmap_get(&holders, key))
+                if (share && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
                 ir->cur_anchor = hoist ? lf.anchor[c] : -1;
                 rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
@@ -1577,7 +1589,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                     hoisted[nhoisted++] = holder;
                     hoisted[nhoisted++] = (uint32_t)c;
                 }
-                if (whole && holder != UINT32_MAX &&
+                if (share && holder != UINT32_MAX &&
                     ml_ptrmap_put(&holders, key, (void *)(uintptr_t)(holder + 1))) {
                     rc = -ENOMEM;
                     goto out;
@@ -1585,6 +1597,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             }
             if (!in)
                 break;
+            begins -= m->begin;
             if (local_index(&w, m->region) >= 0) {
                 uint32_t k;
                 for (k = 0; k < nact && active[k] != m->region; k++)
