@@ -243,6 +243,12 @@ struct ml_top_fn {
     uint32_t parent;
     uint32_t entry_line; /* line of its entry block (an OpenMP body's is its parent's at -O0) */
     uint32_t body_line;  /* lowest line of its units other than the entry's line, in file */
+    /*
+     * A function's code that the compiler inlined into another (INLINED
+     * records, -g): string offset of that caller, else ML_TOP_NO_PARENT. Such
+     * a row is a part of the caller's row, not in addition to it.
+     */
+    uint32_t into;
 };
 #define ML_TOP_NO_PARENT UINT32_MAX
 

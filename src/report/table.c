@@ -694,7 +694,7 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
               f);
     if (!rc && top->nunits && unlocated)
         fputs("  where: ? = no line information; build with -g for file:line (and OpenMP bodies' "
-              "parents)\n",
+              "parents, inlined functions)\n",
               f);
     ml_top_free(top);
     return rc;

@@ -593,6 +593,9 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     u->file = strndup(file && flen ? file : "", flen);
     if (!u->file)
         return -ENOMEM;
+    /* A bytes unit stands for one instruction: its share is all or nothing (inl_finish). */
+    if (kind == ML_UNIT_BYTES && loc)
+        u->isp = ml_inl_scope(loc, &u->iline);
     *idx = (uint32_t)ir->nunits++;
     return 0;
 }
@@ -1151,22 +1154,35 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
                          int own, unsigned adds, int hoist, struct deferred **defs, size_t *ndefs,
                          size_t *capdefs)
 {
-    uint64_t facts[ML_NFACTS] = {0};
+    uint64_t facts[ML_NFACTS] = {0}, f0[ML_NFACTS], rd0[ML_MAX_DYN], wr0[ML_MAX_DYN];
     LLVMValueRef loc = NULL, *insts = NULL;
     struct ml_dynbytes dyn[ML_MAX_DYN];
-    size_t n = 0, cap = 0, ndyn;
-    uint32_t unit;
+    struct ml_inlseg inl = {0};
+    size_t n = 0, cap = 0, ndyn, nd0;
+    uint32_t unit, iline;
     int any = 0, rc = 0, place;
 
     ir->dyn = dyn;
     ir->ndyn = 0;
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
+        LLVMMetadataRef sp = ml_inl_scope(in, &iline);
         if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
             rc = -ENOMEM;
             goto out;
         }
         insts[n++] = in;
+        if (sp) {
+            memcpy(f0, facts, sizeof(f0));
+            for (nd0 = 0; nd0 < ir->ndyn; nd0++) {
+                rd0[nd0] = dyn[nd0].rd;
+                wr0[nd0] = dyn[nd0].wr;
+            }
+        }
         any |= ml_facts_add(ir, in, facts);
+        if (sp && ml_inl_seg_add(&inl, sp, iline, f0, facts, dyn, ir->ndyn, rd0, wr0, nd0)) {
+            rc = -ENOMEM;
+            goto out;
+        }
         /* A variable-size memcpy/memset gets a bytes counter per side: more adds here. */
         if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && ml_mem_call_kind(in) &&
             !LLVMIsAConstantInt(LLVMGetOperand(in, 2)))
@@ -1192,6 +1208,13 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
             goto out;
         memcpy(ir->units[unit].facts, facts, sizeof(facts));
     }
+    for (size_t i = 0; i < inl.n; i++) {
+        for (int k = 0; k < ML_NFACTS; k++)
+            inl.a[i].facts[k] *= mult;
+        rc = ml_inl_record(ir, unit, inl.a[i].sp, inl.a[i].line, inl.a[i].facts);
+        if (rc)
+            goto out;
+    }
     /*
      * Bytes through a pointer of unknown class: a pair of units (heap, stack), one of which
      * counts each execution by the pointer's address. Through an argument of a hoisted unit:
@@ -1204,6 +1227,16 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         rc = new_pair(ir, ML_UNIT_BLOCK, regset, func, loc, dyn[i].rd, dyn[i].wr, !defer, &slot);
         if (rc)
             goto out;
+        /* The pair's bytes that inlined code moved: heap share to the first, stack to the second. */
+        for (size_t j = 0; j < inl.n; j++)
+            for (int k = 0; k < 2; k++) {
+                uint64_t f[ML_NFACTS] = {0};
+                f[k ? ML_F_RD_STACK : ML_F_RD_HEAP] = inl.a[j].rd[i];
+                f[k ? ML_F_WR_STACK : ML_F_WR_HEAP] = inl.a[j].wr[i];
+                rc = ml_inl_record(ir, slot + (uint32_t)k, inl.a[j].sp, inl.a[j].line, f);
+                if (rc)
+                    goto out;
+            }
         if (defer) {
             if (grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
                 rc = -ENOMEM;
@@ -1237,6 +1270,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
 out:
     ir->dyn = NULL;
     free(insts);
+    free(inl.a);
     return rc;
 }
 
@@ -1869,6 +1903,55 @@ static int instrument_rest(struct ml_ir *ir)
     return 0;
 }
 
+/*
+ * Each share of an inlined function becomes a unit of its own that nothing
+ * counts (a bytes unit: sums ignore it), named after the inlined function and
+ * placed at its own source line, followed in the unit infos by its host: the
+ * runtime writes the pair as an INLINED record (docs/report.md).
+ */
+static int inl_finish(struct ml_ir *ir)
+{
+    size_t nreal = ir->nunits;
+    int rc = 0;
+
+    for (size_t i = 0; i < nreal && !rc; i++)
+        if (ir->units[i].kind == ML_UNIT_BYTES && ir->units[i].isp)
+            rc = ml_inl_record(ir, (uint32_t)i, ir->units[i].isp, ir->units[i].iline,
+                               ir->units[i].facts);
+    for (size_t i = 0; i < ir->ninl && !rc; i++) {
+        const struct ml_inlrec *r = &ir->inl[i];
+        struct ml_unit *u;
+        char *sym;
+        if (grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
+            return -ENOMEM;
+        u = &ir->units[ir->nunits];
+        memset(u, 0, sizeof(*u));
+        u->kind = ML_UNIT_BYTES;
+        u->line = r->line;
+        u->regset = ir->units[r->host].regset;
+        u->flags = ir->units[r->host].flags & ML_RT_UNIT_DYN;
+        u->placed = 1;
+        memcpy(u->facts, r->facts, sizeof(u->facts));
+        sym = ml_inl_symbol(ir, r->sp);
+        u->file = ml_inl_file(r->sp);
+        if (!sym || !u->file) {
+            free(sym);
+            free(u->file);
+            return -ENOMEM;
+        }
+        /* The unit infos own the name; the unit points at it, like units at LLVM's names. */
+        ir->nunits++;
+        rc = add_uinfo(ir, (uint32_t)ir->nunits - 1, ML_UI_INLINED, sym, strlen(sym));
+        if (!rc) {
+            u = &ir->units[ir->nunits - 1];
+            u->func = ir->uinfo[ir->nuinfo - 1].name;
+            rc = add_uinfo(ir, r->host, ML_UI_INLINED_HOST, "", 0);
+        }
+        free(sym);
+    }
+    return rc;
+}
+
 static void ir_free(struct ml_ir *ir)
 {
     for (uint32_t i = 0; i < ir->nregions; i++)
@@ -1890,6 +1973,7 @@ static void ir_free(struct ml_ir *ir)
     free(ir->uinfo);
     free(ir->late);
     free(ir->rflags);
+    free(ir->inl);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     ml_ptrmap_free(&ir->argbits);
@@ -2052,6 +2136,11 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = ml_late_calls(&ir);
     if (!rc)
         rc = ml_inline_markers(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
+    }
+    rc = inl_finish(&ir);
     if (rc) {
         ml_ir_fail(&ir, rc, "out of memory");
         goto out;
