@@ -232,7 +232,7 @@ static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_ti
     (void)t, (void)i;
     for (uint64_t ui = 0; ui < p->nunits; ui++) {
         const struct ml_prof_unit *u = &p->units[ui];
-        if (!ml_report_unit_shown(r, u, o))
+        if (r->share[ui] || !ml_report_unit_shown(r, u, o))
             continue;
         csv_who(f, r);
         fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");

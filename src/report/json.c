@@ -186,9 +186,9 @@ static void json_units(FILE *f, const struct ml_report *r, const struct ml_repor
         const struct ml_prof_unit *u = &p->units[ui];
         uint32_t n;
         const uint32_t *ids = ml_profile_regset(p, u->regset, &n);
-        int shown = !o->nregion_names;
+        int shown = !o->nregion_names && !r->share[ui];
 
-        for (uint32_t k = 0; k < n; k++)
+        for (uint32_t k = 0; k < n && !r->share[ui]; k++)
             shown |= ml_report_region_shown(r, ids[k], o);
         if (!shown)
             continue;

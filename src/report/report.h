@@ -89,6 +89,8 @@ struct ml_report {
     uint64_t ncallees;
     uint64_t *callee_store; /* backing array of every callees[].calls */
     uint64_t *unit_counts;  /* [nunits]: counter summed over threads */
+    unsigned char *share;   /* [nunits]: 1 for an inlined function's share (INLINED), not a
+                               counting unit: left out of unit lists and counts */
 };
 
 /* Aggregates p; name labels it in output. Returns 0, or -ENOMEM. */
