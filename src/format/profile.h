@@ -75,7 +75,7 @@ enum ml_sec_type {
     ML_SEC_UNITINFO = 15, /* struct ml_prof_unitinfo[]: units whose count is not executions */
     ML_SEC_TIMED = 16,    /* per thread: struct ml_prof_timed, u64 timed[n], u64 ticks[n] */
     ML_SEC_RFLAGS = 17,   /* u32 ML_RFLAG_* per region */
-    ML_SEC_INLINED = 18,  /* struct ml_prof_inlined[]: shares of code inlined from other functions */
+    ML_SEC_INLINED = 18, /* struct ml_prof_inlined[]: shares of code inlined from other functions */
 };
 
 /*

@@ -626,14 +626,14 @@ static const char *top_fn_cell(const struct ml_report *r, const struct ml_top_fn
 
     if (f->into == ML_TOP_NO_PARENT)
         return ml_top_fn_name(r, f, buf, len);
-    ml_report_cut(k, sizeof(k),
-                  ml_report_esc(e, sizeof(e),
-                                ml_report_demangle(ml_profile_str(p, f->func), d, sizeof(d))),
-                  ML_REPORT_COLS / 2);
-    ml_report_cut(c, sizeof(c),
-                  ml_report_esc(e, sizeof(e),
-                                ml_report_demangle(ml_profile_str(p, f->into), d, sizeof(d))),
-                  ML_REPORT_COLS / 2 - 16);
+    ml_report_cut(
+        k, sizeof(k),
+        ml_report_esc(e, sizeof(e), ml_report_demangle(ml_profile_str(p, f->func), d, sizeof(d))),
+        ML_REPORT_COLS / 2);
+    ml_report_cut(
+        c, sizeof(c),
+        ml_report_esc(e, sizeof(e), ml_report_demangle(ml_profile_str(p, f->into), d, sizeof(d))),
+        ML_REPORT_COLS / 2 - 16);
     snprintf(buf, len, "%s (inlined into %s)", k, c);
     return buf;
 }

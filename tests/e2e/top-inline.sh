@@ -7,7 +7,8 @@
 # and the bytes of the same kernel's row in a build where it is not inlined (-DML_NOINLINE:
 # __attribute__((noinline))). The rows of functions that were not inlined add up to the
 # region's bytes; an inlined row is part of its caller's. Without -g: no inlined rows, and the
-# table says to build with -g.
+# table says to build with -g. Also for a kernel inlined into a function that the region reaches
+# only through a function pointer.
 . "$(dirname "$0")/../lib/common.sh"
 ml_require_cc
 src=$ML_ROOT/tests/e2e/top
@@ -140,6 +141,29 @@ sys.exit(1 if bad else 0)
 PY
     echo "-O$O: inlined kernels named, bytes as in the noinline build"
 done
+# Through a function pointer (dynamic attribution: the writer's per-set copies of the units).
+for v in inl noinl; do
+    def=
+    [ $v = noinl ] && def=-DML_NOINLINE
+    $MLCC -O2 -g $def -I"$ML_ROOT/include" -o "$T/d-$v" "$src/inl-dyn.c" || fail "build dyn $v"
+    rm -rf "$T/od-$v"
+    MEMLENS_OUT=$T/od-$v "$T/d-$v" $N $REPS >/dev/null || fail "run dyn $v"
+    top_csv "$T/od-$v" "$T/d-$v.csv"
+done
+python3 - "$T" $N $REPS <<'PY' || fail "dyn: inlined row disagrees"
+import csv, sys
+T, N, REPS = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def fn(path, name, into):
+    r = [r for r in csv.DictReader(open(path)) if r["ranking"] == "bytes" and
+         r["kind"] == "function" and r["function"] == name and r["inlined_into"] == into]
+    assert len(r) == 1, (path, name, into)
+    return int(r[0]["bytes_read"]), int(r[0]["bytes_written"])
+want = (16 * N * (REPS // 2), 8 * N * (REPS // 2))
+got = fn(T + "/d-inl.csv", "axpy", "work")
+assert got == want, ("inlined", got, want)
+assert fn(T + "/d-noinl.csv", "axpy", "") == want
+PY
+echo "dyn: axpy (inlined into work) through a function pointer"
 $MLCC -O2 -I"$ML_ROOT/include" -o "$T/nog" "$src/inl.c" || fail "build without -g"
 rm -rf "$T/out"
 MEMLENS_OUT=$T/out "$T/nog" $N $M $REPS >/dev/null || fail "run without -g"

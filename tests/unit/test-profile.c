@@ -694,7 +694,7 @@ static void test_inlined(void **state)
                                     {.kind = ML_UNIT_BYTES, .func = 1},
                                     {.kind = ML_UNIT_BLOCK, .func = 1}};
     static const struct ml_prof_inlined good[] = {{1, 0}, {1, 2}}, block[] = {{2, 0}},
-                                         range[] = {{1, 3}};
+                                        range[] = {{1, 3}};
     struct ml_profile *p;
     unsigned char *buf;
     size_t len;

@@ -23,9 +23,9 @@ struct ml_unit {
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
-    int placed;           /* its increment (or hoisted add) has been emitted */
-    LLVMMetadataRef isp;  /* a bytes unit of inlined code: the inlined function, or NULL */
-    uint32_t iline;       /* and the line in it */
+    int placed;          /* its increment (or hoisted add) has been emitted */
+    LLVMMetadataRef isp; /* a bytes unit of inlined code: the inlined function, or NULL */
+    uint32_t iline;      /* and the line in it */
 };
 
 /*
@@ -35,8 +35,8 @@ struct ml_unit {
  */
 struct ml_inlrec {
     uint32_t host;
-    uint32_t line;       /* lowest line of the inlined function's code in the host */
-    LLVMMetadataRef sp;  /* the inlined function (DISubprogram) */
+    uint32_t line;      /* lowest line of the inlined function's code in the host */
+    LLVMMetadataRef sp; /* the inlined function (DISubprogram) */
     uint64_t facts[ML_NFACTS];
 };
 
@@ -47,7 +47,7 @@ struct ml_inlseg {
         uint32_t line;
         uint64_t facts[ML_NFACTS];
         uint64_t rd[ML_MAX_DYN], wr[ML_MAX_DYN]; /* of each ml_dynbytes entry */
-    } *a;
+    } * a;
     size_t n, cap;
 };
 
@@ -78,7 +78,6 @@ struct ml_dynbytes {
     LLVMValueRef first; /* the segment's first instruction that accesses through it */
     uint64_t rd, wr;
 };
-
 
 /* A function body to instrument under a context: regions active on every path into it. */
 struct ml_work {

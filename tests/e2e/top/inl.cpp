@@ -13,7 +13,9 @@
 struct Solver {
     std::vector<double> x, y;
     std::vector<float> fx, fy;
-    explicit Solver(long n) : x(n, 1.0), y(n, 2.0), fx(n, 1.0f), fy(n, 2.0f) {}
+    explicit Solver(long n) : x(n, 1.0), y(n, 2.0), fx(n, 1.0f), fy(n, 2.0f)
+    {
+    }
     double run(long reps)
     {
         long n = (long)x.size();
