@@ -294,12 +294,16 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
         }
         add_unit(p, f, u, c);
     }
-    /* Inlined functions: their share of a host unit, counted by the host's count. */
+    /*
+     * Inlined functions: their share of a host unit, counted by the host's count. Not an
+     * OpenMP body (with -g clang outlines it as ".omp_outlined._debug__" and inlines that
+     * into the ".omp_outlined." it calls): its row is the parallel region's already.
+     */
     for (uint64_t i = 0; i < p->ninl; i++) {
         const struct ml_prof_unit *u = &p->units[p->inl[i].unit];
         uint64_t c = r->unit_counts[p->inl[i].host];
         struct ml_top_fn *f;
-        if (!c || !ml_report_unit_shown(r, u, o))
+        if (!c || !ml_report_unit_shown(r, u, o) || ml_top_is_omp(ml_profile_str(p, u->func)))
             continue;
         f = find_fn(t, r, p->inl[i].unit, p->units[p->inl[i].host].func, &cap);
         if (!f)
