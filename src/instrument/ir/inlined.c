@@ -77,14 +77,8 @@ int ml_inl_seg_add(struct ml_inlseg *s, LLVMMetadataRef sp, uint32_t line, const
         if (s->a[i].sp == sp)
             a = &s->a[i];
     if (!a) {
-        if (s->n == s->cap) {
-            size_t c = s->cap ? 2 * s->cap : 4;
-            struct ml_inlacc *g = realloc(s->a, c * sizeof(*g));
-            if (!g)
-                return -ENOMEM;
-            s->a = g;
-            s->cap = c;
-        }
+        if (ml_grow((void **)&s->a, &s->cap, s->n + 1, sizeof(*s->a)))
+            return -ENOMEM;
         a = &s->a[s->n++];
         memset(a, 0, sizeof(*a));
         a->sp = sp;
@@ -116,14 +110,8 @@ int ml_inl_record(struct ml_ir *ir, uint32_t host, LLVMMetadataRef sp, uint32_t 
         if (ir->inl[i].host == host && ir->inl[i].sp == sp)
             r = &ir->inl[i];
     if (!r) {
-        if (ir->ninl == ir->capinl) {
-            size_t c = ir->capinl ? 2 * ir->capinl : 16;
-            struct ml_inlrec *g = realloc(ir->inl, c * sizeof(*g));
-            if (!g)
-                return -ENOMEM;
-            ir->inl = g;
-            ir->capinl = c;
-        }
+        if (ml_grow((void **)&ir->inl, &ir->capinl, ir->ninl + 1, sizeof(*ir->inl)))
+            return -ENOMEM;
         r = &ir->inl[ir->ninl++];
         memset(r, 0, sizeof(*r));
         r->host = host;

@@ -44,7 +44,7 @@ void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...)
     ir->o->warn(ir->o->warn_ctx, msg);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int ml_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     size_t c = *cap ? *cap : 16;
     void *q;
@@ -71,7 +71,7 @@ int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t
             return 0;
         }
     }
-    if (grow((void **)&ir->words, &ir->capwords, ir->nwords + n + 1, sizeof(*ir->words)))
+    if (ml_grow((void **)&ir->words, &ir->capwords, ir->nwords + n + 1, sizeof(*ir->words)))
         return -ENOMEM;
     *off = (uint32_t)ir->nwords;
     ir->words[ir->nwords++] = n;
@@ -281,7 +281,7 @@ static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_
             *id = i;
             return 0;
         }
-    if (grow((void **)&ir->regions, &cap, ir->nregions + 1, sizeof(*ir->regions)))
+    if (ml_grow((void **)&ir->regions, &cap, ir->nregions + 1, sizeof(*ir->regions)))
         return -ENOMEM;
     ir->regions[ir->nregions] = strndup(name, len);
     if (!ir->regions[ir->nregions])
@@ -425,7 +425,7 @@ static int fwork_build(struct ml_ir *ir, struct fwork *w)
             rc = marker_region(ir, in, &r);
             if (rc)
                 return rc;
-            if (grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
+            if (ml_grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
                 return -ENOMEM;
             w->markers[w->nmarkers++] = (struct marker){in, r, k == 1, 0};
         }
@@ -581,7 +581,7 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     unsigned flen = 0, line = 0;
     const char *file = own_loc(loc, &flen, &line);
 
-    if (grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
+    if (ml_grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
         return -ENOMEM;
     u = &ir->units[ir->nunits];
     memset(u, 0, sizeof(*u));
@@ -608,7 +608,7 @@ static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t 
             ir->calls[i].per_exec += per;
             return 0;
         }
-    if (grow((void **)&ir->calls, &ir->capcalls, ir->ncalls + 1, sizeof(*ir->calls)))
+    if (ml_grow((void **)&ir->calls, &ir->capcalls, ir->ncalls + 1, sizeof(*ir->calls)))
         return -ENOMEM;
     ir->calls[ir->ncalls].unit = unit;
     ir->calls[ir->ncalls].per_exec = per;
@@ -638,7 +638,7 @@ static LLVMValueRef mult_by(struct ml_ir *ir, LLVMValueRef by)
 
 static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char *name, size_t len)
 {
-    if (grow((void **)&ir->uinfo, &ir->capuinfo, ir->nuinfo + 1, sizeof(*ir->uinfo)))
+    if (ml_grow((void **)&ir->uinfo, &ir->capuinfo, ir->nuinfo + 1, sizeof(*ir->uinfo)))
         return -ENOMEM;
     ir->uinfo[ir->nuinfo] = (struct ml_uinfo){unit, kind, strndup(name, len)};
     return ir->uinfo[ir->nuinfo++].name ? 0 : -ENOMEM;
@@ -646,7 +646,7 @@ static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char 
 
 static int add_late(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, uint32_t ticks)
 {
-    if (grow((void **)&ir->late, &ir->caplate, ir->nlate + 1, sizeof(*ir->late)))
+    if (ml_grow((void **)&ir->late, &ir->caplate, ir->nlate + 1, sizeof(*ir->late)))
         return -ENOMEM;
     ir->late[ir->nlate++] = (struct ml_late){call, ir->cur_mult, regset, ticks};
     return 0;
@@ -1166,7 +1166,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
     ir->ndyn = 0;
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
         LLVMMetadataRef sp = ml_inl_scope(in, &iline);
-        if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
+        if (ml_grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
             rc = -ENOMEM;
             goto out;
         }
@@ -1239,7 +1239,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
                     goto out;
             }
         if (defer) {
-            if (grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
+            if (ml_grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
                 rc = -ENOMEM;
                 goto out;
             }
@@ -1738,7 +1738,7 @@ out:
 static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig,
                      const char *src)
 {
-    if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
+    if (ml_grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
     ir->work[ir->nwork++] = (struct ml_work){fn, ctx, argsig, 0, src, 0, 0};
     return 0;
@@ -1775,7 +1775,7 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, u
     }
     if (!c)
         return NULL;
-    if (grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
+    if (ml_grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
         ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, argsig, name))
         return NULL;
     ir->work[ir->nwork - 1].mult = (unsigned char)ir->cur_mult;
@@ -1815,7 +1815,7 @@ static int dyn_copies(struct ml_ir *ir)
             fns[n++] = fn;
     for (size_t i = 0; i < n; i++) {
         LLVMValueRef c = clone_for(ir, fns[i], ir->dynset, 0);
-        if (!c || grow((void **)&ir->dyns, &ir->capdyns, ir->ndyns + 1, sizeof(*ir->dyns))) {
+        if (!c || ml_grow((void **)&ir->dyns, &ir->capdyns, ir->ndyns + 1, sizeof(*ir->dyns))) {
             free(fns);
             return -ENOMEM;
         }
@@ -1923,7 +1923,7 @@ static int inl_finish(struct ml_ir *ir)
         const struct ml_inlrec *r = &ir->inl[i];
         struct ml_unit *u;
         char *sym;
-        if (grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
+        if (ml_grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
             return -ENOMEM;
         u = &ir->units[ir->nunits];
         memset(u, 0, sizeof(*u));
@@ -2088,8 +2088,8 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         if (!(ir.o && ir.o->all) && ml_version_supported(fn)) {
             LLVMValueRef plain = NULL;
             if (ml_version_prepare(&ir, fn, &plain) ||
-                grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
-                     sizeof(*ir.versions)) ||
+                ml_grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
+                        sizeof(*ir.versions)) ||
                 ml_ptrmap_put(&ir.generated, plain, plain) ||
                 push_work(&ir, plain, ML_NOSET, 0, name)) {
                 rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");

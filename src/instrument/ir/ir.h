@@ -181,6 +181,9 @@ struct ml_ir {
     size_t ninl, capinl;
 };
 
+/* Makes room for need elements of elem bytes in *p (capacity *cap, doubled); -ENOMEM. */
+int ml_grow(void **p, size_t *cap, size_t need, size_t elem);
+
 /* Reports an error into ir->err; returns -EINVAL (or the given code). */
 int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
