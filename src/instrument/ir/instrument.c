@@ -1227,8 +1227,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         rc = new_pair(ir, ML_UNIT_BLOCK, regset, func, loc, dyn[i].rd, dyn[i].wr, !defer, &slot);
         if (rc)
             goto out;
-        /* The pair's bytes that inlined code moved: heap share to the first, stack to the second.
-         */
+        /* The pair's bytes that inlined code moved: heap to the first unit, stack to the next. */
         for (size_t j = 0; j < inl.n; j++)
             for (int k = 0; k < 2; k++) {
                 uint64_t f[ML_NFACTS] = {0};
