@@ -98,6 +98,11 @@ for lang, kernels, caller_own in (
                    ((8 * N, 4 * N), "inl-kern.hpp", "template <typename T> KERNEL void axpy")},
          (8 * N, 0))):
     inl, noinl = rows("%s/%s-inl%s.csv" % (T, lang, O)), rows("%s/%s-noinl%s.csv" % (T, lang, O))
+    # the shares come after the counters: the region slots the inline markers use must not move
+    for run in ("inl", "noinl"):
+        ex = [int(r["executions"]) for r in
+              csv.DictReader(open("%s/%s-%s%s.csv.totals" % (T, lang, run, O)))]
+        check("%s %s: region executions" % (lang, run), ex, [REPS])
     # every byte once: the rows of functions that were not inlined add up to the regions' bytes
     for name, rs, run in (("inlined", inl, "inl"), ("noinline", noinl, "noinl")):
         own = [r for (f, into), r in rs.items() if not into]

@@ -2124,6 +2124,12 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = instrument_rest(&ir);
     if (rc)
         goto out;
+    /* The last units: the region slots that inline.c addresses follow the counters. */
+    rc = inl_finish(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < ir.ndyns; i++)
         ml_dyn_entry_check(&ir, ir.dyns[i].fn, ir.dyns[i].plain);
     for (size_t i = 0; i < ir.nversions; i++) {
@@ -2136,11 +2142,6 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = ml_late_calls(&ir);
     if (!rc)
         rc = ml_inline_markers(&ir);
-    if (rc) {
-        ml_ir_fail(&ir, rc, "out of memory");
-        goto out;
-    }
-    rc = inl_finish(&ir);
     if (rc) {
         ml_ir_fail(&ir, rc, "out of memory");
         goto out;
