@@ -212,7 +212,7 @@ static struct {
     volatile int finishing;
     uint32_t options; /* ML_TF_* */
     int self_mode;    /* SELF_*: when threads encode their own buffers */
-    int no_cycles;    /* cycles=off: no cycle replay (cyc_replay), for comparison */
+    int slow;         /* fast=off: the general encoder only, for comparison */
     uint64_t tick0, mono0, real0;
     uint32_t pid, ppid;
     /* registration */
@@ -1509,7 +1509,7 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
     int writer = s == &t->w;
     const uint64_t *fw = writer ? fault_word(b, ml_tr_pf_peek(t->pf)) : end + 1;
     uint32_t si = 0, nsamp = writer ? b->nsamp : 0;
-    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY));
+    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY)) && !tr.slow;
 
     if (!s->open) { /* faults the thread took while it encoded a buffer itself come first */
         uint64_t pf = ml_tr_pf_peek(t->pf);
@@ -1602,7 +1602,7 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                 c = &hc[(h >> 3) % NHCACHE];
                 if (c->h != h || c->gen != gen || c->n > budget || w + 1 + c->n > end)
                     break;
-                if (c->loop == loop && !cy_d1 && w >= cy_next && !tr.no_cycles) {
+                if (c->loop == loop && !cy_d1 && w >= cy_next) {
                     /* The span since this header's last segment may be a cycle. */
                     uint32_t L = (uint32_t)(w - c->pos);
                     if (w - c->pos <= CYC_MAXL && w + 3 * L <= stop && cyc_verify(s, c->pos, L)) {
@@ -2136,14 +2136,14 @@ static void parse_options(void)
                 tr.self_mode = SELF_OFF;
             else if (!strcmp(w, "self=always"))
                 tr.self_mode = SELF_ALWAYS;
-            else if (!strcmp(w, "cycles=off"))
-                tr.no_cycles = 1;
-            else if (!strcmp(w, "cycles=on"))
-                tr.no_cycles = 0;
+            else if (!strcmp(w, "fast=off"))
+                tr.slow = 1;
+            else if (!strcmp(w, "fast=on"))
+                tr.slow = 0;
             else
                 say("ignoring unknown MEMLENS_TRACE option '", w,
                     "' (known: start=off, regions-only, markers-only, collapse, drop, "
-                    "no-faults, no-pfn, self=off, self=always, cycles=off)");
+                    "no-faults, no-pfn, self=off, self=always, fast=off)");
         }
     }
     ml_tr_pf_probe(faults, pfn, tr.faults_why, sizeof(tr.faults_why), tr.pfn_why,
