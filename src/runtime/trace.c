@@ -467,23 +467,30 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
+        int stale = 0, saved_errno = errno; /* the program's, wherever it was interrupted */
         /*
          * Every buffer is with the writer: sleep until half of them are back,
          * not just one, so that a writer slower than the program wakes the
-         * thread once per NBUFS / 2 buffers instead of once per buffer.
+         * thread once per NBUFS / 2 buffers instead of once per buffer. The
+         * writer may have returned some between pop_free and reading freed, so
+         * fewer than that may still be out: after a timeout with none freed,
+         * any free buffer will do (else the thread would wait forever).
          */
         __atomic_store_n(&t->want, __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE) + NBUFS / 2,
                          __ATOMIC_RELAXED);
         for (;;) {
             uint32_t seen = __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE);
             struct timespec ts = {0, 10000000};
-            if (((int32_t)(seen - t->want) >= 0 && (nb = pop_free(t))) || tr.disabled)
+            if ((((int32_t)(seen - t->want) >= 0 || stale) && (nb = pop_free(t))) || tr.disabled)
                 break;
             __atomic_store_n(&t->waiting, 1, __ATOMIC_SEQ_CST);
-            if ((int32_t)(__atomic_load_n(&t->freed, __ATOMIC_SEQ_CST) - t->want) < 0)
-                syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+            if ((int32_t)(__atomic_load_n(&t->freed, __ATOMIC_SEQ_CST) - t->want) < 0 &&
+                syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0) &&
+                errno == ETIMEDOUT)
+                stale = 1;
             __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
+        errno = saved_errno;
         __atomic_add_fetch(&tr.p_waits, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&tr.p_wait_ticks, ml_rt_ticks() - w0, __ATOMIC_RELAXED);
         if (!nb)
