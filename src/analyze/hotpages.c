@@ -37,9 +37,18 @@ struct lpage {
     uint64_t pos; /* ring position of its live entry; below tail: not in the rest */
 };
 
+struct pstat;
+
 struct lru {
-    struct ml_mtf front;              /* min(ML_MTF_MAX, cap) pages */
-    uint32_t fslot[ML_MTF_MAX];       /* table slot of the page in each slot of the front */
+    struct ml_mtf front;        /* min(ML_MTF_MAX, cap) pages; unused keys UINT64_MAX */
+    uint32_t fslot[ML_MTF_MAX]; /* table slot of the page in each slot of the front */
+    /*
+     * The fused pass (both lanes on one thread): the counters of the (row,
+     * page) each slot of the front last served, so a hit there needs no
+     * lookup of its counters either. A slot's new page cannot match its key.
+     */
+    uint64_t fkey[ML_MTF_MAX];
+    struct pstat *fps[ML_MTF_MAX];
     struct lpage *tab;                /* 2^tbits entries */
     uint32_t tbits, rest;             /* the rest's capacity (cap - front) */
     uint64_t tn;                      /* pages in the table */
@@ -141,6 +150,8 @@ static int lru_init(struct lru *l, uint32_t cap)
 
     memset(l, 0, sizeof(*l));
     ml_mtf_init(&l->front, cap < ML_MTF_MAX ? cap : ML_MTF_MAX);
+    for (int i = 0; i < ML_MTF_MAX; i++)
+        l->front.key[i] = l->fkey[i] = UINT64_MAX; /* no page, no (row, page) */
     l->rest = cap - l->front.cap;
     if (!l->rest)
         return 0;
@@ -585,20 +596,33 @@ static inline int lru_line(struct hotpages *h, struct ttr *t, uint64_t page, uin
     return h->html ? heat_add(t, page, h->bin, w) : 0;
 }
 
-/* The rank of page in the LRU's front (-1: absent); the tag is hashed only past the top three. */
-static inline __attribute__((always_inline)) int front_rank(const struct ml_mtf *f, uint64_t page)
+/*
+ * Moves page to the top of the LRU's front and returns its slot there, or -1
+ * when it is not in the front. The three most recent pages are compared
+ * without hashing the tag (unused keys match no page; ranks past those in
+ * use name slots of lower ranks, compared first), and moving them up is a
+ * rotation of the low nibbles of the order.
+ */
+static inline __attribute__((always_inline)) int front_hit(struct ml_mtf *f, uint64_t page)
 {
     uint64_t o = f->ord;
+    unsigned s;
+    int r;
 
-    if (f->n >= 3) {
-        if (f->key[o & 15] == page)
-            return 0;
-        if (f->key[(o >> 4) & 15] == page)
-            return 1;
-        if (f->key[(o >> 8) & 15] == page)
-            return 2;
+    if (f->key[s = o & 15] == page)
+        return (int)s;
+    if (f->key[s = (o >> 4) & 15] == page) {
+        f->ord = (o & ~0xffull) | (o & 15) << 4 | s;
+        return (int)s;
     }
-    return ml_mtf_find(f, page, ml_mtf_tag(page));
+    if (f->key[s = (o >> 8) & 15] == page) {
+        f->ord = (o & ~0xfffull) | (o & 0xff) << 4 | s;
+        return (int)s;
+    }
+    if ((r = ml_mtf_find(f, page, ml_mtf_tag(page))) < 0)
+        return -1;
+    ml_mtf_touch(f, r);
+    return (int)(o >> (4 * r)) & 15;
 }
 
 /*
@@ -637,19 +661,32 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
         c->bin_end = h->bin_end;
     }
     /* The common case: one line of a page in the thread's cache and the LRU's front. */
-    if (line == end && !c->html) {
+    if (lanes == 3 && line == end && !c->html) {
+        uint64_t page = line >> c->lshift, key = c->rowkey | page;
+        struct lru *L = &h->lru;
+        int fs = front_hit(&L->front, page);
+        if (fs >= 0) {
+            struct pstat *ps = L->fps[fs];
+            if (L->fkey[fs] != key) {
+                if (!(ps = ps_of(h, c->p, page)))
+                    return -ENOMEM;
+                L->fkey[fs] = key;
+                L->fps[fs] = ps;
+            }
+            ps->lines[line & c->lmask] += w;
+            c->q.acc += w;
+            return 0;
+        }
+    } else if (line == end && !c->html) {
         uint64_t page = line >> c->lshift;
         uint64_t key = (lanes & 1) ? c->rowkey | page : 0;
         struct hslot *s = (lanes & 1) ? &c->p->c[hc_slot(key)] : NULL;
-        int j = 0;
         if ((!(lanes & 1) || s->key == key) &&
-            (!(lanes & 2) || (j = front_rank(&h->lru.front, page)) >= 0)) {
+            (!(lanes & 2) || front_hit(&h->lru.front, page) >= 0)) {
             if (lanes & 1)
                 s->ps->lines[line & c->lmask] += w;
-            if (lanes & 2) {
-                ml_mtf_touch(&h->lru.front, j);
+            if (lanes & 2)
                 c->q.acc += w;
-            }
             return 0;
         }
     }
