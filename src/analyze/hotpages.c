@@ -870,38 +870,46 @@ static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct
     size_t k = 0;
     const struct ml_an_opts *o = ml_an_options(h->run);
 
-    if (ml_map_init(&sum, m->n * 2 + 16))
+    /* The aggregates of each row (ids + 1; 0: none), found once rather than once per entry. */
+    uint64_t(*ids)[4] = calloc((size_t)h->rows.n + 1, sizeof(*ids));
+
+    if (!ids || ml_map_init(&sum, m->n * 2 + 16)) {
+        free(ids);
         return NULL;
-    ml_map_each(m, i)
-    {
-        uint64_t key = ml_map_key(m, i), addr = key & ((1ull << shift) - 1);
-        uint32_t row = (uint32_t)(key >> shift), g = h->rows.thread[row], kk = h->rows.key[row];
-        int tr = ml_an_thread_trace(h->run, g);
-        uint64_t ids[4] = {0};
-        int nids = 0;
+    }
+    for (uint32_t row = 0; row < h->rows.n; row++) {
+        uint32_t g = h->rows.thread[row], kk = h->rows.key[row];
+        int tr = ml_an_thread_trace(h->run, g), nids = 0;
         uint64_t *x;
         if (o->by != ML_BY_THREAD) {
             x = ml_map_find(&a->id, agg_key(tr, g, kk));
-            ids[nids++] = x ? *x : 0;
+            ids[row][nids++] = x ? *x : 0;
             x = ml_map_find(&a->id, agg_key(tr, ML_ALL, kk));
-            ids[nids++] = x ? *x : 0;
+            ids[row][nids++] = x ? *x : 0;
         }
         x = ml_map_find(&a->id, agg_key(tr, g, ML_ALL));
-        ids[nids++] = x ? *x : 0;
+        ids[row][nids++] = x ? *x : 0;
         x = ml_map_find(&a->id, agg_key(tr, ML_ALL, ML_ALL));
-        ids[nids++] = x ? *x : 0;
-        for (int j = 0; j < nids; j++) {
+        ids[row][nids++] = x ? *x : 0;
+    }
+    ml_map_each(m, i)
+    {
+        uint64_t key = ml_map_key(m, i), addr = key & ((1ull << shift) - 1);
+        const uint64_t *id = ids[key >> shift];
+        for (int j = 0; j < 4; j++) {
             uint64_t *c;
-            if (!ids[j])
+            if (!id[j])
                 continue;
             /* 20 bits of aggregate id above 44 bits of address: enough for pages and lines. */
-            if (!(c = ml_map_slot(&sum, (ids[j] - 1) << 44 | (addr & ((1ull << 44) - 1))))) {
+            if (!(c = ml_map_slot(&sum, (id[j] - 1) << 44 | (addr & ((1ull << 44) - 1))))) {
                 ml_map_free(&sum);
+                free(ids);
                 return NULL;
             }
             *c += m->vals[i];
         }
     }
+    free(ids);
     /* Only the top N of each aggregate: a min-heap of N per aggregate, then sorted. */
     v = malloc(((size_t)a->n * top + 1) * sizeof(*v));
     if (v) {
