@@ -638,14 +638,15 @@ struct cur {
     uint64_t bin_end;
     uint64_t lmask; /* lines per page - 1 */
     uint32_t line_shift, lshift;
-    int html;
     struct pend q;
 };
 
 /*
  * A record (both lanes, or lane 0 or 1 alone): a range counts once for each
- * line, and for each page once per line in it.
+ * line, and for each page once per line in it. With FAST in lanes (no heat
+ * map to feed), a record on one line takes the short paths.
  */
+#define FAST 4
 static inline __attribute__((always_inline)) int
 one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_rec *x, int lanes)
 {
@@ -661,7 +662,7 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
         c->bin_end = h->bin_end;
     }
     /* The common case: one line of a page in the thread's cache and the LRU's front. */
-    if (lanes == 3 && line == end && !c->html) {
+    if ((lanes & 7) == 7 && line == end) {
         uint64_t page = line >> c->lshift, key = c->rowkey | page;
         struct lru *L = &h->lru;
         int fs = front_hit(&L->front, page);
@@ -677,7 +678,7 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
             c->q.acc += w;
             return 0;
         }
-    } else if (line == end && !c->html) {
+    } else if ((lanes & 4) && line == end) {
         uint64_t page = line >> c->lshift;
         uint64_t key = (lanes & 1) ? c->rowkey | page : 0;
         struct hslot *s = (lanes & 1) ? &c->p->c[hc_slot(key)] : NULL;
@@ -708,8 +709,8 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
     struct ttr *t = &h->tr[h->ntr - 1];
     uint32_t thr = UINT32_MAX;
     struct cur c = {
-        NULL,    NULL,  0, 0, h->bin_end, h->lpp - 1, h->line_shift, h->page_shift - h->line_shift,
-        h->html, {0, 0}};
+        NULL,  NULL, 0, 0, h->bin_end, h->lpp - 1, h->line_shift, h->page_shift - h->line_shift,
+        {0, 0}};
     int rc = 0;
 
     for (size_t i = 0; i < n; i++) {
@@ -738,13 +739,15 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
 
 static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
 {
-    return run(st, in, r, n, 3);
+    return ((struct hotpages *)st)->html ? run(st, in, r, n, 3) : run(st, in, r, n, 3 | FAST);
 }
 
 static int lane(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
                 size_t n)
 {
-    return l ? run(st, in, r, n, 2) : run(st, in, r, n, 1);
+    if (!l)
+        return run(st, in, r, n, 1 | FAST);
+    return ((struct hotpages *)st)->html ? run(st, in, r, n, 2) : run(st, in, r, n, 2 | FAST);
 }
 
 static int end(void *st, const struct ml_an_input *in)
