@@ -747,10 +747,12 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 
 /* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
  */
-#define AHEAD 8u
+#define AHEAD 16u
 
 /* Word 0 of a one-unit record of an 8-byte access, kind bits 0-1 aside (1 load, 2 store, 3 RMW). */
-#define W0_WORD8_MASK 0xfffcu
+#define W0_WORD8_MASK  0xfffcu
+#define W0_SCALAR_MASK 0xcffcu  /* ... and of 4 or 8 (or 12) bytes: */
+#define W0_SCALAR      (12u << 10) /* one of these bits set */
 #define W0_WORD8      (8u << 10)
 _Static_assert(ML_EV_LOAD == 1 && ML_EV_STORE == 2 && ML_EV_RMW == 3, "kind bits: load 1, store 2");
 _Static_assert(sizeof(struct cell) == 16, "d->sh: 2 metadata bytes per data byte");
@@ -826,10 +828,13 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         const unsigned kind = ML_Q_KIND(w0);
         /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
         if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
-            const uint64_t a = rec[AHEAD * 2 + 1] & ~7ull;
-            ml_shadow_prefetch(d->sh, a);
-            if (ML_Q_AUX(rec[AHEAD * 2]) != 8) /* halves are for smaller accesses */
-                ml_shadow_prefetch(d->sh4, a);
+            /* scalar accesses of 4 and 8 bytes only: vectors stream (the hardware fetches) */
+            const uint64_t aw0 = rec[AHEAD * 2], a = rec[AHEAD * 2 + 1] & ~7ull;
+            if (!(aw0 & W0_SCALAR_MASK) && (aw0 & W0_SCALAR)) {
+                ml_shadow_prefetch(d->sh, a);
+                if ((aw0 & W0_WORD8_MASK) != W0_WORD8) /* halves: for 4 bytes */
+                    ml_shadow_prefetch(d->sh4, a);
+            }
         }
         /* one unit (len is a multiple of it), so no blob and nothing malformed */
         if ((w0 & W0_WORD8_MASK) == W0_WORD8 && (kind & 3)) {
