@@ -753,7 +753,8 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 #define W0_WORD8_MASK  0xfffcu
 #define W0_SCALAR_MASK 0xcffcu  /* ... and of 4 or 8 (or 12) bytes: */
 #define W0_SCALAR      (12u << 10) /* one of these bits set */
-#define W0_WORD8      (8u << 10)
+#define W0_WORD8       (8u << 10)
+#define W0_HALF4       (4u << 10)
 _Static_assert(ML_EV_LOAD == 1 && ML_EV_STORE == 2 && ML_EV_RMW == 3, "kind bits: load 1, store 2");
 _Static_assert(sizeof(struct cell) == 16, "d->sh: 2 metadata bytes per data byte");
 
@@ -769,31 +770,34 @@ static inline struct cell *cell_at(struct dep *d, uint64_t addr)
              : NULL;
 }
 
-/*
- * The most common record: an aligned 8-byte access (kind 1 load, 2 store, 3
- * RMW, a constant when inlined) to a word held whole by one cell; as
- * cells_access with one cell. Returns 0, having changed nothing, to leave
- * the record to the general path.
- */
-static inline __attribute__((always_inline)) int word8(struct dep *d, const struct ml_bworker *w,
-                                                       const struct lthread *t, uint32_t thread,
-                                                       uint64_t w0, uint64_t addr, unsigned kind)
+/* The two half cells of the word at addr (aligned) in d->sh4 (ratio 4), likewise. */
+static inline struct cell *halves_at(struct dep *d, uint64_t addr)
 {
-    const uint64_t site = ML_Q_ID(w0);
-    struct cell *c;
-    uint64_t cw, cr;
+    struct ml_shadow *s = d->sh4;
+    uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
+    uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
+    uint8_t *p = page == s->tlb[i].page ? s->tlb[i].p : ml_shadow_page(s, page, 1);
 
-    if ((addr & 7) || site >= SPLIT4 - 1)
-        return 0;
-    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
-        return 1; /* another worker's */
-    if (!(c = cell_at(d, addr)) || (cw = c->w) >= PACK(SPLIT4, 0))
-        return 0;
+    return p ? (struct cell *)(void *)(p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << 2))
+             : NULL;
+}
+
+/*
+ * The access of site (kind 1 load, 2 store, 3 RMW, a constant when inlined)
+ * to cell c holding its bytes whole, whose store cw was read: as
+ * cells_access with one cell.
+ */
+static inline __attribute__((always_inline)) void cell1(struct dep *d, const struct lthread *t,
+                                                        uint32_t thread, uint64_t site,
+                                                        struct cell *c, uint64_t cw, unsigned kind)
+{
+    uint64_t cr;
+
     if ((kind & ML_EV_LOAD) && cw)
         depend_on(d, t, thread, (uint32_t)site, cw, RAW);
     if (!(kind & ML_EV_STORE)) {
         c->r = PACK(site + 1, d->clock);
-        return 1;
+        return;
     }
     cr = c->r;
     if (cw)
@@ -802,6 +806,54 @@ static inline __attribute__((always_inline)) int word8(struct dep *d, const stru
         depend_on(d, t, thread, (uint32_t)site, cr, WAR);
     c->w = PACK(site + 1, d->clock);
     c->r = 0;
+}
+
+/*
+ * The most common record: an aligned 8-byte access to a word held whole by
+ * one cell. Returns 0, having changed nothing, to leave the record to the
+ * general path.
+ */
+static inline __attribute__((always_inline)) int word8(struct dep *d, const struct ml_bworker *w,
+                                                       const struct lthread *t, uint32_t thread,
+                                                       uint64_t w0, uint64_t addr, unsigned kind)
+{
+    const uint64_t site = ML_Q_ID(w0);
+    struct cell *c;
+    uint64_t cw;
+
+    if ((addr & 7) || site >= SPLIT4 - 1)
+        return 0;
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1; /* another worker's */
+    if (!(c = cell_at(d, addr)) || (cw = c->w) >= PACK(SPLIT4, 0))
+        return 0;
+    cell1(d, t, thread, site, c, cw, kind);
+    return 1;
+}
+
+/*
+ * The next most common (an int): an aligned 4-byte access to a word split
+ * in halves, whose halves are joined again when a store makes them alike.
+ */
+static inline __attribute__((always_inline)) int half4(struct dep *d, const struct ml_bworker *w,
+                                                       const struct lthread *t, uint32_t thread,
+                                                       uint64_t w0, uint64_t addr, unsigned kind)
+{
+    const uint64_t site = ML_Q_ID(w0);
+    struct cell *c, *h, *o;
+
+    if ((addr & 3) || site >= SPLIT4 - 1)
+        return 0;
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1;
+    if (!(c = cell_at(d, addr & ~7ull)) || P_SITE(c->w) != SPLIT4 ||
+        !(h = halves_at(d, addr & ~7ull)))
+        return 0;
+    h += (addr >> 2) & 1;
+    cell1(d, t, thread, site, h, h->w, kind);
+    o = addr & 4 ? h - 1 : h + 1;
+    if ((kind & ML_EV_STORE) && o->w == h->w && o->r == h->r)
+        *c = *h;
     return 1;
 }
 
@@ -837,10 +889,18 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
             }
         }
         /* one unit (len is a multiple of it), so no blob and nothing malformed */
-        if ((w0 & W0_WORD8_MASK) == W0_WORD8 && (kind & 3)) {
-            int done = kind == ML_EV_LOAD    ? word8(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+        if (!(w0 & W0_SCALAR_MASK) && (kind & 3)) {
+            int done;
+            if ((w0 & W0_WORD8_MASK) == W0_WORD8)
+                done = kind == ML_EV_LOAD    ? word8(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
                        : kind == ML_EV_STORE ? word8(d, w, t, thread, w0, rec[1], ML_EV_STORE)
                                              : word8(d, w, t, thread, w0, rec[1], ML_EV_RMW);
+            else if ((w0 & W0_WORD8_MASK) == W0_HALF4)
+                done = kind == ML_EV_LOAD    ? half4(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? half4(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : half4(d, w, t, thread, w0, rec[1], ML_EV_RMW);
+            else
+                done = 0;
             if (done) {
                 off += ML_Q_UNIT;
                 count++;
