@@ -751,10 +751,11 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 
 /* Word 0 of a one-unit record of an 8-byte access, kind bits 0-1 aside (1 load, 2 store, 3 RMW). */
 #define W0_WORD8_MASK  0xfffcu
-#define W0_SCALAR_MASK 0xcffcu  /* ... and of 4 or 8 (or 12) bytes: */
+#define W0_SCALAR_MASK 0xcffcu     /* ... and of 4 or 8 (or 12) bytes: */
 #define W0_SCALAR      (12u << 10) /* one of these bits set */
 #define W0_WORD8       (8u << 10)
 #define W0_HALF4       (4u << 10)
+#define W0_KIND_EXTRA  0x3ffu /* kind and extra units */
 _Static_assert(ML_EV_LOAD == 1 && ML_EV_STORE == 2 && ML_EV_RMW == 3, "kind bits: load 1, store 2");
 _Static_assert(sizeof(struct cell) == 16, "d->sh: 2 metadata bytes per data byte");
 
@@ -858,6 +859,23 @@ static inline __attribute__((always_inline)) int half4(struct dep *d, const stru
 }
 
 /*
+ * The next iteration of the innermost open loop, when its ring need not grow:
+ * as on_loop. Returns 0, having changed nothing, to leave it to on_loop.
+ */
+static inline int iter_inner(struct dep *d, struct lthread *t, uint64_t id)
+{
+    struct lframe *f;
+
+    if (!t->depth || t->over || (f = &t->f[t->depth - 1])->id != id || f->iter + 1 == f->rcap)
+        return 0;
+    if (d->clock < CLOCK_MAX)
+        d->clock++;
+    f->iter++;
+    f->iter_start = f->ring[f->iter & (f->rcap - 1)] = d->clock;
+    return 1;
+}
+
+/*
  * The records of one thread, read in a loop rather than one call each: the
  * shadow cells of the records AHEAD further on are fetched meanwhile.
  */
@@ -906,6 +924,11 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
                 count++;
                 continue;
             }
+        }
+        if ((w0 & W0_KIND_EXTRA) == ML_EV_LOOP_ITER && iter_inner(d, t, rec[1])) {
+            off += ML_Q_UNIT;
+            count++;
+            continue;
         }
         uint32_t r = ml_bchunk_rec(data, off, len, &blob);
         if (!r)
