@@ -755,6 +755,7 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 #define W0_SCALAR      (12u << 10) /* one of these bits set */
 #define W0_WORD8       (8u << 10)
 #define W0_HALF4       (4u << 10)
+#define W0_VEC16       (16u << 10)
 #define W0_KIND_EXTRA  0x3ffu /* kind and extra units */
 _Static_assert(ML_EV_LOAD == 1 && ML_EV_STORE == 2 && ML_EV_RMW == 3, "kind bits: load 1, store 2");
 _Static_assert(sizeof(struct cell) == 16, "d->sh: 2 metadata bytes per data byte");
@@ -833,6 +834,52 @@ static inline __attribute__((always_inline)) int word8(struct dep *d, const stru
 }
 
 /*
+ * A 16-byte vector: an access aligned to 8 bytes within one 4 KiB block, to
+ * two words each held whole by one cell; as cells_access with two cells.
+ */
+static inline __attribute__((always_inline)) int vec16(struct dep *d, const struct ml_bworker *w,
+                                                       const struct lthread *t, uint32_t thread,
+                                                       uint64_t w0, uint64_t addr, unsigned kind)
+{
+    const uint64_t site = ML_Q_ID(w0), me = PACK(site + 1, d->clock);
+    struct cell *c;
+    uint64_t w1, w2, r1, r2;
+
+    if ((addr & 7) ||
+        (addr & ((1u << ML_BPART_BLOCK_BITS) - 1)) > (1u << ML_BPART_BLOCK_BITS) - 16 ||
+        site >= SPLIT4 - 1)
+        return 0;
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1;
+    if (!(c = cell_at(d, addr)) || (w1 = c[0].w) >= PACK(SPLIT4, 0) ||
+        (w2 = c[1].w) >= PACK(SPLIT4, 0))
+        return 0;
+    if (kind & ML_EV_LOAD) {
+        if (w1)
+            depend_on(d, t, thread, (uint32_t)site, w1, RAW);
+        if (w2 && w2 != w1)
+            depend_on(d, t, thread, (uint32_t)site, w2, RAW);
+    }
+    if (!(kind & ML_EV_STORE)) {
+        c[0].r = c[1].r = me;
+        return 1;
+    }
+    r1 = c[0].r;
+    r2 = c[1].r;
+    if (w1)
+        depend_on(d, t, thread, (uint32_t)site, w1, WAW);
+    if (w2 && w2 != w1)
+        depend_on(d, t, thread, (uint32_t)site, w2, WAW);
+    if (r1)
+        depend_on(d, t, thread, (uint32_t)site, r1, WAR);
+    if (r2 && r2 != r1)
+        depend_on(d, t, thread, (uint32_t)site, r2, WAR);
+    c[0].w = c[1].w = me;
+    c[0].r = c[1].r = 0;
+    return 1;
+}
+
+/*
  * The next most common (an int): an aligned 4-byte access to a word split
  * in halves, whose halves are joined again when a store makes them alike.
  */
@@ -907,7 +954,7 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
             }
         }
         /* one unit (len is a multiple of it), so no blob and nothing malformed */
-        if (!(w0 & W0_SCALAR_MASK) && (kind & 3)) {
+        if ((!(w0 & W0_SCALAR_MASK) || (w0 & W0_WORD8_MASK) == W0_VEC16) && (kind & 3)) {
             int done;
             if ((w0 & W0_WORD8_MASK) == W0_WORD8)
                 done = kind == ML_EV_LOAD    ? word8(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
@@ -917,6 +964,10 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
                 done = kind == ML_EV_LOAD    ? half4(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
                        : kind == ML_EV_STORE ? half4(d, w, t, thread, w0, rec[1], ML_EV_STORE)
                                              : half4(d, w, t, thread, w0, rec[1], ML_EV_RMW);
+            else if ((w0 & W0_WORD8_MASK) == W0_VEC16)
+                done = kind == ML_EV_LOAD    ? vec16(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? vec16(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : vec16(d, w, t, thread, w0, rec[1], ML_EV_RMW);
             else
                 done = 0;
             if (done) {
