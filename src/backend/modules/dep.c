@@ -760,28 +760,28 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 _Static_assert(ML_EV_LOAD == 1 && ML_EV_STORE == 2 && ML_EV_RMW == 3, "kind bits: load 1, store 2");
 _Static_assert(sizeof(struct cell) == 16, "d->sh: 2 metadata bytes per data byte");
 
-/* The cell of the word at addr (aligned), as ml_shadow_at(d->sh) with its ratio a constant. */
-static inline struct cell *cell_at(struct dep *d, uint64_t addr)
+/* The cells of the word at addr (aligned) in s, as ml_shadow_at with its ratio (1 << shift) a
+ * constant. */
+static inline struct cell *word_cells(struct ml_shadow *s, uint64_t addr, unsigned shift)
 {
-    struct ml_shadow *s = d->sh;
     uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
     uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
     uint8_t *p = page == s->tlb[i].page ? s->tlb[i].p : ml_shadow_page(s, page, 1);
 
-    return p ? (struct cell *)(void *)(p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << 1))
+    return p ? (struct cell *)(void *)(p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << shift))
              : NULL;
 }
 
-/* The two half cells of the word at addr (aligned) in d->sh4 (ratio 4), likewise. */
+/* The cell of the word at addr in d->sh (ratio 2). */
+static inline struct cell *cell_at(struct dep *d, uint64_t addr)
+{
+    return word_cells(d->sh, addr, 1);
+}
+
+/* The two half cells of the word at addr in d->sh4 (ratio 4). */
 static inline struct cell *halves_at(struct dep *d, uint64_t addr)
 {
-    struct ml_shadow *s = d->sh4;
-    uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
-    uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
-    uint8_t *p = page == s->tlb[i].page ? s->tlb[i].p : ml_shadow_page(s, page, 1);
-
-    return p ? (struct cell *)(void *)(p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << 2))
-             : NULL;
+    return word_cells(d->sh4, addr, 2);
 }
 
 /*
