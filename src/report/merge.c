@@ -251,6 +251,8 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const s
     q->nunits = p->nunits;
     q->calls = p->calls;
     q->ncalls = p->ncalls;
+    q->inl = p->inl;
+    q->ninl = p->ninl;
     q->modules = p->modules;
     q->nmodules = p->nmodules;
     q->nevents = p->nevents;
