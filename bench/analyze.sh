@@ -7,7 +7,8 @@
 # OLD=/path/to/memlens also runs another build (an earlier revision) on the same traces, each
 # analysis paired with this build's in every round (the order alternating), and prints its
 # records per CPU second and the median over rounds of the ratio old CPU s / new CPU s.
-# J="1 2" (default) are the -j values run.
+# J="1 2" (default) are the -j values run. AN="hotpages membus" runs only those analyses (each
+# entry one analysis and its arguments, separated by commas: AN="reuse --sample 0.01,hotpages").
 #   bench/analyze.sh            both traces (stream: regular, pagerank: irregular)
 #   RUNS=1 bench/analyze.sh stream
 #   OLD=/tmp/old/bin/memlens J=1 bench/analyze.sh
@@ -30,6 +31,12 @@ KERNELS="stream|1000000 66
 pagerank|400000 16 8"
 SEL=${*:-stream pagerank}
 ANALYSES=(summary membus "reuse" "reuse --sample 0.01" streams hotpages bandwidth io)
+if [ -n "${AN:-}" ]; then
+    case $AN in
+    *,*) IFS=, read -r -a ANALYSES <<<"$AN" ;;
+    *) read -r -a ANALYSES <<<"$AN" ;;
+    esac
+fi
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min), $(nproc) CPUs"
 declare -A TRACE RECORDS ARGS
@@ -74,7 +81,8 @@ for r in $(seq "$RUNS"); do
             done
         done
         # membus question: memlens (trace + membus) against cachegrind, same program and input
-        if [ "$k" = stream ] && command -v valgrind >/dev/null; then
+        if [ "$k" = stream ] && [[ " ${ANALYSES[*]} " == *" membus "* ]] &&
+            command -v valgrind >/dev/null; then
             set -- $(timed env MEMLENS_OUT="$W/m" "$ML" trace -q -- "$W/$k" ${ARGS[$k]})
             tr=$2
             set -- $(timed "$ML" analyze -q --no-progress -j2 "$W"/m/*.mlt membus --l1 32k:8 \
@@ -129,6 +137,7 @@ fi
 # Sampled reuse: the largest miss-ratio error against the exact curve, lines and pages.
 echo
 for k in $SEL; do
+    [[ " ${ANALYSES[*]} " == *" reuse --sample 0.01 "* ]] || break
     "$ML" analyze -q --json "${TRACE[$k]}" reuse >"$W/exact.json"
     "$ML" analyze -q --json --sample 0.01 "${TRACE[$k]}" reuse >"$W/sampled.json"
     python3 - "$k" "$W/exact.json" "$W/sampled.json" <<'PY'

@@ -20,16 +20,40 @@
 #define ROW_SHIFT_LINE 42
 
 /*
- * The hot-page LRU: its most recent pages in a short move-to-front list
- * (most accesses hit there, without hashing), the rest in a list with a
- * hash: together one LRU of cap pages.
+ * The hot-page LRU. Its 16 most recent pages are a short move-to-front list
+ * (most hits land there, without hashing). The rest, up to cap pages, are in
+ * the order they left the front: a ring of table slots, appended at head and
+ * evicted at tail. A page accessed again from the rest leaves its ring entry
+ * behind, stale: each page's table entry holds the ring position of its one
+ * live entry, and the page is in the rest exactly when that position is at
+ * or after tail. So an access costs one probe of an open-addressed table of
+ * every page seen (key and position side by side, never deleted) and a few
+ * stores; the tail skips stale entries, and a full ring is compacted in
+ * place. The front remembers each page's table slot, so a page pushed out
+ * of it needs no hashing either. Exact: the hits are an LRU of cap pages.
  */
+struct lpage {
+    uint64_t key; /* page + 1; 0: empty */
+    uint64_t pos; /* ring position of its live entry; below tail: not in the rest */
+};
+
+struct pstat;
+
 struct lru {
-    struct ml_mtf front; /* min(ML_MTF_MAX, cap) pages */
-    struct ml_map pos;   /* page -> node + 1, for the rest */
-    uint64_t *page;
-    uint32_t *prev, *next;
-    uint32_t n, cap, head, tail, free_; /* the rest: nodes in use, room, list, a free node */
+    struct ml_mtf front;        /* min(ML_MTF_MAX, cap) pages; unused keys UINT64_MAX */
+    uint32_t fslot[ML_MTF_MAX]; /* table slot of the page in each slot of the front */
+    /*
+     * The fused pass (both lanes on one thread): the counters of the (row,
+     * page) each slot of the front last served, so a hit there needs no
+     * lookup of its counters either. A slot's new page cannot match its key.
+     */
+    uint64_t fkey[ML_MTF_MAX];
+    struct pstat *fps[ML_MTF_MAX];
+    struct lpage *tab;                /* 2^tbits entries */
+    uint32_t tbits, rest;             /* the rest's capacity (cap - front) */
+    uint64_t tn;                      /* pages in the table */
+    uint32_t *ring;                   /* table slots, position p at p & rmask */
+    uint64_t rmask, head, tail, live; /* positions from 1; live entries in [tail, head) */
 };
 
 struct tbin {
@@ -70,9 +94,15 @@ struct pstat {
 #define HC_BITS 12
 #define HC      (1u << HC_BITS)
 
+struct hslot {
+    uint64_t key;     /* row << ROW_SHIFT_PAGE | page; HC_EMPTY: none */
+    struct pstat *ps; /* beside its key: one cache line per lookup */
+};
+
+#define HC_EMPTY UINT64_MAX /* no (row, page) has it: rows stay below 2^28 */
+
 struct hthr {
-    uint64_t key[HC];     /* row << ROW_SHIFT_PAGE | page */
-    struct pstat *ps[HC]; /* NULL: empty */
+    struct hslot c[HC];
     uint32_t row;
 };
 
@@ -112,106 +142,164 @@ static void threads_free(struct hotpages *h)
     h->nthr = 0;
 }
 
+#define LRU_TAB0 1024 /* first size of the page table */
+
 static int lru_init(struct lru *l, uint32_t cap)
 {
+    uint64_t ring = 16;
+
     memset(l, 0, sizeof(*l));
     ml_mtf_init(&l->front, cap < ML_MTF_MAX ? cap : ML_MTF_MAX);
-    l->cap = cap - l->front.cap;
-    l->page = calloc(l->cap + 1, sizeof(*l->page));
-    l->prev = calloc(l->cap + 1, sizeof(*l->prev));
-    l->next = calloc(l->cap + 1, sizeof(*l->next));
-    l->head = l->tail = l->free_ = UINT32_MAX;
-    if (!l->page || !l->prev || !l->next || ml_map_init(&l->pos, 2 * (uint64_t)l->cap + 2))
-        return -ENOMEM;
-    return 0;
+    for (int i = 0; i < ML_MTF_MAX; i++)
+        l->front.key[i] = l->fkey[i] = UINT64_MAX; /* no page, no (row, page) */
+    l->rest = cap - l->front.cap;
+    if (!l->rest)
+        return 0;
+    /* Room for 4x the live entries: a compaction comes after at least 3 x rest appends. */
+    while (ring < 4 * (uint64_t)l->rest)
+        ring *= 2;
+    l->rmask = ring - 1;
+    l->head = l->tail = 1;
+    l->tbits = 10;
+    l->tab = calloc(LRU_TAB0, sizeof(*l->tab));
+    l->ring = malloc(ring * sizeof(*l->ring));
+    return l->tab && l->ring ? 0 : -ENOMEM;
 }
 
 static void lru_free(struct lru *l)
 {
-    free(l->page);
-    free(l->prev);
-    free(l->next);
-    ml_map_free(&l->pos);
+    free(l->tab);
+    free(l->ring);
     memset(l, 0, sizeof(*l));
 }
 
-static void unlink_node(struct lru *l, uint32_t i)
+static inline uint32_t tab_home(uint64_t key, uint32_t bits)
 {
-    if (l->prev[i] != UINT32_MAX)
-        l->next[l->prev[i]] = l->next[i];
-    else
-        l->head = l->next[i];
-    if (l->next[i] != UINT32_MAX)
-        l->prev[l->next[i]] = l->prev[i];
-    else
-        l->tail = l->prev[i];
+    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
-static void push_head(struct lru *l, uint32_t i)
+/* The slot of key (page + 1) in tab, or of the empty entry where it belongs. */
+static inline uint32_t tab_probe(const struct lpage *tab, uint32_t bits, uint64_t key)
 {
-    l->prev[i] = UINT32_MAX;
-    l->next[i] = l->head;
-    if (l->head != UINT32_MAX)
-        l->prev[l->head] = i;
-    l->head = i;
-    if (l->tail == UINT32_MAX)
-        l->tail = i;
+    uint32_t mask = (1u << bits) - 1, i = tab_home(key, bits);
+
+    while (tab[i].key && tab[i].key != key)
+        i = (i + 1) & mask;
+    return i;
 }
 
-/* Puts a page demoted from the front at the head of the rest (evicting its tail when full). */
-static int rest_push(struct lru *l, uint64_t page)
+/* Drops the rest's stale ring entries: its live ones move up to [tail, tail + live). */
+static void ring_compact(struct lru *l)
 {
-    uint32_t i;
-    uint64_t *slot;
+    uint64_t to = l->tail;
 
-    if (!l->cap)
-        return 0;
-    if (l->free_ != UINT32_MAX) {
-        i = l->free_;
-        l->free_ = UINT32_MAX;
-    } else if (l->n < l->cap) {
-        i = l->n++;
-    } else {
-        i = l->tail;
-        unlink_node(l, i);
-        ml_map_del(&l->pos, l->page[i]);
+    for (uint64_t p = l->tail; p != l->head; p++) {
+        uint32_t s = l->ring[p & l->rmask];
+        if (l->tab[s].pos == p) {
+            l->ring[to & l->rmask] = s;
+            l->tab[s].pos = to++;
+        }
     }
-    l->page[i] = page;
-    push_head(l, i);
-    if (!(slot = ml_map_slot(&l->pos, page)))
+    l->head = to;
+}
+
+/* Doubles the page table; the ring and the front follow their pages to the new slots. */
+static int tab_grow(struct lru *l)
+{
+    uint32_t bits = l->tbits + 1;
+    struct lpage *t = calloc((size_t)1 << bits, sizeof(*t));
+
+    if (!t)
         return -ENOMEM;
-    *slot = i + 1;
+    ring_compact(l);
+    for (uint64_t i = 0; i < (1ull << l->tbits); i++)
+        if (l->tab[i].key)
+            t[tab_probe(t, bits, l->tab[i].key)].key = l->tab[i].key;
+    for (uint64_t p = l->tail; p != l->head; p++) {
+        uint32_t *s = &l->ring[p & l->rmask];
+        *s = tab_probe(t, bits, l->tab[*s].key);
+        t[*s].pos = p;
+    }
+    for (uint32_t i = 0; i < l->front.n; i++)
+        l->fslot[i] = tab_probe(t, bits, l->front.key[i] + 1);
+    free(l->tab);
+    l->tab = t;
+    l->tbits = bits;
     return 0;
+}
+
+/* Page's table slot, its entry created on first use; -ENOMEM as a negative. */
+static inline int64_t tab_slot(struct lru *l, uint64_t page)
+{
+    uint32_t i = tab_probe(l->tab, l->tbits, page + 1);
+    int rc;
+
+    if (l->tab[i].key)
+        return i;
+    if ((l->tn + 1) * 2 > (1ull << l->tbits)) {
+        if ((rc = tab_grow(l)))
+            return rc;
+        i = tab_probe(l->tab, l->tbits, page + 1);
+    }
+    l->tab[i].key = page + 1;
+    l->tn++;
+    return i;
+}
+
+/* The page in table slot s, pushed out of the front, goes to the head of the rest. */
+static inline void rest_push(struct lru *l, uint32_t s)
+{
+    if (l->head - l->tail > l->rmask)
+        ring_compact(l);
+    l->tab[s].pos = l->head;
+    l->ring[l->head & l->rmask] = s;
+    l->head++;
+    if (++l->live <= l->rest)
+        return;
+    /* Full: the least recent live entry leaves (its position falls below tail). */
+    while (l->tab[l->ring[l->tail & l->rmask]].pos != l->tail)
+        l->tail++;
+    l->tail++;
+    l->live--;
+}
+
+/* Slow path of an access that missed the front: 1 on a hit in the rest, 0 on a miss; -ENOMEM. */
+static int lru_rest(struct lru *l, uint64_t page, uint8_t tag)
+{
+    uint64_t old;
+    int64_t s = 0;
+    uint32_t fs;
+    int hit = 0, full;
+
+    if (l->rest) {
+        if ((s = tab_slot(l, page)) < 0)
+            return (int)s;
+        if (l->tab[s].pos >= l->tail) { /* out of the rest: its ring entry goes stale */
+            l->tab[s].pos = 0;
+            l->live--;
+            hit = 1;
+        }
+    }
+    full = l->front.n == l->front.cap;
+    fs = full ? l->fslot[(l->front.ord >> (4 * (l->front.cap - 1))) & 15] : 0;
+    ml_mtf_push(&l->front, page, tag, &old);
+    l->fslot[l->front.ord & 15] = (uint32_t)s;
+    if (full && l->rest)
+        rest_push(l, fs);
+    return hit;
 }
 
 /* 1 on a hit, 0 on a miss; -ENOMEM. */
 static inline int lru_access(struct lru *l, uint64_t page)
 {
     uint8_t tag = ml_mtf_tag(page);
-    int i = ml_mtf_find(&l->front, page, tag), hit = 0;
-    uint64_t old;
+    int i = ml_mtf_find(&l->front, page, tag);
 
     if (i >= 0) {
         ml_mtf_touch(&l->front, i);
         return 1;
     }
-    {
-        uint64_t *slot = l->cap ? ml_map_find(&l->pos, page) : NULL;
-        if (slot) {
-            /* Out of the rest, into the front; its node is free until the next demotion. */
-            uint32_t k = (uint32_t)(*slot - 1);
-            unlink_node(l, k);
-            ml_map_del(&l->pos, page);
-            l->free_ = k;
-            hit = 1;
-        }
-    }
-    if (ml_mtf_push(&l->front, page, tag, &old)) {
-        int rc = rest_push(l, old);
-        if (rc)
-            return rc;
-    }
-    return hit;
+    return lru_rest(l, page, tag);
 }
 
 static void *start(const struct ml_an_run *run)
@@ -379,16 +467,16 @@ static inline unsigned hc_slot(uint64_t key)
 static inline struct pstat *ps_of(struct hotpages *h, struct hthr *p, uint64_t page)
 {
     uint64_t key = hc_key(p, page);
-    unsigned i = hc_slot(key);
+    struct hslot *c = &p->c[hc_slot(key)];
 
-    if (!p->ps[i] || p->key[i] != key) {
+    if (c->key != key) {
         struct pstat *ps = ps_get(h, p->row, page);
         if (!ps)
             return NULL;
-        p->key[i] = key;
-        p->ps[i] = ps;
+        c->key = key;
+        c->ps = ps;
     }
-    return p->ps[i];
+    return c->ps;
 }
 
 /* Moves the trace's counters into the report's maps. */
@@ -430,8 +518,10 @@ static struct hthr *thread_of(struct hotpages *h, uint32_t i)
         h->nthr = i + 1;
     }
     if (!h->thr[i]) {
-        if (!(h->thr[i] = calloc(1, sizeof(**h->thr))))
+        if (!(h->thr[i] = malloc(sizeof(**h->thr))))
             return NULL;
+        for (uint32_t k = 0; k < HC; k++)
+            h->thr[i]->c[k].key = HC_EMPTY;
         h->thr[i]->row = UINT32_MAX;
     }
     return h->thr[i];
@@ -473,9 +563,7 @@ static int thread_row(struct hotpages *h, const struct ml_an_input *in,
 static inline int count_line(struct hotpages *h, struct hthr *p, uint64_t page, uint64_t l,
                              uint64_t w)
 {
-    uint64_t key = hc_key(p, page);
-    unsigned k = hc_slot(key);
-    struct pstat *ps = p->ps[k] && p->key[k] == key ? p->ps[k] : ps_of(h, p, page);
+    struct pstat *ps = ps_of(h, p, page);
 
     if (!ps)
         return -ENOMEM;
@@ -483,56 +571,129 @@ static inline int count_line(struct hotpages *h, struct hthr *p, uint64_t page, 
     return 0;
 }
 
+/* LRU accesses and misses of the current bin not yet added to it (lane 1). */
+struct pend {
+    uint64_t acc, miss;
+};
+
+static inline void pend_flush(struct hotpages *h, struct ttr *t, struct pend *q)
+{
+    t->bins[h->bin].acc += q->acc;
+    t->bins[h->bin].hit += q->acc - q->miss;
+    q->acc = q->miss = 0;
+}
+
 /* ... and its access to the LRU, time bin and heat map (lane 1). */
-static inline int lru_line(struct hotpages *h, struct ttr *t, uint64_t page, uint64_t w)
+static inline int lru_line(struct hotpages *h, struct ttr *t, uint64_t page, uint64_t w,
+                           struct pend *q)
 {
     int rc = lru_access(&h->lru, page);
 
     if (rc < 0)
         return rc;
-    t->bins[h->bin].acc += w;
-    t->bins[h->bin].hit += (uint64_t)rc + w - 1;
+    q->acc += w;
+    q->miss += (uint64_t)!rc;
     return h->html ? heat_add(t, page, h->bin, w) : 0;
 }
 
 /*
- * A record (both lanes, or lane 0 or 1 alone): a range counts once for each
- * line, and for each page once per line in it.
+ * Moves page to the top of the LRU's front and returns its slot there, or -1
+ * when it is not in the front. The three most recent pages are compared
+ * without hashing the tag (unused keys match no page; ranks past those in
+ * use name slots of lower ranks, compared first), and moving them up is a
+ * rotation of the low nibbles of the order.
  */
-static inline __attribute__((always_inline)) int one_rec(struct hotpages *h, struct ttr *t,
-                                                         struct hthr *p, uint64_t *rowc,
-                                                         const struct ml_trace_rec *x, int lanes)
+static inline __attribute__((always_inline)) int front_hit(struct ml_mtf *f, uint64_t page)
 {
-    uint32_t lshift = h->page_shift - h->line_shift;
-    uint64_t w = x->weight, line = x->addr >> h->line_shift,
-             end = (x->addr + (x->size ? x->size - 1 : 0)) >> h->line_shift;
+    uint64_t o = f->ord;
+    unsigned s;
+    int r;
+
+    if (f->key[s = o & 15] == page)
+        return (int)s;
+    if (f->key[s = (o >> 4) & 15] == page) {
+        f->ord = (o & ~0xffull) | (o & 15) << 4 | s;
+        return (int)s;
+    }
+    if (f->key[s = (o >> 8) & 15] == page) {
+        f->ord = (o & ~0xfffull) | (o & 0xff) << 4 | s;
+        return (int)s;
+    }
+    if ((r = ml_mtf_find(f, page, ml_mtf_tag(page))) < 0)
+        return -1;
+    ml_mtf_touch(f, r);
+    return (int)(o >> (4 * r)) & 15;
+}
+
+/*
+ * What a batch's loop keeps in registers (its stores through counters would
+ * make the compiler reload them from h): the geometry, the current thread's
+ * row and accesses, the current bin's end and its pending LRU figures.
+ */
+struct cur {
+    struct hthr *p;
+    uint64_t *rowc;  /* the row's counter, */
+    uint64_t rowacc; /* and accesses not yet added to it */
+    uint64_t rowkey; /* p's row << ROW_SHIFT_PAGE */
+    uint64_t bin_end;
+    uint64_t lmask; /* lines per page - 1 */
+    uint32_t line_shift, lshift;
+    struct pend q;
+};
+
+/*
+ * A record (both lanes, or lane 0 or 1 alone): a range counts once for each
+ * line, and for each page once per line in it. With FAST in lanes (no heat
+ * map to feed), a record on one line takes the short paths.
+ */
+#define FAST 4
+static inline __attribute__((always_inline)) int
+one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_rec *x, int lanes)
+{
+    uint64_t w = x->weight, line = x->addr >> c->line_shift,
+             end = (x->addr + (x->size ? x->size - 1 : 0)) >> c->line_shift;
     int rc;
 
     if (lanes & 1)
-        rowc[0] += w;
-    if ((lanes & 2) && x->time >= h->bin_end)
+        c->rowacc += w;
+    if ((lanes & 2) && x->time >= c->bin_end) {
+        pend_flush(h, t, &c->q);
         to_bin(h, t, x->time);
+        c->bin_end = h->bin_end;
+    }
     /* The common case: one line of a page in the thread's cache and the LRU's front. */
-    if (line == end && !h->html) {
-        uint64_t page = line >> lshift;
-        uint64_t key = (lanes & 1) ? hc_key(p, page) : 0;
-        unsigned k = hc_slot(key);
-        int j = 0;
-        if ((!(lanes & 1) || (p->ps[k] && p->key[k] == key)) &&
-            (!(lanes & 2) || (j = ml_mtf_find(&h->lru.front, page, ml_mtf_tag(page))) >= 0)) {
-            if (lanes & 1)
-                p->ps[k]->lines[line & (h->lpp - 1)] += w;
-            if (lanes & 2) {
-                ml_mtf_touch(&h->lru.front, j);
-                t->bins[h->bin].acc += w;
-                t->bins[h->bin].hit += w;
+    if ((lanes & 7) == 7 && line == end) {
+        uint64_t page = line >> c->lshift, key = c->rowkey | page;
+        struct lru *L = &h->lru;
+        int fs = front_hit(&L->front, page);
+        if (fs >= 0) {
+            struct pstat *ps = L->fps[fs];
+            if (L->fkey[fs] != key) {
+                if (!(ps = ps_of(h, c->p, page)))
+                    return -ENOMEM;
+                L->fkey[fs] = key;
+                L->fps[fs] = ps;
             }
+            ps->lines[line & c->lmask] += w;
+            c->q.acc += w;
+            return 0;
+        }
+    } else if ((lanes & 4) && line == end) {
+        uint64_t page = line >> c->lshift;
+        uint64_t key = (lanes & 1) ? c->rowkey | page : 0;
+        struct hslot *s = (lanes & 1) ? &c->p->c[hc_slot(key)] : NULL;
+        if ((!(lanes & 1) || s->key == key) &&
+            (!(lanes & 2) || front_hit(&h->lru.front, page) >= 0)) {
+            if (lanes & 1)
+                s->ps->lines[line & c->lmask] += w;
+            if (lanes & 2)
+                c->q.acc += w;
             return 0;
         }
     }
     for (uint64_t l = line;; l++) {
-        if (((lanes & 1) && (rc = count_line(h, p, l >> lshift, l, w))) ||
-            ((lanes & 2) && (rc = lru_line(h, t, l >> lshift, w))))
+        if (((lanes & 1) && (rc = count_line(h, c->p, l >> c->lshift, l, w))) ||
+            ((lanes & 2) && (rc = lru_line(h, t, l >> c->lshift, w, &c->q))))
             return rc;
         if (l == end)
             return 0;
@@ -547,33 +708,46 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
 {
     struct ttr *t = &h->tr[h->ntr - 1];
     uint32_t thr = UINT32_MAX;
-    struct hthr *p = NULL;
-    uint64_t *rowc = NULL;
-    int rc;
+    struct cur c = {
+        NULL,  NULL, 0, 0, h->bin_end, h->lpp - 1, h->line_shift, h->page_shift - h->line_shift,
+        {0, 0}};
+    int rc = 0;
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
         if (!ml_ev_is_access(x->kind))
             continue;
         /* Keys change only between calls: a thread's row is checked once per call. */
-        if ((lanes & 1) && x->thread != thr && (rc = thread_row(h, in, x, &p, &rowc)))
-            return rc;
+        if ((lanes & 1) && x->thread != thr) {
+            if (c.rowc)
+                c.rowc[0] += c.rowacc;
+            c.rowacc = 0;
+            if ((rc = thread_row(h, in, x, &c.p, &c.rowc)))
+                break;
+            c.rowkey = hc_key(c.p, 0);
+        }
         thr = x->thread;
-        if ((rc = one_rec(h, t, p, rowc, x, lanes)))
-            return rc;
+        if ((rc = one_rec(h, t, &c, x, lanes)))
+            break;
     }
-    return 0;
+    if (c.rowc)
+        c.rowc[0] += c.rowacc;
+    if (lanes & 2)
+        pend_flush(h, t, &c.q);
+    return rc;
 }
 
 static int record(void *st, const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
 {
-    return run(st, in, r, n, 3);
+    return ((struct hotpages *)st)->html ? run(st, in, r, n, 3) : run(st, in, r, n, 3 | FAST);
 }
 
 static int lane(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
                 size_t n)
 {
-    return l ? run(st, in, r, n, 2) : run(st, in, r, n, 1);
+    if (!l)
+        return run(st, in, r, n, 1 | FAST);
+    return ((struct hotpages *)st)->html ? run(st, in, r, n, 2) : run(st, in, r, n, 2 | FAST);
 }
 
 static int end(void *st, const struct ml_an_input *in)
@@ -699,38 +873,46 @@ static struct ent *gather(struct hotpages *h, const struct aggs *a, const struct
     size_t k = 0;
     const struct ml_an_opts *o = ml_an_options(h->run);
 
-    if (ml_map_init(&sum, m->n * 2 + 16))
+    /* The aggregates of each row (ids + 1; 0: none), found once rather than once per entry. */
+    uint64_t(*ids)[4] = calloc((size_t)h->rows.n + 1, sizeof(*ids));
+
+    if (!ids || ml_map_init(&sum, m->n * 2 + 16)) {
+        free(ids);
         return NULL;
-    ml_map_each(m, i)
-    {
-        uint64_t key = ml_map_key(m, i), addr = key & ((1ull << shift) - 1);
-        uint32_t row = (uint32_t)(key >> shift), g = h->rows.thread[row], kk = h->rows.key[row];
-        int tr = ml_an_thread_trace(h->run, g);
-        uint64_t ids[4] = {0};
-        int nids = 0;
+    }
+    for (uint32_t row = 0; row < h->rows.n; row++) {
+        uint32_t g = h->rows.thread[row], kk = h->rows.key[row];
+        int tr = ml_an_thread_trace(h->run, g), nids = 0;
         uint64_t *x;
         if (o->by != ML_BY_THREAD) {
             x = ml_map_find(&a->id, agg_key(tr, g, kk));
-            ids[nids++] = x ? *x : 0;
+            ids[row][nids++] = x ? *x : 0;
             x = ml_map_find(&a->id, agg_key(tr, ML_ALL, kk));
-            ids[nids++] = x ? *x : 0;
+            ids[row][nids++] = x ? *x : 0;
         }
         x = ml_map_find(&a->id, agg_key(tr, g, ML_ALL));
-        ids[nids++] = x ? *x : 0;
+        ids[row][nids++] = x ? *x : 0;
         x = ml_map_find(&a->id, agg_key(tr, ML_ALL, ML_ALL));
-        ids[nids++] = x ? *x : 0;
-        for (int j = 0; j < nids; j++) {
+        ids[row][nids++] = x ? *x : 0;
+    }
+    ml_map_each(m, i)
+    {
+        uint64_t key = ml_map_key(m, i), addr = key & ((1ull << shift) - 1);
+        const uint64_t *id = ids[key >> shift];
+        for (int j = 0; j < 4; j++) {
             uint64_t *c;
-            if (!ids[j])
+            if (!id[j])
                 continue;
             /* 20 bits of aggregate id above 44 bits of address: enough for pages and lines. */
-            if (!(c = ml_map_slot(&sum, (ids[j] - 1) << 44 | (addr & ((1ull << 44) - 1))))) {
+            if (!(c = ml_map_slot(&sum, (id[j] - 1) << 44 | (addr & ((1ull << 44) - 1))))) {
                 ml_map_free(&sum);
+                free(ids);
                 return NULL;
             }
             *c += m->vals[i];
         }
     }
+    free(ids);
     /* Only the top N of each aggregate: a min-heap of N per aggregate, then sorted. */
     v = malloc(((size_t)a->n * top + 1) * sizeof(*v));
     if (v) {

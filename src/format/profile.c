@@ -107,7 +107,7 @@ static const char *sec_name(uint32_t type)
     static const char *const names[] = {"end",      "strtab", "meta",   "regions", "regsets",
                                         "units",    "calls",  "thread", "modules", "exact",
                                         "timeline", "events", "calib",  "entries", "exited",
-                                        "unitinfo", "timed",  "rflags"};
+                                        "unitinfo", "timed",  "rflags", "inlined"};
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "unknown";
 }
 
@@ -188,6 +188,10 @@ static int check_refs(struct ml_profile *p, char *err, size_t errlen)
             p->units[p->uinfo[i].unit].kind != ML_UNIT_BYTES)
             return fail(err, errlen, "unit info %llu names a bad unit or string",
                         (unsigned long long)i);
+    for (uint64_t i = 0; i < p->ninl; i++)
+        if (p->inl[i].unit >= p->nunits || p->inl[i].host >= p->nunits ||
+            p->units[p->inl[i].unit].kind != ML_UNIT_BYTES)
+            return fail(err, errlen, "inlined record %llu names a bad unit", (unsigned long long)i);
     for (uint64_t i = 0; p->timeline && i < p->timeline->nsnaps; i++) {
         const struct ml_profile_snap *sn = &p->snaps[i];
         for (uint64_t k = 0; k < sn->npoints; k++) {
@@ -464,7 +468,8 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                             sec_name(s.type), (unsigned long long)off);
         }
         if ((s.type == ML_SEC_EVENTS || s.type == ML_SEC_CALIB || s.type == ML_SEC_ENTRIES ||
-             s.type == ML_SEC_EXITED || s.type == ML_SEC_UNITINFO || s.type == ML_SEC_RFLAGS) &&
+             s.type == ML_SEC_EXITED || s.type == ML_SEC_UNITINFO || s.type == ML_SEC_RFLAGS ||
+             s.type == ML_SEC_INLINED) &&
             (seen & (1u << s.type)))
             return fail(err, errlen, "section '%s' at offset %llu appears twice", sec_name(s.type),
                         (unsigned long long)off);
@@ -577,6 +582,13 @@ static int parse_sections(struct ml_profile *p, const unsigned char *buf, size_t
                             (unsigned long long)off, (unsigned long long)s.length);
             p->uinfo = (const struct ml_prof_unitinfo *)q;
             p->nuinfo = s.length / sizeof(struct ml_prof_unitinfo);
+            break;
+        case ML_SEC_INLINED:
+            if (s.length % sizeof(struct ml_prof_inlined))
+                return fail(err, errlen, "inlined section at offset %llu has odd length %llu",
+                            (unsigned long long)off, (unsigned long long)s.length);
+            p->inl = (const struct ml_prof_inlined *)q;
+            p->ninl = s.length / sizeof(struct ml_prof_inlined);
             break;
         case ML_SEC_TIMED:
             rc = add_timed(p, q, s.length, off, err, errlen);

@@ -75,6 +75,20 @@ enum ml_sec_type {
     ML_SEC_UNITINFO = 15, /* struct ml_prof_unitinfo[]: units whose count is not executions */
     ML_SEC_TIMED = 16,    /* per thread: struct ml_prof_timed, u64 timed[n], u64 ticks[n] */
     ML_SEC_RFLAGS = 17,   /* u32 ML_RFLAG_* per region */
+    ML_SEC_INLINED = 18, /* struct ml_prof_inlined[]: shares of code inlined from other functions */
+};
+
+/*
+ * ML_SEC_INLINED, at most once: the part of a unit's facts that belongs to code
+ * the compiler inlined from another function (with -g). `unit` is a BYTES unit
+ * that is never counted (its count reads 0, so sums ignore it) holding that
+ * part: func = the inlined function's symbol, file:line = its own lowest line
+ * there, facts = its share per count of `host`, the unit that counts it
+ * (docs/report.md, "Inlined functions").
+ */
+struct ml_prof_inlined {
+    uint32_t unit;
+    uint32_t host;
 };
 
 /*
@@ -93,6 +107,13 @@ enum ml_unitinfo_kind {
     ML_UI_NOTSEEN_TICKS = 1, /* clock ticks in calls of `name` (not seen) during timed executions */
     ML_UI_ALLOC_BYTES = 2,   /* bytes asked of allocator `name` */
     ML_UI_FREE_CALLS = 3,    /* calls of deallocator `name` */
+    /*
+     * Only between the instrumenter and the runtime, never in UNITINFO: a unit
+     * holding inlined code's share (INLINED), then the unit that counts it
+     * (INLINED_HOST); the writer turns each such pair into an INLINED record.
+     */
+    ML_UI_INLINED = 4,
+    ML_UI_INLINED_HOST = 5,
 };
 
 /*
@@ -352,6 +373,8 @@ struct ml_profile {
     const struct ml_prof_exited *exited;  /* NULL without an EXITED section */
     const struct ml_prof_unitinfo *uinfo; /* UNITINFO records (may be empty) */
     uint64_t nuinfo;
+    const struct ml_prof_inlined *inl; /* INLINED records (may be empty) */
+    uint64_t ninl;
     const uint32_t *rflags; /* [nregions] ML_RFLAG_*, or NULL */
     int exact; /* some thread has an EXACT record (exact mode); the others made no access */
     const struct ml_prof_timeline *timeline; /* NULL without a TIMELINE section */

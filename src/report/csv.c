@@ -216,9 +216,10 @@ static void csv_unit(FILE *f, const struct ml_report *r, uint32_t ui, int mpi_ra
             c * (fa[ML_F_RD_HEAP] + fa[ML_F_RD_GLOBAL] + fa[ML_F_RD_STACK]),
             c * (fa[ML_F_WR_HEAP] + fa[ML_F_WR_GLOBAL] + fa[ML_F_WR_STACK]));
     csv_tail(f, r, mpi_rank);
-    if (name) {
+    if (name) { /* --top: a block is never an inlined function's row (empty inlined_into) */
         fputc(',', f);
         ml_csv_str(f, name);
+        fputc(',', f);
     }
     fputc('\n', f);
 }
@@ -231,7 +232,7 @@ static int blocks_profile(FILE *f, const struct ml_report *r, const struct ml_ti
     (void)t, (void)i;
     for (uint64_t ui = 0; ui < p->nunits; ui++) {
         const struct ml_prof_unit *u = &p->units[ui];
-        if (!ml_report_unit_shown(r, u, o))
+        if (r->share[ui] || !ml_report_unit_shown(r, u, o))
             continue;
         csv_who(f, r);
         fprintf(f, "%" PRIu64 ",%s,", ui, u->kind == ML_UNIT_BYTES ? "bytes" : "block");
@@ -267,6 +268,9 @@ static void csv_top_fn(FILE *f, const struct ml_report *r, const char *ranking, 
     csv_tail(f, r, 0);
     fputc(',', f);
     ml_csv_str(f, ml_top_fn_name(r, fn, name, ML_REPORT_LONG));
+    fputc(',', f);
+    if (fn->into != ML_TOP_NO_PARENT)
+        ml_csv_str(f, ml_report_demangle(ml_profile_str(p, fn->into), buf, sizeof(buf)));
     fputc('\n', f);
 }
 
@@ -283,7 +287,7 @@ static void top_csv_begin(FILE *f, const struct ml_report_opts *o)
 {
     (void)o;
     fputs("profile,pid,ranking,rank,kind,unit,regions,module,function,file,line,executions,"
-          "instructions,loads,stores,bytes_read,bytes_written,profiles,name\n",
+          "instructions,loads,stores,bytes_read,bytes_written,profiles,name,inlined_into\n",
           f);
 }
 

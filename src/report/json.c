@@ -186,9 +186,9 @@ static void json_units(FILE *f, const struct ml_report *r, const struct ml_repor
         const struct ml_prof_unit *u = &p->units[ui];
         uint32_t n;
         const uint32_t *ids = ml_profile_regset(p, u->regset, &n);
-        int shown = !o->nregion_names;
+        int shown = !o->nregion_names && !r->share[ui];
 
-        for (uint32_t k = 0; k < n; k++)
+        for (uint32_t k = 0; k < n && !r->share[ui]; k++)
             shown |= ml_report_region_shown(r, ids[k], o);
         if (!shown)
             continue;
@@ -324,6 +324,11 @@ static void json_top_fn(FILE *f, const struct ml_report *r, const struct ml_top_
     ml_json_str(f, ml_top_fn_name(r, fn, buf, sizeof(buf)));
     fputs(", \"symbol\": ", f);
     ml_json_str(f, ml_profile_str(p, fn->func));
+    fputs(", \"inlined_into\": ", f);
+    if (fn->into != ML_TOP_NO_PARENT)
+        ml_json_str(f, ml_report_demangle(ml_profile_str(p, fn->into), buf, sizeof(buf)));
+    else
+        fputs("null", f);
     fputs(", \"module\": ", f);
     ml_json_str(f, fn->module < p->nmodules ? ml_profile_str(p, p->modules[fn->module].name) : "");
     fputs(", \"file\": ", f);

@@ -20,6 +20,8 @@ struct mthread {
     struct ml_prof_rstat *rstats; /* [nregions] */
     uint64_t *events;             /* [nregions * nevents], NULL without events */
     uint64_t *exact;              /* [nunits * ML_NCLASS], NULL outside exact mode */
+    uint64_t *timed;              /* [nregions] executions that read the clock */
+    uint64_t *timed_ticks;        /* [nregions] their ticks, in ns */
 };
 
 struct group {
@@ -38,6 +40,7 @@ struct group {
     struct ml_prof_calib calib; /* their mean */
     int no_clock;               /* some profile has no clock rate */
     char *name;                 /* the program, told apart from other builds of it */
+    unsigned char *tick_unit;   /* [nunits]: the unit counts clock ticks (ML_UI_NOTSEEN_TICKS) */
 };
 
 /* A growing byte buffer for canonical keys; err is set once an allocation failed. */
@@ -125,6 +128,15 @@ static int key_of(const struct ml_profile *p, struct buf *b)
     put_u64(b, p->nevents);
     for (uint32_t e = 0; e < p->nevents; e++)
         put_str(b, p->event_names[e]);
+    put_u64(b, p->nuinfo);
+    for (uint64_t i = 0; i < p->nuinfo; i++) {
+        uint32_t fixed[2] = {p->uinfo[i].unit, p->uinfo[i].kind};
+        put(b, fixed, sizeof(fixed));
+        put_str(b, ml_profile_str(p, p->uinfo[i].name));
+    }
+    put_u64(b, p->rflags ? p->nregions : 0);
+    if (p->rflags)
+        put(b, p->rflags, p->nregions * 4);
     /* Exact and counting builds of one program stay apart: a partial exact sum would mislead. */
     put_u64(b, (uint64_t)p->exact);
     return b->err ? -ENOMEM : 0;
@@ -176,6 +188,8 @@ static void group_free(struct group *g)
         free(g->mt[t].rstats);
         free(g->mt[t].events);
         free(g->mt[t].exact);
+        free(g->mt[t].timed);
+        free(g->mt[t].timed_ticks);
     }
     free(g->mt);
     free(g->prof.threads);
@@ -183,6 +197,7 @@ static void group_free(struct group *g)
     free(g->cal);
     free(g->meta);
     free(g->key);
+    free(g->tick_unit);
     free(g->name);
     ml_profile_free(g->tmpl);
 }
@@ -218,14 +233,18 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const s
     g->cal = calloc(p->nregions + 1, sizeof(*g->cal));
     g->meta = calloc(2 * p->nmeta + 1, sizeof(*g->meta));
     g->key = malloc(key->len + 1);
-    if (!g->ticks || !g->cal || !g->meta || !g->key) {
+    g->tick_unit = calloc(p->nunits + 1, 1);
+    if (!g->ticks || !g->cal || !g->meta || !g->key || !g->tick_unit) {
         free(g->ticks);
         free(g->cal);
         free(g->meta);
         free(g->key);
+        free(g->tick_unit);
         return NULL;
     }
     m->n++;
+    for (uint64_t i = 0; i < p->nuinfo; i++)
+        g->tick_unit[p->uinfo[i].unit] = p->uinfo[i].kind == ML_UI_NOTSEEN_TICKS;
     if (p->nmeta)
         memcpy(g->meta, p->meta, 2 * p->nmeta * sizeof(*g->meta));
     memcpy(g->key, key->b, key->len);
@@ -251,6 +270,11 @@ static struct group *group_new(struct ml_merge *m, struct ml_profile *p, const s
     q->nunits = p->nunits;
     q->calls = p->calls;
     q->ncalls = p->ncalls;
+    q->inl = p->inl;
+    q->ninl = p->ninl;
+    q->uinfo = p->uinfo;
+    q->nuinfo = p->nuinfo;
+    q->rflags = p->rflags;
     q->modules = p->modules;
     q->nmodules = p->nmodules;
     q->nevents = p->nevents;
@@ -287,12 +311,15 @@ static struct mthread *thread_of(struct group *g, uint32_t idx)
     t->index = idx;
     t->counts = calloc(g->prof.nunits + 1, sizeof(*t->counts));
     t->rstats = calloc(g->prof.nregions + 1, sizeof(*t->rstats));
+    t->timed = calloc(g->prof.nregions + 1, sizeof(*t->timed));
+    t->timed_ticks = calloc(g->prof.nregions + 1, sizeof(*t->timed_ticks));
     if (g->prof.nevents)
         t->events = calloc(g->prof.nregions * g->prof.nevents + 1, sizeof(*t->events));
     if (g->prof.exact)
         t->exact = calloc(g->prof.nunits * ML_NCLASS + 1, sizeof(*t->exact));
     g->nmt++;
-    if (!t->counts || !t->rstats || (g->prof.nevents && !t->events) || (g->prof.exact && !t->exact))
+    if (!t->counts || !t->rstats || !t->timed || !t->timed_ticks ||
+        (g->prof.nevents && !t->events) || (g->prof.exact && !t->exact))
         return NULL; /* freed with the group */
     return t;
 }
@@ -336,12 +363,16 @@ static int fold(struct group *g, const struct ml_profile *p, const struct ml_rep
         if (!mt)
             return -ENOMEM;
         mt->exited += pt->exited;
+        /* Time in not-seen calls becomes ns like the regions' time it is a share of. */
         for (uint64_t u = 0; u < q->nunits; u++)
-            mt->counts[u] += pt->counts[u];
+            mt->counts[u] += g->tick_unit[u] ? to_ns(pt->counts[u], ns) : pt->counts[u];
         for (uint64_t reg = 0; reg < q->nregions; reg++) {
             mt->rstats[reg].entries += pt->rstats[reg].entries;
             mt->rstats[reg].measured += pt->rstats[reg].measured;
             mt->rstats[reg].ticks += to_ns(pt->rstats[reg].ticks, ns);
+            mt->timed[reg] += pt->timed ? pt->timed[reg] : pt->rstats[reg].measured;
+            mt->timed_ticks[reg] +=
+                to_ns(pt->timed_ticks ? pt->timed_ticks[reg] : pt->rstats[reg].ticks, ns);
         }
         for (uint64_t e = 0; pt->events && e < q->nregions * q->nevents; e++)
             mt->events[e] += pt->events[e];
@@ -445,6 +476,8 @@ const struct ml_profile *ml_merge_profile(struct ml_merge *m, size_t i, const ch
                                            .counts = mt->counts,
                                            .rstats = mt->rstats,
                                            .events = mt->events,
+                                           .timed = mt->timed,
+                                           .timed_ticks = mt->timed_ticks,
                                            .exact = mt->exact};
     }
     q->hdr.tsc_hz = g->no_clock ? 0 : 1000000000ull;

@@ -248,7 +248,8 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
     r->cells = calloc(nr * nt + 1, sizeof(*r->cells));
     r->totals = calloc(nr + 1, sizeof(*r->totals));
     r->unit_counts = calloc(p->nunits + 1, sizeof(*r->unit_counts));
-    if (!r->cells || !r->totals || !r->unit_counts)
+    r->share = calloc(p->nunits + 1, 1);
+    if (!r->cells || !r->totals || !r->unit_counts || !r->share)
         goto out;
 
     for (uint64_t t = 0; t < nt; t++) {
@@ -302,10 +303,12 @@ int ml_report_build(const struct ml_profile *p, const char *name, struct ml_repo
         }
     }
 
+    for (uint64_t i = 0; i < p->ninl; i++)
+        r->share[p->inl[i].unit] = 1;
     for (uint64_t u = 0; u < p->nunits; u++) {
         uint32_t n;
         const uint32_t *ids = ml_profile_regset(p, p->units[u].regset, &n);
-        for (uint32_t k = 0; k < n; k++)
+        for (uint32_t k = 0; k < n && !r->share[u]; k++)
             r->totals[ids[k]].counters++;
     }
     for (uint64_t reg = 0; reg < nr; reg++) {
@@ -364,6 +367,7 @@ void ml_report_free(struct ml_report *r)
     free(r->callees);
     free(r->callee_store);
     free(r->unit_counts);
+    free(r->share);
     free(r);
 }
 

@@ -89,6 +89,8 @@ struct ml_report {
     uint64_t ncallees;
     uint64_t *callee_store; /* backing array of every callees[].calls */
     uint64_t *unit_counts;  /* [nunits]: counter summed over threads */
+    unsigned char *share;   /* [nunits]: 1 for an inlined function's share (INLINED), not a
+                               counting unit: left out of unit lists and counts */
 };
 
 /* Aggregates p; name labels it in output. Returns 0, or -ENOMEM. */
@@ -243,6 +245,12 @@ struct ml_top_fn {
     uint32_t parent;
     uint32_t entry_line; /* line of its entry block (an OpenMP body's is its parent's at -O0) */
     uint32_t body_line;  /* lowest line of its units other than the entry's line, in file */
+    /*
+     * A function's code that the compiler inlined into another (INLINED
+     * records, -g): string offset of that caller, else ML_TOP_NO_PARENT. Such
+     * a row is a part of the caller's row, not in addition to it.
+     */
+    uint32_t into;
 };
 #define ML_TOP_NO_PARENT UINT32_MAX
 

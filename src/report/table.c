@@ -614,6 +614,30 @@ static const char *fmt_share(char *buf, uint64_t part, uint64_t whole)
     return buf;
 }
 
+/*
+ * A function row's name for the table. An inlined function's row cuts its two
+ * names apart, so that "(inlined into caller)" survives the cut of long names.
+ */
+static const char *top_fn_cell(const struct ml_report *r, const struct ml_top_fn *f, char *buf,
+                               size_t len)
+{
+    const struct ml_profile *p = r->prof;
+    char d[ML_REPORT_LONG], e[ML_REPORT_LONG], k[4 * ML_REPORT_COLS], c[4 * ML_REPORT_COLS];
+
+    if (f->into == ML_TOP_NO_PARENT)
+        return ml_top_fn_name(r, f, buf, len);
+    ml_report_cut(
+        k, sizeof(k),
+        ml_report_esc(e, sizeof(e), ml_report_demangle(ml_profile_str(p, f->func), d, sizeof(d))),
+        ML_REPORT_COLS / 2);
+    ml_report_cut(
+        c, sizeof(c),
+        ml_report_esc(e, sizeof(e), ml_report_demangle(ml_profile_str(p, f->into), d, sizeof(d))),
+        ML_REPORT_COLS / 2 - 16);
+    snprintf(buf, len, "%s (inlined into %s)", k, c);
+    return buf;
+}
+
 enum { TOP_FN_BYTES, TOP_UNIT_BYTES, TOP_FN_EXECS, TOP_UNIT_EXECS, TOP_N };
 
 /* Fills one ranking; *unlocated becomes 1 when a function row has no line at all (no -g). */
@@ -633,7 +657,7 @@ static int top_fill(struct tbl *t, int which, const struct ml_report *r, const s
             uint64_t wr = f->v[ML_F_WR_HEAP] + f->v[ML_F_WR_GLOBAL] + f->v[ML_F_WR_STACK];
             *unlocated |= !f->line;
             rc =
-                tbl_row(t, ml_top_fn_name(r, f, name, sizeof(name)),
+                tbl_row(t, top_fn_cell(r, f, name, sizeof(name)),
                         f->known ? fmt_count(c[0], f->executions) : "-",
                         fmt_count(c[1], f->v[ML_F_INSTR]), fmt_bytes(c[2], rd), fmt_bytes(c[3], wr),
                         fmt_share(c[4], rd + wr, top->bytes), fmt_where(c[5], p, f->file, f->line));
@@ -694,7 +718,7 @@ static int top_one(FILE *f, const struct ml_report *r, const struct ml_report_op
               f);
     if (!rc && top->nunits && unlocated)
         fputs("  where: ? = no line information; build with -g for file:line (and OpenMP bodies' "
-              "parents)\n",
+              "parents, inlined functions)\n",
               f);
     ml_top_free(top);
     return rc;

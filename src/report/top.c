@@ -107,15 +107,33 @@ static int unit_by_execs(const void *a, const void *b, void *arg)
     return d ? d : x < y ? -1 : x > y;
 }
 
-/* The function of unit ui in t, added on first sight. */
+/* Does row f stand for (module, func), inlined into `into` (ML_TOP_NO_PARENT: not inlined)? */
+static int fn_is(const struct ml_report *r, const struct ml_top_fn *f, uint32_t module,
+                 uint32_t func, uint32_t into)
+{
+    const struct ml_profile *p = r->prof;
+
+    if (f->module != module || (f->into == ML_TOP_NO_PARENT) != (into == ML_TOP_NO_PARENT))
+        return 0;
+    if (into != ML_TOP_NO_PARENT && f->into != into &&
+        strcmp(ml_profile_str(p, f->into), ml_profile_str(p, into)))
+        return 0;
+    return f->func == func || !strcmp(ml_profile_str(p, f->func), ml_profile_str(p, func));
+}
+
+/*
+ * The row of unit ui's function in t, added on first sight; into: the
+ * function it was inlined into (ui is then an inlined share), or
+ * ML_TOP_NO_PARENT.
+ */
 static struct ml_top_fn *find_fn(struct ml_top *t, const struct ml_report *r, uint32_t ui,
-                                 size_t *cap)
+                                 uint32_t into, size_t *cap)
 {
     const struct ml_prof_unit *u = &r->prof->units[ui];
-    const struct ml_top_fn *known = ml_top_fn_of(t, r, ui);
 
-    if (known)
-        return &t->fns[known - t->fns];
+    for (size_t i = t->nfns; i-- > 0;)
+        if (fn_is(r, &t->fns[i], u->module, u->func, into))
+            return &t->fns[i];
     if (t->nfns == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
         struct ml_top_fn *f = realloc(t->fns, c * sizeof(*f));
@@ -127,6 +145,8 @@ static struct ml_top_fn *find_fn(struct ml_top *t, const struct ml_report *r, ui
     memset(&t->fns[t->nfns], 0, sizeof(t->fns[0]));
     t->fns[t->nfns].module = u->module;
     t->fns[t->nfns].func = u->func;
+    t->fns[t->nfns].into = into;
+    t->fns[t->nfns].parent = ML_TOP_NO_PARENT;
     return &t->fns[t->nfns++];
 }
 
@@ -196,6 +216,12 @@ const char *ml_top_fn_name(const struct ml_report *r, const struct ml_top_fn *f,
     const char *sym = ml_profile_str(p, f->func);
     char d[ML_REPORT_LONG];
 
+    if (f->into != ML_TOP_NO_PARENT) {
+        char c[ML_REPORT_LONG];
+        snprintf(buf, len, "%s (inlined into %s)", ml_report_demangle(sym, d, sizeof(d)),
+                 ml_report_demangle(ml_profile_str(p, f->into), c, sizeof(c)));
+        return buf;
+    }
     if (!ml_top_is_omp(sym))
         return ml_report_demangle(sym, buf, len);
     if (!f->line)
@@ -215,11 +241,23 @@ const struct ml_top_fn *ml_top_fn_of(const struct ml_top *t, const struct ml_rep
     const struct ml_prof_unit *pu = &r->prof->units[u];
 
     for (size_t i = t->nfns; i-- > 0;)
-        if (t->fns[i].module == pu->module &&
-            (t->fns[i].func == pu->func ||
-             !strcmp(ml_profile_str(r->prof, t->fns[i].func), ml_profile_str(r->prof, pu->func))))
+        if (fn_is(r, &t->fns[i], pu->module, pu->func, ML_TOP_NO_PARENT))
             return &t->fns[i];
     return NULL;
+}
+
+/* Adds c counts of unit u to row f: its facts, and its line (the lowest in f's file). */
+static void add_unit(const struct ml_profile *p, struct ml_top_fn *f, const struct ml_prof_unit *u,
+                     uint64_t c)
+{
+    for (int k = 0; k < ML_NFACTS; k++)
+        f->v[k] += c * u->facts[k];
+    /* The writer stores each unit's strings apart: compare file names, not offsets. */
+    if (u->line && (!f->line || (!strcmp(ml_profile_str(p, u->file), ml_profile_str(p, f->file)) &&
+                                 u->line < f->line))) {
+        f->file = u->file;
+        f->line = u->line;
+    }
 }
 
 int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, struct ml_top **out)
@@ -246,23 +284,31 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
             continue;
         t->units[t->nunits++] = ui;
         t->bytes += ml_top_unit_bytes(r, ui);
-        f = find_fn(t, r, ui, &cap);
+        f = find_fn(t, r, ui, ML_TOP_NO_PARENT, &cap);
         if (!f)
             goto out;
-        for (int k = 0; k < ML_NFACTS; k++)
-            f->v[k] += c * u->facts[k];
         if (ml_top_is_entry(p, ui)) {
             f->known = 1;
             f->executions += c;
             f->entry_line = u->line;
         }
-        /* The writer stores each unit's strings apart: compare file names, not offsets. */
-        if (u->line &&
-            (!f->line || (!strcmp(ml_profile_str(p, u->file), ml_profile_str(p, f->file)) &&
-                          u->line < f->line))) {
-            f->file = u->file;
-            f->line = u->line;
-        }
+        add_unit(p, f, u, c);
+    }
+    /*
+     * Inlined functions: their share of a host unit, counted by the host's count. Not an
+     * OpenMP body (with -g clang outlines it as ".omp_outlined._debug__" and inlines that
+     * into the ".omp_outlined." it calls): its row is the parallel region's already.
+     */
+    for (uint64_t i = 0; i < p->ninl; i++) {
+        const struct ml_prof_unit *u = &p->units[p->inl[i].unit];
+        uint64_t c = r->unit_counts[p->inl[i].host];
+        struct ml_top_fn *f;
+        if (!c || !ml_report_unit_shown(r, u, o) || ml_top_is_omp(ml_profile_str(p, u->func)))
+            continue;
+        f = find_fn(t, r, p->inl[i].unit, p->units[p->inl[i].host].func, &cap);
+        if (!f)
+            goto out;
+        add_unit(p, f, u, c);
     }
     /*
      * An OpenMP body's entry block carries its parent's line at -O0, and so do the blocks
@@ -279,9 +325,9 @@ int ml_top_build(const struct ml_report *r, const struct ml_report_opts *o, stru
         if (ml_top_is_omp(ml_profile_str(p, t->fns[i].func)) && t->fns[i].body_line)
             t->fns[i].line = t->fns[i].body_line;
     for (size_t i = 0; i < t->nfns; i++)
-        t->fns[i].parent = ml_top_is_omp(ml_profile_str(p, t->fns[i].func)) && t->fns[i].line
-                               ? omp_parent(p, &t->fns[i])
-                               : ML_TOP_NO_PARENT;
+        if (ml_top_is_omp(ml_profile_str(p, t->fns[i].func)) && t->fns[i].line &&
+            t->fns[i].into == ML_TOP_NO_PARENT)
+            t->fns[i].parent = omp_parent(p, &t->fns[i]);
     t->fns_by_bytes = calloc(t->nfns + 1, sizeof(*t->fns_by_bytes));
     t->fns_by_execs = calloc(t->nfns + 1, sizeof(*t->fns_by_execs));
     if (!t->fns_by_bytes || !t->fns_by_execs)

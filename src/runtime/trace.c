@@ -109,6 +109,29 @@ struct hcache {
     uint64_t h;
     const uint32_t *d;
     uint32_t gen, n;
+    /* Where the header last started a segment in fast loop `loop` (cycle detection). */
+    const uint64_t *pos;
+    uint64_t loop;
+};
+
+/*
+ * Cycle replay (cyc_verify, cyc_replay): a span of CYC_MAXL words at most
+ * whose segments repeat, every address moving by a fixed delta per site from
+ * one repetition to the next, encodes to the same bytes each time once the
+ * prediction state is steady; the replay then only compares words.
+ */
+#define CYC_MAXL 256
+#define CYC_MAXM 2048
+#define CYC_TAB  512
+struct cycle {
+    uint64_t delta[CYC_MAXL]; /* per word: headers 0, addresses their site's delta */
+    uint32_t site[CYC_MAXL];  /* the span's distinct sites */
+    uint16_t lastw[CYC_MAXL]; /* and the word of each one's last occurrence */
+    uint32_t nsites, tag;
+    struct {
+        uint32_t site, tag, first;
+    } tab[CYC_TAB];
+    uint8_t m[CYC_MAXM]; /* the bytes of one repetition after its leading run */
 };
 
 /* One encoder of a thread's records: the writer's, or the thread's own (self_encode). */
@@ -119,6 +142,8 @@ struct wst {
     uint64_t open_ns;
     struct pending pend;
     struct hcache *hc; /* [NHCACHE] */
+    struct cycle *cy;
+    uint64_t loops; /* fast loops entered (hcache.loop) */
     /* The last segment encoded, when fast_run may take the next ones (else fast_h is 0). */
     uint64_t fast_h;
     const uint32_t *fast_d;
@@ -187,6 +212,7 @@ static struct {
     volatile int finishing;
     uint32_t options; /* ML_TF_* */
     int self_mode;    /* SELF_*: when threads encode their own buffers */
+    int slow;         /* fast=off: the general encoder only, for comparison */
     uint64_t tick0, mono0, real0;
     uint32_t pid, ppid;
     /* registration */
@@ -441,23 +467,30 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
+        int stale = 0, saved_errno = errno; /* the program's, wherever it was interrupted */
         /*
          * Every buffer is with the writer: sleep until half of them are back,
          * not just one, so that a writer slower than the program wakes the
-         * thread once per NBUFS / 2 buffers instead of once per buffer.
+         * thread once per NBUFS / 2 buffers instead of once per buffer. The
+         * writer may have returned some between pop_free and reading freed, so
+         * fewer than that may still be out: after a timeout with none freed,
+         * any free buffer will do (else the thread would wait forever).
          */
         __atomic_store_n(&t->want, __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE) + NBUFS / 2,
                          __ATOMIC_RELAXED);
         for (;;) {
             uint32_t seen = __atomic_load_n(&t->freed, __ATOMIC_ACQUIRE);
             struct timespec ts = {0, 10000000};
-            if (((int32_t)(seen - t->want) >= 0 && (nb = pop_free(t))) || tr.disabled)
+            if ((((int32_t)(seen - t->want) >= 0 || stale) && (nb = pop_free(t))) || tr.disabled)
                 break;
             __atomic_store_n(&t->waiting, 1, __ATOMIC_SEQ_CST);
-            if ((int32_t)(__atomic_load_n(&t->freed, __ATOMIC_SEQ_CST) - t->want) < 0)
-                syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+            if ((int32_t)(__atomic_load_n(&t->freed, __ATOMIC_SEQ_CST) - t->want) < 0 &&
+                syscall(SYS_futex, &t->freed, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0) &&
+                errno == ETIMEDOUT)
+                stale = 1;
             __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
+        errno = saved_errno;
         __atomic_add_fetch(&tr.p_waits, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&tr.p_wait_ticks, ml_rt_ticks() - w0, __ATOMIC_RELAXED);
         if (!nb)
@@ -612,7 +645,8 @@ static struct tthread *thread_setup(void)
 {
     struct tthread *t;
     size_t words = (size_t)NBUFS * BUF_WORDS, st_len = SELF_SITES * sizeof(struct ml_tstate);
-    size_t len = words * 8 + SELF_RING + st_len + NHCACHE * sizeof(struct hcache);
+    size_t hc_len = NHCACHE * sizeof(struct hcache);
+    size_t len = words * 8 + SELF_RING + st_len + hc_len + sizeof(struct cycle);
     uint64_t *mem;
     uint8_t *self_mem;
 
@@ -624,7 +658,10 @@ static struct tthread *thread_setup(void)
     if (!t)
         return NULL;
     t->w.hc = calloc(NHCACHE, sizeof(*t->w.hc));
-    if (!t->w.hc) {
+    t->w.cy = calloc(1, sizeof(*t->w.cy));
+    if (!t->w.hc || !t->w.cy) {
+        free(t->w.hc);
+        free(t->w.cy);
         free(t);
         return NULL;
     }
@@ -632,6 +669,7 @@ static struct tthread *thread_setup(void)
         mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mem == MAP_FAILED) {
         free(t->w.hc);
+        free(t->w.cy);
         free(t);
         return NULL;
     }
@@ -648,6 +686,7 @@ static struct tthread *thread_setup(void)
     t->pw.enc.cap_st = SELF_SITES;
     t->pw.enc.cap = SELF_OUT;
     t->pw.hc = (struct hcache *)(self_mem + SELF_RING + st_len);
+    t->pw.cy = (struct cycle *)(self_mem + SELF_RING + st_len + hc_len);
     for (int i = 0; i < NBUFS; i++) {
         t->bufs[i].job.type = JOB_BUF;
         t->bufs[i].t = t;
@@ -1249,7 +1288,7 @@ static int seg_check(struct wst *s, uint64_t h, const uint32_t *d, uint32_t n)
         if (x->gen != e->gen || !x->seen || (k + 1 < n && x->succ != (d[k + 2] & 0x3fffffffu)))
             return 0;
     }
-    *c = (struct hcache){h, d, e->gen, n};
+    *c = (struct hcache){h, d, e->gen, n, NULL, 0};
     return 1;
 }
 
@@ -1349,6 +1388,121 @@ static inline int seg_fast(struct ml_tstate *st, struct fenc *f, const uint64_t 
 }
 
 /*
+ * Whether the L words at a, segments the current fast loop encoded with
+ * seg_fast or fast_run, repeat three times after themselves with the same
+ * headers, every address moving by the same delta per site at each
+ * repetition (delta, and a site's every occurrence in the span by the
+ * same). Then the prediction state is steady after the second repetition:
+ * the differences each record sees (to the site's last address, and from
+ * stride and cand) are the same from then on, so are its successors; the
+ * fourth's bytes are those of every later repetition that keeps the deltas.
+ */
+static int cyc_verify(struct wst *s, const uint64_t *a, uint32_t L)
+{
+    struct cycle *cy = s->cy;
+    uint32_t gen = s->enc.gen, tag = ++cy->tag, j = 0;
+
+    cy->nsites = 0;
+    while (j < L) {
+        uint64_t h = a[j];
+        const struct hcache *c = &s->hc[(h >> 3) % NHCACHE];
+        if (c->h != h || c->gen != gen || j + 1 + c->n > L || a[j + L] != h || a[j + 2 * L] != h ||
+            a[j + 3 * L] != h)
+            return 0;
+        cy->delta[j] = 0;
+        for (uint32_t k = 0; k < c->n; k++) {
+            uint32_t i = j + 1 + k, g = c->d[k + 1] & 0x3fffffffu, x = (g * 2654435761u) >> 23;
+            uint64_t dd = a[i + L] - a[i];
+            if (a[i + 2 * L] - a[i + L] != dd || a[i + 3 * L] - a[i + 2 * L] != dd)
+                return 0;
+            cy->delta[i] = dd;
+            for (;; x = (x + 1) % CYC_TAB) {
+                if (cy->tab[x].tag != tag) { /* the site's first occurrence */
+                    cy->tab[x].site = g;
+                    cy->tab[x].tag = tag;
+                    cy->tab[x].first = cy->nsites;
+                    cy->site[cy->nsites] = g;
+                    cy->lastw[cy->nsites++] = (uint16_t)i;
+                    break;
+                }
+                if (cy->tab[x].site == g) {
+                    uint32_t f = cy->tab[x].first;
+                    if (cy->delta[cy->lastw[f]] != dd)
+                        return 0;
+                    cy->lastw[f] = (uint16_t)i;
+                    break;
+                }
+            }
+        }
+        j += 1 + c->n;
+    }
+    return j == L;
+}
+
+/*
+ * Replays the verified span of L words (cyc_verify) from w, d the words of
+ * its last repetition, encoded normally from p0 (run r0, count c0) to the
+ * encoder's present state f: while the next L words are the last ones moved
+ * by the deltas, their bytes are those of d. Returns where it stopped.
+ */
+static const uint64_t *cyc_replay(struct wst *s, struct fenc *f, const uint64_t *w,
+                                  const uint64_t *stop, size_t *budget, uint32_t L,
+                                  const uint8_t *p0, uint64_t r0, uint32_t c0)
+{
+    struct cycle *cy = s->cy;
+    const uint64_t *w0 = w;
+    const uint8_t *q = p0;
+    uint64_t lead = 0, b = f->run;
+    uint32_t R = f->count - c0, k;
+    size_t mlen;
+
+    if (f->p > p0 && *q < 0x80) { /* the leading run: r0 and the records before a token */
+        if (*q++) {
+            lead = q[-1];
+        } else {
+            for (int sh = 0; sh < 64 && q < f->p; sh += 7) {
+                lead |= (uint64_t)(*q & 0x7f) << sh;
+                if (!(*q++ & 0x80))
+                    break;
+            }
+        }
+    }
+    mlen = (size_t)(f->p - q);
+    if (lead < r0 || (f->p > p0 && (!mlen || (!lead && r0))) || mlen > CYC_MAXM || !R ||
+        mlen + 11 > (size_t)R * ML_TENC_MAX_REC)
+        return w;
+    lead -= r0;
+    memcpy(cy->m, q, mlen);
+    while (*budget >= R && w + L <= stop) {
+        const uint64_t *dl = cy->delta, *pw = w - L;
+        uint64_t diff = 0;
+        for (k = 0; k < L; k++) /* each word is the one a repetition before, moved */
+            diff |= w[k] ^ (pw[k] + dl[k]);
+        if (diff)
+            break;
+        if (mlen) {
+            if (f->run + lead)
+                f->p = put_run(f->p, f->run + lead);
+            memcpy(f->p, cy->m, mlen);
+            f->p += mlen;
+            f->run = b;
+        } else {
+            f->run += R;
+        }
+        f->count += R;
+        *budget -= R;
+        w += L;
+    }
+    if (w == w0)
+        return w;
+    /* Only the sites' last addresses differ from the state the last repetition left. */
+    for (k = 0; k < cy->nsites; k++)
+        s->enc.st[cy->site[k]].last = w[(int64_t)cy->lastw[k] - (int64_t)L];
+    f->prev_addr = w[-1];
+    return w;
+}
+
+/*
  * Encodes one buffer of raw words: the writer (s is the thread's writer
  * state) into the thread's open chunk, with its page faults and time points;
  * a thread encoding itself (self_encode: s is its own state, the chunk begun)
@@ -1362,7 +1516,7 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
     int writer = s == &t->w;
     const uint64_t *fw = writer ? fault_word(b, ml_tr_pf_peek(t->pf)) : end + 1;
     uint32_t si = 0, nsamp = writer ? b->nsamp : 0;
-    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY));
+    int fast_ok = !(tr.options & (ML_TF_COLLAPSE | ML_TF_MARKERS_ONLY)) && !tr.slow;
 
     if (!s->open) { /* faults the thread took while it encoded a buffer itself come first */
         uint64_t pf = ml_tr_pf_peek(t->pf);
@@ -1407,13 +1561,37 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                 budget = CHUNK_RECORDS - s->enc.count;
             struct fenc f;
             struct ml_tstate *st = s->enc.st;
-            const struct hcache *hc = s->hc;
-            uint32_t gen = s->enc.gen;
-            uint64_t fast_h = s->fast_h;
+            struct hcache *hc = s->hc;
+            uint32_t gen = s->enc.gen, cy_c0 = 0, cy_back = 16;
+            uint64_t fast_h = s->fast_h, loop = ++s->loops, cy_r0 = 0;
+            /* Cycle replay: a verified span of cy_L words, its last check repetition
+               [cy_d0, cy_d1) encoded normally from cy_p0, then replayed. */
+            const uint64_t *cy_d0 = NULL, *cy_d1 = NULL, *cy_next = w;
+            const uint8_t *cy_p0 = NULL;
+            uint32_t cy_L = 0;
             fenc_load(&f, &s->enc);
             while (w < stop) {
-                const struct hcache *c;
+                struct hcache *c;
                 h = *w;
+                if (cy_d1) {
+                    if (w == cy_d0) {
+                        cy_p0 = f.p;
+                        cy_r0 = f.run;
+                        cy_c0 = f.count;
+                    } else if (w == cy_d1 && cy_p0) {
+                        const uint64_t *nw =
+                            cyc_replay(s, &f, w, stop, &budget, cy_L, cy_p0, cy_r0, cy_c0);
+                        cy_d1 = NULL;
+                        cy_next = nw;
+                        if (nw != w) {
+                            fast_h = 0;
+                            w = nw;
+                            continue;
+                        }
+                    } else if (w > cy_d1 || (w > cy_d0 && !cy_p0)) {
+                        cy_d1 = NULL; /* a fast run went past a repetition's start */
+                    }
+                }
                 if (h == fast_h) {
                     const uint64_t *nw;
                     fenc_store(&f, &s->enc);
@@ -1431,6 +1609,22 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                 c = &hc[(h >> 3) % NHCACHE];
                 if (c->h != h || c->gen != gen || c->n > budget || w + 1 + c->n > end)
                     break;
+                if (c->loop == loop && !cy_d1 && w >= cy_next) {
+                    /* The span since this header's last segment may be a cycle. */
+                    uint32_t L = (uint32_t)(w - c->pos);
+                    if (w - c->pos <= CYC_MAXL && w + 3 * L <= stop && cyc_verify(s, c->pos, L)) {
+                        cy_L = L;
+                        cy_d0 = w + 2 * L;
+                        cy_d1 = w + 3 * L;
+                        cy_p0 = NULL;
+                        cy_back = 16;
+                    } else {
+                        cy_next = w + cy_back;
+                        cy_back = cy_back < 4096 ? 2 * cy_back : cy_back;
+                    }
+                }
+                c->pos = w;
+                c->loop = loop;
                 budget -= c->n;
                 fast_h = seg_fast(st, &f, w + 1, c->d, c->n) ? h : 0;
                 s->fast_d = c->d;
@@ -1546,6 +1740,8 @@ static void retire(struct tthread *t)
     ml_tenc_free(&t->w.enc);
     free(t->w.hc);
     t->w.hc = NULL;
+    free(t->w.cy);
+    t->w.cy = NULL;
     munmap(t->mem, t->memlen);
 }
 
@@ -1947,10 +2143,14 @@ static void parse_options(void)
                 tr.self_mode = SELF_OFF;
             else if (!strcmp(w, "self=always"))
                 tr.self_mode = SELF_ALWAYS;
+            else if (!strcmp(w, "fast=off"))
+                tr.slow = 1;
+            else if (!strcmp(w, "fast=on"))
+                tr.slow = 0;
             else
                 say("ignoring unknown MEMLENS_TRACE option '", w,
                     "' (known: start=off, regions-only, markers-only, collapse, drop, "
-                    "no-faults, no-pfn, self=off, self=always)");
+                    "no-faults, no-pfn, self=off, self=always, fast=off)");
         }
     }
     ml_tr_pf_probe(faults, pfn, tr.faults_why, sizeof(tr.faults_why), tr.pfn_why,

@@ -177,49 +177,85 @@ static void write_strtab(struct ml_pw *w, const struct str_bases *b)
             put_str(w, m->uinfo[i].name);
 }
 
+/* Unit infos of kind ML_UI_INLINED and _HOST go to the INLINED section, not UNITINFO. */
+static int is_inl(uint32_t kind)
+{
+    return kind == ML_UI_INLINED || kind == ML_UI_INLINED_HOST;
+}
+
+/* Is m->uinfo[i] an inlined share followed by its host (the instrumenter's pairs)? */
+static int inl_pair(const struct ml_rt_module *m, uint32_t i)
+{
+    return m->uinfo[i].kind == ML_UI_INLINED && i + 1 < m->nuinfo &&
+           m->uinfo[i + 1].kind == ML_UI_INLINED_HOST && m->uinfo[i].unit < m->nunits &&
+           m->uinfo[i + 1].unit < m->nunits;
+}
+
 /*
- * Units whose count is not executions (UNITINFO): the modules' own, then
- * those among each dynamic pair's copies.
+ * Units whose count is not executions (UNITINFO), or with inl the pairs of an
+ * inlined share and its host (INLINED): the modules' own, then those among
+ * each dynamic pair's copies (a share is DYN exactly when its host is).
  */
-static void write_uinfo(struct ml_pw *w, const struct str_bases *b)
+static void write_uinfo(struct ml_pw *w, const struct str_bases *b, int inl)
 {
     struct ml_rt_module *m;
     uint64_t n = 0;
     uint32_t off, base = 0, mi;
 
-    for (m = ml_rt.mods; m; m = m->next)
-        n += m->uinfo ? m->nuinfo : 0;
-    for (uint32_t p = 0; p < npairs; p++) {
-        m = ml_rt_module_at(ml_rt.pairs[p].mod);
-        for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++)
-            n += m->uinfo[i].unit < m->nunits && is_dyn(m, m->uinfo[i].unit);
-    }
-    if (!n)
-        return;
-    ml_pw_section(w, ML_SEC_UNITINFO, n * sizeof(struct ml_prof_unitinfo));
-    off = b->uinfo;
-    for (m = ml_rt.mods; m; m = m->next) {
-        for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++) {
-            struct ml_prof_unitinfo ui = {base + m->uinfo[i].unit, m->uinfo[i].kind, off, 0};
-            ml_pw_bytes(w, &ui, sizeof(ui));
-            off += slen(m->uinfo[i].name);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) {
+            if (!n)
+                return;
+            if (inl)
+                ml_pw_section(w, ML_SEC_INLINED, n * sizeof(struct ml_prof_inlined));
+            else
+                ml_pw_section(w, ML_SEC_UNITINFO, n * sizeof(struct ml_prof_unitinfo));
         }
-        base += m->nunits;
-    }
-    for (uint32_t p = 0; p < npairs; p++) {
-        uint32_t first = pair_first_unit(p);
         off = b->uinfo;
-        mi = 0;
-        for (m = ml_rt.mods; m && mi < ml_rt.pairs[p].mod; m = m->next, mi++)
-            for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+        base = 0;
+        for (m = ml_rt.mods; m; m = m->next) {
+            for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++) {
                 off += slen(m->uinfo[i].name);
-        for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++) {
-            uint32_t u = m->uinfo[i].unit;
-            if (u < m->nunits && is_dyn(m, u)) {
-                struct ml_prof_unitinfo ui = {first + dyn_rank(m, u), m->uinfo[i].kind, off, 0};
-                ml_pw_bytes(w, &ui, sizeof(ui));
+                if (inl ? !inl_pair(m, i) : is_inl(m->uinfo[i].kind))
+                    continue;
+                n += !pass;
+                if (pass && inl) {
+                    struct ml_prof_inlined r = {base + m->uinfo[i].unit,
+                                                base + m->uinfo[i + 1].unit};
+                    ml_pw_bytes(w, &r, sizeof(r));
+                } else if (pass) {
+                    struct ml_prof_unitinfo ui = {base + m->uinfo[i].unit, m->uinfo[i].kind,
+                                                  off - slen(m->uinfo[i].name), 0};
+                    ml_pw_bytes(w, &ui, sizeof(ui));
+                }
             }
-            off += slen(m->uinfo[i].name);
+            base += m->nunits;
+        }
+        for (uint32_t p = 0; p < npairs; p++) {
+            uint32_t first = pair_first_unit(p);
+            off = b->uinfo;
+            mi = 0;
+            for (m = ml_rt.mods; m && mi < ml_rt.pairs[p].mod; m = m->next, mi++)
+                for (uint32_t i = 0; m->uinfo && i < m->nuinfo; i++)
+                    off += slen(m->uinfo[i].name);
+            for (uint32_t i = 0; m && m->uinfo && i < m->nuinfo; i++) {
+                uint32_t u = m->uinfo[i].unit;
+                off += slen(m->uinfo[i].name);
+                if (u >= m->nunits || !is_dyn(m, u) ||
+                    (inl ? !inl_pair(m, i) || !is_dyn(m, m->uinfo[i + 1].unit)
+                         : is_inl(m->uinfo[i].kind)))
+                    continue;
+                n += !pass;
+                if (pass && inl) {
+                    struct ml_prof_inlined r = {first + dyn_rank(m, u),
+                                                first + dyn_rank(m, m->uinfo[i + 1].unit)};
+                    ml_pw_bytes(w, &r, sizeof(r));
+                } else if (pass) {
+                    struct ml_prof_unitinfo ui = {first + dyn_rank(m, u), m->uinfo[i].kind,
+                                                  off - slen(m->uinfo[i].name), 0};
+                    ml_pw_bytes(w, &ui, sizeof(ui));
+                }
+            }
         }
     }
 }
@@ -622,7 +658,8 @@ void ml_rt_write_profile(int from_signal)
     write_strtab(&w, &b);
     write_tables(&w, &b);
     write_entries(&w);
-    write_uinfo(&w, &b);
+    write_uinfo(&w, &b, 0);
+    write_uinfo(&w, &b, 1);
     write_rflags(&w);
     /* Before the threads: threads still running then keep counting, so the final snapshot
        never exceeds the THREAD records. */

@@ -181,7 +181,8 @@ fe = [r for r in rows if r[2] == 'executions' and r[4] == 'function']
 eq('most called function', (fe[0][8], int(fe[0][11])), ('tick', K))
 j = json.loads(top('--top', '50', '--json'))['profiles'][0]
 for f in j['functions_by_bytes']:
-    g = p.function(f['symbol'])
+    g = (p.inlined_function(f['symbol'], f['inlined_into']) if f['inlined_into']
+         else p.function(f['symbol']))
     eq(f['symbol'] + ' json', (f['calls'], f['bytes_read'], f['bytes_written'], f['instructions']),
        (g['calls'], g['bytes_read'], g['bytes_written'], g['instr']))
 b = j['blocks_by_bytes'][0]

@@ -36,4 +36,24 @@ eq("csv alloc bytes", int(rows["alloc"]["alloc_bytes"]), sum(lib["alloc"].values
 eq("csv frees", int(rows["alloc"]["frees"]), 2 * n)
 ' $n "$ML_TMP/p$O" "$ML_TMP/p$O.csv"
 done
+
+# report --merge keeps the library figures: allocation bytes and frees add up over the runs, and
+# the not-seen share divides the summed time in not-seen calls by the summed timed time.
+D=$ML_TMP/merge
+mkdir -p "$D"
+ml_build libm 2 "$ML_KERNELS/library.c" || ml_finish
+for k in 10 20 30; do
+    MEMLENS_OUT=$D "$ML_TMP/libm.ml" $k >/dev/null || ml_error "run of $k failed"
+done
+"$MEMLENS_BUILD/bin/memlens" report --merge --csv "$D" >"$ML_TMP/merge.csv" || ml_error "--merge failed"
+ml_check "library --merge" '
+import csv
+lib = [p.library("alloc") for p in mlp.load_dir(sys.argv[1])]
+eq("profiles", len(lib), 3)
+rows = {r["region"]: r for r in csv.DictReader(open(sys.argv[2])) if r["thread"] == "total"}
+eq("merged alloc bytes", int(rows["alloc"]["alloc_bytes"]), sum(sum(l["alloc"].values()) for l in lib))
+eq("merged frees", int(rows["alloc"]["frees"]), 2 * (10 + 20 + 30))
+ok("merged sleep notseen_share %s >= 0.9" % rows["sleep"]["notseen_share"],
+   float(rows["sleep"]["notseen_share"] or 0) >= 0.9)
+' "$D" "$ML_TMP/merge.csv"
 ml_finish

@@ -34,6 +34,7 @@ class Profile:
         self.uinfo = []     # (unit, kind, name offset): 1 not-seen ticks, 2 alloc bytes, 3 frees
         self.timed = {}     # thread index -> (timed executions[region], raw ticks[region])
         self.rflags = None  # per region: bit 0 computed goto (no plain copy)
+        self.inlined = []   # (share unit, host unit): inlined code's share of the host's facts
         while off < len(d):
             t, _, ln = struct.unpack_from('<IIQ', d, off)
             p = off + 16
@@ -91,6 +92,8 @@ class Profile:
                 self.timed[idx] = (v[:nr], v[nr:])
             elif t == 17:
                 self.rflags = struct.unpack_from('<%dI' % (ln // 4), d, p)
+            elif t == 18:
+                self.inlined = [struct.unpack_from('<II', d, p + 8 * i) for i in range(ln // 8)]
             off = p + ln
         assert end, '%s: no end record' % path
         for th in self.threads:
@@ -185,7 +188,10 @@ class Profile:
         """Per (module, mangled function name): calls (sum of its entry units' counts, None when
         it has none), instructions, and bytes per class (rd_heap, ...), from all its units."""
         out = {}
+        shares = {unit for unit, _ in self.inlined}
         for i, u in enumerate(self.units):
+            if i in shares:
+                continue
             c = sum(t['counts'][i] for t in self.threads if thread is None or t['index'] == thread)
             f = out.setdefault((u[1], self.s(u[2])), dict(dict.fromkeys(FACTS, 0), calls=None))
             if i in self.entries:
@@ -196,6 +202,25 @@ class Profile:
             f['bytes_read'] = f['rd_heap'] + f['rd_global'] + f['rd_stack']
             f['bytes_written'] = f['wr_heap'] + f['wr_global'] + f['wr_stack']
         return out
+
+    def inlined_function(self, name, into, thread=None):
+        """Figures of function name (mangled) where it was inlined into function into (mangled):
+        each INLINED share's facts times its host unit's count, summed over modules."""
+        tot = dict.fromkeys(FACTS, 0)
+        hit = False
+        for unit, host in self.inlined:
+            if self.s(self.units[unit][2]) != name or self.s(self.units[host][2]) != into:
+                continue
+            hit = True
+            c = sum(t['counts'][host] for t in self.threads
+                    if thread is None or t['index'] == thread)
+            for k, f in enumerate(FACTS):
+                tot[f] += c * self.units[unit][6 + k]
+        assert hit, 'no %r inlined into %r in %s' % (name, into, self.path)
+        tot['bytes_read'] = tot['rd_heap'] + tot['rd_global'] + tot['rd_stack']
+        tot['bytes_written'] = tot['wr_heap'] + tot['wr_global'] + tot['wr_stack']
+        tot['calls'] = None
+        return tot
 
     def function(self, name, thread=None):
         """Figures of the function whose mangled name is name or contains it, summed over modules."""

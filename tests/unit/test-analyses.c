@@ -365,12 +365,59 @@ static const struct ml_ev_marker markers[] = {
  */
 static int long_runs;
 
+/* Ends a trace written to fd at tick t (a normal exit) and closes it. */
+static void end_trace(struct ml_trace_writer *w, int fd, uint64_t t)
+{
+    struct ml_trace_end e;
+
+    memset(&e, 0, sizeof(e));
+    e.reason = ML_END_EXIT;
+    ml_tw_clock(w, t, t);
+    assert_int_equal(ml_tw_finish(w, &e), 0);
+    close(fd);
+}
+
+/* Starts a trace of 4 KiB pages in a new temporary file path (*fd), its clock at tick 1000. */
+static struct ml_trace_writer *page_trace(char *path, uint32_t pid, const struct ml_ev_marker *mk,
+                                          uint32_t nmk, int *fd)
+{
+    struct ml_trace_header h;
+    struct ml_trace_writer *w;
+
+    *fd = mkstemp(path);
+    assert_true(*fd >= 0);
+    memset(&h, 0, sizeof(h));
+    h.pid = pid;
+    h.page_size = 4096;
+    assert_int_equal(ml_tw_open(&w, *fd, &h, sites, 6, mk, nmk, NULL, 0, 1), 0);
+    ml_tw_clock(w, 1000, 1000);
+    return w;
+}
+
+/* A plain move-to-front LRU of cap pages (n held): 1 when page hits. */
+static int mtf_lru(uint64_t *lru, uint32_t *n, uint32_t cap, uint64_t page)
+{
+    uint32_t k;
+    int hit = 0;
+
+    for (k = 0; k < *n && lru[k] != page; k++)
+        ;
+    if (k < *n)
+        hit = 1;
+    else if (*n < cap)
+        k = (*n)++;
+    else
+        k = cap - 1;
+    memmove(lru + 1, lru, k * sizeof(*lru));
+    lru[0] = page;
+    return hit;
+}
+
 /* Writes a two-thread trace with nested regions; returns the total weighted accesses. */
 static uint64_t write_trace(const char *path, uint64_t *loads)
 {
     struct ml_trace_header h;
     struct ml_trace_writer *w;
-    struct ml_trace_end e;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     uint64_t total = 0, t = 1000;
 
@@ -413,15 +460,12 @@ static uint64_t write_trace(const char *path, uint64_t *loads)
         total += wt;
         *loads += s == 0 ? wt : 0;
     }
-    memset(&e, 0, sizeof(e));
-    e.reason = ML_END_EXIT;
-    ml_tw_clock(w, t, t);
-    assert_int_equal(ml_tw_finish(w, &e), 0);
-    close(fd);
+    end_trace(w, fd, t);
     return total;
 }
 
 static uint32_t an_top; /* hotpages --top (0: its default) */
+static uint32_t an_lru; /* hotpages --lru (0: its default) */
 
 /* Runs analysis name on path with --by by, jobs threads and --sample rate; returns the report in
  * fmt (caller frees). */
@@ -443,6 +487,7 @@ static char *run_an(const char *path, const char *name, enum ml_an_by by, int jo
     o.sample = sample;
     o.sample_keys = 64; /* the rate halves a few times */
     o.top = an_top;
+    o.lru_pages = an_lru;
     o.l1 = (struct ml_an_level){4096, 4};
     o.l2 = (struct ml_an_level){0, 0};
     o.llc = (struct ml_an_level){32768, 8};
@@ -774,26 +819,18 @@ static void test_hotpages_brute(void **state)
     static uint64_t cnt[2][2][HP_PAGES];
     uint64_t lru[128], hits = 0, t = 1000, got = 0;
     uint32_t nlru = 0, cells = 0, rows = 0;
-    struct ml_trace_header h;
     struct ml_trace_writer *w;
-    struct ml_trace_end e;
     int fd, in = 0;
     char *csv, *json;
     const char *p;
     (void)state;
 
     memset(cnt, 0, sizeof(cnt));
-    fd = mkstemp(path);
-    assert_true(fd >= 0);
-    memset(&h, 0, sizeof(h));
-    h.pid = 4242;
-    h.page_size = 4096;
-    assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
-    ml_tw_clock(w, 1000, 1000);
+    w = page_trace(path, 4242, markers, 2, &fd);
     for (int i = 0; i < 200000; i++) {
-        uint32_t th = (uint32_t)(rnd() % 2), wt = 1 + (uint32_t)(rnd() % 3), k;
+        uint32_t th = (uint32_t)(rnd() % 2), wt = 1 + (uint32_t)(rnd() % 3);
         /* Runs of a page, returns to a small set, and uniform picks. */
-        uint64_t page = i % 7 ? rnd() % HP_PAGES : rnd() % 40, hit = 0;
+        uint64_t page = i % 7 ? rnd() % HP_PAGES : rnd() % 40;
         if (i % 500 == 0) {
             assert_int_equal(ml_tw_put(w, 0, 0, in ? 3 : 2, 0, 0, 1, t++, 1), 0);
             in = !in;
@@ -801,23 +838,9 @@ static void test_hotpages_brute(void **state)
         assert_int_equal(
             ml_tw_put(w, th, 0, 0, 0x40000000 + page * 4096 + (rnd() % 512) * 8, 8, wt, t++, 1), 0);
         cnt[th][th == 0 && in][page] += wt;
-        for (k = 0; k < nlru && lru[k] != page; k++)
-            ;
-        if (k < nlru)
-            hit = 1;
-        else if (nlru < 128)
-            k = nlru++;
-        else
-            k = 127;
-        memmove(lru + 1, lru, k * sizeof(*lru));
-        lru[0] = page;
-        hits += hit + wt - 1;
+        hits += (uint64_t)mtf_lru(lru, &nlru, 128, page) + wt - 1;
     }
-    memset(&e, 0, sizeof(e));
-    e.reason = ML_END_EXIT;
-    ml_tw_clock(w, t, t);
-    assert_int_equal(ml_tw_finish(w, &e), 0);
-    close(fd);
+    end_trace(w, fd, t);
 
     an_top = 2 * HP_PAGES;
     csv = run_an(path, "hotpages", ML_BY_REGION, 2, 0, ML_AN_CSV);
@@ -865,6 +888,74 @@ static void test_hotpages_brute(void **state)
     unlink(path);
 }
 
+/*
+ * The hot-page LRU against a plain move-to-front array of N pages, for N
+ * around the 16-page front (1, 15, 16, 17) and far beyond it, with -j1 and
+ * -j2 (fused and separate lanes). The trace mixes a loop over N + 4 pages
+ * (hits just past the front, then misses once it outgrows the LRU), a hot
+ * set, a set that fits (hits from the rest and no evictions: stale ring
+ * entries pile up until the ring is compacted), runs of one page, and 6000
+ * pages at random (the page table grows several times), with a few
+ * records that span two pages (each of their lines is one access).
+ */
+static void test_hotpages_lru(void **state)
+{
+    static const uint32_t caps[] = {1, 2, 15, 16, 17, 20, 64, 128, 700};
+    static uint64_t lru[700];
+    (void)state;
+
+    for (size_t ci = 0; ci < sizeof(caps) / sizeof(caps[0]); ci++) {
+        char path[] = "/tmp/ml-test-analyze-XXXXXX";
+        uint32_t cap = caps[ci], nlru = 0;
+        uint64_t hits = 0, acc = 0, t = 1000, page = 0;
+        int fd;
+        struct ml_trace_writer *w = page_trace(path, 4243, NULL, 0, &fd);
+
+        for (int i = 0; i < 60000; i++) {
+            uint32_t wt = 1 + (uint32_t)(rnd() % 2), size = 8;
+            uint64_t off = (rnd() % 512) * 8, r = rnd() % 10;
+            if (i % 20000 < 6000)
+                page = (uint64_t)i % (cap + 4); /* a loop just longer than the LRU */
+            else if (i % 20000 < 10000)         /* random picks that all fit: no evictions */
+                page = 9000 + rnd() % (cap > 16 ? 16 + (cap - 16) / 2 : cap);
+            else if (r < 3)
+                page = rnd() % 6000;
+            else if (r < 6)
+                page = 7000 + rnd() % (cap + cap / 2 + 1);
+            else if (r == 9 && rnd() % 4 == 0) {
+                off = 4088; /* the last 8 bytes of the page and the first of the next */
+                size = 16;
+            } /* else the same page again */
+            assert_int_equal(
+                ml_tw_put(w, 0, 0, 0, 0x40000000 + page * 4096 + off, size, wt, t++, 1), 0);
+            for (uint64_t l = (page * 4096 + off) / 64; l <= (page * 4096 + off + size - 1) / 64;
+                 l++) {
+                hits += (uint64_t)mtf_lru(lru, &nlru, cap, l / 64) + wt - 1;
+                acc += wt;
+            }
+        }
+        end_trace(w, fd, t);
+        an_lru = cap;
+        for (int jobs = 1; jobs <= 2; jobs++) {
+            char *json = run_an(path, "hotpages", ML_BY_THREAD, jobs, 0, ML_AN_JSON);
+            const char *p = strstr(json, "\"lru\"");
+            uint64_t got = 0, gacc = 0;
+            assert_non_null(p);
+            for (const char *q = p; (q = strstr(q, "\"accesses\": ")); q += 12)
+                gacc += strtoull(q + 12, NULL, 10);
+            for (const char *q = p; (q = strstr(q, "\"hits\": ")); q += 8)
+                got += strtoull(q + 8, NULL, 10);
+            if (got != hits || gacc != acc)
+                fail_msg("--lru %u -j%d: %llu hits of %llu accesses, brute force %llu of %llu", cap,
+                         jobs, (unsigned long long)got, (unsigned long long)gacc,
+                         (unsigned long long)hits, (unsigned long long)acc);
+            free(json);
+        }
+        an_lru = 0;
+        unlink(path);
+    }
+}
+
 /* A truncated trace still analyses, up to its last complete chunk. */
 static void test_truncated(void **state)
 {
@@ -892,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_driver),         cmocka_unit_test(test_jobs_identical),
         cmocka_unit_test(test_sampled_error),  cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_hotpages_brute), cmocka_unit_test(test_sampled_stratified),
+        cmocka_unit_test(test_hotpages_lru),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -202,13 +202,61 @@ static void test_two_workers(void **state)
     check_random(2, 100000, SPAN);
 }
 
+/*
+ * Distances beyond one iteration, exact: in iteration k a word is read and
+ * written at k % 7, an int at k % 10 (words split in halves), so each flow
+ * and output dependence is carried at distance 7 or 10 and each anti one is
+ * within the iteration. Rings of iteration starts grow on the way (600
+ * iterations), and every iteration is of the innermost loop.
+ */
+static void check_distance(uint32_t workers)
+{
+    struct ml_bworker w[2] = {{.index = 0, .n = workers}, {.index = 1, .n = workers}};
+    void *st[2] = {NULL, NULL};
+    struct ml_bblob *blob = sites_blob();
+    char *text = NULL, **got, **exp = calloc(6, sizeof(*exp));
+    static const char *const want[] = {
+        "t.c:101,t.c:101,WAW,,1,7,593,f,f",  "t.c:101,t.c:102,RAW,,1,7,593,f,f",
+        "t.c:102,t.c:101,WAR,,0,,600,f,f",   "t.c:104,t.c:103,RAW,,1,10,590,f,f",
+        "t.c:104,t.c:104,WAW,,1,10,590,f,f", "t.c:103,t.c:104,WAR,,0,,600,f,f",
+    };
+    uint32_t ngot;
+
+    for (uint32_t i = 0; i < workers; i++)
+        assert_non_null(st[i] = mod()->init(&w[i]));
+    for (uint64_t k = 0; k < 600; k++) {
+        const uint64_t word = BASE + 8 * (k % 7), half = BASE + 0x1000 + 4 * (k % 10);
+        const uint64_t recs[][2] = {
+            {ML_Q_W0(k ? ML_EV_LOOP_ITER : ML_EV_LOOP_ENTRY, 0, 0, 0), LOOP},
+            {ML_Q_W0(ML_EV_LOAD, 0, 8, 2), word},
+            {ML_Q_W0(ML_EV_STORE, 0, 8, 1), word},
+            {ML_Q_W0(ML_EV_LOAD, 0, 4, 3), half},
+            {ML_Q_W0(ML_EV_STORE, 0, 4, 4), half},
+        };
+        for (unsigned i = 0; i < 5; i++)
+            feed(st, w, workers, 0, recs[i]);
+    }
+    got = report_rows(st, w, workers, blob, &text, &ngot);
+    for (unsigned i = 0; i < 6; i++)
+        exp[i] = strdup(want[i]);
+    same_rows(exp, 6, got, ngot);
+    free(text);
+    free(blob);
+}
+
+static void test_distance(void **state)
+{
+    (void)state;
+    check_distance(1);
+    check_distance(2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_worker),
-        cmocka_unit_test(test_few_words),
-        cmocka_unit_test(test_wide),
-        cmocka_unit_test(test_two_workers),
+        cmocka_unit_test(test_one_worker), cmocka_unit_test(test_few_words),
+        cmocka_unit_test(test_wide),       cmocka_unit_test(test_two_workers),
+        cmocka_unit_test(test_distance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

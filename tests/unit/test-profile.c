@@ -685,6 +685,49 @@ static void test_entries(void **state)
 }
 
 /* The exited-threads record: named by EXITED, which must name a THREAD record and sum threads. */
+/* INLINED: pairs (share, host); a share must be a bytes unit, both must exist. */
+static void test_inlined(void **state)
+{
+    static const char strs[] = "\0f";
+    static const uint32_t regsets[] = {0};
+    struct ml_prof_unit units[3] = {{.kind = ML_UNIT_BLOCK, .func = 1},
+                                    {.kind = ML_UNIT_BYTES, .func = 1},
+                                    {.kind = ML_UNIT_BLOCK, .func = 1}};
+    static const struct ml_prof_inlined good[] = {{1, 0}, {1, 2}}, block[] = {{2, 0}},
+                                        range[] = {{1, 3}};
+    struct ml_profile *p;
+    unsigned char *buf;
+    size_t len;
+    char err[256];
+
+    (void)state;
+#define INLINED(e, n)                                                                              \
+    raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_REGSETS, regsets, sizeof(regsets),         \
+        ML_SEC_UNITS, units, sizeof(units), ML_SEC_INLINED, e, (size_t)(n), ML_SEC_END, NULL,      \
+        (size_t)0, -1)
+    buf = INLINED(good, sizeof(good));
+    assert_int_equal(ml_profile_parse(buf, len, &p, err, sizeof(err)), 0);
+    assert_int_equal(p->ninl, 2);
+    assert_int_equal(p->inl[1].unit, 1);
+    assert_int_equal(p->inl[1].host, 2);
+    ml_profile_free(p);
+    free(buf);
+    buf = INLINED(block, sizeof(block));
+    expect_bad(buf, len, "inlined record 0 names a bad unit");
+    free(buf);
+    buf = INLINED(range, sizeof(range));
+    expect_bad(buf, len, "inlined record 0 names a bad unit");
+    free(buf);
+    buf = INLINED(good, 12);
+    expect_bad(buf, len, "inlined section at offset");
+    free(buf);
+    buf = raw(&len, ML_SEC_STRTAB, strs, sizeof(strs), ML_SEC_INLINED, good, (size_t)0,
+              ML_SEC_INLINED, good, (size_t)0, ML_SEC_END, NULL, (size_t)0, -1);
+    expect_bad(buf, len, "section 'inlined' at offset 115 appears twice");
+    free(buf);
+#undef INLINED
+}
+
 static void test_exited(void **state)
 {
     struct mlb *b = sample();
@@ -934,7 +977,7 @@ int main(void)
         cmocka_unit_test(test_events_calib),   cmocka_unit_test(test_entries),
         cmocka_unit_test(test_timeline),       cmocka_unit_test(test_bad_timeline),
         cmocka_unit_test(test_timeline_halve), cmocka_unit_test(test_exited),
-        cmocka_unit_test(test_exact),
+        cmocka_unit_test(test_exact),          cmocka_unit_test(test_inlined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

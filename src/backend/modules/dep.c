@@ -43,7 +43,8 @@
 #define PACK(site1, clock) ((uint64_t)(site1) << CLOCK_BITS | (clock))
 #define P_SITE(p)          ((p) >> CLOCK_BITS) /* site + 1; 0: none */
 #define P_CLOCK(p)         ((p)&CLOCK_MAX)
-#define DEP_HITS           1024u  /* pairs cached (a loop's few accesses repeat theirs) */
+#define DEP_HITS_BITS      10
+#define DEP_HITS           (1u << DEP_HITS_BITS) /* pairs cached (a loop's few accesses repeat theirs) */
 #define LOOP_MAX           65536u /* loop frames per thread (deeper: counted, not placed) */
 
 enum { RAW, WAR, WAW };
@@ -122,12 +123,21 @@ struct dep {
     uint32_t nt;
     struct pair *tab;
     uint64_t cap, used;
-    uint32_t hit[DEP_HITS]; /* slot + 1 of the last pair added, by hash of (src, dst, kind) */
+    struct pair *hit[DEP_HITS]; /* the last pair added by hash of (src, dst, kind), or no_pair */
     uint64_t cross_thread, far, unshadowed, bad_sites, unmatched;
     int nomem;
 };
 
 static const char *const kind_name[] = {"RAW", "WAR", "WAW"};
+
+/* What an empty hit slot points to: a key no pair has (kind 255), never written. */
+static struct pair no_pair = {.k = {.sd = UINT64_MAX, .lk = UINT64_MAX}};
+
+static void hits_reset(struct dep *d)
+{
+    for (unsigned i = 0; i < DEP_HITS; i++)
+        d->hit[i] = &no_pair;
+}
 
 static void *dep_init(struct ml_bworker *w)
 {
@@ -142,6 +152,7 @@ static void *dep_init(struct ml_bworker *w)
     d->cur = UINT32_MAX;
     d->p1.n = 8;
     d->sh4 = ml_shadow_new(2 * sizeof(struct cell) / 8, 0);
+    hits_reset(d);
     if (!d->sh || !d->sh4 || !d->tab) {
         ml_shadow_free(d->sh);
         ml_shadow_free(d->sh4);
@@ -174,23 +185,27 @@ static struct pair *slot_of(struct pair *tab, uint64_t cap, const struct pair_ke
     return &tab[i];
 }
 
-static inline uint32_t *hit_of(struct dep *d, const struct pair_key *k)
+static inline struct pair **hit_of(struct dep *d, uint64_t sd, uint64_t lk)
 {
-    return &d->hit[(k->dst * 0x9e3779b9u + k->src * 0x85ebca6bu + k->kind) >> 22];
+    return &d->hit[((sd + lk) * 0x9e3779b97f4a7c15ull) >> (64 - DEP_HITS_BITS)];
 }
 
 static struct pair *new_pair(struct dep *d, const struct pair_key *k);
 
-static inline void add_pair(struct dep *d, const struct pair_key *k, uint64_t count, uint64_t dist)
+/* Adds count instances of the pair (sd, lk) (the words of its key) at distance dist. */
+static inline __attribute__((always_inline)) void add_pair(struct dep *d, uint64_t sd, uint64_t lk,
+                                                           uint64_t count, uint64_t dist)
 {
-    uint32_t h = *hit_of(d, k);
-    struct pair *p = h ? &d->tab[h - 1] : NULL;
+    struct pair *p = *hit_of(d, sd, lk);
 
-    /* the same pair again (a loop's accesses): no hash */
-    if (__builtin_expect(!p || !key_eq(&p->k, k), 0) && !(p = new_pair(d, k)))
-        return;
+    /* the same pair again (a loop's accesses): no hash table */
+    if (__builtin_expect(p->k.sd != sd || p->k.lk != lk, 0)) {
+        struct pair_key k = {.sd = sd, .lk = lk};
+        if (!(p = new_pair(d, &k)))
+            return;
+    }
     p->count += count;
-    if (k->carried && dist < p->mindist)
+    if ((lk >> 40) && dist < p->mindist) /* carried */
         p->mindist = dist;
 }
 
@@ -212,7 +227,7 @@ static struct pair *new_pair(struct dep *d, const struct pair_key *k)
         free(d->tab);
         d->tab = nt;
         d->cap = ncap;
-        memset(d->hit, 0, sizeof(d->hit));
+        hits_reset(d);
     }
     p = slot_of(d->tab, d->cap, k);
     if (!p->used) {
@@ -221,7 +236,7 @@ static struct pair *new_pair(struct dep *d, const struct pair_key *k)
         p->mindist = UINT64_MAX;
         d->used++;
     }
-    *hit_of(d, k) = (uint32_t)(p - d->tab) + 1;
+    *hit_of(d, k->sd, k->lk) = p;
     return p;
 }
 
@@ -450,7 +465,6 @@ static inline __attribute__((always_inline)) void depend_on(struct dep *d, const
                                                             uint64_t from, unsigned kind)
 {
     uint64_t c = P_CLOCK(from), dist;
-    struct pair_key k;
     uint32_t loop;
     unsigned carried;
 
@@ -459,9 +473,7 @@ static inline __attribute__((always_inline)) void depend_on(struct dep *d, const
         return;
     }
     dist = classify(d, t, c, &loop, &carried);
-    k.sd = KEY_SD(P_SITE(from) - 1, site);
-    k.lk = KEY_LK(loop, kind, carried);
-    add_pair(d, &k, 1, dist);
+    add_pair(d, KEY_SD(P_SITE(from) - 1, site), KEY_LK(loop, kind, carried), 1, dist);
 }
 
 static void depend(struct access *a, uint64_t from, unsigned kind)
@@ -735,7 +747,180 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
 
 /* Records ahead of the one handled whose shadow cells are prefetched (they mostly miss the cache).
  */
-#define AHEAD 8u
+#define AHEAD 16u
+
+/* Word 0 of a one-unit record of an 8-byte access, kind bits 0-1 aside (1 load, 2 store, 3 RMW). */
+#define W0_WORD8_MASK  0xfffcu
+#define W0_SCALAR_MASK 0xcffcu     /* ... and of 4 or 8 (or 12) bytes: */
+#define W0_SCALAR      (12u << 10) /* one of these bits set */
+#define W0_WORD8       (8u << 10)
+#define W0_HALF4       (4u << 10)
+#define W0_VEC16       (16u << 10)
+#define W0_KIND_EXTRA  0x3ffu /* kind and extra units */
+_Static_assert(ML_EV_LOAD == 1 && ML_EV_STORE == 2 && ML_EV_RMW == 3, "kind bits: load 1, store 2");
+_Static_assert(sizeof(struct cell) == 16, "d->sh: 2 metadata bytes per data byte");
+
+/* The cells of the word at addr (aligned) in s, as ml_shadow_at with its ratio (1 << shift) a
+ * constant. */
+static inline struct cell *word_cells(struct ml_shadow *s, uint64_t addr, unsigned shift)
+{
+    uint64_t page = addr >> ML_SHADOW_PAGE_BITS;
+    uint32_t i = (uint32_t)page & (ML_SHADOW_TLB - 1);
+    uint8_t *p = page == s->tlb[i].page ? s->tlb[i].p : ml_shadow_page(s, page, 1);
+
+    return p ? (struct cell *)(void *)(p + ((addr & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << shift))
+             : NULL;
+}
+
+/* The cell of the word at addr in d->sh (ratio 2). */
+static inline struct cell *cell_at(struct dep *d, uint64_t addr)
+{
+    return word_cells(d->sh, addr, 1);
+}
+
+/* The two half cells of the word at addr in d->sh4 (ratio 4). */
+static inline struct cell *halves_at(struct dep *d, uint64_t addr)
+{
+    return word_cells(d->sh4, addr, 2);
+}
+
+/*
+ * The access of site (kind 1 load, 2 store, 3 RMW, a constant when inlined)
+ * to cell c holding its bytes whole, whose store cw was read: as
+ * cells_access with one cell.
+ */
+static inline __attribute__((always_inline)) void cell1(struct dep *d, const struct lthread *t,
+                                                        uint32_t thread, uint64_t site,
+                                                        struct cell *c, uint64_t cw, unsigned kind)
+{
+    uint64_t cr;
+
+    if ((kind & ML_EV_LOAD) && cw)
+        depend_on(d, t, thread, (uint32_t)site, cw, RAW);
+    if (!(kind & ML_EV_STORE)) {
+        c->r = PACK(site + 1, d->clock);
+        return;
+    }
+    cr = c->r;
+    if (cw)
+        depend_on(d, t, thread, (uint32_t)site, cw, WAW);
+    if (cr)
+        depend_on(d, t, thread, (uint32_t)site, cr, WAR);
+    c->w = PACK(site + 1, d->clock);
+    c->r = 0;
+}
+
+/*
+ * The most common record: an aligned 8-byte access to a word held whole by
+ * one cell. Returns 0, having changed nothing, to leave the record to the
+ * general path.
+ */
+static inline __attribute__((always_inline)) int word8(struct dep *d, const struct ml_bworker *w,
+                                                       const struct lthread *t, uint32_t thread,
+                                                       uint64_t w0, uint64_t addr, unsigned kind)
+{
+    const uint64_t site = ML_Q_ID(w0);
+    struct cell *c;
+    uint64_t cw;
+
+    if ((addr & 7) || site >= SPLIT4 - 1)
+        return 0;
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1; /* another worker's */
+    if (!(c = cell_at(d, addr)) || (cw = c->w) >= PACK(SPLIT4, 0))
+        return 0;
+    cell1(d, t, thread, site, c, cw, kind);
+    return 1;
+}
+
+/*
+ * A 16-byte vector: an access aligned to 8 bytes within one 4 KiB block, to
+ * two words each held whole by one cell; as cells_access with two cells.
+ */
+static inline __attribute__((always_inline)) int vec16(struct dep *d, const struct ml_bworker *w,
+                                                       const struct lthread *t, uint32_t thread,
+                                                       uint64_t w0, uint64_t addr, unsigned kind)
+{
+    const uint64_t site = ML_Q_ID(w0), me = PACK(site + 1, d->clock);
+    struct cell *c;
+    uint64_t w1, w2, r1, r2;
+
+    if ((addr & 7) ||
+        (addr & ((1u << ML_BPART_BLOCK_BITS) - 1)) > (1u << ML_BPART_BLOCK_BITS) - 16 ||
+        site >= SPLIT4 - 1)
+        return 0;
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1;
+    if (!(c = cell_at(d, addr)) || (w1 = c[0].w) >= PACK(SPLIT4, 0) ||
+        (w2 = c[1].w) >= PACK(SPLIT4, 0))
+        return 0;
+    if (kind & ML_EV_LOAD) {
+        if (w1)
+            depend_on(d, t, thread, (uint32_t)site, w1, RAW);
+        if (w2 && w2 != w1)
+            depend_on(d, t, thread, (uint32_t)site, w2, RAW);
+    }
+    if (!(kind & ML_EV_STORE)) {
+        c[0].r = c[1].r = me;
+        return 1;
+    }
+    r1 = c[0].r;
+    r2 = c[1].r;
+    if (w1)
+        depend_on(d, t, thread, (uint32_t)site, w1, WAW);
+    if (w2 && w2 != w1)
+        depend_on(d, t, thread, (uint32_t)site, w2, WAW);
+    if (r1)
+        depend_on(d, t, thread, (uint32_t)site, r1, WAR);
+    if (r2 && r2 != r1)
+        depend_on(d, t, thread, (uint32_t)site, r2, WAR);
+    c[0].w = c[1].w = me;
+    c[0].r = c[1].r = 0;
+    return 1;
+}
+
+/*
+ * The next most common (an int): an aligned 4-byte access to a word split
+ * in halves, whose halves are joined again when a store makes them alike.
+ */
+static inline __attribute__((always_inline)) int half4(struct dep *d, const struct ml_bworker *w,
+                                                       const struct lthread *t, uint32_t thread,
+                                                       uint64_t w0, uint64_t addr, unsigned kind)
+{
+    const uint64_t site = ML_Q_ID(w0);
+    struct cell *c, *h, *o;
+
+    if ((addr & 3) || site >= SPLIT4 - 1)
+        return 0;
+    if (w->n > 1 && !ml_bw_owns_addr(w, addr))
+        return 1;
+    if (!(c = cell_at(d, addr & ~7ull)) || P_SITE(c->w) != SPLIT4 ||
+        !(h = halves_at(d, addr & ~7ull)))
+        return 0;
+    h += (addr >> 2) & 1;
+    cell1(d, t, thread, site, h, h->w, kind);
+    o = addr & 4 ? h - 1 : h + 1;
+    if ((kind & ML_EV_STORE) && o->w == h->w && o->r == h->r)
+        *c = *h;
+    return 1;
+}
+
+/*
+ * The next iteration of the innermost open loop, when its ring need not grow:
+ * as on_loop. Returns 0, having changed nothing, to leave it to on_loop.
+ */
+static inline int iter_inner(struct dep *d, struct lthread *t, uint64_t id)
+{
+    struct lframe *f;
+
+    if (!t->depth || t->over || (f = &t->f[t->depth - 1])->id != id || f->iter + 1 == f->rcap)
+        return 0;
+    if (d->clock < CLOCK_MAX)
+        d->clock++;
+    f->iter++;
+    f->iter_start = f->ring[f->iter & (f->rcap - 1)] = d->clock;
+    return 1;
+}
 
 /*
  * The records of one thread, read in a loop rather than one call each: the
@@ -756,11 +941,45 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         return len;
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
-        const unsigned kind = ML_Q_KIND(rec[0]);
+        const uint64_t w0 = rec[0];
+        const unsigned kind = ML_Q_KIND(w0);
         /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
         if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
-            ml_shadow_prefetch(d->sh, rec[AHEAD * 2 + 1] & ~7ull);
-            ml_shadow_prefetch(d->sh4, rec[AHEAD * 2 + 1] & ~7ull);
+            /* scalar accesses of 4 and 8 bytes only: vectors stream (the hardware fetches) */
+            const uint64_t aw0 = rec[AHEAD * 2], a = rec[AHEAD * 2 + 1] & ~7ull;
+            if (!(aw0 & W0_SCALAR_MASK) && (aw0 & W0_SCALAR)) {
+                ml_shadow_prefetch(d->sh, a);
+                if ((aw0 & W0_WORD8_MASK) != W0_WORD8) /* halves: for 4 bytes */
+                    ml_shadow_prefetch(d->sh4, a);
+            }
+        }
+        /* one unit (len is a multiple of it), so no blob and nothing malformed */
+        if ((!(w0 & W0_SCALAR_MASK) || (w0 & W0_WORD8_MASK) == W0_VEC16) && (kind & 3)) {
+            int done;
+            if ((w0 & W0_WORD8_MASK) == W0_WORD8)
+                done = kind == ML_EV_LOAD    ? word8(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? word8(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : word8(d, w, t, thread, w0, rec[1], ML_EV_RMW);
+            else if ((w0 & W0_WORD8_MASK) == W0_HALF4)
+                done = kind == ML_EV_LOAD    ? half4(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? half4(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : half4(d, w, t, thread, w0, rec[1], ML_EV_RMW);
+            else if ((w0 & W0_WORD8_MASK) == W0_VEC16)
+                done = kind == ML_EV_LOAD    ? vec16(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? vec16(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : vec16(d, w, t, thread, w0, rec[1], ML_EV_RMW);
+            else
+                done = 0;
+            if (done) {
+                off += ML_Q_UNIT;
+                count++;
+                continue;
+            }
+        }
+        if ((w0 & W0_KIND_EXTRA) == ML_EV_LOOP_ITER && iter_inner(d, t, rec[1])) {
+            off += ML_Q_UNIT;
+            count++;
+            continue;
         }
         uint32_t r = ml_bchunk_rec(data, off, len, &blob);
         if (!r)
@@ -817,7 +1036,8 @@ static int dep_merge(void *into, void *from)
 
     for (uint64_t i = 0; i < b->cap; i++)
         if (b->tab[i].used)
-            add_pair(a, &b->tab[i].k, b->tab[i].count, b->tab[i].k.carried ? b->tab[i].mindist : 0);
+            add_pair(a, b->tab[i].k.sd, b->tab[i].k.lk, b->tab[i].count,
+                     b->tab[i].k.carried ? b->tab[i].mindist : 0);
     a->cross_thread += b->cross_thread;
     a->far += b->far;
     a->unshadowed += b->unshadowed;
@@ -854,6 +1074,7 @@ static int fold_lines(struct dep *d, const struct ml_bsites *t)
         goto out;
     folded.cap = 1024;
     folded.tab = calloc(folded.cap, sizeof(*folded.tab));
+    hits_reset(&folded);
     if (!folded.tab)
         goto out;
     for (uint64_t i = 0; i < d->cap; i++) {
@@ -864,14 +1085,14 @@ static int fold_lines(struct dep *d, const struct ml_bsites *t)
         k.src = k.src < t->n ? scanon[k.src] : k.src;
         k.dst = k.dst < t->n ? scanon[k.dst] : k.dst;
         k.loop = k.loop && k.loop - 1 < t->nm ? mcanon[k.loop - 1] + 1 : k.loop;
-        add_pair(&folded, &k, d->tab[i].count, d->tab[i].k.carried ? d->tab[i].mindist : 0);
+        add_pair(&folded, k.sd, k.lk, d->tab[i].count, d->tab[i].k.carried ? d->tab[i].mindist : 0);
     }
     rc = folded.nomem ? -ENOMEM : 0;
     free(d->tab);
     d->tab = folded.tab;
     d->cap = folded.cap;
     d->used = folded.used;
-    memset(d->hit, 0, sizeof(d->hit));
+    hits_reset(d);
 out:
     free(scanon);
     free(mcanon);

@@ -59,16 +59,28 @@ static unsigned arg_index(LLVMValueRef a)
     return n;
 }
 
+/* Phis and selects being walked (the path from the pointer asked about), at most ML_WALK deep. */
+#define ML_WALK 8
+struct walk {
+    LLVMValueRef open[ML_WALK];
+    int n;
+};
+
+/* origin_walk's answer for a phi or select already being walked: it adds no class of its own. */
+#define ML_CYCLE (-1)
+
 /*
  * Walks through address arithmetic and casts to the object a pointer is based
  * on. Allocas are stack, globals global, fresh allocations heap, arguments what
  * the function's signature says (ir->argsig: clones made for calls whose
  * arguments were known); anything else (loaded pointers, other calls, unknown
  * arguments, inttoptr, phis that mix classes) is ML_DYNAMIC, *base being the
- * value whose address decides at run time.
+ * value whose address decides at run time. A phi or select is as provable as
+ * its inputs agree; one reached again through its own inputs (pointers swapped
+ * or advanced round a loop) only passes on values of the other inputs, so it
+ * adds no class (ML_CYCLE): the walk that opened it still checks all of them.
  */
-static enum ml_memclass origin_depth(const struct ml_ir *ir, LLVMValueRef p, LLVMValueRef *base,
-                                     int depth)
+static int origin_walk(const struct ml_ir *ir, LLVMValueRef p, LLVMValueRef *base, struct walk *w)
 {
     *base = NULL;
     while (p) {
@@ -103,24 +115,27 @@ static enum ml_memclass origin_depth(const struct ml_ir *ir, LLVMValueRef p, LLV
                 return (enum ml_memclass)(c - 1);
             break;
         }
-        /* A phi or select is as provable as all of its inputs agree. */
-        if ((LLVMIsAPHINode(p) || LLVMIsASelectInst(p)) && depth < 8) {
+        if (LLVMIsAPHINode(p) || LLVMIsASelectInst(p)) {
             unsigned n = LLVMIsAPHINode(p) ? LLVMCountIncoming(p) : 2, i;
-            enum ml_memclass c = ML_HEAP;
-            int seen = 0;
+            int c = ML_CYCLE;
+            for (int k = 0; k < w->n; k++)
+                if (w->open[k] == p)
+                    return ML_CYCLE;
+            if (w->n == ML_WALK)
+                break;
+            w->open[w->n++] = p;
             for (i = 0; i < n; i++) {
                 LLVMValueRef in = LLVMIsAPHINode(p) ? LLVMGetIncomingValue(p, i)
                                                     : LLVMGetOperand(p, i + 1),
                              b;
-                enum ml_memclass ci;
-                if (in == p)
+                int ci = origin_walk(ir, in, &b, w);
+                if (ci == ML_CYCLE)
                     continue;
-                ci = origin_depth(ir, in, &b, depth + 1);
-                if (ci == ML_DYNAMIC || (seen && ci != c))
+                if (ci == ML_DYNAMIC || (c != ML_CYCLE && ci != c))
                     break;
                 c = ci;
-                seen = 1;
             }
+            w->n--;
             if (i == n)
                 return c;
         }
@@ -130,16 +145,20 @@ static enum ml_memclass origin_depth(const struct ml_ir *ir, LLVMValueRef p, LLV
     return p ? ML_DYNAMIC : ML_HEAP;
 }
 
+/* A pointer whose every input is a cycle (unreachable code) is never dereferenced: heap. */
 enum ml_memclass ml_ptr_origin(const struct ml_ir *ir, LLVMValueRef ptr, LLVMValueRef *base)
 {
-    return origin_depth(ir, ptr, base, 0);
+    struct walk w = {.n = 0};
+    int c = origin_walk(ir, ptr, base, &w);
+
+    return c == ML_CYCLE ? ML_HEAP : (enum ml_memclass)c;
 }
 
 enum ml_memclass ml_ptr_class(LLVMValueRef ptr)
 {
     static const struct ml_ir none;
     LLVMValueRef base;
-    enum ml_memclass c = origin_depth(&none, ptr, &base, 0);
+    enum ml_memclass c = ml_ptr_origin(&none, ptr, &base);
 
     return c == ML_DYNAMIC ? ML_HEAP : c;
 }

@@ -183,10 +183,13 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMInstructionRemoveFromParent(call);
     LLVMPositionBuilderAtEnd(ir->b, head);
     LLVMSetCurrentDebugLocation2(ir->b, loc);
-    if (c) {
+    if (c && kind == K_EXIT) {
         w = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
-        ok = LLVMBuildICmp(ir->b, kind == K_EXIT ? LLVMIntNE : LLVMIntUGT, w,
-                           c32(ir, kind == K_EXIT ? 0 : 1), "");
+        ok = LLVMBuildICmp(ir->b, LLVMIntNE, w, c32(ir, 0), "");
+    } else if (c) { /* r - 1 > 0, signed: r is below 2^31, so the add's flags decide (no cmp) */
+        w = LLVMBuildLoad2(ir->b, ir->t_i32, c->r, "");
+        w1 = LLVMBuildNSWAdd(ir->b, w, c32(ir, ~0u), "");
+        ok = LLVMBuildICmp(ir->b, LLVMIntSGT, w1, c32(ir, 0), "");
     } else if ((w = LLVMBuildLoad2(ir->b, ir->t_i32, wp, "")), kind == K_EXIT) {
         ok = LLVMBuildICmp(ir->b, LLVMIntSLT, w, LLVMConstInt(ir->t_i32, 0, 0), "");
     } else {
@@ -203,7 +206,7 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMPositionBuilderAtEnd(ir->b, fast);
     if (c) { /* BEGIN takes one unit of the budget; END has nothing to do */
         if (kind != K_EXIT) {
-            LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, w, c32(ir, ~0u), ""), c->r);
+            LLVMBuildStore(ir->b, w1, c->r);
             answer = LLVMBuildAnd(ir->b, gate_word(ir, c->kind), c32(ir, 1), "");
         }
     } else if (kind == K_EXIT) {
@@ -217,8 +220,10 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     LLVMBuildBr(ir->b, cont);
 
     LLVMPositionBuilderAtEnd(ir->b, slow);
-    if (c && kind != K_EXIT)
+    if (c && kind != K_EXIT) { /* r from w1: r itself dies at the add (no copy kept for here) */
+        LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, w1, c32(ir, 1), ""), c->r);
         carry_store(ir, c, ST_CLOSED);
+    }
     if (c && c->leaf && kind != K_EXIT) /* same arguments and type: only the callee changes */
         LLVMSetOperand(call, (unsigned)LLVMGetNumOperands(call) - 1, enter_leaf_fn(ir));
     LLVMInsertIntoBuilder(ir->b, call);

@@ -44,7 +44,7 @@ void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...)
     ir->o->warn(ir->o->warn_ctx, msg);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
+int ml_grow(void **p, size_t *cap, size_t need, size_t elem)
 {
     size_t c = *cap ? *cap : 16;
     void *q;
@@ -71,7 +71,7 @@ int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t
             return 0;
         }
     }
-    if (grow((void **)&ir->words, &ir->capwords, ir->nwords + n + 1, sizeof(*ir->words)))
+    if (ml_grow((void **)&ir->words, &ir->capwords, ir->nwords + n + 1, sizeof(*ir->words)))
         return -ENOMEM;
     *off = (uint32_t)ir->nwords;
     ir->words[ir->nwords++] = n;
@@ -281,7 +281,7 @@ static int region_intern(struct ml_ir *ir, const char *name, size_t len, uint32_
             *id = i;
             return 0;
         }
-    if (grow((void **)&ir->regions, &cap, ir->nregions + 1, sizeof(*ir->regions)))
+    if (ml_grow((void **)&ir->regions, &cap, ir->nregions + 1, sizeof(*ir->regions)))
         return -ENOMEM;
     ir->regions[ir->nregions] = strndup(name, len);
     if (!ir->regions[ir->nregions])
@@ -425,7 +425,7 @@ static int fwork_build(struct ml_ir *ir, struct fwork *w)
             rc = marker_region(ir, in, &r);
             if (rc)
                 return rc;
-            if (grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
+            if (ml_grow((void **)&w->markers, &capm, w->nmarkers + 1, sizeof(*w->markers)))
                 return -ENOMEM;
             w->markers[w->nmarkers++] = (struct marker){in, r, k == 1, 0};
         }
@@ -581,7 +581,7 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     unsigned flen = 0, line = 0;
     const char *file = own_loc(loc, &flen, &line);
 
-    if (grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
+    if (ml_grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
         return -ENOMEM;
     u = &ir->units[ir->nunits];
     memset(u, 0, sizeof(*u));
@@ -593,6 +593,9 @@ static int new_unit(struct ml_ir *ir, uint32_t kind, uint32_t regset, const char
     u->file = strndup(file && flen ? file : "", flen);
     if (!u->file)
         return -ENOMEM;
+    /* A bytes unit stands for one instruction: its share is all or nothing (inl_finish). */
+    if (kind == ML_UNIT_BYTES && loc)
+        u->isp = ml_inl_scope(loc, &u->iline);
     *idx = (uint32_t)ir->nunits++;
     return 0;
 }
@@ -605,7 +608,7 @@ static int add_call(struct ml_ir *ir, uint32_t unit, const char *callee, size_t 
             ir->calls[i].per_exec += per;
             return 0;
         }
-    if (grow((void **)&ir->calls, &ir->capcalls, ir->ncalls + 1, sizeof(*ir->calls)))
+    if (ml_grow((void **)&ir->calls, &ir->capcalls, ir->ncalls + 1, sizeof(*ir->calls)))
         return -ENOMEM;
     ir->calls[ir->ncalls].unit = unit;
     ir->calls[ir->ncalls].per_exec = per;
@@ -635,7 +638,7 @@ static LLVMValueRef mult_by(struct ml_ir *ir, LLVMValueRef by)
 
 static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char *name, size_t len)
 {
-    if (grow((void **)&ir->uinfo, &ir->capuinfo, ir->nuinfo + 1, sizeof(*ir->uinfo)))
+    if (ml_grow((void **)&ir->uinfo, &ir->capuinfo, ir->nuinfo + 1, sizeof(*ir->uinfo)))
         return -ENOMEM;
     ir->uinfo[ir->nuinfo] = (struct ml_uinfo){unit, kind, strndup(name, len)};
     return ir->uinfo[ir->nuinfo++].name ? 0 : -ENOMEM;
@@ -643,7 +646,7 @@ static int add_uinfo(struct ml_ir *ir, uint32_t unit, uint32_t kind, const char 
 
 static int add_late(struct ml_ir *ir, LLVMValueRef call, uint32_t regset, uint32_t ticks)
 {
-    if (grow((void **)&ir->late, &ir->caplate, ir->nlate + 1, sizeof(*ir->late)))
+    if (ml_grow((void **)&ir->late, &ir->caplate, ir->nlate + 1, sizeof(*ir->late)))
         return -ENOMEM;
     ir->late[ir->nlate++] = (struct ml_late){call, ir->cur_mult, regset, ticks};
     return 0;
@@ -1151,22 +1154,35 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
                          int own, unsigned adds, int hoist, struct deferred **defs, size_t *ndefs,
                          size_t *capdefs)
 {
-    uint64_t facts[ML_NFACTS] = {0};
+    uint64_t facts[ML_NFACTS] = {0}, f0[ML_NFACTS], rd0[ML_MAX_DYN], wr0[ML_MAX_DYN];
     LLVMValueRef loc = NULL, *insts = NULL;
     struct ml_dynbytes dyn[ML_MAX_DYN];
-    size_t n = 0, cap = 0, ndyn;
-    uint32_t unit;
+    struct ml_inlseg inl = {0};
+    size_t n = 0, cap = 0, ndyn, nd0;
+    uint32_t unit, iline;
     int any = 0, rc = 0, place;
 
     ir->dyn = dyn;
     ir->ndyn = 0;
     for (LLVMValueRef in = from; in != to; in = LLVMGetNextInstruction(in)) {
-        if (grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
+        LLVMMetadataRef sp = ml_inl_scope(in, &iline);
+        if (ml_grow((void **)&insts, &cap, n + 1, sizeof(*insts))) {
             rc = -ENOMEM;
             goto out;
         }
         insts[n++] = in;
+        if (sp) {
+            memcpy(f0, facts, sizeof(f0));
+            for (nd0 = 0; nd0 < ir->ndyn; nd0++) {
+                rd0[nd0] = dyn[nd0].rd;
+                wr0[nd0] = dyn[nd0].wr;
+            }
+        }
         any |= ml_facts_add(ir, in, facts);
+        if (sp && ml_inl_seg_add(&inl, sp, iline, f0, facts, dyn, ir->ndyn, rd0, wr0, nd0)) {
+            rc = -ENOMEM;
+            goto out;
+        }
         /* A variable-size memcpy/memset gets a bytes counter per side: more adds here. */
         if ((LLVMIsACallInst(in) || LLVMIsAInvokeInst(in)) && ml_mem_call_kind(in) &&
             !LLVMIsAConstantInt(LLVMGetOperand(in, 2)))
@@ -1192,6 +1208,13 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
             goto out;
         memcpy(ir->units[unit].facts, facts, sizeof(facts));
     }
+    for (size_t i = 0; i < inl.n; i++) {
+        for (int k = 0; k < ML_NFACTS; k++)
+            inl.a[i].facts[k] *= mult;
+        rc = ml_inl_record(ir, unit, inl.a[i].sp, inl.a[i].line, inl.a[i].facts);
+        if (rc)
+            goto out;
+    }
     /*
      * Bytes through a pointer of unknown class: a pair of units (heap, stack), one of which
      * counts each execution by the pointer's address. Through an argument of a hoisted unit:
@@ -1204,8 +1227,18 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
         rc = new_pair(ir, ML_UNIT_BLOCK, regset, func, loc, dyn[i].rd, dyn[i].wr, !defer, &slot);
         if (rc)
             goto out;
+        /* The pair's bytes that inlined code moved: heap to the first unit, stack to the next. */
+        for (size_t j = 0; j < inl.n; j++)
+            for (int k = 0; k < 2; k++) {
+                uint64_t f[ML_NFACTS] = {0};
+                f[k ? ML_F_RD_STACK : ML_F_RD_HEAP] = inl.a[j].rd[i];
+                f[k ? ML_F_WR_STACK : ML_F_WR_HEAP] = inl.a[j].wr[i];
+                rc = ml_inl_record(ir, slot + (uint32_t)k, inl.a[j].sp, inl.a[j].line, f);
+                if (rc)
+                    goto out;
+            }
         if (defer) {
-            if (grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
+            if (ml_grow((void **)defs, capdefs, *ndefs + 1, sizeof(**defs))) {
                 rc = -ENOMEM;
                 goto out;
             }
@@ -1237,6 +1270,7 @@ static int count_segment(struct ml_ir *ir, LLVMValueRef from, LLVMValueRef to, L
 out:
     ir->dyn = NULL;
     free(insts);
+    free(inl.a);
     return rc;
 }
 
@@ -1539,9 +1573,20 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
         LLVMValueRef term = LLVMGetBasicBlockTerminator(bb);
         /* A preheader we made: nothing of its own to count, only what it hosts. */
         int made = ml_ptrmap_get(&synth, LLVMBasicBlockAsValue(bb)) != NULL;
+        /*
+         * Segments of a marked block run as often as the block, in the copy its last BEGIN (or
+         * the class's leader's) chose: those after that BEGIN share the class's counter too
+         * (the block after BEGIN and the one holding END of a loop body: one add, not two),
+         * unless loop folding or a copy switch inside the class (unshared) is involved.
+         */
+        int part = !whole && reachable && !job->mult && !unshared[class_of[b]] &&
+                   lf.host[class_of[b]] == class_of[b] && lf.anchor[class_of[b]] < 0;
+        unsigned begins = 0; /* BEGINs of this block not passed yet */
 
         if (reachable && unshared[class_of[b]])
             whole = 0;
+        for (size_t i = 0; i < w.nmarkers; i++)
+            begins += w.markers[i].begin && LLVMGetInstructionParent(w.markers[i].call) == bb;
 
         for (uint32_t l = 0; l < w.nlocal; l++)
             if (w.in[(size_t)l * w.nb + b] == ST_IN)
@@ -1561,9 +1606,10 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                 uint32_t holder = UINT32_MAX;
                 /* Folding only involves whole blocks (the planner sees to it). */
                 int c = class_of[b], host = whole ? lf.host[c] : c;
-                int hoist = whole && host == c && lf.anchor[c] >= 0;
+                int hoist = whole && host == c && lf.anchor[c] >= 0,
+                    share = whole || (part && !begins);
                 void *key = (void *)(uintptr_t)(((uint64_t)host << 32 | set) + 1);
-                if (whole && ml_ptrmap_get(&holders, key))
+                if (share && ml_ptrmap_get(&holders, key))
                     holder = (uint32_t)(uintptr_t)ml_ptrmap_get(&holders, key) - 1;
                 ir->cur_anchor = hoist ? lf.anchor[c] : -1;
                 rc = count_segment(ir, made ? term : from, made ? term : in, made ? term : at, set,
@@ -1577,7 +1623,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
                     hoisted[nhoisted++] = holder;
                     hoisted[nhoisted++] = (uint32_t)c;
                 }
-                if (whole && holder != UINT32_MAX &&
+                if (share && holder != UINT32_MAX &&
                     ml_ptrmap_put(&holders, key, (void *)(uintptr_t)(holder + 1))) {
                     rc = -ENOMEM;
                     goto out;
@@ -1585,6 +1631,7 @@ static int instrument_function(struct ml_ir *ir, const struct ml_work *job)
             }
             if (!in)
                 break;
+            begins -= m->begin;
             if (local_index(&w, m->region) >= 0) {
                 uint32_t k;
                 for (k = 0; k < nact && active[k] != m->region; k++)
@@ -1703,7 +1750,7 @@ out:
 static int push_work(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, uint32_t argsig,
                      const char *src)
 {
-    if (grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
+    if (ml_grow((void **)&ir->work, &ir->capwork, ir->nwork + 1, sizeof(*ir->work)))
         return -ENOMEM;
     ir->work[ir->nwork++] = (struct ml_work){fn, ctx, argsig, 0, src, 0, 0};
     return 0;
@@ -1740,7 +1787,7 @@ static LLVMValueRef clone_for(struct ml_ir *ir, LLVMValueRef fn, uint32_t ctx, u
     }
     if (!c)
         return NULL;
-    if (grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
+    if (ml_grow((void **)&ir->clones, &ir->capclones, ir->nclones + 1, sizeof(*ir->clones)) ||
         ml_ptrmap_put(&ir->generated, c, c) || push_work(ir, c, ctx, argsig, name))
         return NULL;
     ir->work[ir->nwork - 1].mult = (unsigned char)ir->cur_mult;
@@ -1780,7 +1827,7 @@ static int dyn_copies(struct ml_ir *ir)
             fns[n++] = fn;
     for (size_t i = 0; i < n; i++) {
         LLVMValueRef c = clone_for(ir, fns[i], ir->dynset, 0);
-        if (!c || grow((void **)&ir->dyns, &ir->capdyns, ir->ndyns + 1, sizeof(*ir->dyns))) {
+        if (!c || ml_grow((void **)&ir->dyns, &ir->capdyns, ir->ndyns + 1, sizeof(*ir->dyns))) {
             free(fns);
             return -ENOMEM;
         }
@@ -1869,6 +1916,55 @@ static int instrument_rest(struct ml_ir *ir)
     return 0;
 }
 
+/*
+ * Each share of an inlined function becomes a unit of its own that nothing
+ * counts (a bytes unit: sums ignore it), named after the inlined function and
+ * placed at its own source line, followed in the unit infos by its host: the
+ * runtime writes the pair as an INLINED record (docs/report.md).
+ */
+static int inl_finish(struct ml_ir *ir)
+{
+    size_t nreal = ir->nunits;
+    int rc = 0;
+
+    for (size_t i = 0; i < nreal && !rc; i++)
+        if (ir->units[i].kind == ML_UNIT_BYTES && ir->units[i].isp)
+            rc = ml_inl_record(ir, (uint32_t)i, ir->units[i].isp, ir->units[i].iline,
+                               ir->units[i].facts);
+    for (size_t i = 0; i < ir->ninl && !rc; i++) {
+        const struct ml_inlrec *r = &ir->inl[i];
+        struct ml_unit *u;
+        char *sym;
+        if (ml_grow((void **)&ir->units, &ir->capunits, ir->nunits + 1, sizeof(*ir->units)))
+            return -ENOMEM;
+        u = &ir->units[ir->nunits];
+        memset(u, 0, sizeof(*u));
+        u->kind = ML_UNIT_BYTES;
+        u->line = r->line;
+        u->regset = ir->units[r->host].regset;
+        u->flags = ir->units[r->host].flags & ML_RT_UNIT_DYN;
+        u->placed = 1;
+        memcpy(u->facts, r->facts, sizeof(u->facts));
+        sym = ml_inl_symbol(ir, r->sp);
+        u->file = ml_inl_file(r->sp);
+        if (!sym || !u->file) {
+            free(sym);
+            free(u->file);
+            return -ENOMEM;
+        }
+        /* The unit infos own the name; the unit points at it, like units at LLVM's names. */
+        ir->nunits++;
+        rc = add_uinfo(ir, (uint32_t)ir->nunits - 1, ML_UI_INLINED, sym, strlen(sym));
+        if (!rc) {
+            u = &ir->units[ir->nunits - 1];
+            u->func = ir->uinfo[ir->nuinfo - 1].name;
+            rc = add_uinfo(ir, r->host, ML_UI_INLINED_HOST, "", 0);
+        }
+        free(sym);
+    }
+    return rc;
+}
+
 static void ir_free(struct ml_ir *ir)
 {
     for (uint32_t i = 0; i < ir->nregions; i++)
@@ -1890,6 +1986,7 @@ static void ir_free(struct ml_ir *ir)
     free(ir->uinfo);
     free(ir->late);
     free(ir->rflags);
+    free(ir->inl);
     ml_ptrmap_free(&ir->templates);
     ml_ptrmap_free(&ir->generated);
     ml_ptrmap_free(&ir->argbits);
@@ -2003,8 +2100,8 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
         if (!(ir.o && ir.o->all) && ml_version_supported(fn)) {
             LLVMValueRef plain = NULL;
             if (ml_version_prepare(&ir, fn, &plain) ||
-                grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
-                     sizeof(*ir.versions)) ||
+                ml_grow((void **)&ir.versions, &ir.capversions, ir.nversions + 1,
+                        sizeof(*ir.versions)) ||
                 ml_ptrmap_put(&ir.generated, plain, plain) ||
                 push_work(&ir, plain, ML_NOSET, 0, name)) {
                 rc = ml_ir_fail(&ir, -ENOMEM, "out of memory");
@@ -2040,6 +2137,12 @@ int ml_ir_instrument(LLVMModuleRef m, const struct ml_ir_opts *o, char *err, siz
     rc = instrument_rest(&ir);
     if (rc)
         goto out;
+    /* The last units: the region slots that inline.c addresses follow the counters. */
+    rc = inl_finish(&ir);
+    if (rc) {
+        ml_ir_fail(&ir, rc, "out of memory");
+        goto out;
+    }
     for (size_t i = 0; i < ir.ndyns; i++)
         ml_dyn_entry_check(&ir, ir.dyns[i].fn, ir.dyns[i].plain);
     for (size_t i = 0; i < ir.nversions; i++) {

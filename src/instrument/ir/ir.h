@@ -11,6 +11,9 @@
 #include "instrument/ir/instrument.h"
 #include "instrument/ir/ptrmap.h"
 
+/* Pointers counted by address per segment; beyond that their bytes count as heap. */
+#define ML_MAX_DYN 32
+
 /* One counting unit: a counter slot and the facts one increment stands for. */
 struct ml_unit {
     uint32_t kind; /* enum ml_unit_kind */
@@ -20,7 +23,32 @@ struct ml_unit {
     const char *func; /* interned by LLVM (function name) or a literal */
     char *file;       /* owned */
     uint64_t facts[ML_NFACTS];
-    int placed; /* its increment (or hoisted add) has been emitted */
+    int placed;          /* its increment (or hoisted add) has been emitted */
+    LLVMMetadataRef isp; /* a bytes unit of inlined code: the inlined function, or NULL */
+    uint32_t iline;      /* and the line in it */
+};
+
+/*
+ * The part of a unit's facts that belongs to code inlined from another
+ * function (inlined.c): made into a unit of its own, never counted, that the
+ * report counts with the host's count (format/profile.h, INLINED).
+ */
+struct ml_inlrec {
+    uint32_t host;
+    uint32_t line;      /* lowest line of the inlined function's code in the host */
+    LLVMMetadataRef sp; /* the inlined function (DISubprogram) */
+    uint64_t facts[ML_NFACTS];
+};
+
+/* Shares of inlined functions in one segment being counted, before its units exist. */
+struct ml_inlseg {
+    struct ml_inlacc {
+        LLVMMetadataRef sp;
+        uint32_t line;
+        uint64_t facts[ML_NFACTS];
+        uint64_t rd[ML_MAX_DYN], wr[ML_MAX_DYN]; /* of each ml_dynbytes entry */
+    } * a;
+    size_t n, cap;
 };
 
 /* A unit whose count is not executions (format/profile.h, UNITINFO). */
@@ -50,9 +78,6 @@ struct ml_dynbytes {
     LLVMValueRef first; /* the segment's first instruction that accesses through it */
     uint64_t rd, wr;
 };
-
-/* Pointers counted by address per segment; beyond that their bytes count as heap. */
-#define ML_MAX_DYN 32
 
 /* A function body to instrument under a context: regions active on every path into it. */
 struct ml_work {
@@ -152,7 +177,12 @@ struct ml_ir {
     LLVMValueRef mult_ph; /* placeholder: the module block's measured flag of this thread */
     struct ml_version *versions;
     size_t nversions, capversions;
+    struct ml_inlrec *inl; /* shares of inlined functions, by host unit */
+    size_t ninl, capinl;
 };
+
+/* Makes room for need elements of elem bytes in *p (capacity *cap, doubled); -ENOMEM. */
+int ml_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* Reports an error into ir->err; returns -EINVAL (or the given code). */
 int ml_ir_fail(struct ml_ir *ir, int code, const char *fmt, ...)
@@ -163,6 +193,26 @@ void ml_ir_warn(struct ml_ir *ir, const char *fmt, ...) __attribute__((format(pr
 int ml_string_literal(LLVMValueRef v, const char **s, size_t *len);
 /* "file:line" of inst, or "function 'name'" without debug information. */
 void ml_describe_loc(LLVMValueRef inst, char *buf, size_t len);
+
+/*
+ * inlined.c: with -g, the function whose source inst is when the compiler
+ * inlined it from another function (*line: its line there), else NULL.
+ */
+LLVMMetadataRef ml_inl_scope(LLVMValueRef inst, uint32_t *line);
+/* The symbol of subprogram sp (its linkage name, else its name) and its file, NUL-terminated. */
+char *ml_inl_symbol(struct ml_ir *ir, LLVMMetadataRef sp);
+char *ml_inl_file(LLVMMetadataRef sp);
+/*
+ * Adds to s the facts inst added (f0 -> f1) and the dynamic bytes it added
+ * (entries of dyn, whose rd/wr were rd0/wr0 for the first nd0), when inst is
+ * inlined code (sp from ml_inl_scope).
+ */
+int ml_inl_seg_add(struct ml_inlseg *s, LLVMMetadataRef sp, uint32_t line, const uint64_t *f0,
+                   const uint64_t *f1, const struct ml_dynbytes *dyn, size_t ndyn,
+                   const uint64_t *rd0, const uint64_t *wr0, size_t nd0);
+/* Adds facts f (ML_F_INCR is memlens' own and left out) of sp's code to host's share. */
+int ml_inl_record(struct ml_ir *ir, uint32_t host, LLVMMetadataRef sp, uint32_t line,
+                  const uint64_t *f);
 
 /* Region sets. */
 int ml_regset_intern(struct ml_ir *ir, const uint32_t *ids, uint32_t n, uint32_t *off);
