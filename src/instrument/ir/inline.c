@@ -598,12 +598,13 @@ static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t 
         goto out;
     }
     for (size_t i = 0; i < n && !rc; i++) {
-        LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[i]));
+        LLVMValueRef fn;
         struct carry *cs = NULL, **gc;
         size_t m = 0;
         int nc;
-        if (done[i])
+        if (done[i]) /* calls[i] may be gone (a plain END of a leaf loop) */
             continue;
+        fn = LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[i]));
         for (size_t j = i; j < n; j++)
             if (!done[j] && LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[j])) == fn) {
                 done[j] = 1;
@@ -617,8 +618,14 @@ static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t 
             rc = nc;
             break;
         }
-        for (size_t k = 0; k < m; k++)
-            expand(ir, group[k], kinds[idx[k]], gc[k]);
+        for (size_t k = 0; k < m; k++) {
+            int plain = LLVMGetMetadata(group[k], ir->md_plain) != NULL;
+            LLVMSetMetadata(group[k], ir->md_plain, NULL);
+            if (plain && gc[k] && gc[k]->leaf && kinds[idx[k]] == K_EXIT)
+                LLVMInstructionEraseFromParent(group[k]); /* ended at its BEGIN (leaf_loop) */
+            else
+                expand(ir, group[k], kinds[idx[k]], gc[k]);
+        }
         if (nc)
             promote(ir, fn);
         free(cs);

@@ -526,10 +526,13 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
         goto out;
     }
     rc = 0;
-    /* BEGIN sites of the plain copy, each followed by its instrumented twin. */
+    /* BEGIN sites of the plain copy, each followed by its instrumented twin; its ENDs noted. */
     for (bb = LLVMGetFirstBasicBlock(v->plain); bb; bb = LLVMGetNextBasicBlock(bb))
         for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
-            if (is_call_to(in, ir->f_enter)) {
+            if (is_call_to(in, ir->f_exit)) {
+                LLVMSetMetadata(in, ir->md_plain,
+                                LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, NULL, 0)));
+            } else if (is_call_to(in, ir->f_enter)) {
                 LLVMValueRef *e = realloc(enters, (nenters + 2) * sizeof(*e));
                 LLVMBasicBlockRef *c = e ? realloc(conts, (nenters + 2) * sizeof(*c)) : NULL;
                 if (e)
