@@ -105,6 +105,12 @@ for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.25" "omega=0.5,mode=ma,chunk
         $MC --ml-trace=asm,$mode -O2 -fPIC -shared $P/shlib.c -o libgot.so &&
         $MC --ml-trace=asm,$mode -O2 $P/tls.c -L. -lgot -Wl,-rpath,$W -pthread -o got"
 done
+# Leaf functions whose red-zone data is live across records that save nothing: only the slow
+# path steps over the red zone, so the buffer must fill inside them (20000 calls, many flushes).
+for mode in "mode=ns" "omega=1"; do
+    run_same "redzone flushes/$mode" 20000 sh -c "clang-14 -O2 $P/redzone.c -o ref &&
+        $MC --ml-trace=asm,$mode -O2 $P/redzone.c -o got"
+done
 # Vector code the CPU runs: AVX2, and AVX-512 (masked loads and stores, gathers) where it has it.
 vec=""
 grep -qw avx2 /proc/cpuinfo && vec="-mavx2 -mfma"

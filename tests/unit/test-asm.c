@@ -964,9 +964,9 @@ static void test_file(void **state)
     /* the TLS sequence stays whole; the rep string operation records its count */
     assert_non_null(strstr(text, "\tdata16\n\tleaq\tx@TLSGD(%rip), %rdi\n\tdata16\n\tdata16\n"
                                  "\trex64\n\tcallq\t__tls_get_addr@PLT\n"));
-    assert_non_null(strstr(text, "\tmovq\t%rcx, 24(%"));
-    assert_non_null(strstr(text, "\tmovq\t%rdi, 8(%"));
-    assert_non_null(strstr(text, "\tmovq\t%rsi, 40(%"));
+    assert_non_null(strstr(text, "\tmovq\t%rcx, -40(%"));
+    assert_non_null(strstr(text, "\tmovq\t%rdi, -56(%"));
+    assert_non_null(strstr(text, "\tmovq\t%rsi, -24(%"));
     assert_int_equal(st.blocks, 8);
     assert_int_equal(st.tls, 2);
     assert_int_equal(st.forced, 2);
@@ -977,6 +977,37 @@ static void test_file(void **state)
     free(text);
     ml_asm_units_free(&u);
     ml_asm_file_free(&f);
+}
+
+/*
+ * Rewrites one function (text_in, whose units have the encodings hex[]) in
+ * ns mode and returns the rewritten assembly.
+ */
+static char *rewrite_ns(const char *text_in, const char *const *hex, int nhex)
+{
+    struct ml_asm_file f;
+    struct ml_asm_units u;
+    struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
+    struct ml_asm_stats st;
+    char err[256], mc[1024], *text = NULL;
+    size_t n = 0, size = 0;
+    FILE *out;
+
+    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), &f, err, sizeof(err)), 0);
+    assert_int_equal(ml_asm_units(&f, &u), 0);
+    assert_int_equal(u.n, nhex);
+    n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
+    for (int k = 0; k < nhex; k++)
+        n += snprintf(mc + n, sizeof(mc) - n, ".Lmemlens_e%d:\n\tinsn # encoding: [%s]\n", k,
+                      hex[k]);
+    assert_int_equal(ml_asm_read_encodings(mc, n, &u, err, sizeof(err)), 0);
+    ml_asm_default_scores(ML_ASM_NS, o.params.score);
+    out = open_memstream(&text, &size);
+    assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
+    fclose(out);
+    ml_asm_units_free(&u);
+    ml_asm_file_free(&f);
+    return text;
 }
 
 /*
@@ -1007,28 +1038,10 @@ static void test_segment_moves_down(void **state)
                                       "0x48,0x83,0xc2,0x01",
                                       "0x75,A",
                                       "0xc3"};
-    struct ml_asm_file f;
-    struct ml_asm_units u;
-    struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
-    struct ml_asm_stats st;
-    char err[256], mc[1024], *text = NULL;
+    char *text = rewrite_ns(text_in, hex, (int)COUNT(hex));
     const char *seg, *load, *next;
-    size_t n = 0, size = 0;
-    FILE *out;
 
     (void)state;
-    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), &f, err, sizeof(err)), 0);
-    assert_int_equal(ml_asm_units(&f, &u), 0);
-    assert_int_equal(u.n, (int)COUNT(hex));
-    n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
-    for (int k = 0; k < (int)COUNT(hex); k++)
-        n += snprintf(mc + n, sizeof(mc) - n, ".Lmemlens_e%d:\n\tinsn # encoding: [%s]\n", k,
-                      hex[k]);
-    assert_int_equal(ml_asm_read_encodings(mc, n, &u, err, sizeof(err)), 0);
-    ml_asm_default_scores(ML_ASM_NS, o.params.score);
-    out = open_memstream(&text, &size);
-    assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
-    fclose(out);
     /* the loop block: one segment of three addresses, after the index load */
     load = strstr(text, "\tmovslq\t(%r13,%rdx,4), %rax\n");
     seg = strstr(text, "# memlens record {");
@@ -1042,8 +1055,60 @@ static void test_segment_moves_down(void **state)
     assert_non_null(strstr(seg, "leaq\t0(%rbp,%rax,8), %"));
     assert_true(strstr(seg, "leaq\t0(%rbp,%rax,8), %") < strstr(text, "\tmulsd\t"));
     free(text);
-    ml_asm_units_free(&u);
-    ml_asm_file_free(&f);
+}
+
+/*
+ * The common path of a leaf's record with dead scratch registers and dead
+ * flags: no red-zone step (the slow path takes it), the words filled below
+ * the segment's end, an address that is a register's value stored as it is,
+ * and the commit one store (docs/select.md, "The sequence").
+ */
+static void test_record_sequence(void **state)
+{
+    static const char text_in[] = "\t.text\n"
+                                  "\t.globl\th\n"
+                                  "\t.type\th,@function\n"
+                                  "h:\n"
+                                  "\t.cfi_startproc\n"
+                                  "\tmovq\t(%rdi), %rax\n"
+                                  "\taddq\t8(%rdi), %rax\n"
+                                  "\tretq\n"
+                                  ".Lfunc_end2:\n"
+                                  "\t.size\th, .Lfunc_end2-h\n"
+                                  "\t.cfi_endproc\n";
+    static const char *const hex[] = {"0x48,0x8b,0x07", "0x48,0x03,0x47,0x08", "0xc3"};
+    static const char common[] = ".Lmemlens_ok0:\n"
+                                 "\tleaq\t.Lmemlens_segs+0(%rip), %rax\n"
+                                 "\tmovq\t%rax, -32(%rcx)\n"
+                                 "\tmovq\t%rdi, -24(%rcx)\n"
+                                 "\tleaq\t8(%rdi), %rax\n"
+                                 "\tmovq\t%rax, -16(%rcx)\n"
+                                 "\tmovq\t%rsp, -8(%rcx)\n"
+                                 "\tmovq\t%rcx, %fs:__memlens_tb_ptr@TPOFF\n"
+                                 "# memlens record }\n"
+                                 "\tmovq\t(%rdi), %rax\n";
+    static const char check[] = "# memlens record {\n"
+                                "\tmovq\t%fs:__memlens_tb_ptr@TPOFF, %rax\n"
+                                "\tleaq\t32(%rax), %rcx\n"
+                                "\tcmpq\t%fs:__memlens_tb_end@TPOFF, %rcx\n"
+                                "\tjbe\t.Lmemlens_ok0\n"
+                                "\tleaq\t-128(%rsp), %rsp\n"
+                                "\t.cfi_adjust_cfa_offset 128\n"
+                                "\tpushq\t$4\n";
+    static const char slow_end[] = "\tpopq\t%rax\n"
+                                   "\t.cfi_adjust_cfa_offset -8\n"
+                                   "\tleaq\t128(%rsp), %rsp\n"
+                                   "\t.cfi_adjust_cfa_offset -128\n"
+                                   "\tleaq\t32(%rax), %rcx\n"
+                                   ".Lmemlens_ok0:\n";
+    char *text = rewrite_ns(text_in, hex, (int)COUNT(hex));
+
+    (void)state;
+    assert_non_null(strstr(text, check));
+    assert_non_null(strstr(text, slow_end));
+    assert_non_null(strstr(text, common));
+    assert_null(strstr(strstr(text, common) + 1, "# memlens record {"));
+    free(text);
 }
 
 static void test_parse_errors(void **state)
@@ -1080,6 +1145,7 @@ int main(void)
         cmocka_unit_test(test_select_forced_and_ns),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_segment_moves_down),
+        cmocka_unit_test(test_record_sequence),
         cmocka_unit_test(test_parse_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
