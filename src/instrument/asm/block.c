@@ -72,9 +72,9 @@ int ml_asm_blocks(const struct ml_asm_file *f, const struct ml_asm_units *u,
 /* Callees that may return twice: the code after their call runs more often than before it. */
 static int returns_twice(const char *target)
 {
-    static const char *const names[] = {"setjmp",     "_setjmp",    "__setjmp", "sigsetjmp",
-                                        "__sigsetjmp", "savectx",   "vfork",    "getcontext",
-                                        "__vfork",    "qsetjmp"};
+    static const char *const names[] = {"setjmp",      "_setjmp", "__setjmp", "sigsetjmp",
+                                        "__sigsetjmp", "savectx", "vfork",    "getcontext",
+                                        "__vfork",     "qsetjmp"};
     size_t n = strcspn(target, "@ \t");
 
     if (*target == '*') /* through the GOT with -fno-plt: the name follows */
