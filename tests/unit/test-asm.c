@@ -930,6 +930,14 @@ static void test_file(void **state)
         assert_int_equal(b[i].label_line >= 0, label[i]);
     }
     assert_int_equal(b[7].func, 1);
+    assert_true(b[3].after_call && b[6].after_call);
+    assert_false(b[1].after_call || b[2].after_call || b[4].after_call || b[5].after_call);
+    /* chains: the blocks after "callq f" and after the TLS call join their calls' blocks */
+    static const int chained[] = {0, 3, 4, 6, 7, 11};
+    assert_int_equal(ml_asm_chain_calls(&f, &u, b, (int)COUNT(first)), (int)COUNT(chained));
+    for (int i = 0; i < (int)COUNT(chained); i++)
+        assert_int_equal(b[i].first, chained[i]);
+    assert_int_equal(b[2].end, 6);
     free(b);
     /* the whole file: explanation and unchanged output */
     struct ml_asm_opts o = {.params = {.omega = 0.25, .chunk = 64, .mode = ML_ASM_AIA},
@@ -967,12 +975,12 @@ static void test_file(void **state)
     assert_non_null(strstr(text, "\tmovq\t%rcx, -40(%"));
     assert_non_null(strstr(text, "\tmovq\t%rdi, -56(%"));
     assert_non_null(strstr(text, "\tmovq\t%rsi, -24(%"));
-    assert_int_equal(st.blocks, 8);
+    assert_int_equal(st.blocks, 6); /* selection units: two call chains joined */
     assert_int_equal(st.tls, 2);
     assert_int_equal(st.forced, 2);
     assert_non_null(strstr(ex, "function f\n"));
     assert_non_null(strstr(ex, "TLS sequence: left alone"));
-    assert_non_null(strstr(ex, "block 4 .LBB0_2"));
+    assert_non_null(strstr(ex, "block 3 .LBB0_2"));
     free(ex);
     free(text);
     ml_asm_units_free(&u);
