@@ -1119,6 +1119,49 @@ static void test_record_sequence(void **state)
     free(text);
 }
 
+/*
+ * A tail call ("jmp g") enters another function: flags and the registers that
+ * are neither arguments nor callee-saved are dead there, so the record before
+ * it saves nothing; a jump to a block of the same function keeps the flags
+ * live (the jne after it reads them), so the record before it saves them.
+ */
+static void test_tail_call(void **state)
+{
+    static const char text_in[] = "\t.text\n"
+                                  "\t.globl\th\n"
+                                  "\t.type\th,@function\n"
+                                  "h:\n"
+                                  "\t.cfi_startproc\n"
+                                  "\taddq\t$32, %rsp\n"
+                                  "\tpopq\t%rbx\n"
+                                  "\tjmp\tg\n"
+                                  ".LBB0_2:\n"
+                                  "\taddq\t$1, %rax\n"
+                                  "\tmovq\t(%rdi), %rcx\n"
+                                  "\tjmp\t.LBB0_1\n"
+                                  ".LBB0_1:\n"
+                                  "\tjne\t.LBB0_2\n"
+                                  "\tretq\n"
+                                  ".Lfunc_end2:\n"
+                                  "\t.size\th, .Lfunc_end2-h\n"
+                                  "\t.cfi_endproc\n";
+    static const char *const hex[] = {
+        "0x48,0x83,0xc4,0x20", "0x5b",   "0xe9,A,A,A,A", "0x48,0x83,0xc0,0x01",
+        "0x48,0x8b,0x0f",      "0xeb,A", "0x75,A",       "0xc3"};
+    char *text = rewrite_ns(text_in, hex, (int)COUNT(hex));
+    const char *tail = strstr(text, "# memlens record {"), *pop = strstr(text, "\tpopq\t%rbx\n");
+    const char *local = strstr(pop, "# memlens record {"), *load = strstr(text, "\tmovq\t(%rdi)");
+
+    (void)state;
+    assert_non_null(tail);
+    assert_non_null(local);
+    assert_true(tail < pop && local < load);
+    assert_true(strstr(tail, "pushfq") > pop); /* none before the tail call */
+    assert_true(strstr(tail, "\tpushq\t%") > pop);
+    assert_true(strstr(local, "pushfq") < load);
+    free(text);
+}
+
 static void test_parse_errors(void **state)
 {
     struct ml_asm_file f;
@@ -1154,6 +1197,7 @@ int main(void)
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_segment_moves_down),
         cmocka_unit_test(test_record_sequence),
+        cmocka_unit_test(test_tail_call),
         cmocka_unit_test(test_parse_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

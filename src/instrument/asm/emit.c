@@ -663,11 +663,34 @@ static int add_marker(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
     return e->nmk++;
 }
 
+/*
+ * Whether unit k is a tail call: a jump to a symbol, which clang's code only
+ * ever does to enter another function ("jmp f", "jmpq *f@GOTPCREL(%rip)");
+ * its blocks jump to .L labels, jump tables through registers. After it, as
+ * at a function's entry, the flags are dead and only the argument and
+ * callee-saved registers are live.
+ */
+static int tail_call(const struct ml_asm_emit *e, int k)
+{
+    const char *t = e->f->line[e->u->last[k]].operands;
+
+    if (e->insn[k].flow != ML_ASM_FLOW_JUMP && e->insn[k].flow != ML_ASM_FLOW_IJUMP)
+        return 0;
+    while (isspace((unsigned char)*t))
+        t++;
+    if (e->insn[k].flow == ML_ASM_FLOW_IJUMP) {
+        if (*t != '*' || !strstr(t, "@GOTPCREL(%rip)"))
+            return 0;
+        t++;
+    }
+    return (isalpha((unsigned char)*t) || *t == '_' || *t == '"') && strncmp(t, ".L", 2);
+}
+
 int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int bno,
                       const struct ml_asm_result *r)
 {
     const struct ml_asm_insn *in = e->insn + blk->first;
-    int n = blk->end - blk->first, rc = 0, marker, ns = 0;
+    int n = blk->end - blk->first, rc = 0, marker, ns = 0, tail;
     struct ml_asm_regval *st = NULL;
     unsigned *live = NULL, *gpr = NULL;
     int *sel = NULL, *site = NULL, *pj = NULL, *pa = NULL;
@@ -690,8 +713,9 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
     }
     ml_asm_states(in, n, st);
     /* Flags live before each instruction: dead after a call or a return (the ABI), else kept. */
+    tail = tail_call(e, blk->first + n - 1);
     live[n] = in[n - 1].flow == ML_ASM_FLOW_CALL || in[n - 1].flow == ML_ASM_FLOW_RET ||
-                      in[n - 1].flow == ML_ASM_FLOW_STOP
+                      in[n - 1].flow == ML_ASM_FLOW_STOP || tail
                   ? 0
                   : STATUS_FLAGS;
     for (int k = n - 1; k >= 0; k--)
@@ -705,7 +729,7 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
      * around a call (it reads the argument registers and writes the
      * caller-saved ones).
      */
-    gpr[n] = in[n - 1].flow == ML_ASM_FLOW_RET ? RET_LIVE : 0xffff;
+    gpr[n] = in[n - 1].flow == ML_ASM_FLOW_RET ? RET_LIVE : tail ? RET_LIVE | CALL_ARGS : 0xffff;
     for (int k = n - 1; k >= 0; k--) {
         unsigned l = (gpr[k + 1] & ~in[k].reg_killed) | in[k].reg_read | (1u << ML_ASM_RSP);
 
