@@ -988,11 +988,17 @@ static void test_file(void **state)
 }
 
 /*
- * Rewrites one function (text_in, whose units have the encodings hex[]) in
+ * Rewrites one function h (its body, whose units have the encodings hex[]) in
  * ns mode and returns the rewritten assembly.
  */
-static char *rewrite_ns(const char *text_in, const char *const *hex, int nhex)
+static char *rewrite_ns(const char *body, const char *const *hex, int nhex)
 {
+    char text_in[1024];
+
+    snprintf(text_in, sizeof(text_in),
+             "\t.text\n\t.globl\th\n\t.type\th,@function\nh:\n\t.cfi_startproc\n%s"
+             ".Lfunc_end2:\n\t.size\th, .Lfunc_end2-h\n\t.cfi_endproc\n",
+             body);
     struct ml_asm_file f;
     struct ml_asm_units u;
     struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
@@ -1025,28 +1031,20 @@ static char *rewrite_ns(const char *text_in, const char *const *hex, int nhex)
  */
 static void test_segment_moves_down(void **state)
 {
-    static const char text_in[] = "\t.text\n"
-                                  "\t.globl\th\n"
-                                  "\t.type\th,@function\n"
-                                  "h:\n"
-                                  "\t.cfi_startproc\n"
-                                  ".LBB2_1:\n"
-                                  "\tmovsd\t(%rbx,%rdx,8), %xmm2\n"
-                                  "\tmovslq\t(%r13,%rdx,4), %rax\n"
-                                  "\tmulsd\t(%rbp,%rax,8), %xmm2\n"
-                                  "\taddq\t$1, %rdx\n"
-                                  "\tjne\t.LBB2_1\n"
-                                  "\tretq\n"
-                                  ".Lfunc_end2:\n"
-                                  "\t.size\th, .Lfunc_end2-h\n"
-                                  "\t.cfi_endproc\n";
+    static const char body[] = ".LBB2_1:\n"
+                               "\tmovsd\t(%rbx,%rdx,8), %xmm2\n"
+                               "\tmovslq\t(%r13,%rdx,4), %rax\n"
+                               "\tmulsd\t(%rbp,%rax,8), %xmm2\n"
+                               "\taddq\t$1, %rdx\n"
+                               "\tjne\t.LBB2_1\n"
+                               "\tretq\n";
     static const char *const hex[] = {"0xf2,0x0f,0x10,0x14,0xd3",
                                       "0x49,0x63,0x44,0x95,0x00",
                                       "0xf2,0x0f,0x59,0x54,0xc5,0x00",
                                       "0x48,0x83,0xc2,0x01",
                                       "0x75,A",
                                       "0xc3"};
-    char *text = rewrite_ns(text_in, hex, (int)COUNT(hex));
+    char *text = rewrite_ns(body, hex, (int)COUNT(hex));
     const char *seg, *load, *next;
 
     (void)state;
@@ -1073,17 +1071,9 @@ static void test_segment_moves_down(void **state)
  */
 static void test_record_sequence(void **state)
 {
-    static const char text_in[] = "\t.text\n"
-                                  "\t.globl\th\n"
-                                  "\t.type\th,@function\n"
-                                  "h:\n"
-                                  "\t.cfi_startproc\n"
-                                  "\tmovq\t(%rdi), %rax\n"
-                                  "\taddq\t8(%rdi), %rax\n"
-                                  "\tretq\n"
-                                  ".Lfunc_end2:\n"
-                                  "\t.size\th, .Lfunc_end2-h\n"
-                                  "\t.cfi_endproc\n";
+    static const char body[] = "\tmovq\t(%rdi), %rax\n"
+                               "\taddq\t8(%rdi), %rax\n"
+                               "\tretq\n";
     static const char *const hex[] = {"0x48,0x8b,0x07", "0x48,0x03,0x47,0x08", "0xc3"};
     static const char common[] = ".Lmemlens_ok0:\n"
                                  "\tleaq\t.Lmemlens_segs+0(%rip), %rax\n"
@@ -1109,7 +1099,7 @@ static void test_record_sequence(void **state)
                                    "\t.cfi_adjust_cfa_offset -128\n"
                                    "\tleaq\t32(%rax), %rcx\n"
                                    ".Lmemlens_ok0:\n";
-    char *text = rewrite_ns(text_in, hex, (int)COUNT(hex));
+    char *text = rewrite_ns(body, hex, (int)COUNT(hex));
 
     (void)state;
     assert_non_null(strstr(text, check));
@@ -1127,28 +1117,20 @@ static void test_record_sequence(void **state)
  */
 static void test_tail_call(void **state)
 {
-    static const char text_in[] = "\t.text\n"
-                                  "\t.globl\th\n"
-                                  "\t.type\th,@function\n"
-                                  "h:\n"
-                                  "\t.cfi_startproc\n"
-                                  "\taddq\t$32, %rsp\n"
-                                  "\tpopq\t%rbx\n"
-                                  "\tjmp\tg\n"
-                                  ".LBB0_2:\n"
-                                  "\taddq\t$1, %rax\n"
-                                  "\tmovq\t(%rdi), %rcx\n"
-                                  "\tjmp\t.LBB0_1\n"
-                                  ".LBB0_1:\n"
-                                  "\tjne\t.LBB0_2\n"
-                                  "\tretq\n"
-                                  ".Lfunc_end2:\n"
-                                  "\t.size\th, .Lfunc_end2-h\n"
-                                  "\t.cfi_endproc\n";
+    static const char body[] = "\taddq\t$32, %rsp\n"
+                               "\tpopq\t%rbx\n"
+                               "\tjmp\tg\n"
+                               ".LBB0_2:\n"
+                               "\taddq\t$1, %rax\n"
+                               "\tmovq\t(%rdi), %rcx\n"
+                               "\tjmp\t.LBB0_1\n"
+                               ".LBB0_1:\n"
+                               "\tjne\t.LBB0_2\n"
+                               "\tretq\n";
     static const char *const hex[] = {
         "0x48,0x83,0xc4,0x20", "0x5b",   "0xe9,A,A,A,A", "0x48,0x83,0xc0,0x01",
         "0x48,0x8b,0x0f",      "0xeb,A", "0x75,A",       "0xc3"};
-    char *text = rewrite_ns(text_in, hex, (int)COUNT(hex));
+    char *text = rewrite_ns(body, hex, (int)COUNT(hex));
     const char *tail = strstr(text, "# memlens record {"), *pop = strstr(text, "\tpopq\t%rbx\n");
     const char *local = strstr(pop, "# memlens record {"), *load = strstr(text, "\tmovq\t(%rdi)");
 
