@@ -29,7 +29,7 @@ while IFS='|' read -r name flags srcs args; do
     for w in 1 2; do
         rm -rf "dep-$name"
         # shellcheck disable=SC2086
-        "$M" profile -q -m dep -w $w -o "dep-$name" -- "./$name.dep" $args >"$name.out2" ||
+        "$M" profile -q -m dep -w $w --force-workers -o "dep-$name" -- "./$name.dep" $args >"$name.out2" ||
             fail "$name: profile -w $w"
         cmp -s "$name.out1" "$name.out2" || fail "$name: outputs of the two builds differ"
         grep -q '"complete": true' dep-"$name"/*.dep.json || fail "$name: profile not complete"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # memlens cc --events=dep + memlens profile -m dep on kernels with known dependences (closed forms
 # in profile/dep-check.py): C at -O0, -O2 without unrolling/vectorising (exact) and -O2 (shape),
-# with 2 extra threads, 1 and 2 workers; C++ std::vector; program output unchanged; bad usage.
+# with 2 extra threads, 1 and 2 workers; C++ std::vector; program output unchanged; workers cut
+# to the CPUs beside the program unless forced; bad usage.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -22,7 +23,7 @@ for o in O0 O2f O2; do
     want=$(./plain 1000 3 t)
     for w in 1 2; do
         rm -rf out
-        got=$("$M" profile -m dep -w $w -o out -q -- ./dk 1000 3 t) || fail "profile $o -w $w"
+        got=$("$M" profile -m dep -w $w --force-workers -o out -q -- ./dk 1000 3 t) || fail "profile $o -w $w"
         [ "$got" = "$want" ] || fail "output changed under profiling ($o): '$got' vs '$want'"
         python3 "$here/profile/dep-check.py" out/dk.*.dep.csv dep-kernels.c 1000 3 $o 2 ||
             fail "dep $o -w $w"
@@ -42,6 +43,19 @@ rows = [r for r in csv.DictReader(open(sys.argv[1]))
         and r["carried"] == "1"]
 assert len(rows) == 1 and rows[0]["distance"] == "4" and rows[0]["count"] == str(500 - 8), rows
 PY
+
+# workers beyond the CPUs beside the program's are cut (one CPU here: one worker), and say so
+if command -v taskset >/dev/null; then
+    rm -rf out
+    taskset -c 0 "$M" profile -m dep -w 3 -o out -q -- ./dk 100 3 >/dev/null 2>err || fail "cut workers"
+    grep -q "running 1 worker, not 3: .*(--force-workers runs 3)" err || fail "cut message: $(cat err)"
+    grep -q '"workers": 1,' out/dk.*.dep.json || fail "workers not cut"
+    rm -rf out
+    taskset -c 0 "$M" profile -m dep -w 3 --force-workers -o out -q -- ./dk 100 3 >/dev/null 2>err ||
+        fail "forced workers"
+    grep -q "running" err && fail "forced workers cut: $(cat err)"
+    grep -q '"workers": 3,' out/dk.*.dep.json || fail "workers not forced"
+fi
 
 "$M" cc --events=nosuch -c dep-kernels.c -o x.o 2>err && fail "unknown module accepted"
 grep -q "unknown profiling module 'nosuch'" err || fail "unknown module message: $(cat err)"

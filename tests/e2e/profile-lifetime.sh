@@ -68,7 +68,7 @@ for o in O0 O2; do
     [ "$(./lk 100 2)" = "$want" ] || fail "output changed without a backend ($o)"
     for w in 1 2; do
         rm -rf out
-        got=$("$M" profile -m lifetime -w $w -o out -q -- ./lk 100 2 2>/dev/null) ||
+        got=$("$M" profile -m lifetime -w $w --force-workers -o out -q -- ./lk 100 2 2>/dev/null) ||
             fail "profile $o -w $w"
         [ "$got" = "$want" ] || fail "output changed ($o): '$got' vs '$want'"
         check out/lk.*.lifetime.csv lifetime-kernels.c "$C_WANT" || fail "C kernels $o -w $w"
@@ -84,7 +84,7 @@ for o in O0 O2; do
     "$M-c++" --ml-events=lifetime -$o -g lifetime-cxx.cc -o lx || fail "c++ $o"
     clang++-14 -$o lifetime-cxx.cc -o plainx || fail "plain c++ $o"
     rm -rf out
-    got=$("$M" profile -m lifetime -w 2 -o out -q -- ./lx 100 2>/dev/null) || fail "profile c++ $o"
+    got=$("$M" profile -m lifetime -w 2 --force-workers -o out -q -- ./lx 100 2>/dev/null) || fail "profile c++ $o"
     [ "$got" = "$(./plainx 100)" ] || fail "c++ output changed ($o)"
     check out/lx.*.lifetime.csv lifetime-cxx.cc "$CXX_WANT" || fail "C++ kernels $o"
 done
