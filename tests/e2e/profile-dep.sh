@@ -1,8 +1,9 @@
 #!/bin/bash
 # memlens cc --events=dep + memlens profile -m dep on kernels with known dependences (closed forms
 # in profile/dep-check.py): C at -O0, -O2 without unrolling/vectorising (exact) and -O2 (shape),
-# with 2 extra threads, 1 and 2 workers; C++ std::vector; program output unchanged; workers cut
-# to the CPUs beside the program unless forced; bad usage.
+# with 2 extra threads, 1 and 2 workers; C++ std::vector; program output unchanged; objects that
+# end are forgotten (profile/dep-reuse.c); workers cut to the CPUs beside the program unless
+# forced; bad usage.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -43,6 +44,43 @@ rows = [r for r in csv.DictReader(open(sys.argv[1]))
         and r["carried"] == "1"]
 assert len(rows) == 1 and rows[0]["distance"] == "4" and rows[0]["count"] == str(500 - 8), rows
 PY
+
+# a heap block freed and another at its address, a stack object of a function called twice:
+# the new object shows no dependence on the old one's accesses (cells cleared when it ended)
+cp "$here/profile/dep-reuse.c" .
+for o in O0 O2f; do
+    flags=-$o
+    [ $o = O2f ] && flags="-O2 -fno-unroll-loops -fno-vectorize -fno-slp-vectorize"
+    # shellcheck disable=SC2086
+    "$M" cc --events=dep $flags -g dep-reuse.c -o dr || fail "cc reuse $o"
+    for w in 1 2; do
+        rm -rf out
+        got=$("$M" profile -m dep -w $w --force-workers -o out -q -- ./dr 100) || fail "reuse $o -w $w"
+        [ "${got#* }" = "heap same stack same" ] || { echo "skipped reuse: objects moved ($got)"; break; }
+        python3 - out/dr.*.dep.csv dep-reuse.c $o <<'PY' || fail "reuse $o -w $w"
+import csv, sys
+line = {}
+for i, l in enumerate(open(sys.argv[2]), 1):
+    if "// " in l and l.split("// ")[-1].strip().isupper():
+        line[l.split("// ")[-1].strip()] = "dep-reuse.c:%d" % i
+rows = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    k = (r["src"].rsplit("/", 1)[-1], r["dst"].rsplit("/", 1)[-1], r["kind"])
+    rows[k] = rows.get(k, 0) + int(r["count"])
+def n(src, dst, kind):
+    return rows.get((line[src], line[dst], kind), 0)
+# the old objects' accesses reach nothing of the new ones (LOAD_A and LOAD_B lines also load
+# and store the variable s, which lives on)
+for src, dst, kind in (("STORE_A", "STORE_B", "WAW"), ("LOAD_A", "STORE_B", "WAR"),
+                       ("STORE_A", "LOAD_B", "RAW")):
+    assert not n(src, dst, kind), (src, dst, kind, rows)
+assert not n("STORE_F", "STORE_F", "WAW") and not n("LOAD_F", "STORE_F", "WAR"), rows
+# what each object really has
+assert n("STORE_B", "LOAD_B", "RAW") == 100 and n("STORE_A", "LOAD_A", "RAW") == 100, rows
+assert n("STORE_F", "LOAD_F", "RAW") == 128, rows
+PY
+    done
+done
 
 # workers beyond the CPUs beside the program's are cut (one CPU here: one worker), and say so
 if command -v taskset >/dev/null; then
