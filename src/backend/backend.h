@@ -221,7 +221,7 @@ struct ml_cstack *ml_bw_stack(struct ml_bworker *w, uint32_t thread);
 struct ml_backend_opts {
     const struct ml_module **mods;
     uint32_t nmods;
-    uint32_t workers;     /* >= 1 */
+    uint32_t workers; /* >= 1 */
     /*
      * Unless set, workers that would not each have a CPU beside the
      * program's are not started (ml_backend_workers tells how many run),

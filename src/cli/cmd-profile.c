@@ -373,8 +373,7 @@ int cmd_profile(int argc, char **argv)
         fprintf(stderr,
                 "memlens: running %u worker%s, not %u: each worker reads every event, and "
                 "the program needs a CPU beside them (--force-workers runs %u)\n",
-                ml_backend_workers(b), ml_backend_workers(b) == 1 ? "" : "s", o.workers,
-                o.workers);
+                ml_backend_workers(b), ml_backend_workers(b) == 1 ? "" : "s", o.workers, o.workers);
     /* descendants orphaned by a shell or wrapper are reaped here, so their end is seen */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if ((rc = ml_backend_start(b)))

@@ -131,7 +131,7 @@ struct dep {
     struct pair *hit[DEP_HITS]; /* the last pair added by hash of (src, dst, kind), or no_pair */
     struct obj *obj;            /* live objects by address (open addressing), for their sizes */
     uint64_t ocap, oused;
-    uint64_t split1;            /* words split in bytes (pool entries in use) */
+    uint64_t split1; /* words split in bytes (pool entries in use) */
     uint64_t cross_thread, far, unshadowed, bad_sites, unmatched;
     int nomem;
 };
@@ -744,7 +744,8 @@ static void clear_range(void *arg, uint64_t lo, uint64_t hi)
         clear_part(d, lo & ~7ull, (unsigned)(lo & 7), 8);
     if (b < hi)
         clear_part(d, b, 0, (unsigned)(hi - b));
-    for (uint64_t x = a; d->split1 && x < b;) { /* words split in bytes give their pool entry back */
+    for (uint64_t x = a;
+         d->split1 && x < b;) { /* words split in bytes give their pool entry back */
         uint64_t end = ((x >> ML_SHADOW_PAGE_BITS) + 1) << ML_SHADOW_PAGE_BITS;
         struct cell *c = cell_if(d, x);
         end = end < b ? end : b;

@@ -46,7 +46,6 @@ int main(int argc, char **argv)
     free(b);
     s += frame(1, &f1);
     s += frame(2, &f2);
-    printf("%ld heap %s stack %s\n", s, now == old ? "same" : "moved",
-           f1 == f2 ? "same" : "moved");
+    printf("%ld heap %s stack %s\n", s, now == old ? "same" : "moved", f1 == f2 ? "same" : "moved");
     return 0;
 }
