@@ -643,6 +643,9 @@ static void access_range(void *arg, uint64_t lo, uint64_t hi)
  * the old one's accesses. The events name the object's address only when it
  * ends, so the sizes of live objects are kept by address.
  */
+/* Larger objects are not kept: clearing walks an object's blocks and shadow pages. */
+#define OBJ_MAX (1ull << 36)
+
 static uint64_t obj_home(const struct dep *d, uint64_t addr)
 {
     return ((addr >> 3) * 0x9e3779b97f4a7c15ull >> 20) & (d->ocap - 1);
@@ -761,7 +764,7 @@ static void clear_range(void *arg, uint64_t lo, uint64_t hi)
 
 static void clear_obj(struct dep *d, struct ml_bworker *w, uint64_t lo, uint64_t hi)
 {
-    if (lo < hi && hi - lo < (1ull << 48))
+    if (lo < hi && hi - lo <= OBJ_MAX)
         ml_bw_owned_ranges(w, lo, hi, clear_range, d);
 }
 
@@ -783,11 +786,12 @@ static void obj_new(struct dep *d, struct ml_bworker *w, struct lthread *t, uint
             clear_obj(d, w, addr + size, addr + t->moved_size);
         t->moved = 0;
     }
-    if (!addr || !size)
+    if (!addr)
         return;
     if ((old = obj_take(d, addr)))
         clear_obj(d, w, addr, addr + old);
-    obj_put(d, addr, size);
+    if (size && size <= OBJ_MAX && addr + size > addr)
+        obj_put(d, addr, size);
 }
 
 /* An object ends (FREE, STACK_FREE; REALLOC: the new block decides, in obj_new). */
