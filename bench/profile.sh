@@ -9,7 +9,8 @@
 # 'uptime' before and after: timings on a shared machine are only as good as its load.
 # Usage: bench/profile.sh [kernel...]   (env: RUNS, default 5; SMALL=1 for the small inputs;
 #        MODULES, default 'dep sharing value lifetime pointsto dep,sharing,value,lifetime,pointsto':
-#        the variants, each module alone or several together)
+#        the variants, each module alone or several together; FORCE_WORKERS=1: 2 workers even
+#        where memlens would cut them to the CPUs beside the program's, docs/profile.md)
 set -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -67,8 +68,9 @@ def run(name, args, v):
         cmd = ['/usr/bin/time', '-f', '%M', '%s/%s.plain' % (W, name)] + args.split()
     else:
         m, w = v.split('/')
-        cmd = ['/usr/bin/time', '-f', '%M', M, 'profile', '-q', '-m', m, '-w', w[1:], '-o',
-               W + '/out', '--', '%s/%s.%s' % (W, name, m)] + args.split()
+        force = ['--force-workers'] if os.environ.get('FORCE_WORKERS') else []
+        cmd = ['/usr/bin/time', '-f', '%M', M, 'profile', '-q', '-m', m, '-w', w[1:]] + force + [
+            '-o', W + '/out', '--', '%s/%s.%s' % (W, name, m)] + args.split()
     c0, t0 = cpu_now(), time.monotonic()
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     t, c = time.monotonic() - t0, cpu_now() - c0

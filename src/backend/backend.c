@@ -702,23 +702,28 @@ int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, cha
     for (uint32_t i = 0; i < o->nmods; i++)
         b->mods[i] = o->mods[i];
     build_dispatch(b);
+    if (!b->deal && !o->force_workers) { /* see ml_backend_opts.force_workers */
+        uint32_t c = cores(), spare = c > 1 ? c - 1 : 1;
+        if (b->o.workers > spare)
+            b->o.workers = spare;
+    }
     if (b->deal) { /* one core for the program, the others for readers (see turn_take) */
         uint32_t c = cores();
         b->cap = c > 1 ? c - 1 : 1;
-        if (b->cap >= o->workers)
+        if (b->cap >= b->o.workers)
             b->cap = 0;
     }
     if ((rc = queue_create(b, err, errlen))) {
         ml_backend_free(b);
         return rc;
     }
-    if (!(b->ws = calloc(o->workers, sizeof(*b->ws))) ||
+    if (!(b->ws = calloc(b->o.workers, sizeof(*b->ws))) ||
         (b->deal && !(b->claims = calloc(b->h->max_slots, sizeof(*b->claims)))))
         goto nomem;
-    for (uint32_t w = 0; w < o->workers; w++) {
+    for (uint32_t w = 0; w < b->o.workers; w++) {
         struct wstate *ws = &b->ws[w];
         ws->w.index = w;
-        ws->w.n = o->workers;
+        ws->w.n = b->o.workers;
         ws->w.whole = b->deal;
         ws->w.b = b;
         ws->next_seq = calloc(b->h->max_slots, sizeof(*ws->next_seq));
@@ -740,6 +745,11 @@ nomem:
     snprintf(err, errlen, "cannot set up the backend: %s", strerror(ENOMEM));
     ml_backend_free(b);
     return -ENOMEM;
+}
+
+uint32_t ml_backend_workers(const struct ml_backend *b)
+{
+    return b->o.workers;
 }
 
 int ml_backend_fd(const struct ml_backend *b)

@@ -221,7 +221,16 @@ struct ml_cstack *ml_bw_stack(struct ml_bworker *w, uint32_t thread);
 struct ml_backend_opts {
     const struct ml_module **mods;
     uint32_t nmods;
-    uint32_t workers;     /* >= 1 */
+    uint32_t workers; /* >= 1 */
+    /*
+     * Unless set, workers that would not each have a CPU beside the
+     * program's are not started (ml_backend_workers tells how many run),
+     * except when chunks are dealt (ml_module.chunk_any). Each worker reads
+     * every event and does its share: on two CPUs, two workers cost 1.8
+     * times the CPU time of one even when they never run at once (pinned to
+     * one CPU), so they can only be slower (docs/profile.md, "Workers").
+     */
+    int force_workers;
     uint32_t chunk_size;  /* bytes, 0: default */
     uint32_t max_threads; /* slots, 0: default */
 };
@@ -236,6 +245,8 @@ struct ml_backend;
  */
 int ml_backend_new(struct ml_backend **out, const struct ml_backend_opts *o, char *err,
                    size_t errlen);
+/* The workers the backend runs (fewer than asked: see ml_backend_opts.force_workers). */
+uint32_t ml_backend_workers(const struct ml_backend *b);
 int ml_backend_fd(const struct ml_backend *b);
 /* "<fd>:<token>" for ML_Q_ENV. */
 const char *ml_backend_env(const struct ml_backend *b);

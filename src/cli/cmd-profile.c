@@ -27,7 +27,9 @@ static const char profile_usage[] =
     "    -m, --modules <list>   modules to run, comma-separated (see --list-modules)\n"
     "    -o, --output <dir>     output directory (default ./memlens-out)\n"
     "    -w, --workers <n>      backend worker threads; each reads every event and\n"
-    "                           handles its share (default: one per CPU but one, >= 1)\n"
+    "                           handles its share (default: one per CPU but one, >= 1;\n"
+    "                           more are cut to that, see --force-workers)\n"
+    "    --force-workers        run every worker -w asks for, even without a CPU each\n"
     "    -q, --quiet            no tables on stdout\n"
     "    --chunk-size <bytes>   queue chunk per thread, twice (default 1M; K, M, G suffixes)\n"
     "    --max-threads <n>      program threads alive at once (default 1024)\n"
@@ -334,6 +336,8 @@ int cmd_profile(int argc, char **argv)
             if (parse_uint(argv[++i], 256, &v, 0) || !v)
                 die("bad --workers '%s': expected 1 to 256", argv[i]);
             o.workers = (uint32_t)v;
+        } else if (!strcmp(a, "--force-workers")) {
+            o.force_workers = 1;
         } else if (!strcmp(a, "--chunk-size") && more) {
             if (parse_uint(argv[++i], ML_Q_MAX_CHUNK, &v, 1) || v < ML_Q_MIN_CHUNK || v % 4096)
                 die("bad --chunk-size '%s': expected 1M to 1G, a multiple of 4K", argv[i]);
@@ -365,6 +369,11 @@ int cmd_profile(int argc, char **argv)
     }
     if (ml_backend_new(&b, &o, err, sizeof(err)))
         die("%s", err);
+    if (ml_backend_workers(b) < o.workers)
+        fprintf(stderr,
+                "memlens: running %u worker%s, not %u: each worker reads every event, and "
+                "the program needs a CPU beside them (--force-workers runs %u)\n",
+                ml_backend_workers(b), ml_backend_workers(b) == 1 ? "" : "s", o.workers, o.workers);
     /* descendants orphaned by a shell or wrapper are reaped here, so their end is seen */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     if ((rc = ml_backend_start(b)))

@@ -20,7 +20,7 @@ for o in O0 O2; do
     want=$(./plain 100)
     for w in 1 2; do
         rm -rf out
-        got=$("$M" profile -m pointsto -w $w -o out -q -- ./pp 100 2>/dev/null) ||
+        got=$("$M" profile -m pointsto -w $w --force-workers -o out -q -- ./pp 100 2>/dev/null) ||
             fail "profile $o -w $w"
         [ "$got" = "$want" ] || fail "output changed ($o): '$got' vs '$want'"
         cp out/pp.*.pointsto.csv "rows.$w"

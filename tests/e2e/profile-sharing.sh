@@ -18,7 +18,7 @@ for o in O0 O2; do
     want=$(./plain 20000)
     for w in 1 2; do
         rm -rf out
-        got=$("$M" profile -m sharing -w $w -o out -q -- ./sp 20000 2>/dev/null) ||
+        got=$("$M" profile -m sharing -w $w --force-workers -o out -q -- ./sp 20000 2>/dev/null) ||
             fail "profile $o -w $w"
         [ "$got" = "$want" ] || fail "output changed ($o): '$got' vs '$want'"
         python3 - out/sp.*.sharing.csv sharing-prog.c $o <<'PY' || fail "sharing $o -w $w"

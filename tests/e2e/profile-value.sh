@@ -51,7 +51,7 @@ for o in O0 O1 O2f O2 O3; do
         want=$(./plain "$@")
         for w in 1 2; do
             rm -rf out$w
-            got=$("${norand[@]}" "$M" profile -m value -w $w -o out$w -q -- ./vk "$@" 2>err) ||
+            got=$("${norand[@]}" "$M" profile -m value -w $w --force-workers -o out$w -q -- ./vk "$@" 2>err) ||
                 fail "profile $o -w $w: $(cat err)"
             [ "$got" = "$want" ] || fail "output changed under profiling ($o): '$got' vs '$want'"
             grep -q '"complete": true' out$w/vk.*.value.json || fail "not complete ($o)"
@@ -59,7 +59,7 @@ for o in O0 O1 O2f O2 O3; do
             [ $o = O3 ] && level=O2
             [ $o = O1 ] && level=O2f # -O1 neither unrolls nor vectorises these loops
             python3 "$here/profile/value-check.py" out$w/vk.*.value.csv value-kernels.c "$1" \
-                $(($2 + 1)) $level "$3" >/dev/null || fail "value $o -w $w ($args)"
+                $(($2 + 1)) $level "$3" >/dev/null || fail "value $o -w $w --force-workers ($args)"
         done
         same out1/vk.*.value.csv out2/vk.*.value.csv ||
             fail "1 and 2 workers differ ($o, $args)"

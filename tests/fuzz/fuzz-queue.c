@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     /* stats alone has its chunks dealt out; with sharing every worker reads every chunk */
     const struct ml_module *mods[] = {ml_module_find("stats"), ml_module_find("sharing")};
-    struct ml_backend_opts o = {.mods = mods, .nmods = 1, .max_threads = 1};
+    struct ml_backend_opts o = {.mods = mods, .nmods = 1, .max_threads = 1, .force_workers = 1};
     struct ml_backend *b;
     struct ml_q_header *h;
     struct ml_q_slot *sl;

@@ -106,7 +106,7 @@ static void fake_attach_mods(struct fake *f, uint32_t workers, uint32_t slots,
                              const struct ml_module **mods, uint32_t nmods)
 {
     struct ml_backend_opts o = {
-        .mods = mods, .nmods = nmods, .workers = workers, .max_threads = slots};
+        .mods = mods, .nmods = nmods, .workers = workers, .max_threads = slots, .force_workers = 1};
     char err[256];
     struct stat st;
 

@@ -6,7 +6,9 @@
  * byte, the last store and the last load since it, with one worker and with
  * the addresses split over two workers and merged. The module's fast path
  * (one cell, split halves, whole words) and its general path (words split in
- * bytes, joined again) both run here.
+ * bytes, joined again) both run here, and objects (heap blocks, stack
+ * objects, realloc in place and moved) end now and then: the model forgets
+ * their bytes, as the module must.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,6 +99,13 @@ static void ref_access(unsigned kind, uint64_t a, uint64_t len, uint32_t site)
     }
 }
 
+/* An object ended: the module forgets its bytes' accesses. */
+static void ref_clear(uint64_t a, uint64_t len)
+{
+    for (uint64_t p = a; p < a + len; p++)
+        ref.w[p - BASE] = ref.r[p - BASE] = 0;
+}
+
 /* ---- the module ---- */
 
 static const struct ml_module *mod(void)
@@ -109,6 +118,60 @@ static const struct ml_module *mod(void)
 
 #define ROWS_HEADER "src,dst"
 #include "bmodule.h"
+
+static uint64_t obj_lo, obj_len; /* the live object of check_random (obj_len 0: none) */
+static unsigned obj_kind;
+
+/*
+ * Ends the live object (a stack object, or a heap block freed or moved or
+ * shrunk in place by realloc) and makes a new one at any alignment, in
+ * the first span bytes: cells of whole words, partial words, split words and pages.
+ */
+static void next_object(void **st, struct ml_bworker *w, uint32_t workers, uint32_t span)
+{
+    uint64_t rec[4] = {0}, lo = BASE + next() % span;
+    uint64_t len = next() % 8 ? 1 + next() % 300 : 1 + next() % 9000;
+
+    if (len > BASE + SPAN - lo)
+        len = BASE + SPAN - lo;
+    if (obj_len && obj_kind == ML_EV_STACK_ALLOC) {
+        rec[0] = ML_Q_W0(ML_EV_STACK_FREE, 0, 0, 0);
+        rec[1] = obj_lo;
+        feed(st, w, workers, 0, rec);
+        ref_clear(obj_lo, obj_len);
+    } else if (obj_len && next() % 2) { /* realloc: in place (shrunk or not) or moved */
+        rec[0] = ML_Q_W0(ML_EV_REALLOC, 0, 0, 0);
+        rec[1] = obj_lo;
+        feed(st, w, workers, 0, rec);
+        if (next() % 2)
+            lo = obj_lo;
+        if (len > BASE + SPAN - lo)
+            len = BASE + SPAN - lo;
+        if (lo != obj_lo)
+            ref_clear(obj_lo, obj_len);
+        else if (len < obj_len)
+            ref_clear(lo + len, obj_len - len);
+        rec[0] = ML_Q_W0(ML_EV_ALLOC, 0, ML_EV_HEAP_REALLOC, len);
+        rec[1] = lo;
+        feed(st, w, workers, 0, rec);
+        obj_lo = lo;
+        obj_len = len;
+        return;
+    } else if (obj_len) {
+        rec[0] = ML_Q_W0(ML_EV_FREE, 0, 0, 0);
+        rec[1] = obj_lo;
+        feed(st, w, workers, 0, rec);
+        ref_clear(obj_lo, obj_len);
+    }
+    obj_kind = next() % 2 ? ML_EV_STACK_ALLOC : ML_EV_ALLOC;
+    rec[0] = obj_kind == ML_EV_ALLOC ? ML_Q_W0(ML_EV_ALLOC, 0, 0, len)
+                                     : ML_Q_W0(ML_EV_STACK_ALLOC, 1, 0, 1);
+    rec[1] = lo;
+    rec[2] = len;
+    feed(st, w, workers, 0, rec);
+    obj_lo = lo;
+    obj_len = len;
+}
 
 /*
  * n random accesses over 'span' bytes: words of one size for a while (so
@@ -126,6 +189,7 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t span)
     unsigned mode = 8;
 
     memset(&ref, 0, sizeof(ref));
+    obj_len = 0;
     ref.clock = 1; /* the module's clock starts with the first thread's run */
     for (uint32_t i = 0; i < workers; i++)
         assert_non_null(st[i] = mod()->init(&w[i]));
@@ -142,6 +206,8 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t span)
         }
         if (i % 512 == 0) /* each size in turn */
             mode = sizes[i / 512 % 12];
+        if (i % 997 == 500) /* an object ends, another begins */
+            next_object(st, w, workers, span);
         uint32_t site = (uint32_t)(next() % NSITES);
         unsigned kind = (unsigned)(next() % 8), len = next() % 32 ? mode : sizes[next() % 12];
         uint64_t a = BASE + next() % (span - 128);

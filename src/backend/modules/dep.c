@@ -73,7 +73,12 @@ struct lframe {
 struct lthread {
     struct lframe *f;
     uint32_t depth, cap;
-    uint32_t over; /* frames beyond LOOP_MAX */
+    uint32_t over;              /* frames beyond LOOP_MAX */
+    uint64_t moved, moved_size; /* a block realloc ended, until its new block's ALLOC (0: none) */
+};
+
+struct obj { /* a live heap or stack object (addr 0: a free slot) */
+    uint64_t addr, size;
 };
 
 struct seg {
@@ -124,6 +129,9 @@ struct dep {
     struct pair *tab;
     uint64_t cap, used;
     struct pair *hit[DEP_HITS]; /* the last pair added by hash of (src, dst, kind), or no_pair */
+    struct obj *obj;            /* live objects by address (open addressing), for their sizes */
+    uint64_t ocap, oused;
+    uint64_t split1; /* words split in bytes (pool entries in use) */
     uint64_t cross_thread, far, unshadowed, bad_sites, unmatched;
     int nomem;
 };
@@ -568,6 +576,7 @@ static struct cell *cells(struct dep *d, struct cell *c, uint64_t word, unsigned
     } else {
         if ((i = pool_get(d, &d->p1)) == UINT64_MAX)
             return NULL;
+        d->split1++;
         to = &d->p1.c[i * 8];
     }
     for (unsigned b = 0; b < 8 / g; b++)
@@ -586,8 +595,10 @@ static void join(struct dep *d, struct cell *c, struct cell *v, unsigned n)
     for (unsigned b = 1; b < n; b++)
         if (v[b].w != one.w || v[b].r != one.r)
             return;
-    if (n == 8)
+    if (n == 8) {
         pool_put(&d->p1, P_CLOCK(c->w));
+        d->split1--;
+    }
     *c = one;
 }
 
@@ -623,6 +634,182 @@ static void access_range(void *arg, uint64_t lo, uint64_t hi)
         if (gran < 8 && (a->store || b1 - b0 == 8))
             join(d, c, v, 8 / gran);
     }
+}
+
+/*
+ * Objects that end (a heap block freed, a stack object past its lifetime or
+ * its function's exit) have their cells cleared: a new object at the same
+ * address starts with no last store or load, so it shows no dependence on
+ * the old one's accesses. The events name the object's address only when it
+ * ends, so the sizes of live objects are kept by address.
+ */
+/* Larger objects are not kept: clearing walks an object's blocks and shadow pages. */
+#define OBJ_MAX (1ull << 36)
+
+static uint64_t obj_home(const struct dep *d, uint64_t addr)
+{
+    return ((addr >> 3) * 0x9e3779b97f4a7c15ull >> 20) & (d->ocap - 1);
+}
+
+static uint64_t obj_find(const struct dep *d, uint64_t addr)
+{
+    uint64_t i = obj_home(d, addr);
+
+    while (d->obj[i].addr && d->obj[i].addr != addr)
+        i = (i + 1) & (d->ocap - 1);
+    return i;
+}
+
+static void obj_put(struct dep *d, uint64_t addr, uint64_t size)
+{
+    uint64_t i;
+
+    if ((d->oused + 1) * 2 > d->ocap) {
+        struct obj *old = d->obj, *o;
+        uint64_t n = d->ocap, ncap = n ? n * 2 : 256;
+        if (!(o = calloc(ncap, sizeof(*o)))) {
+            d->nomem = 1;
+            return;
+        }
+        d->obj = o;
+        d->ocap = ncap;
+        for (uint64_t k = 0; k < n; k++)
+            if (old[k].addr)
+                d->obj[obj_find(d, old[k].addr)] = old[k];
+        free(old);
+    }
+    i = obj_find(d, addr);
+    d->oused += !d->obj[i].addr;
+    d->obj[i] = (struct obj){addr, size};
+}
+
+/* Removes the object at addr; returns its size (0: none known). */
+static uint64_t obj_take(struct dep *d, uint64_t addr)
+{
+    uint64_t i, j, size;
+
+    if (!d->ocap || !d->obj[i = obj_find(d, addr)].addr)
+        return 0;
+    size = d->obj[i].size;
+    /* linear probing: entries after the hole whose home is not between it and them move back */
+    for (j = i;;) {
+        uint64_t k;
+        j = (j + 1) & (d->ocap - 1);
+        if (!d->obj[j].addr)
+            break;
+        k = obj_home(d, d->obj[j].addr);
+        if (i <= j ? i < k && k <= j : i < k || k <= j)
+            continue;
+        d->obj[i] = d->obj[j];
+        i = j;
+    }
+    d->obj[i].addr = 0;
+    d->oused--;
+    return size;
+}
+
+/* The cell of the word at word in d->sh when its page exists, else NULL (nothing to clear). */
+static struct cell *cell_if(struct dep *d, uint64_t word)
+{
+    uint8_t *p = ml_shadow_page(d->sh, word >> ML_SHADOW_PAGE_BITS, 0);
+
+    return p ? (struct cell *)(void *)(p + ((word & ((1u << ML_SHADOW_PAGE_BITS) - 1)) << 1))
+             : NULL;
+}
+
+/* Clears bytes [b0, b1) of the word at word (the others belong to another object). */
+static void clear_part(struct dep *d, uint64_t word, unsigned b0, unsigned b1)
+{
+    struct cell *c = cell_if(d, word), *v;
+    unsigned gran, sh;
+
+    if (!c || (!c->w && !c->r))
+        return;
+    if (!(v = cells(d, c, word, (b0 | b1) & 3 ? 1 : 4, &gran)))
+        return;
+    sh = gran == 1 ? 0 : gran == 4 ? 2 : 3;
+    for (unsigned b = b0 >> sh; b < (b1 + gran - 1) >> sh; b++)
+        v[b] = (struct cell){0, 0};
+    if (gran < 8)
+        join(d, c, v, 8 / gran);
+}
+
+static void clear_range(void *arg, uint64_t lo, uint64_t hi)
+{
+    struct dep *d = arg;
+    uint64_t a = (lo + 7) & ~7ull, b = hi & ~7ull;
+
+    if (a > b) { /* inside one word */
+        clear_part(d, b, (unsigned)(lo - b), (unsigned)(hi - b));
+        return;
+    }
+    if (lo < a)
+        clear_part(d, lo & ~7ull, (unsigned)(lo & 7), 8);
+    if (b < hi)
+        clear_part(d, b, 0, (unsigned)(hi - b));
+    for (uint64_t x = a;
+         d->split1 && x < b;) { /* words split in bytes give their pool entry back */
+        uint64_t end = ((x >> ML_SHADOW_PAGE_BITS) + 1) << ML_SHADOW_PAGE_BITS;
+        struct cell *c = cell_if(d, x);
+        end = end < b ? end : b;
+        for (; c && x < end; x += 8, c++)
+            if (P_SITE(c->w) == SPLIT1) {
+                pool_put(&d->p1, P_CLOCK(c->w));
+                d->split1--;
+            }
+        x = end;
+    }
+    ml_shadow_clear(d->sh, a, b);
+}
+
+static void clear_obj(struct dep *d, struct ml_bworker *w, uint64_t lo, uint64_t hi)
+{
+    if (lo < hi && hi - lo <= OBJ_MAX)
+        ml_bw_owned_ranges(w, lo, hi, clear_range, d);
+}
+
+/*
+ * A new object (ALLOC, STACK_ALLOC). An object still known at its address
+ * ended unseen (a frame left by longjmp): cleared now. The new block of a
+ * realloc keeps the cells of the bytes it kept in place; a block that moved
+ * is cleared (the copy is not an instrumented access).
+ */
+static void obj_new(struct dep *d, struct ml_bworker *w, struct lthread *t, uint64_t addr,
+                    uint64_t size, int realloc)
+{
+    uint64_t old;
+
+    if (realloc && t->moved) {
+        if (t->moved != addr)
+            clear_obj(d, w, t->moved, t->moved + t->moved_size);
+        else if (size < t->moved_size)
+            clear_obj(d, w, addr + size, addr + t->moved_size);
+        t->moved = 0;
+    }
+    if (!addr)
+        return;
+    if ((old = obj_take(d, addr)))
+        clear_obj(d, w, addr, addr + old);
+    if (size && size <= OBJ_MAX && addr + size > addr)
+        obj_put(d, addr, size);
+}
+
+/* An object ends (FREE, STACK_FREE; REALLOC: the new block decides, in obj_new). */
+static void obj_end(struct dep *d, struct ml_bworker *w, struct lthread *t, uint64_t addr,
+                    int realloc)
+{
+    uint64_t size = obj_take(d, addr);
+
+    if (!size)
+        return;
+    if (!realloc) {
+        clear_obj(d, w, addr, addr + size);
+        return;
+    }
+    if (t->moved)
+        clear_obj(d, w, t->moved, t->moved + t->moved_size);
+    t->moved = addr;
+    t->moved_size = size;
 }
 
 static inline void on_mem(struct dep *d, struct ml_bworker *w, struct lthread *t, uint32_t thread,
@@ -1006,6 +1193,20 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         case ML_EV_LOOP_EXIT:
             on_loop(d, t, kind, rec);
             break;
+        case ML_EV_ALLOC:
+            obj_new(d, w, t, rec[1], ML_Q_ID(rec[0]), ML_Q_AUX(rec[0]) & ML_EV_HEAP_REALLOC);
+            break;
+        case ML_EV_STACK_ALLOC:
+            if (r > ML_Q_UNIT)
+                obj_new(d, w, t, rec[1], rec[2], 0);
+            break;
+        case ML_EV_FREE:
+        case ML_EV_STACK_FREE:
+            obj_end(d, w, t, rec[1], 0);
+            break;
+        case ML_EV_REALLOC:
+            obj_end(d, w, t, rec[1], 1);
+            break;
         }
     }
     *records += count;
@@ -1026,6 +1227,7 @@ static void dep_fini(void *st)
     ml_shadow_free(d->sh4);
     free(d->p1.c);
     free(d->tab);
+    free(d->obj);
     ml_shadow_free(d->sh);
     free(d);
 }
@@ -1172,7 +1374,9 @@ const struct ml_module ml_module_dep = {
     .name = "dep",
     .summary = "flow, anti and output dependences between instructions, loop-carried or not",
     .ev_kinds = ML_BEV(ML_EV_LOAD) | ML_BEV(ML_EV_STORE) | ML_BEV(ML_EV_RMW) |
-                ML_BEV(ML_EV_LOOP_ENTRY) | ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT),
+                ML_BEV(ML_EV_LOOP_ENTRY) | ML_BEV(ML_EV_LOOP_ITER) | ML_BEV(ML_EV_LOOP_EXIT) |
+                ML_BEV(ML_EV_ALLOC) | ML_BEV(ML_EV_FREE) | ML_BEV(ML_EV_REALLOC) |
+                ML_BEV(ML_EV_STACK_ALLOC) | ML_BEV(ML_EV_STACK_FREE),
     .ev_fields = ML_EVF_ADDR | ML_EVF_SIZE,
     .init = dep_init,
     .merge = dep_merge,

@@ -9,6 +9,8 @@ and the last load since it; each thread's loop frames keep the start of every it
 limit). Rows are compared keyed on source lines (the two runs are two builds of one source:
 addresses, site ids and marker ids differ, lines do not): (src, dst, kind, loop line,
 carried) -> count and minimum distance (at most 1024: the backend's bound, documented).
+Traces carry no heap or stack object events, so objects that end are not forgotten here as the
+module forgets them: the programs compared reuse no dead object's bytes (docs/profile-modules.md).
 """
 import bisect
 import csv

@@ -1,7 +1,8 @@
 // Shortest paths on a generated graph (tests/e2e/profile-dep-brute.sh): a CSR graph built from
 // an edge list, breadth-first levels with a deque, Dijkstra with a binary heap, and a histogram
 // of the distances; prints checksums. Containers are sized before use: no block is freed and
-// reused while the graph is walked (dep-brute.py compares two runs whose heaps differ).
+// reused while the graph is walked (dep-brute.py compares two runs whose heaps differ, and its
+// brute force, from a trace without heap events, cannot forget a freed block as 'dep' does).
 #include <cstdio>
 #include <cstdlib>
 #include <queue>
@@ -31,10 +32,10 @@ class Graph
             first_[v] += first_[v - 1];
         to_.resize(edges.size());
         weight_.resize(edges.size());
-        std::vector<int> at(first_.begin(), first_.end() - 1);
+        at_.assign(first_.begin(), first_.end() - 1);
         for (const Edge &e : edges) {
-            to_[at[e.from]] = e.to;
-            weight_[at[e.from]++] = e.weight;
+            to_[at_[e.from]] = e.to;
+            weight_[at_[e.from]++] = e.weight;
         }
     }
 
@@ -54,13 +55,14 @@ class Graph
     }
 
   private:
-    std::vector<int> first_, to_;
+    std::vector<int> first_, to_, at_; /* at_ a member: a block freed would be reused (see top) */
     std::vector<unsigned> weight_;
 };
 
-std::vector<int> levels(const Graph &g, int src)
+// q: the caller's, so that its block outlives the walk (see the top)
+std::vector<int> levels(const Graph &g, int src, std::vector<int> &q)
 {
-    std::vector<int> level(g.size(), -1), q;
+    std::vector<int> level(g.size(), -1);
     size_t head = 0;
 
     q.reserve(g.size());
@@ -122,7 +124,8 @@ int main(int argc, char **argv)
         }
     Graph g(n);
     g.build(edges);
-    std::vector<int> level = levels(g, 0);
+    std::vector<int> q;
+    std::vector<int> level = levels(g, 0, q);
     std::vector<unsigned long> dist = dijkstra(g, 0);
     std::vector<int> hist(64, 0);
     for (int v = 0; v < n; v++) {

@@ -36,7 +36,7 @@ static int grow(struct table *t)
             s[w->hash % n] = w;
         }
     }
-    free(t->slot);
+    release(t->slot);
     t->slot = s;
     t->nslots = n;
     return 0;
@@ -116,8 +116,8 @@ void table_free(struct table *t)
         struct word *w = t->slot[i], *next;
         for (; w; w = next) {
             next = w->next;
-            free(w);
+            release(w);
         }
     }
-    free(t->slot);
+    release(t->slot);
 }

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
             start = i + 1;
         }
         start = 0;
-        free(text);
+        release(text);
     }
     size_t k = table_top(&t, top, 10);
     for (size_t i = 0; i < k; i++) {

@@ -24,4 +24,15 @@ int table_add(struct table *t, const char *text, size_t len);
 size_t table_top(const struct table *t, struct word **top, size_t k);
 void table_free(struct table *t);
 
+/*
+ * Built with -DKEEP_BLOCKS (by profile-dep-brute.sh) the program frees nothing, so no block's
+ * bytes are reused: traces carry no heap events, so the brute force cannot forget a freed
+ * block's accesses as 'dep' does (docs/profile-modules.md, "dep").
+ */
+#ifdef KEEP_BLOCKS
+#define release(p) ((void)(p))
+#else
+#define release(p) free(p)
+#endif
+
 #endif
