@@ -175,12 +175,13 @@ int ml_csim_init(struct ml_csim *s, const struct ml_an_opts *o, int record_mem)
         return rc;
     s->q[0] = malloc(ML_CS_QUEUE * sizeof(*s->q[0]));
     s->q[1] = malloc(2 * ML_CS_QUEUE * sizeof(*s->q[1]));
-    if (!s->q[0] || !s->q[1])
-        return -ENOMEM;
     if (record_mem) {
         s->capmem = 64;
-        if (!(s->mem = malloc(s->capmem * sizeof(*s->mem))))
-            return -ENOMEM;
+        s->mem = malloc(s->capmem * sizeof(*s->mem));
+    }
+    if (!s->q[0] || !s->q[1] || (record_mem && !s->mem)) {
+        ml_csim_free(s); /* callers that fail here need not free it */
+        return -ENOMEM;
     }
     return 0;
 }
