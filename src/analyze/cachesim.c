@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define HUGE ((size_t)2 << 20) /* a huge page */
 
 int ml_an_parse_level(const char *s, struct ml_an_level *l)
 {
@@ -112,6 +115,7 @@ int ml_an_sysfs_caches(struct ml_an_opts *o)
 static int cache_init(struct ml_cache *c, const struct ml_an_level *g, uint32_t line)
 {
     uint64_t lines = g->size / line;
+    size_t bytes;
 
     memset(c, 0, sizeof(*c));
     if (!g->size)
@@ -122,7 +126,17 @@ static int cache_init(struct ml_cache *c, const struct ml_an_level *g, uint32_t 
     c->sets = lines / g->ways;
     c->pow2 = !(c->sets & (c->sets - 1));
     c->mask = c->sets - 1;
-    c->tags = malloc(lines * sizeof(*c->tags));
+    /* Sets on cache-line boundaries: an 8-way set is one host line, a 16-way set two. A large
+     * array (the llc's: 4 MiB for 32 MiB) is read at random: huge pages spare a TLB miss. */
+    bytes = (lines * sizeof(*c->tags) + 63) & ~(size_t)63;
+    if (bytes >= HUGE) {
+        bytes = (bytes + HUGE - 1) & ~(HUGE - 1);
+        c->tags = aligned_alloc(HUGE, bytes);
+        if (c->tags)
+            madvise(c->tags, bytes, MADV_HUGEPAGE);
+    } else {
+        c->tags = aligned_alloc(64, bytes);
+    }
     if (!c->tags)
         return -ENOMEM;
     memset(c->tags, 0xff, lines * sizeof(*c->tags));
@@ -159,10 +173,15 @@ int ml_csim_init(struct ml_csim *s, const struct ml_an_opts *o, int record_mem)
             return -EINVAL;
     if ((rc = cache_init(&s->llc, &o->llc, o->line)))
         return rc;
+    s->q[0] = malloc(ML_CS_QUEUE * sizeof(*s->q[0]));
+    s->q[1] = malloc(2 * ML_CS_QUEUE * sizeof(*s->q[1]));
     if (record_mem) {
         s->capmem = 64;
-        if (!(s->mem = malloc(s->capmem * sizeof(*s->mem))))
-            return -ENOMEM;
+        s->mem = malloc(s->capmem * sizeof(*s->mem));
+    }
+    if (!s->q[0] || !s->q[1] || (record_mem && !s->mem)) {
+        ml_csim_free(s); /* callers that fail here need not free it */
+        return -ENOMEM;
     }
     return 0;
 }
@@ -183,6 +202,8 @@ void ml_csim_free(struct ml_csim *s)
     free(s->thr);
     free(s->llc.tags);
     free(s->mem);
+    free(s->q[0]);
+    free(s->q[1]);
     memset(s, 0, sizeof(*s));
 }
 
@@ -195,6 +216,7 @@ void ml_csim_reset(struct ml_csim *s)
     s->nthr = 0;
     cache_clear(&s->llc);
     s->nmem = 0;
+    s->nq = 0;
 }
 
 const char *ml_csim_describe(const struct ml_csim *s, char *buf, size_t n)
@@ -240,6 +262,47 @@ static struct ml_csim_thr *thread_of(struct ml_csim *s, uint32_t thread)
     return s->thr[thread] = t;
 }
 
+/* Moves set[0, n) to set[1, n]: sets up to 16 ways inline (a memmove call costs more). */
+static inline void shift_up(uint64_t *set, uint32_t n)
+{
+    switch (n) {
+    case 15:
+        set[15] = set[14]; /* fall through */
+    case 14:
+        set[14] = set[13]; /* fall through */
+    case 13:
+        set[13] = set[12]; /* fall through */
+    case 12:
+        set[12] = set[11]; /* fall through */
+    case 11:
+        set[11] = set[10]; /* fall through */
+    case 10:
+        set[10] = set[9]; /* fall through */
+    case 9:
+        set[9] = set[8]; /* fall through */
+    case 8:
+        set[8] = set[7]; /* fall through */
+    case 7:
+        set[7] = set[6]; /* fall through */
+    case 6:
+        set[6] = set[5]; /* fall through */
+    case 5:
+        set[5] = set[4]; /* fall through */
+    case 4:
+        set[4] = set[3]; /* fall through */
+    case 3:
+        set[3] = set[2]; /* fall through */
+    case 2:
+        set[2] = set[1]; /* fall through */
+    case 1:
+        set[1] = set[0]; /* fall through */
+    case 0:
+        break;
+    default:
+        memmove(set + 1, set, n * sizeof(*set));
+    }
+}
+
 /* Looks line up; a hit moves it to the front. Returns its tag or NULL. */
 static inline uint64_t *lookup(const struct ml_cache *c, uint64_t line)
 {
@@ -248,7 +311,7 @@ static inline uint64_t *lookup(const struct ml_cache *c, uint64_t line)
     for (uint32_t w = 0; w < c->ways; w++)
         if ((set[w] >> 1) == line) {
             tag = set[w];
-            memmove(set + 1, set, w * sizeof(*set));
+            shift_up(set, w);
             set[0] = tag;
             return set;
         }
@@ -260,7 +323,7 @@ static inline uint64_t install(const struct ml_cache *c, uint64_t line, int dirt
 {
     uint64_t *set = set_of(c, line), victim = set[c->ways - 1];
 
-    memmove(set + 1, set, (c->ways - 1) * sizeof(*set));
+    shift_up(set, c->ways - 1);
     set[0] = line << 1 | (uint64_t)dirty;
     *at = set;
     return victim;
@@ -282,89 +345,133 @@ static int mem_event(struct ml_csim *s, uint64_t line, int write)
     return 0;
 }
 
-/* Levels of a thread in order: l1, l2 (if any), llc (if any). */
-static int levels(struct ml_csim *s, struct ml_csim_thr *t, struct ml_cache **v)
+/* Looks line up without changing recency (a write-back): its tag or NULL. */
+static inline uint64_t *find(const struct ml_cache *c, uint64_t line)
 {
-    int n = 0;
+    uint64_t *set = set_of(c, line);
 
-    v[n++] = &t->priv[0];
-    if (t->priv[1].ways)
-        v[n++] = &t->priv[1];
-    if (s->llc.ways)
-        v[n++] = &s->llc;
-    return n;
+    for (uint32_t w = 0; w < c->ways; w++)
+        if ((set[w] >> 1) == line)
+            return set + w;
+    return NULL;
 }
 
-/* Counter index of level i's (lookups, misses, write-backs) for a hierarchy of n levels. */
-static void level_ctrs(struct ml_csim *s, int i, int *acc, int *miss, int *wb)
+static inline void prefetch_set(const struct ml_cache *c, uint64_t line)
 {
-    int l2 = s->geom[1].size != 0;
-    int which = i == 0 ? 0 : (i == 1 && l2) ? 1 : 2;
-    static const int a[] = {ML_CS_ACCESSES, ML_CS_L2_ACC, ML_CS_LLC_ACC},
-                     m[] = {ML_CS_L1_MISS, ML_CS_L2_MISS, ML_CS_LLC_MISS},
-                     w[] = {ML_CS_L1_WB, ML_CS_L2_WB, ML_CS_LLC_WB};
+    const char *set = (const char *)set_of(c, line);
 
-    *acc = a[which];
-    *miss = m[which];
-    *wb = w[which];
+    for (uint32_t b = 0; b < c->ways * sizeof(uint64_t); b += 64)
+        __builtin_prefetch(set + b);
 }
 
-/* Writes a dirty line evicted from level `from` back to the next level holding it, or memory. */
-static int write_back(struct ml_csim *s, struct ml_cache **lv, int n, int from, uint64_t line,
-                      uint64_t *c)
-{
-    int acc, miss, wb;
+/* Requests looked ahead when prefetching a level's sets. */
+#define PREFETCH_AHEAD 12
 
-    level_ctrs(s, from, &acc, &miss, &wb);
-    c[wb]++;
-    for (int j = from + 1; j < n; j++) {
-        uint64_t *set = set_of(lv[j], line);
-        for (uint32_t w = 0; w < lv[j]->ways; w++)
-            if ((set[w] >> 1) == line) {
-                set[w] |= 1;
-                return 0;
-            }
+/*
+ * Runs n requests in order through level `which` (1: the thread's l2, 2: the llc). What
+ * misses, and the dirty victims, go to `out` in order, or with out NULL to memory. Order
+ * is what keeps this exact: a level's state depends only on the requests it sees, so
+ * running l1 for many accesses, then l2 for their misses, then llc, gives each level the
+ * sequence it sees when every access goes down the whole hierarchy at once.
+ */
+static int stage(struct ml_csim *s, int which, const struct ml_cs_req *in, uint32_t n,
+                 struct ml_cs_req *out, uint32_t *nout)
+{
+    static const int acc[] = {0, ML_CS_L2_ACC, ML_CS_LLC_ACC},
+                     miss[] = {0, ML_CS_L2_MISS, ML_CS_LLC_MISS},
+                     wbc[] = {0, ML_CS_L2_WB, ML_CS_LLC_WB};
+    uint32_t no = 0;
+    int rc;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const struct ml_cs_req *e = &in[i];
+        const struct ml_cache *c = which == 1 ? &e->t->priv[1] : &s->llc;
+        uint64_t line = e->line >> 1, victim, *at;
+        if (i + PREFETCH_AHEAD < n) {
+            const struct ml_cs_req *f = &in[i + PREFETCH_AHEAD];
+            prefetch_set(which == 1 ? &f->t->priv[1] : &s->llc, f->line >> 1);
+        }
+        if (e->line & 1) {
+            /* A write-back: the line turns dirty where it is, recency unchanged. */
+            if ((at = find(c, line)))
+                *at |= 1;
+            else if (out)
+                out[no++] = *e;
+            else if ((e->c[ML_CS_MEM_WR]++, rc = mem_event(s, line, 1)))
+                return rc;
+            continue;
+        }
+        e->c[acc[which]]++;
+        if (lookup(c, line))
+            continue;
+        e->c[miss[which]]++;
+        if (out)
+            out[no++] = *e;
+        else if ((e->c[ML_CS_MEM_RD]++, rc = mem_event(s, line, 0)))
+            return rc;
+        victim = install(c, line, 0, &at);
+        if (victim == ML_CS_EMPTY || !(victim & 1))
+            continue;
+        e->c[wbc[which]]++;
+        if (out)
+            out[no++] = (struct ml_cs_req){victim, e->c, e->t};
+        else if ((e->c[ML_CS_MEM_WR]++, rc = mem_event(s, victim >> 1, 1)))
+            return rc;
     }
-    c[ML_CS_MEM_WR]++;
-    return mem_event(s, line, 1);
+    if (nout)
+        *nout = no;
+    return 0;
+}
+
+int ml_csim_flush(struct ml_csim *s)
+{
+    uint32_t n = s->nq;
+    const struct ml_cs_req *in = s->q[0];
+    int rc;
+
+    s->nq = 0;
+    if (s->geom[1].size) {
+        if ((rc = stage(s, 1, in, n, s->geom[2].size ? s->q[1] : NULL, &n)))
+            return rc;
+        in = s->q[1];
+    }
+    return s->geom[2].size ? stage(s, 2, in, n, NULL, NULL) : 0;
+}
+
+/* Sends a request below l1: to the queue, or to memory when l1 is the only level. */
+static inline int below(struct ml_csim *s, struct ml_csim_thr *t, uint64_t req, uint64_t *c)
+{
+    if (s->geom[1].size || s->geom[2].size) {
+        s->q[0][s->nq++] = (struct ml_cs_req){req, c, t};
+        return 0;
+    }
+    c[req & 1 ? ML_CS_MEM_WR : ML_CS_MEM_RD]++;
+    return mem_event(s, req >> 1, (int)(req & 1));
 }
 
 int ml_csim_line(struct ml_csim *s, uint32_t thread, uint64_t line, int write, uint64_t *c)
 {
     struct ml_csim_thr *t =
         thread < s->nthr && s->thr[thread] ? s->thr[thread] : thread_of(s, thread);
-    struct ml_cache *lv[3];
-    uint64_t *hit = NULL, *at = NULL;
-    int n, h, rc;
+    uint64_t *at, victim;
+    int rc;
 
     if (!t)
         return -ENOMEM;
-    n = levels(s, t, lv);
-    for (h = 0; h < n; h++) {
-        int acc, miss, wb;
-        level_ctrs(s, h, &acc, &miss, &wb);
-        if (h)
-            c[acc]++;
-        if ((hit = lookup(lv[h], line)))
-            break;
-        c[miss]++;
-    }
-    if (h == n) {
-        c[ML_CS_MEM_RD]++;
-        if ((rc = mem_event(s, line, 0)))
-            return rc;
-    }
-    /* Install from the level above the hit up to l1; victims go down. */
-    for (int i = h - 1; i >= 0; i--) {
-        uint64_t victim = install(lv[i], line, i == 0 && write, &at);
-        if (victim != ML_CS_EMPTY && (victim & 1) && (rc = write_back(s, lv, n, i, victim >> 1, c)))
-            return rc;
-    }
-    if (h == 0) {
-        at = hit;
+    if ((at = lookup(&t->priv[0], line))) {
         *at |= (uint64_t)write;
+    } else {
+        c[ML_CS_L1_MISS]++;
+        if ((rc = below(s, t, line << 1, c)))
+            return rc;
+        victim = install(&t->priv[0], line, write, &at);
+        if (victim != ML_CS_EMPTY && (victim & 1)) {
+            c[ML_CS_L1_WB]++;
+            if ((rc = below(s, t, victim, c)))
+                return rc;
+        }
     }
     t->last = line;
     t->last_tag = at;
-    return 0;
+    return !s->batch || s->nq > ML_CS_QUEUE - 2 ? ml_csim_flush(s) : 0;
 }

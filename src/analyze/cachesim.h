@@ -51,6 +51,16 @@ struct ml_csim_thr {
     uint64_t *last_tag;      /* its tag, NULL: none */
 };
 
+/* A request queued for the levels below l1: a demand fill or a dirty line written back. */
+struct ml_cs_req {
+    uint64_t line; /* line << 1 | 1 for a write-back */
+    uint64_t *c;   /* the counters of the access that caused it */
+    struct ml_csim_thr *t;
+};
+
+/* Requests held before the lower levels run them (ml_csim_line flushes at this many). */
+#define ML_CS_QUEUE 256
+
 /* What memory saw, in order, when the caller asks for it (membus --filter). */
 struct ml_cs_mem {
     uint64_t line;
@@ -65,6 +75,12 @@ struct ml_csim {
     uint32_t nthr;
     struct ml_cs_mem *mem; /* NULL: not recorded */
     uint32_t nmem, capmem;
+    /* Requests for l2/llc, run in order by ml_csim_flush, so that each level works through a
+     * list of lines known ahead and prefetches their sets (its tags are out of the host's
+     * caches). [0]: from l1, [1]: from l2. */
+    struct ml_cs_req *q[2];
+    uint32_t nq;
+    int batch; /* 0: ml_csim_line flushes before returning */
 };
 
 /* Parses "48k:12", "1m:16", "32m:16" (k, m, g suffixes) or "none"; 0 or -EINVAL. */
@@ -77,8 +93,14 @@ void ml_csim_reset(struct ml_csim *s);
 /* Describes the hierarchy ("l1 32 KiB 8-way, ..."). */
 const char *ml_csim_describe(const struct ml_csim *s, char *buf, size_t n);
 
-/* Slow path: a line not the thread's last one. c: counters to add to. 0 or -ENOMEM. */
+/*
+ * Slow path: a line not the thread's last one. c: counters to add to. 0 or -ENOMEM. With
+ * s->batch set, what l2 and llc do with the line may wait until ml_csim_flush: their
+ * counters (and s->mem) are complete only after it. The l1 counters are always current.
+ */
 int ml_csim_line(struct ml_csim *s, uint32_t thread, uint64_t line, int write, uint64_t *c);
+/* Runs the queued requests through l2 and llc. 0 or -ENOMEM. */
+int ml_csim_flush(struct ml_csim *s);
 
 /*
  * One access of `weight` accesses to [addr, addr + size) by thread (index

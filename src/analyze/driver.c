@@ -487,7 +487,12 @@ static void submit(struct pool *p, struct slot *s, size_t c, int here)
     pthread_cond_signal(&p->work);
 }
 
-/* Waits for s to be decoded; a slot no worker has started yet is decoded here. */
+/*
+ * Waits for s to be decoded; a slot no worker has started yet is decoded here. While a
+ * worker decodes s, this thread decodes the next queued slot instead of idling: otherwise,
+ * when the analyses are quicker than decoding, it would only wait for the one worker of
+ * -j2 and the second core would hardly help.
+ */
 static void wait_slot(struct pool *p, struct slot *s)
 {
     if (s->state == S_QUEUED) {
@@ -495,8 +500,15 @@ static void wait_slot(struct pool *p, struct slot *s)
         decode_here(p, s);
         return;
     }
-    while (s->state != S_READY)
-        pthread_cond_wait(&p->done, &p->mu);
+    while (s->state != S_READY) {
+        struct slot *o = p->nqueued ? first_queued(p) : NULL;
+        if (!o) {
+            pthread_cond_wait(&p->done, &p->mu);
+            continue;
+        }
+        p->nqueued--;
+        decode_here(p, o);
+    }
 }
 
 /* Submits chunks ahead for the cursors whose next chunk starts earliest, within the bound. */

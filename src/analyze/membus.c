@@ -34,6 +34,8 @@ static void *start(const struct ml_an_run *run)
         errno = EINVAL;
         return NULL;
     }
+    /* --filter writes what memory sees at each record's time: run every access to the end */
+    m->sim.batch = o->filter == NULL;
     return m;
 }
 
@@ -174,7 +176,7 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
         if (m->sim.nmem && (rc = drain(m, in, x)))
             return rc;
     }
-    return 0;
+    return ml_csim_flush(&m->sim);
 }
 
 static int end(void *st, const struct ml_an_input *in)

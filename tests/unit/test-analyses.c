@@ -221,8 +221,17 @@ static struct way rc_install(struct rcache *c, uint64_t line, int dirty)
 struct ref {
     struct rcache l1[4], l2[4], llc;
     int have_l2, have_llc;
-    uint64_t c[ML_CS_N];
+    uint64_t *c;         /* the current access's counters */
+    uint64_t mem[80000]; /* what memory saw, in order: line << 1 | write */
+    uint32_t nmem;
 };
+
+static void ref_mem(struct ref *r, uint64_t line, int write)
+{
+    r->c[write ? ML_CS_MEM_WR : ML_CS_MEM_RD]++;
+    if (r->nmem < sizeof(r->mem) / sizeof(r->mem[0]))
+        r->mem[r->nmem++] = line << 1 | (uint64_t)write;
+}
 
 /* Thread t's levels in order, with which of l1, l2, llc each is. */
 static int ref_levels(struct ref *r, int t, struct rcache **lv, int *which)
@@ -256,7 +265,7 @@ static void ref_wb(struct ref *r, int t, int from, uint64_t line)
             return;
         }
     }
-    r->c[ML_CS_MEM_WR]++;
+    ref_mem(r, line, 1);
 }
 
 static void ref_line(struct ref *r, int t, uint64_t line, int write)
@@ -279,7 +288,7 @@ static void ref_line(struct ref *r, int t, uint64_t line, int write)
         r->c[miss[which[h]]]++;
     }
     if (h == n)
-        r->c[ML_CS_MEM_RD]++;
+        ref_mem(r, line, 0);
     for (int i = h - 1; i >= 0; i--) {
         struct way old = rc_install(lv[i], line, i == 0 && write);
         if (old.valid && old.dirty)
@@ -287,14 +296,19 @@ static void ref_line(struct ref *r, int t, uint64_t line, int write)
     }
 }
 
+/*
+ * The simulator against the reference on random multi-thread traces: every counter of two
+ * rows (the access picks one, as markers do) and what memory saw, in order. Odd cases run
+ * batched (l2 and llc wait for ml_csim_flush, called at random points), as membus does.
+ */
 static void test_cachesim_brute(void **state)
 {
     (void)state;
     for (int c = 0; c < 300; c++) {
         struct ml_an_opts o;
         struct ml_csim sim;
-        struct ref ref;
-        uint64_t got[ML_CS_N] = {0};
+        static struct ref ref;
+        uint64_t got[2][ML_CS_N] = {{0}}, want[2][ML_CS_N] = {{0}};
         int nthr = 1 + (int)(rnd() % 3);
         memset(&o, 0, sizeof(o));
         o.line = 64;
@@ -312,27 +326,41 @@ static void test_cachesim_brute(void **state)
             rc_init(&ref.l2[t], o.l2.size, o.l2.ways ? o.l2.ways : 1);
         }
         rc_init(&ref.llc, o.llc.size, o.llc.ways ? o.llc.ways : 1);
-        assert_int_equal(ml_csim_init(&sim, &o, 0), 0);
+        assert_int_equal(ml_csim_init(&sim, &o, 1), 0);
+        sim.batch = c % 2;
         for (int i = 0; i < 20000; i++) {
-            int t = (int)(rnd() % (uint64_t)nthr);
+            int t = (int)(rnd() % (uint64_t)nthr), row = (int)(rnd() % 2);
             unsigned kind = ML_EV_LOAD + (unsigned)(rnd() % 3);
             uint64_t addr = 0x10000 + (rnd() % 3 == 0 ? rnd() % 64 : rnd() % 40000),
                      size = rnd() % 50 == 0 ? 1 + rnd() % 300 : 1 + rnd() % 16;
             uint32_t w = 1 + (uint32_t)(rnd() % 3);
             if (i && rnd() % 3 == 0)
                 addr = 0x10000 + (i * 8) % 6000; /* a sequential stream */
-            assert_int_equal(ml_csim_access(&sim, (uint32_t)t, kind, addr, (uint32_t)size, w, got),
-                             0);
+            assert_int_equal(
+                ml_csim_access(&sim, (uint32_t)t, kind, addr, (uint32_t)size, w, got[row]), 0);
+            if (sim.batch && rnd() % 300 == 0)
+                assert_int_equal(ml_csim_flush(&sim), 0);
+            ref.c = want[row];
             ref.c[ML_CS_ACCESSES] += w;
             ref.c[ML_CS_LOADS] += kind != ML_EV_STORE ? w : 0;
             ref.c[ML_CS_STORES] += kind != ML_EV_LOAD ? w : 0;
             for (uint64_t l = addr / 64; l <= (addr + size - 1) / 64; l++)
                 ref_line(&ref, t, l, kind != ML_EV_LOAD);
         }
-        for (int k = 0; k < ML_CS_N; k++)
-            if (got[k] != ref.c[k]) {
-                fprintf(stderr, "case %d counter %d: %llu, reference %llu\n", c, k,
-                        (unsigned long long)got[k], (unsigned long long)ref.c[k]);
+        assert_int_equal(ml_csim_flush(&sim), 0);
+        for (int r = 0; r < 2; r++)
+            for (int k = 0; k < ML_CS_N; k++)
+                if (got[r][k] != want[r][k]) {
+                    fprintf(stderr, "case %d row %d counter %d: %llu, reference %llu\n", c, r, k,
+                            (unsigned long long)got[r][k], (unsigned long long)want[r][k]);
+                    fail();
+                }
+        assert_int_equal(sim.nmem, ref.nmem);
+        for (uint32_t i = 0; i < sim.nmem; i++)
+            if (sim.mem[i].line != ref.mem[i] >> 1 || sim.mem[i].write != (int)(ref.mem[i] & 1)) {
+                fprintf(stderr, "case %d memory event %u: line %llu write %d, reference %llu %d\n",
+                        c, i, (unsigned long long)sim.mem[i].line, sim.mem[i].write,
+                        (unsigned long long)(ref.mem[i] >> 1), (int)(ref.mem[i] & 1));
                 fail();
             }
         ml_csim_free(&sim);
