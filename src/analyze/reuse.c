@@ -19,12 +19,12 @@
  * bin b measured exactly; SM + b sampled accesses by bin of their estimated
  * distance, NR the accesses whose distance was to be estimated (exact
  * count) and NRS the weight of those of them measured. Exact mode
- * measures everything exactly. Sampled mode (SHARDS) measures exactly the
- * accesses to the 16 most recent keys of all (a short move-to-front list:
- * distances below 16 are exact), and estimates the others from the keys
- * whose sampling value (svalue) falls under rate x 2^32, scaled to their
- * exact count: a bin's
- * estimate is SM + b x NR / NRS. The rate starts at 1 and halves whenever
+ * measures everything exactly. Sampled mode (SHARDS) counts repeats of the
+ * previous key exactly (distance 0) and estimates every other access from
+ * the keys whose sampling value (svalue) falls under rate x 2^32, scaled
+ * to their exact count: a bin's estimate is SM + b x NR / NRS. A sampled
+ * key's distance is exact below 16 (measure()); an unsampled access costs
+ * the sampling value and a store. The rate starts at 1 and halves whenever
  * more than keys_max keys are sampled, down to the rate asked for
  * (fixed-size SHARDS with a floor); an access measured at rate R weighs
  * WONE x floor / R in SM and NRS, as it stands for 1 / R accesses.
@@ -576,9 +576,9 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
              s->sampled ? s->g[1].rate : 1.0);
     if (fmt == ML_AN_TABLE && s->sampled)
         fprintf(out,
-                "reuse: lines sampled at rate %g (pages at %g), SHARDS beyond the 16 most "
-                "recent keys; each miss ratio is within error_bound (3 sigma) of the exact one, "
-                "for caches of at least 100 / rate entries\n",
+                "reuse: lines sampled at rate %g (pages at %g), SHARDS (sampled keys' "
+                "distances below 16 exact); each miss ratio is within error_bound (3 sigma) of "
+                "the exact one, for caches below 16 or of at least 100 / rate entries\n",
                 s->g[0].rate, s->g[1].rate);
     return ml_tab_print(out, fmt, tabs, 2, extra);
 }
