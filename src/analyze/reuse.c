@@ -203,9 +203,11 @@ static int begin(void *st, const struct ml_an_input *in)
         if (ml_reuse_init(&g->eng) ||
             (s->sampled && (ml_map_init(&g->cnt, 1024) || !(g->ring = calloc(RING, 8)))))
             return -ENOMEM;
-        g->shift = 0;
+        /* At least 8 bytes (a hostile header may say a page is 1): keys stay below 2^61, so
+         * UINT64_MAX marks "none" and the ring's low bit is free. */
+        g->shift = 3;
         g->prev = g->sblock = UINT64_MAX;
-        while ((1u << g->shift) < (i ? page : line))
+        while ((1ull << g->shift) < (i ? page : line))
             g->shift++;
         /*
          * Pages are sampled at the same share of bytes as lines (rate x page /
@@ -515,7 +517,7 @@ static int visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         if (g == ML_ALL && k == ML_ALL && total > 0) {
             const struct tbound *bd = &p->s->bound[tr];
             double misses = est(cg, BINS - 1);
-            uint32_t unit = 1u << p->s->g[gi].shift;
+            uint64_t unit = 1ull << p->s->g[gi].shift;
             for (unsigned b = BINS - 1; b-- > 1;)
                 misses += est(cg, b);
             /* Cache of 2^j entries: misses are cold + distances >= 2^j (bins j + 1 and up). */
@@ -602,7 +604,7 @@ static int chart(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         const char *lp[BINS + 1];
         double v[BINS + 1], mr[BINS + 1], total = total_of(cg), misses;
         unsigned top = top_of(cg), n = 0;
-        uint32_t unit = 1u << ch->s->g[gi].shift;
+        uint64_t unit = 1ull << ch->s->g[gi].shift;
         for (unsigned b = 0; b <= top; b++) {
             if (b < 2)
                 snprintf(lab[n], sizeof(lab[n]), "%u", b);

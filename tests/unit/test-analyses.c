@@ -625,7 +625,10 @@ static void test_jobs_identical(void **state)
     unlink(path);
 }
 
-/* A trace writer on fd (pid, 4 KiB pages, the test's sites and markers), its clock at 1000. */
+static uint32_t tw_page = 4096; /* page size in the header tw_start writes */
+
+/* A trace writer on fd (pid, tw_page-byte pages, the test's sites and markers), its clock at 1000.
+ */
 static struct ml_trace_writer *tw_start(int fd, uint32_t pid)
 {
     struct ml_trace_header h;
@@ -634,7 +637,7 @@ static struct ml_trace_writer *tw_start(int fd, uint32_t pid)
     assert_true(fd >= 0);
     memset(&h, 0, sizeof(h));
     h.pid = pid;
-    h.page_size = 4096;
+    h.page_size = tw_page;
     assert_int_equal(ml_tw_open(&w, fd, &h, sites, 6, markers, 2, NULL, 0, 1), 0);
     ml_tw_clock(w, 1000, 1000);
     return w;
@@ -797,6 +800,50 @@ static void test_sampled_short(void **state)
     for (int j = 0; j < 4; j++)
         if (fabs(sa[j] - ex[j]) > 0.03)
             fail_msg("%d entries: sampled miss ratio %.4f, exact %.4f", 1 << j, sa[j], ex[j]);
+    unlink(path);
+}
+
+/*
+ * Page sizes a hostile header may give: 1 (pages are then measured in 8-byte
+ * units, so keys stay below UINT64_MAX, the "no previous key" mark: an
+ * access at the top of the address space was a repeat of nothing) and
+ * 2^31 + 1 (a shift by 32: UBSan stopped the test). Both modes run, and the
+ * curve's first size is 8 bytes, resp. 2^32.
+ */
+static void test_reuse_odd_pages(void **state)
+{
+    static const uint32_t pages[] = {1, 0x80000001u};
+    static const char *const unit[] = {"\"cache_bytes\": 8,", "\"cache_bytes\": 4294967296,"};
+    char path[] = "/tmp/ml-test-analyze-XXXXXX";
+    (void)state;
+
+    close(mkstemp(path));
+    for (int p = 0; p < 2; p++) {
+        struct ml_trace_end e;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        struct ml_trace_writer *w;
+        uint64_t t = 1000;
+        tw_page = pages[p];
+        w = tw_start(fd, 4245);
+        for (int r = 0; r < 3; r++)
+            for (uint64_t a = 0; a < 64; a += 8) {
+                assert_int_equal(ml_tw_put(w, 0, 0, 0, UINT64_MAX - 7 - a, 8, 1, t++, 1), 0);
+                assert_int_equal(ml_tw_put(w, 0, 0, 0, 4096 + a, 8, 1, t++, 1), 0);
+            }
+        memset(&e, 0, sizeof(e));
+        e.reason = ML_END_EXIT;
+        ml_tw_clock(w, t, t);
+        assert_int_equal(ml_tw_finish(w, &e), 0);
+        close(fd);
+        for (int m = 0; m < 2; m++) {
+            char *out = run_an(path, "reuse", ML_BY_THREAD, 1, m ? 0.05 : 0, ML_AN_JSON),
+                 *pg = strstr(out, "\"granularity\": \"page\", \"cache_entries\": 1,");
+            assert_non_null(pg);
+            assert_non_null(strstr(pg, unit[p]));
+            free(out);
+        }
+    }
+    tw_page = 4096;
     unlink(path);
 }
 
@@ -1027,7 +1074,8 @@ int main(void)
         cmocka_unit_test(test_driver),         cmocka_unit_test(test_jobs_identical),
         cmocka_unit_test(test_sampled_error),  cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_hotpages_brute), cmocka_unit_test(test_sampled_stratified),
-        cmocka_unit_test(test_sampled_short),  cmocka_unit_test(test_hotpages_lru),
+        cmocka_unit_test(test_sampled_short),  cmocka_unit_test(test_reuse_odd_pages),
+        cmocka_unit_test(test_hotpages_lru),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
