@@ -18,8 +18,9 @@
    4: region slots follow the counters in the thread-local block (inline enter/exit).
    5: __memlens_exit also ends an execution the inline path started (w has OPEN): loops that
       carry the words in registers may leave that END to the runtime.
-   6: __memlens_enter_leaf (BEGIN sites whose executions begin and end in one call-free loop). */
-#define ML_RT_ABI 6
+   6: __memlens_enter_leaf (BEGIN sites whose executions begin and end in one call-free loop).
+   7: __memlens_enter_leaf ends an unmeasured execution at once (the plain copy's END is gone). */
+#define ML_RT_ABI 7
 
 struct ml_rt_unit {
     uint32_t kind; /* enum ml_unit_kind */
@@ -174,6 +175,10 @@ void __memlens_exit(struct ml_rt_module *m, uint32_t local_region);
  * w left 0 and the END calls the runtime). Non-zero when a measured execution
  * that reads no clock was counted at once and handed to the inline END, with
  * w = budget | ML_RT_SLOT_OPEN and base = budget: no runtime END follows.
+ * Since ABI 7 an unmeasured answer (0 in bit 0) leaves nothing open for an
+ * END, a new execution counted and ended at once (the same budget words, or
+ * the register 0 when the thread has no block yet), a recursive one part of
+ * the open execution as before: the site's loop has no END in its plain copy.
  */
 uint32_t __memlens_enter_leaf(struct ml_rt_module *m, uint32_t local_region);
 /*

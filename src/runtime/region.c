@@ -1078,6 +1078,26 @@ static uint32_t leaf_lean(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t
     return 1 | (b + 1) << 1;
 }
 
+/*
+ * An unmeasured execution of s begun at a leaf site: its END, in the plain
+ * copy, does nothing, so it is counted now and ended. A young region's
+ * duration is not seen (the time rule keeps the measured ones' durations).
+ * The inline path takes over as after its END, with the execution open.
+ */
+static uint32_t leaf_plain(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t *slot)
+{
+    uint32_t b;
+
+    s->depth = 0;
+    s->entries++;
+    if (!slot)
+        return 0;
+    b = (uint32_t)fast_budget(t, s);
+    slot[1] = b;
+    slot[0] = b | ML_RT_SLOT_OPEN;
+    return (b + 1) << 1;
+}
+
 static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
 {
     struct ml_thread_rec *t = self ? self : ml_rt_self();
@@ -1100,8 +1120,11 @@ static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
                 t->plain_open++;
         }
     }
-    if (s->depth++)
-        return s->on; /* recursion: part of the open execution */
+    if (s->depth++) { /* recursion: part of the open execution */
+        if (mode == ENTER_LEAF && !s->on)
+            s->depth--; /* its END in the plain copy does nothing */
+        return s->on;
+    }
     if (mode == ENTER_ALWAYS || (mode != ENTER_NEVER && sample_decide(t, s))) {
         if (mode == ENTER_LEAF && slot && s->tleft && !t->measured_open && ml_rt.sample > 1 &&
             ml_rt.fast) {
@@ -1113,6 +1136,8 @@ static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
             set_all_gates(t);
         return 1;
     }
+    if (mode == ENTER_LEAF)
+        return leaf_plain(t, s, slot);
     if (mode == ENTER_NEVER)
         s->clocked = 0;
     s->on = 0;

@@ -92,7 +92,7 @@ run_same() { # <name> <build command for ref> ... : builds with clang and memlen
     cmp -s want.txt have.txt || fail "$name: output differs: $(cat have.txt) vs $(cat want.txt)"
 }
 for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.25" "omega=0.5,mode=ma,chunk=16" "omega=1"; do
-    for src in flags.c redzone.c jmp.c inline.c; do
+    for src in flags.c redzone.c jmp.c inline.c chain.c; do
         run_same "$src/$mode" 200 sh -c "clang-14 -O2 $P/$src -o ref &&
             $MC --ml-trace=asm,$mode -O2 $P/$src -o got"
     done
@@ -104,6 +104,29 @@ for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.25" "omega=0.5,mode=ma,chunk
         clang-14 -O2 $P/tls.c -L. -lref -Wl,-rpath,$W -pthread -o ref &&
         $MC --ml-trace=asm,$mode -O2 -fPIC -shared $P/shlib.c -o libgot.so &&
         $MC --ml-trace=asm,$mode -O2 $P/tls.c -L. -lgot -Wl,-rpath,$W -pthread -o got"
+done
+# Call chains (omega < 1): blocks cut only by a call are selected as one, and their accesses
+# still count exactly (the sum of the records' weights is ns's count), also after setjmp's call,
+# which returns twice and so ends a chain.
+accesses() { # <binary>: the accesses its trace holds
+    rm -rf tr
+    MEMLENS_OUT=tr ./"$1" 1000 >/dev/null || fail "chain: $1 failed"
+    "$BIN/memlens" analyze --json tr select | sed -n 's/.*"accesses": \([0-9]*\).*/\1/p'
+}
+$MC --ml-trace=asm,mode=ns -O2 "$P/chain.c" -o chain.ns || fail "build chain.c"
+want=$(accesses chain.ns)
+[ -n "$want" ] && [ "$want" -gt 0 ] || fail "chain: no accesses in the ns trace"
+for mode in "omega=0.1" "omega=0.25,mode=ma" "omega=0.5,chunk=64"; do
+    $MC --ml-trace=asm,$mode -O2 "$P/chain.c" -o chain.sel || fail "build chain.c/$mode"
+    got=$(accesses chain.sel)
+    [ "$got" = "$want" ] || fail "chain/$mode: $got accesses, ns counts $want"
+done
+echo "call chains: accesses counted exactly (setjmp included)"
+# Leaf functions whose red-zone data is live across records that save nothing: only the slow
+# path steps over the red zone, so the buffer must fill inside them (20000 calls, many flushes).
+for mode in "mode=ns" "omega=1"; do
+    run_same "redzone flushes/$mode" 20000 sh -c "clang-14 -O2 $P/redzone.c -o ref &&
+        $MC --ml-trace=asm,$mode -O2 $P/redzone.c -o got"
 done
 # Vector code the CPU runs: AVX2, and AVX-512 (masked loads and stores, gathers) where it has it.
 vec=""

@@ -930,6 +930,14 @@ static void test_file(void **state)
         assert_int_equal(b[i].label_line >= 0, label[i]);
     }
     assert_int_equal(b[7].func, 1);
+    assert_true(b[3].after_call && b[6].after_call);
+    assert_false(b[1].after_call || b[2].after_call || b[4].after_call || b[5].after_call);
+    /* chains: the blocks after "callq f" and after the TLS call join their calls' blocks */
+    static const int chained[] = {0, 3, 4, 6, 7, 11};
+    assert_int_equal(ml_asm_chain_calls(&f, &u, b, (int)COUNT(first)), (int)COUNT(chained));
+    for (int i = 0; i < (int)COUNT(chained); i++)
+        assert_int_equal(b[i].first, chained[i]);
+    assert_int_equal(b[2].end, 6);
     free(b);
     /* the whole file: explanation and unchanged output */
     struct ml_asm_opts o = {.params = {.omega = 0.25, .chunk = 64, .mode = ML_ASM_AIA},
@@ -964,19 +972,56 @@ static void test_file(void **state)
     /* the TLS sequence stays whole; the rep string operation records its count */
     assert_non_null(strstr(text, "\tdata16\n\tleaq\tx@TLSGD(%rip), %rdi\n\tdata16\n\tdata16\n"
                                  "\trex64\n\tcallq\t__tls_get_addr@PLT\n"));
-    assert_non_null(strstr(text, "\tmovq\t%rcx, 24(%"));
-    assert_non_null(strstr(text, "\tmovq\t%rdi, 8(%"));
-    assert_non_null(strstr(text, "\tmovq\t%rsi, 40(%"));
-    assert_int_equal(st.blocks, 8);
+    assert_non_null(strstr(text, "\tmovq\t%rcx, -40(%"));
+    assert_non_null(strstr(text, "\tmovq\t%rdi, -56(%"));
+    assert_non_null(strstr(text, "\tmovq\t%rsi, -24(%"));
+    assert_int_equal(st.blocks, 6); /* selection units: two call chains joined */
     assert_int_equal(st.tls, 2);
     assert_int_equal(st.forced, 2);
     assert_non_null(strstr(ex, "function f\n"));
     assert_non_null(strstr(ex, "TLS sequence: left alone"));
-    assert_non_null(strstr(ex, "block 4 .LBB0_2"));
+    assert_non_null(strstr(ex, "block 3 .LBB0_2"));
     free(ex);
     free(text);
     ml_asm_units_free(&u);
     ml_asm_file_free(&f);
+}
+
+/*
+ * Rewrites one function h (its body, whose units have the encodings hex[]) in
+ * ns mode and returns the rewritten assembly.
+ */
+static char *rewrite_ns(const char *body, const char *const *hex, int nhex)
+{
+    char text_in[1024];
+
+    snprintf(text_in, sizeof(text_in),
+             "\t.text\n\t.globl\th\n\t.type\th,@function\nh:\n\t.cfi_startproc\n%s"
+             ".Lfunc_end2:\n\t.size\th, .Lfunc_end2-h\n\t.cfi_endproc\n",
+             body);
+    struct ml_asm_file f;
+    struct ml_asm_units u;
+    struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
+    struct ml_asm_stats st;
+    char err[256], mc[1024], *text = NULL;
+    size_t n = 0, size = 0;
+    FILE *out;
+
+    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), &f, err, sizeof(err)), 0);
+    assert_int_equal(ml_asm_units(&f, &u), 0);
+    assert_int_equal(u.n, nhex);
+    n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
+    for (int k = 0; k < nhex; k++)
+        n += snprintf(mc + n, sizeof(mc) - n, ".Lmemlens_e%d:\n\tinsn # encoding: [%s]\n", k,
+                      hex[k]);
+    assert_int_equal(ml_asm_read_encodings(mc, n, &u, err, sizeof(err)), 0);
+    ml_asm_default_scores(ML_ASM_NS, o.params.score);
+    out = open_memstream(&text, &size);
+    assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
+    fclose(out);
+    ml_asm_units_free(&u);
+    ml_asm_file_free(&f);
+    return text;
 }
 
 /*
@@ -986,49 +1031,23 @@ static void test_file(void **state)
  */
 static void test_segment_moves_down(void **state)
 {
-    static const char text_in[] = "\t.text\n"
-                                  "\t.globl\th\n"
-                                  "\t.type\th,@function\n"
-                                  "h:\n"
-                                  "\t.cfi_startproc\n"
-                                  ".LBB2_1:\n"
-                                  "\tmovsd\t(%rbx,%rdx,8), %xmm2\n"
-                                  "\tmovslq\t(%r13,%rdx,4), %rax\n"
-                                  "\tmulsd\t(%rbp,%rax,8), %xmm2\n"
-                                  "\taddq\t$1, %rdx\n"
-                                  "\tjne\t.LBB2_1\n"
-                                  "\tretq\n"
-                                  ".Lfunc_end2:\n"
-                                  "\t.size\th, .Lfunc_end2-h\n"
-                                  "\t.cfi_endproc\n";
+    static const char body[] = ".LBB2_1:\n"
+                               "\tmovsd\t(%rbx,%rdx,8), %xmm2\n"
+                               "\tmovslq\t(%r13,%rdx,4), %rax\n"
+                               "\tmulsd\t(%rbp,%rax,8), %xmm2\n"
+                               "\taddq\t$1, %rdx\n"
+                               "\tjne\t.LBB2_1\n"
+                               "\tretq\n";
     static const char *const hex[] = {"0xf2,0x0f,0x10,0x14,0xd3",
                                       "0x49,0x63,0x44,0x95,0x00",
                                       "0xf2,0x0f,0x59,0x54,0xc5,0x00",
                                       "0x48,0x83,0xc2,0x01",
                                       "0x75,A",
                                       "0xc3"};
-    struct ml_asm_file f;
-    struct ml_asm_units u;
-    struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
-    struct ml_asm_stats st;
-    char err[256], mc[1024], *text = NULL;
+    char *text = rewrite_ns(body, hex, (int)COUNT(hex));
     const char *seg, *load, *next;
-    size_t n = 0, size = 0;
-    FILE *out;
 
     (void)state;
-    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), &f, err, sizeof(err)), 0);
-    assert_int_equal(ml_asm_units(&f, &u), 0);
-    assert_int_equal(u.n, (int)COUNT(hex));
-    n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
-    for (int k = 0; k < (int)COUNT(hex); k++)
-        n += snprintf(mc + n, sizeof(mc) - n, ".Lmemlens_e%d:\n\tinsn # encoding: [%s]\n", k,
-                      hex[k]);
-    assert_int_equal(ml_asm_read_encodings(mc, n, &u, err, sizeof(err)), 0);
-    ml_asm_default_scores(ML_ASM_NS, o.params.score);
-    out = open_memstream(&text, &size);
-    assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
-    fclose(out);
     /* the loop block: one segment of three addresses, after the index load */
     load = strstr(text, "\tmovslq\t(%r13,%rdx,4), %rax\n");
     seg = strstr(text, "# memlens record {");
@@ -1042,8 +1061,87 @@ static void test_segment_moves_down(void **state)
     assert_non_null(strstr(seg, "leaq\t0(%rbp,%rax,8), %"));
     assert_true(strstr(seg, "leaq\t0(%rbp,%rax,8), %") < strstr(text, "\tmulsd\t"));
     free(text);
-    ml_asm_units_free(&u);
-    ml_asm_file_free(&f);
+}
+
+/*
+ * The common path of a leaf's record with dead scratch registers and dead
+ * flags: no red-zone step (the slow path takes it), the words filled below
+ * the segment's end, an address that is a register's value stored as it is,
+ * and the commit one store (docs/select.md, "The sequence").
+ */
+static void test_record_sequence(void **state)
+{
+    static const char body[] = "\tmovq\t(%rdi), %rax\n"
+                               "\taddq\t8(%rdi), %rax\n"
+                               "\tretq\n";
+    static const char *const hex[] = {"0x48,0x8b,0x07", "0x48,0x03,0x47,0x08", "0xc3"};
+    static const char common[] = ".Lmemlens_ok0:\n"
+                                 "\tleaq\t.Lmemlens_segs+0(%rip), %rax\n"
+                                 "\tmovq\t%rax, -32(%rcx)\n"
+                                 "\tmovq\t%rdi, -24(%rcx)\n"
+                                 "\tleaq\t8(%rdi), %rax\n"
+                                 "\tmovq\t%rax, -16(%rcx)\n"
+                                 "\tmovq\t%rsp, -8(%rcx)\n"
+                                 "\tmovq\t%rcx, %fs:__memlens_tb_ptr@TPOFF\n"
+                                 "# memlens record }\n"
+                                 "\tmovq\t(%rdi), %rax\n";
+    static const char check[] = "# memlens record {\n"
+                                "\tmovq\t%fs:__memlens_tb_ptr@TPOFF, %rax\n"
+                                "\tleaq\t32(%rax), %rcx\n"
+                                "\tcmpq\t%fs:__memlens_tb_end@TPOFF, %rcx\n"
+                                "\tjbe\t.Lmemlens_ok0\n"
+                                "\tleaq\t-128(%rsp), %rsp\n"
+                                "\t.cfi_adjust_cfa_offset 128\n"
+                                "\tpushq\t$4\n";
+    static const char slow_end[] = "\tpopq\t%rax\n"
+                                   "\t.cfi_adjust_cfa_offset -8\n"
+                                   "\tleaq\t128(%rsp), %rsp\n"
+                                   "\t.cfi_adjust_cfa_offset -128\n"
+                                   "\tleaq\t32(%rax), %rcx\n"
+                                   ".Lmemlens_ok0:\n";
+    char *text = rewrite_ns(body, hex, (int)COUNT(hex));
+
+    (void)state;
+    assert_non_null(strstr(text, check));
+    assert_non_null(strstr(text, slow_end));
+    assert_non_null(strstr(text, common));
+    assert_null(strstr(strstr(text, common) + 1, "# memlens record {"));
+    free(text);
+}
+
+/*
+ * A tail call ("jmp g") enters another function: flags and the registers that
+ * are neither arguments nor callee-saved are dead there, so the record before
+ * it saves nothing; a jump to a block of the same function keeps the flags
+ * live (the jne after it reads them), so the record before it saves them.
+ */
+static void test_tail_call(void **state)
+{
+    static const char body[] = "\taddq\t$32, %rsp\n"
+                               "\tpopq\t%rbx\n"
+                               "\tjmp\tg\n"
+                               ".LBB0_2:\n"
+                               "\taddq\t$1, %rax\n"
+                               "\tmovq\t(%rdi), %rcx\n"
+                               "\tjmp\t.LBB0_1\n"
+                               ".LBB0_1:\n"
+                               "\tjne\t.LBB0_2\n"
+                               "\tretq\n";
+    static const char *const hex[] = {
+        "0x48,0x83,0xc4,0x20", "0x5b",   "0xe9,A,A,A,A", "0x48,0x83,0xc0,0x01",
+        "0x48,0x8b,0x0f",      "0xeb,A", "0x75,A",       "0xc3"};
+    char *text = rewrite_ns(body, hex, (int)COUNT(hex));
+    const char *tail = strstr(text, "# memlens record {"), *pop = strstr(text, "\tpopq\t%rbx\n");
+    const char *local = strstr(pop, "# memlens record {"), *load = strstr(text, "\tmovq\t(%rdi)");
+
+    (void)state;
+    assert_non_null(tail);
+    assert_non_null(local);
+    assert_true(tail < pop && local < load);
+    assert_true(strstr(tail, "pushfq") > pop); /* none before the tail call */
+    assert_true(strstr(tail, "\tpushq\t%") > pop);
+    assert_true(strstr(local, "pushfq") < load);
+    free(text);
 }
 
 static void test_parse_errors(void **state)
@@ -1080,6 +1178,8 @@ int main(void)
         cmocka_unit_test(test_select_forced_and_ns),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_segment_moves_down),
+        cmocka_unit_test(test_record_sequence),
+        cmocka_unit_test(test_tail_call),
         cmocka_unit_test(test_parse_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,6 +217,7 @@ struct ml_asm_block {
     int func;       /* function index */
     int first, end; /* units [first, end) */
     int label_line; /* line of the label that starts it, or -1 (falls through or entry) */
+    int after_call; /* starts only because the unit before it is a call */
 };
 
 /*
@@ -228,6 +229,16 @@ struct ml_asm_block {
  */
 int ml_asm_blocks(const struct ml_asm_file *f, const struct ml_asm_units *u,
                   const struct ml_asm_insn *insn, struct ml_asm_block **blocks);
+
+/*
+ * Joins each block that starts only because of a call into the block of that
+ * call, unless the callee may return twice (setjmp, vfork): the code after a
+ * call that returns runs as often as the code before it, so selection may
+ * count the accesses of both with the records of either. Returns the new
+ * number of blocks (docs/select.md, "Call chains").
+ */
+int ml_asm_chain_calls(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                       struct ml_asm_block *blocks, int nb);
 
 /* ---- analysis and selection (pure: no I/O) ---- */
 

@@ -47,23 +47,58 @@ int ml_asm_blocks(const struct ml_asm_file *f, const struct ml_asm_units *u,
     if (!b)
         return -ENOMEM;
     for (int k = 0; k < u->n; k++) {
-        int func = f->line[u->first[k]].func, label = -1, lead;
+        int func = f->line[u->first[k]].func, label = -1, lead, other = 1;
 
         if (k == 0) {
             lead = 1;
             leader_between(f, -1, u->first[k], &label);
         } else {
-            lead = leader_between(f, u->last[k - 1], u->first[k], &label) ||
-                   func != f->line[u->first[k - 1]].func || insn[k - 1].flow != ML_ASM_FLOW_NONE ||
-                   insn[k - 1].opaque || insn[k].opaque;
+            other = leader_between(f, u->last[k - 1], u->first[k], &label) ||
+                    func != f->line[u->first[k - 1]].func || insn[k - 1].opaque || insn[k].opaque;
+            lead = other || insn[k - 1].flow != ML_ASM_FLOW_NONE;
         }
         if (lead) {
             if (nb)
                 b[nb - 1].end = k;
-            b[nb++] = (struct ml_asm_block){func, k, k + 1, label};
+            b[nb++] = (struct ml_asm_block){func, k, k + 1, label,
+                                            !other && insn[k - 1].flow == ML_ASM_FLOW_CALL};
         }
     }
     if (nb)
         b[nb - 1].end = u->n;
     return nb;
+}
+
+/* Callees that may return twice: the code after their call runs more often than before it. */
+static int returns_twice(const char *target)
+{
+    static const char *const names[] = {"setjmp",      "_setjmp", "__setjmp", "sigsetjmp",
+                                        "__sigsetjmp", "savectx", "vfork",    "getcontext",
+                                        "__vfork",     "qsetjmp"};
+    size_t n = strcspn(target, "@ \t");
+
+    if (*target == '*') /* through the GOT with -fno-plt: the name follows */
+        return returns_twice(target + 1);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strlen(names[i]) == n && !strncmp(target, names[i], n))
+            return 1;
+    return 0;
+}
+
+int ml_asm_chain_calls(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                       struct ml_asm_block *blocks, int nb)
+{
+    int n = 0;
+
+    for (int i = 0; i < nb; i++) {
+        const char *target = i ? f->line[u->last[blocks[i].first - 1]].operands : "";
+
+        while (*target == ' ' || *target == '\t')
+            target++;
+        if (n && blocks[i].after_call && !returns_twice(target))
+            blocks[n - 1].end = blocks[i].end;
+        else
+            blocks[n++] = blocks[i];
+    }
+    return n;
 }

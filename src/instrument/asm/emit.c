@@ -301,12 +301,13 @@ static unsigned addr_regs(const struct ml_asm_access *a)
 
 /*
  * How one record sequence works at unit k: scratch registers %A (the buffer
- * pointer) and %B (addresses), which of them it must save (not dead there),
- * whether it saves the flags, the red zone it steps over, and whether CFI
- * must follow %rsp.
+ * pointer, then addresses) and %B (the end of the segment's words), which of
+ * them it must save (not dead there), whether it saves the flags, the red zone
+ * it steps over on the common path (rz) and on the slow path only (rzslow),
+ * and whether CFI must follow %rsp.
  */
 struct rec {
-    int A, B, saveA, saveB, flags, rz, cfa;
+    int A, B, saveA, saveB, flags, rz, rzslow, cfa;
 };
 
 /*
@@ -355,10 +356,11 @@ static void disp_text(struct buf *b, const char *sym, int symlen, int64_t disp)
 /*
  * Code computing into %B the address of access a of the instruction at block
  * position j, emitted at position k (the registers' values at k, in st), with
- * %rsp lowered by shift bytes since.
+ * %rsp lowered by shift bytes since. Returns the register that holds the
+ * address: %B, or the base itself when the address is just its value (no code).
  */
-static void address(struct buf *b, const struct ml_asm_access *a, const struct ml_asm_regval *st,
-                    int k, int j, int shift, int B)
+static int address(struct buf *b, const struct ml_asm_access *a, const struct ml_asm_regval *st,
+                   int k, int j, int shift, int B)
 {
     int64_t disp = a->disp;
     const char *rb = a->base < ML_ASM_NGPR ? reg64[a->base] : NULL;
@@ -371,6 +373,9 @@ static void address(struct buf *b, const struct ml_asm_access *a, const struct m
     if (a->index < ML_ASM_NGPR)
         disp += (int64_t)a->scale *
                 (st[j * ML_ASM_NGPR + a->index].off - st[k * ML_ASM_NGPR + a->index].off);
+    if (a->base < ML_ASM_NGPR && a->index == ML_ASM_NOREG && !a->sym && !disp &&
+        a->seg != ML_ASM_SEG_FS && a->count != ML_ASM_VSIB)
+        return a->base;
     if (a->count == ML_ASM_VSIB) {
         /* The first lane's address. */
         if (a->vsize == 8) {
@@ -402,22 +407,29 @@ static void address(struct buf *b, const struct ml_asm_access *a, const struct m
     }
     if (a->seg == ML_ASM_SEG_FS)
         bprintf(b, "\taddq\t%%fs:0, %%%s\n", reg64[B]); /* %fs:0 holds the thread block's address */
+    return B;
+}
+
+/* Steps %rsp over the red zone (delta < 0) or back, keeping CFI in step. */
+static void red_zone(struct buf *b, int c, int delta)
+{
+    bprintf(b, "\tleaq\t%d(%%rsp), %%rsp\n", delta);
+    cfa(b, c, -delta);
 }
 
 /*
- * Register saves, the room check for W words and the slow path; leaves p in
- * %A. The words are filled next and committed last (epilogue), as the trace
- * buffer ABI wants: the runtime never sees a half-written segment.
+ * Register saves, the room check for W words and the slow path; leaves
+ * p + 8W in %B, and %A free. The words are filled next, at -8W(%B) up, and
+ * committed last (epilogue), as the trace buffer ABI wants: the runtime never
+ * sees a half-written segment.
  */
 static void prologue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, int W)
 {
     int c = r->cfa, n = e->nlabel++, A = r->A, B = r->B;
 
     bprintf(b, "# memlens record {\n");
-    if (r->rz) {
-        bprintf(b, "\tleaq\t-%d(%%rsp), %%rsp\n", r->rz);
-        cfa(b, c, r->rz);
-    }
+    if (r->rz)
+        red_zone(b, c, -r->rz);
     if (r->saveA) {
         bprintf(b, "\tpushq\t%%%s\n", reg64[A]);
         cfa(b, c, 8);
@@ -447,25 +459,33 @@ static void prologue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, 
         bprintf(b, "\tcmpq\t%%fs:" ML_TB_SYM_END "@TPOFF, %%%s\n", reg64[B]);
         bprintf(b, "\tjbe\t.Lmemlens_ok%d\n", n);
     }
+    /* The flush's call writes below %rsp: a leaf's red zone, when not stepped over yet. */
+    if (r->rzslow)
+        red_zone(b, c, -RED_ZONE);
     bprintf(b, "\tpushq\t$%d\n", W);
     cfa(b, c, 8);
     bprintf(b, "\tcall\t*__memlens_asm_flush@GOTPCREL(%%rip)\n");
     bprintf(b, "\tpopq\t%%%s\n", reg64[A]);
     cfa(b, c, -8);
+    if (r->rzslow)
+        red_zone(b, c, RED_ZONE);
+    if (!e->pic)
+        bprintf(b, "\tleaq\t%d(%%%s), %%%s\n", 8 * W, reg64[A], reg64[B]);
     bprintf(b, ".Lmemlens_ok%d:\n", n);
+    if (e->pic)
+        bprintf(b, "\tleaq\t%d(%%%s), %%%s\n", 8 * W, reg64[A], reg64[B]);
 }
 
-/* Commits the W words at %A, then restores what the prologue saved. */
-static void epilogue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, int W)
+/* Commits the words up to %B, then restores what the prologue saved. */
+static void epilogue(struct ml_asm_emit *e, struct buf *b, const struct rec *r)
 {
     int c = r->cfa;
 
-    bprintf(b, "\tleaq\t%d(%%%s), %%%s\n", 8 * W, reg64[r->A], reg64[r->A]);
     if (e->pic) {
-        bprintf(b, "\tmovq\t" ML_TB_SYM_PTR "@GOTTPOFF(%%rip), %%%s\n", reg64[r->B]);
-        bprintf(b, "\tmovq\t%%%s, %%fs:(%%%s)\n", reg64[r->A], reg64[r->B]);
+        bprintf(b, "\tmovq\t" ML_TB_SYM_PTR "@GOTTPOFF(%%rip), %%%s\n", reg64[r->A]);
+        bprintf(b, "\tmovq\t%%%s, %%fs:(%%%s)\n", reg64[r->B], reg64[r->A]);
     } else {
-        bprintf(b, "\tmovq\t%%%s, %%fs:" ML_TB_SYM_PTR "@TPOFF\n", reg64[r->A]);
+        bprintf(b, "\tmovq\t%%%s, %%fs:" ML_TB_SYM_PTR "@TPOFF\n", reg64[r->B]);
     }
     if (r->flags) {
         bprintf(b, "\tpopfq\n");
@@ -479,10 +499,8 @@ static void epilogue(struct ml_asm_emit *e, struct buf *b, const struct rec *r, 
         bprintf(b, "\tpopq\t%%%s\n", reg64[r->A]);
         cfa(b, c, -8);
     }
-    if (r->rz) {
-        bprintf(b, "\tleaq\t%d(%%rsp), %%rsp\n", r->rz);
-        cfa(b, c, -r->rz);
-    }
+    if (r->rz)
+        red_zone(b, c, r->rz);
     bprintf(b, "# memlens record }\n");
 }
 
@@ -493,10 +511,17 @@ static int plan(const struct ml_asm_emit *e, const struct ml_asm_block *blk, int
     int unit = blk->first + k;
 
     r->flags = flags;
-    /* Pushes and the slow path's call write below %rsp: step over a leaf's red zone. */
-    r->rz = e->leaf[unit] ? RED_ZONE : 0;
     r->cfa = e->cfa_rsp[unit];
-    return scratch(used, dead, r);
+    if (scratch(used, dead, r))
+        return -ENOSPC;
+    /*
+     * Saves and the slow path's call write below %rsp: a leaf's red zone is
+     * stepped over around the whole sequence when it saves anything, else on
+     * the slow path only.
+     */
+    r->rz = e->leaf[unit] && (r->saveA || r->saveB || r->flags) ? RED_ZONE : 0;
+    r->rzslow = e->leaf[unit] && !r->rz;
+    return 0;
 }
 
 /* How far %rsp moved from the instruction's own to the record code's. */
@@ -536,13 +561,14 @@ static int emit_segment(struct ml_asm_emit *e, const struct ml_asm_block *blk,
         e->segw[e->nsegw + 1 + n] = 0;
     e->nsegw += words;
     prologue(e, b, &r, 1 + n);
-    bprintf(b, "\tleaq\t.Lmemlens_segs+%d(%%rip), %%%s\n", 4 * seg, reg64[B]);
-    bprintf(b, "\tmovq\t%%%s, (%%%s)\n", reg64[B], reg64[A]);
+    bprintf(b, "\tleaq\t.Lmemlens_segs+%d(%%rip), %%%s\n", 4 * seg, reg64[A]);
+    bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[A], -8 * (1 + n), reg64[B]);
     for (int i = 0; i < n; i++) {
-        address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i], shift_of(&r), B);
-        bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[B], 8 * (i + 1), reg64[A]);
+        int x = address(b, &e->insn[blk->first + pj[i]].acc[pa[i]], st, k, pj[i], shift_of(&r), A);
+
+        bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[x], 8 * (i - n), reg64[B]);
     }
-    epilogue(e, b, &r, 1 + n);
+    epilogue(e, b, &r);
     return b->s ? 0 : -ENOMEM;
 }
 
@@ -568,18 +594,19 @@ static int emit_rep(struct ml_asm_emit *e, const struct ml_asm_block *blk, int k
     prologue(e, b, &r, 4 * n);
     for (int i = 0; i < n; i++) {
         const struct ml_asm_access *a = &in->acc[i];
+        int at = 32 * (i - n);
 
         bprintf(b, "\tmovl\t.Lmemlens_module+%zu(%%rip), %%%s\n",
-                offsetof(struct ml_ev_module, site_base), reg32[B]);
-        bprintf(b, "\taddq\t$%d, %%%s\n", sites[i], reg64[B]);
-        bprintf(b, "\tshlq\t$8, %%%s\n", reg64[B]);
-        bprintf(b, "\torq\t$%u, %%%s\n", (3u << 3) | ML_TB_TAG_ACCESS, reg64[B]);
-        bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[B], 32 * i, reg64[A]);
-        bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[a->base], 32 * i + 8, reg64[A]);
-        bprintf(b, "\tmovq\t$%u, %d(%%%s)\n", a->size, 32 * i + 16, reg64[A]);
-        bprintf(b, "\tmovq\t%%rcx, %d(%%%s)\n", 32 * i + 24, reg64[A]);
+                offsetof(struct ml_ev_module, site_base), reg32[A]);
+        bprintf(b, "\taddq\t$%d, %%%s\n", sites[i], reg64[A]);
+        bprintf(b, "\tshlq\t$8, %%%s\n", reg64[A]);
+        bprintf(b, "\torq\t$%u, %%%s\n", (3u << 3) | ML_TB_TAG_ACCESS, reg64[A]);
+        bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[A], at, reg64[B]);
+        bprintf(b, "\tmovq\t%%%s, %d(%%%s)\n", reg64[a->base], at + 8, reg64[B]);
+        bprintf(b, "\tmovq\t$%u, %d(%%%s)\n", a->size, at + 16, reg64[B]);
+        bprintf(b, "\tmovq\t%%rcx, %d(%%%s)\n", at + 24, reg64[B]);
     }
-    epilogue(e, b, &r, 4 * n);
+    epilogue(e, b, &r);
     return b->s ? 0 : -ENOMEM;
 }
 
@@ -636,11 +663,34 @@ static int add_marker(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
     return e->nmk++;
 }
 
+/*
+ * Whether unit k is a tail call: a jump to a symbol, which clang's code only
+ * ever does to enter another function ("jmp f", "jmpq *f@GOTPCREL(%rip)");
+ * its blocks jump to .L labels, jump tables through registers. After it, as
+ * at a function's entry, the flags are dead and only the argument and
+ * callee-saved registers are live.
+ */
+static int tail_call(const struct ml_asm_emit *e, int k)
+{
+    const char *t = e->f->line[e->u->last[k]].operands;
+
+    if (e->insn[k].flow != ML_ASM_FLOW_JUMP && e->insn[k].flow != ML_ASM_FLOW_IJUMP)
+        return 0;
+    while (isspace((unsigned char)*t))
+        t++;
+    if (e->insn[k].flow == ML_ASM_FLOW_IJUMP) {
+        if (*t != '*' || !strstr(t, "@GOTPCREL(%rip)"))
+            return 0;
+        t++;
+    }
+    return (isalpha((unsigned char)*t) || *t == '_' || *t == '"') && strncmp(t, ".L", 2);
+}
+
 int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int bno,
                       const struct ml_asm_result *r)
 {
     const struct ml_asm_insn *in = e->insn + blk->first;
-    int n = blk->end - blk->first, rc = 0, marker, ns = 0;
+    int n = blk->end - blk->first, rc = 0, marker, ns = 0, tail;
     struct ml_asm_regval *st = NULL;
     unsigned *live = NULL, *gpr = NULL;
     int *sel = NULL, *site = NULL, *pj = NULL, *pa = NULL;
@@ -663,13 +713,15 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
     }
     ml_asm_states(in, n, st);
     /* Flags live before each instruction: dead after a call or a return (the ABI), else kept. */
+    tail = tail_call(e, blk->first + n - 1);
     live[n] = in[n - 1].flow == ML_ASM_FLOW_CALL || in[n - 1].flow == ML_ASM_FLOW_RET ||
-                      in[n - 1].flow == ML_ASM_FLOW_STOP
+                      in[n - 1].flow == ML_ASM_FLOW_STOP || tail
                   ? 0
                   : STATUS_FLAGS;
     for (int k = n - 1; k >= 0; k--)
-        live[k] = in[k].opaque
-                      ? STATUS_FLAGS
+        live[k] = in[k].opaque ? STATUS_FLAGS
+                  : in[k].flow == ML_ASM_FLOW_CALL
+                      ? 0 /* a call inside a chain of blocks: the callee sets them */
                       : (in[k].flags_read | (live[k + 1] & ~in[k].flags_written)) & STATUS_FLAGS;
     /*
      * General registers live before each instruction. After the block all
@@ -677,7 +729,7 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
      * around a call (it reads the argument registers and writes the
      * caller-saved ones).
      */
-    gpr[n] = in[n - 1].flow == ML_ASM_FLOW_RET ? RET_LIVE : 0xffff;
+    gpr[n] = in[n - 1].flow == ML_ASM_FLOW_RET ? RET_LIVE : tail ? RET_LIVE | CALL_ARGS : 0xffff;
     for (int k = n - 1; k >= 0; k--) {
         unsigned l = (gpr[k + 1] & ~in[k].reg_killed) | in[k].reg_read | (1u << ML_ASM_RSP);
 
@@ -731,8 +783,9 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
             unsigned need = addr_regs(b), all = used | need | (1u << ML_ASM_RSP);
             int ok = b->count == ML_ASM_ONCE && __builtin_popcount(all) <= ML_ASM_NGPR - 2;
 
+            /* not past a call (in a chain of blocks): its callee's records come first */
             for (int x = k; ok && x < q->insn; x++)
-                ok = !in[x].opaque;
+                ok = !in[x].opaque && in[x].flow != ML_ASM_FLOW_CALL;
             if (!ok)
                 break;
             if (same_values(st, k, q->insn, need)) {

@@ -152,6 +152,11 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
         ml_asm_err(err, errlen, "out of memory");
         return nb;
     }
+    /*
+     * Also in ns mode, which records every access anyway: its block markers
+     * must name the same blocks as a selective build's, for measured accuracy.
+     */
+    nb = ml_asm_chain_calls(f, u, blocks, nb);
     em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
     if (!em) {
         free(blocks);

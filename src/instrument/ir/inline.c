@@ -129,6 +129,7 @@ static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasic
                              LLVMValueRef phi, LLVMValueRef answer)
 {
     LLVMValueRef cmp = LLVMGetNextInstruction(phi), term = LLVMGetBasicBlockTerminator(cont), op;
+    LLVMValueRef fixed;
     LLVMUseRef u = LLVMGetFirstUse(phi);
     LLVMBasicBlockRef to[2];
 
@@ -147,8 +148,11 @@ static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasic
              p = LLVMGetNextInstruction(p))
             if (incoming_from(p, cont) == phi || incoming_from(p, cont) == cmp)
                 return;
+    /* A plain copy's answer is a constant: one way only. */
+    fixed = LLVMIsAConstant(answer) ? LLVMConstICmp(LLVMGetICmpPredicate(cmp), answer, op) : NULL;
     for (int k = 0; k < 2; k++)
-        for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]); p && LLVMIsAPHINode(p);
+        for (LLVMValueRef p = LLVMGetFirstInstruction(to[k]);
+             p && LLVMIsAPHINode(p) && (!fixed || k == !LLVMConstIntGetZExtValue(fixed));
              p = LLVMGetNextInstruction(p)) {
             LLVMValueRef v = incoming_from(p, cont);
             if (v)
@@ -156,8 +160,11 @@ static void branch_from_fast(struct ml_ir *ir, LLVMBasicBlockRef fast, LLVMBasic
         }
     LLVMInstructionEraseFromParent(LLVMGetBasicBlockTerminator(fast));
     LLVMPositionBuilderAtEnd(ir->b, fast);
-    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cmp), answer, op, ""), to[0],
-                    to[1]);
+    if (fixed)
+        LLVMBuildBr(ir->b, to[!LLVMConstIntGetZExtValue(fixed)]);
+    else
+        LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cmp), answer, op, ""),
+                        to[0], to[1]);
     ml_phis_retarget(ir, cont, fast, NULL);
 }
 
@@ -169,7 +176,7 @@ static LLVMValueRef enter_leaf_fn(struct ml_ir *ir)
     return f ? f : LLVMAddFunction(ir->m, "__memlens_enter_leaf", ir->ty_enter);
 }
 
-static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c)
+static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c, int plain)
 {
     uint32_t r = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(call, 1));
     LLVMMetadataRef loc = LLVMInstructionGetDebugLoc(call);
@@ -207,7 +214,8 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     if (c) { /* BEGIN takes one unit of the budget; END has nothing to do */
         if (kind != K_EXIT) {
             LLVMBuildStore(ir->b, w1, c->r);
-            answer = LLVMBuildAnd(ir->b, gate_word(ir, c->kind), c32(ir, 1), "");
+            answer =
+                plain ? c32(ir, 0) : LLVMBuildAnd(ir->b, gate_word(ir, c->kind), c32(ir, 1), "");
         }
     } else if (kind == K_EXIT) {
         LLVMBuildStore(
@@ -215,7 +223,7 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
     } else {
         LLVMBuildStore(ir->b,
                        LLVMBuildOr(ir->b, w1, LLVMConstInt(ir->t_i32, ML_RT_SLOT_OPEN, 0), ""), wp);
-        answer = LLVMBuildAnd(ir->b, gate, LLVMConstInt(ir->t_i32, 1, 0), "");
+        answer = plain ? c32(ir, 0) : LLVMBuildAnd(ir->b, gate, c32(ir, 1), "");
     }
     LLVMBuildBr(ir->b, cont);
 
@@ -598,12 +606,13 @@ static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t 
         goto out;
     }
     for (size_t i = 0; i < n && !rc; i++) {
-        LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[i]));
+        LLVMValueRef fn;
         struct carry *cs = NULL, **gc;
         size_t m = 0;
         int nc;
-        if (done[i])
+        if (done[i]) /* calls[i] may be gone (a plain END of a leaf loop) */
             continue;
+        fn = LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[i]));
         for (size_t j = i; j < n; j++)
             if (!done[j] && LLVMGetBasicBlockParent(LLVMGetInstructionParent(calls[j])) == fn) {
                 done[j] = 1;
@@ -617,8 +626,14 @@ static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t 
             rc = nc;
             break;
         }
-        for (size_t k = 0; k < m; k++)
-            expand(ir, group[k], kinds[idx[k]], gc[k]);
+        for (size_t k = 0; k < m; k++) {
+            int plain = LLVMGetMetadata(group[k], ir->md_plain) != NULL;
+            LLVMSetMetadata(group[k], ir->md_plain, NULL);
+            if (plain && gc[k] && gc[k]->leaf && kinds[idx[k]] == K_EXIT)
+                LLVMInstructionEraseFromParent(group[k]); /* ended at its BEGIN (leaf_loop) */
+            else
+                expand(ir, group[k], kinds[idx[k]], gc[k], plain);
+        }
         if (nc)
             promote(ir, fn);
         free(cs);

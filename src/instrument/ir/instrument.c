@@ -2012,6 +2012,7 @@ static void setup_types(struct ml_ir *ir)
     ir->ty_enter = LLVMFunctionType(ir->t_i32, params, 2, 0);
     ir->ty_exit = LLVMFunctionType(ir->t_void, params, 2, 0);
     ir->md_id = LLVMGetMDKindIDInContext(ir->ctx, "memlens.id", 10);
+    ir->md_plain = LLVMGetMDKindIDInContext(ir->ctx, "memlens.plain", 13);
 }
 
 static LLVMValueRef runtime_fn(struct ml_ir *ir, const char *name, LLVMTypeRef ty)

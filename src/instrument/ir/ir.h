@@ -127,6 +127,7 @@ struct ml_ir {
     LLVMValueRef f_enter_never;   /* BEGIN nested in a plain copy: never measured */
     LLVMTypeRef ty_enter, ty_exit;
     unsigned md_id;        /* metadata kind pairing the two copies' instructions */
+    unsigned md_plain;     /* metadata kind marking the ENDs of plain copies (inline.c) */
     LLVMValueRef f_access; /* exact mode only */
     LLVMTypeRef ty_access;
     LLVMValueRef desc_ph; /* placeholder for the module descriptor */

@@ -526,9 +526,13 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
         goto out;
     }
     rc = 0;
-    /* BEGIN sites of the plain copy, each followed by its instrumented twin. */
+    /* BEGIN sites of the plain copy, each followed by its instrumented twin; its markers noted. */
     for (bb = LLVMGetFirstBasicBlock(v->plain); bb; bb = LLVMGetNextBasicBlock(bb))
-        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            if (is_call_to(in, ir->f_exit) || is_call_to(in, ir->f_enter))
+                LLVMSetMetadata(
+                    in, ir->md_plain,
+                    LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, NULL, 0)));
             if (is_call_to(in, ir->f_enter)) {
                 LLVMValueRef *e = realloc(enters, (nenters + 2) * sizeof(*e));
                 LLVMBasicBlockRef *c = e ? realloc(conts, (nenters + 2) * sizeof(*c)) : NULL;
@@ -542,6 +546,7 @@ int ml_version_merge(struct ml_ir *ir, const struct ml_version *v)
                 enters[nenters++] = in;
                 enters[nenters++] = ml_ptrmap_get(&imap, tag_of(ir, in));
             }
+        }
     /* Each BEGIN site ends its block, in both copies; splitting rebuilds phis, so map again. */
     for (size_t i = 0; i < nenters; i++)
         conts[i] = ml_split_after(ir, enters[i]);

@@ -5,6 +5,10 @@
  *   leaf threads T N REPS: T threads each run N executions REPS times.
  *   leaf signal N: runs N executions at a time until a profiling-timer handler, which runs its
  *   own region "sig" (16 global bytes read and 8 written per execution), has run at least 20 times.
+ *   leaf nested N REPS: REPS times the N executions alone, then REPS times inside an execution of
+ *   "leaf" opened by the caller (whose BEGINs in the loop are then part of that execution: N
+ *   times 8 bytes per measured one). The loop's plain copy has no END: an unmeasured execution
+ *   is ended at its BEGIN, and a BEGIN inside an open unmeasured one must leave it open once.
  */
 #include "memlens.h"
 
@@ -55,7 +59,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
-    n = atol(argv[argc > 3 ? 3 : 2]);
+    n = atol(argv[argc > 3 && strcmp(argv[1], "nested") ? 3 : 2]);
     a = malloc(n * sizeof(*a));
     if (!a || n < 1)
         return 1;
@@ -73,6 +77,19 @@ int main(int argc, char **argv)
         for (long i = 0; i < t; i++)
             pthread_join(th[i], NULL);
         printf("threads done\n");
+        return 0;
+    }
+    if (!strcmp(argv[1], "nested") && argc > 3) {
+        double s = 0;
+        reps = atol(argv[3]);
+        for (long r = 0; r < reps; r++)
+            s += leaf(a, n);
+        for (long r = 0; r < reps; r++) {
+            MEMLENS_ROI_BEGIN("leaf");
+            s += leaf(a, n);
+            MEMLENS_ROI_END("leaf");
+        }
+        printf("nested done %d\n", s > 0);
         return 0;
     }
     if (!strcmp(argv[1], "signal")) {
