@@ -19,17 +19,18 @@
  * bin b measured exactly; SM + b sampled accesses by bin of their estimated
  * distance, NR the accesses whose distance was to be estimated (exact
  * count) and NRS the weight of those of them measured. Exact mode
- * measures everything exactly. Sampled mode (SHARDS) measures exactly the
- * accesses to the 16 most recent keys of all (a short move-to-front list:
- * distances below 16 are exact), and estimates the others from the keys
- * whose sampling value (svalue) falls under rate x 2^32, scaled to their
- * exact count: a bin's
- * estimate is SM + b x NR / NRS. The rate starts at 1 and halves whenever
+ * measures everything exactly. Sampled mode (SHARDS) counts repeats of the
+ * previous key exactly (distance 0) and estimates every other access from
+ * the keys whose sampling value (svalue) falls under rate x 2^32, scaled
+ * to their exact count: a bin's estimate is SM + b x NR / NRS. A sampled
+ * key's distance is exact below 16 (measure()); an unsampled access costs
+ * the sampling value and a store. The rate starts at 1 and halves whenever
  * more than keys_max keys are sampled, down to the rate asked for
  * (fixed-size SHARDS with a floor); an access measured at rate R weighs
  * WONE x floor / R in SM and NRS, as it stands for 1 / R accesses.
  */
 #define FRONT    16
+#define RING     1024       /* entries; a power of two */
 #define PREFETCH 8          /* records */
 #define WONE     (1u << 20) /* weight of a sampled access at the floor rate */
 enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
@@ -38,10 +39,10 @@ enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
 struct gran {
     struct ml_reuse eng;
     uint32_t shift;
-    uint64_t prev;
-    int have_prev;
-    struct ml_mtf front; /* sampled mode: the FRONT most recent keys of all */
-    uint32_t fsamp;      /* bit s: the key in the front's slot s is sampled */
+    uint64_t prev; /* the last key (UINT64_MAX: none; keys are addresses >> 6 or more) */
+    uint64_t
+        *ring;     /* sampled mode: the last RING keys that were not repeats (key << 1 | sampled) */
+    uint64_t rpos; /* entries pushed to ring */
     /* sampled mode: per key count of estimated accesses, for the error bound */
     struct ml_map cnt;
     int all;                /* every key measured exactly (no sampling) */
@@ -50,8 +51,7 @@ struct gran {
     uint64_t threshold;     /* a key is sampled when svalue(key) < threshold (2^32: all) */
     uint64_t weight;        /* of an estimated access measured now */
     uint64_t nr;            /* estimated accesses, this trace */
-    uint64_t sblock, shash; /* the block of the last key and its hash (svalue) */
-    int have_sblock;
+    uint64_t sblock, shash; /* the block of the last key (UINT64_MAX: none) and its hash */
 };
 
 struct tbound { /* error bound and final rate per trace and granularity */
@@ -162,9 +162,8 @@ static int shrink(struct gran *g, uint64_t max)
     while (ml_reuse_keys(&g->eng) > max && g->rate > g->floor) {
         struct ml_map keep;
         set_rate(g, g->rate / 2 > g->floor ? g->rate / 2 : g->floor);
-        g->fsamp = 0;
-        for (uint32_t k = 0; k < g->front.n; k++)
-            g->fsamp |= (uint32_t)sampled_key(g->front.key[k], g) << k;
+        for (uint32_t k = 0; k < RING; k++)
+            g->ring[k] = (g->ring[k] & ~1ull) | (uint64_t)sampled_key(g->ring[k] >> 1, g);
         if (ml_reuse_keep(&g->eng, sampled_key, g) || ml_map_init(&keep, 1024))
             return -ENOMEM;
         ml_map_each(&g->cnt, i)
@@ -199,12 +198,16 @@ static int begin(void *st, const struct ml_an_input *in)
         struct gran *g = &s->g[i];
         ml_reuse_free(&g->eng);
         ml_map_free(&g->cnt);
+        free(g->ring);
         memset(g, 0, sizeof(*g));
-        if (ml_reuse_init(&g->eng) || (s->sampled && ml_map_init(&g->cnt, 1024)))
+        if (ml_reuse_init(&g->eng) ||
+            (s->sampled && (ml_map_init(&g->cnt, 1024) || !(g->ring = calloc(RING, 8)))))
             return -ENOMEM;
-        ml_mtf_init(&g->front, FRONT);
-        g->shift = 0;
-        while ((1u << g->shift) < (i ? page : line))
+        /* At least 8 bytes (a hostile header may say a page is 1): keys stay below 2^61, so
+         * UINT64_MAX marks "none" and the ring's low bit is free. */
+        g->shift = 3;
+        g->prev = g->sblock = UINT64_MAX;
+        while ((1ull << g->shift) < (i ? page : line))
             g->shift++;
         /*
          * Pages are sampled at the same share of bytes as lines (rate x page /
@@ -220,91 +223,148 @@ static int begin(void *st, const struct ml_an_input *in)
     return 0;
 }
 
-/* One access to key by a record of weight w, counted in c (this granularity's part of a row). */
+/*
+ * A non-repeat access to sampled key. Its distance below FRONT is exact: the
+ * ring holds every key since (sampled or not), so the distinct keys before
+ * its previous access are counted there, up to FRONT of them. Beyond them
+ * (or the ring), all n keys seen were accessed since key was: its distance
+ * is n plus the others, estimated from the sampled ones among them only
+ * ((d - f) / rate, d its distance among sampled keys, f the sampled keys of
+ * the n; d / rate would count those f 1 / rate times).
+ */
+static int measure(struct gran *g, uint64_t key, uint64_t *c, uint64_t keys_max)
+{
+    uint64_t e = key << 1 | 1, seen[FRONT], d, *cnt;
+    uint64_t lim = g->rpos < RING ? g->rpos : RING, nsf = 0;
+    unsigned n = 0, m;
+    int found = 0;
+
+    for (uint64_t j = 1; j <= lim && n < FRONT; j++) {
+        uint64_t x = g->ring[(g->rpos - j) & (RING - 1)];
+        if (x == e) {
+            found = 1;
+            break;
+        }
+        for (m = 0; m < n && seen[m] != x; m++)
+            ;
+        if (m == n) {
+            seen[n++] = x;
+            nsf += x & 1;
+        }
+    }
+    g->ring[g->rpos++ & (RING - 1)] = e;
+    /* Sampled keys always go through their own stack, to keep their times right. */
+    d = ml_reuse_slow(&g->eng, key);
+    if (d == UINT64_MAX - 1 || !(cnt = ml_map_slot(&g->cnt, key)))
+        return -ENOMEM;
+    ++*cnt;
+    if (found)
+        d = n;
+    else if (d != ML_REUSE_COLD)
+        d = n + (uint64_t)((double)(d > nsf ? d - nsf : 0) / g->rate + 0.5);
+    c[NRS] += g->weight;
+    c[SM + ml_reuse_bin(d)] += g->weight;
+    if (d == ML_REUSE_COLD && ml_reuse_keys(&g->eng) > keys_max)
+        return shrink(g, keys_max);
+    return 0;
+}
+
+/* One access to key by a record of weight w, counted in c, all keys measured (g->all). */
 static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t w, uint64_t *c)
 {
-    uint64_t d, old, near = 0, nsf = 0;
-    uint8_t tag;
-    int i, sampled, estimated;
+    uint64_t d;
 
-    if (g->have_prev && key == g->prev) {
+    if (key == g->prev) {
         c[EX] += w;
         return 0;
     }
     g->prev = key;
-    g->have_prev = 1;
     c[EX] += w - 1;
-    if (g->all) {
-        d = ml_reuse_slow(&g->eng, key);
-        if (d == UINT64_MAX - 1)
-            return -ENOMEM;
-        if (!s->sampled || d < FRONT) {
-            c[EX + ml_reuse_bin(d)]++;
-            return 0;
-        }
-        /*
-         * Every key sampled: the engine's distance is what the front and the
-         * estimate below would give (rank below FRONT, d / 1 above), and the
-         * bound is 0 (its 1 - rate factor), so neither is kept.
-         */
-        c[NR]++;
-        c[NRS]++;
-        c[SM + ml_reuse_bin(d)]++;
-        g->nr++;
-        return 0;
-    }
-    tag = ml_mtf_tag(key);
-    i = ml_mtf_find(&g->front, key, tag);
-    estimated = i < 0;
-    if (!estimated) {
-        /* A front key's sampling was decided when it came in (fsamp: one bit per slot). */
-        sampled = (g->fsamp >> ((g->front.ord >> (4 * i)) & 15)) & 1;
-        c[EX + ml_reuse_bin((uint64_t)i)]++; /* exact: i distinct keys since */
-        ml_mtf_touch(&g->front, i);
-    } else {
-        if (key >> SBITS != g->sblock || !g->have_sblock) {
-            g->sblock = key >> SBITS;
-            g->shash = ml_hash64(g->sblock);
-            g->have_sblock = 1;
-        }
-        sampled = svalue_h(key, g->shash) < g->threshold;
-        if (sampled) {
-            /*
-             * The front's keys were all accessed since key was: its distance is
-             * their number plus the other keys, estimated from the sampled ones
-             * among them only (d / rate would count the front's sampled keys
-             * 1 / rate times: distances just above FRONT looked far longer).
-             */
-            near = g->front.n;
-            nsf = (uint64_t)__builtin_popcount(g->fsamp & ((1u << g->front.n) - 1));
-        }
-        ml_mtf_push(&g->front, key, tag, &old);
-        g->fsamp = (g->fsamp & ~(1u << (g->front.ord & 15))) | (uint32_t)sampled
-                                                                   << (g->front.ord & 15);
-        c[NR]++;
-        g->nr++;
-    }
-    if (!sampled)
-        return 0;
-    /* Sampled keys always go through their own stack, to keep their times right. */
     d = ml_reuse_slow(&g->eng, key);
     if (d == UINT64_MAX - 1)
         return -ENOMEM;
-    if (estimated) {
-        /* Estimated: d - nsf sampled keys beyond the front stand for about (d - nsf) / rate keys.
-         */
-        uint64_t *n = ml_map_slot(&g->cnt, key);
-        if (!n)
-            return -ENOMEM;
-        ++*n;
-        if (d != ML_REUSE_COLD)
-            d = near + (uint64_t)((double)(d > nsf ? d - nsf : 0) / g->rate + 0.5);
-        c[NRS] += g->weight;
-        c[SM + ml_reuse_bin(d)] += g->weight;
+    if (!s->sampled || d < FRONT) {
+        c[EX + ml_reuse_bin(d)]++;
+        return 0;
     }
-    if (d == ML_REUSE_COLD && ml_reuse_keys(&g->eng) > s->keys_max)
-        return shrink(g, s->keys_max);
+    /*
+     * Every key sampled: the engine's distance is what the ring and the
+     * estimate of measure() would give (exact below FRONT, d / 1 above), and
+     * the bound is 0 (its 1 - rate factor), so neither is kept.
+     */
+    c[NR]++;
+    c[NRS]++;
+    c[SM + ml_reuse_bin(d)]++;
+    g->nr++;
     return 0;
+}
+
+/*
+ * Lane k of a sampled granularity: most accesses cost a compare with the
+ * previous key or a sampling value and a store to the ring, so the loop
+ * keeps that state in locals (the row's counters could alias it) and
+ * writes it back around measure() and at the end.
+ */
+static int lane_sampled(struct gran *g, uint64_t keys_max, struct ml_rows *rows,
+                        const struct ml_an_input *in, const struct ml_trace_rec *r, size_t n)
+{
+    uint32_t thr = UINT32_MAX, shift = g->shift;
+    uint64_t *cg = NULL, *ring = g->ring, prev = g->prev, rpos = g->rpos, sblock = g->sblock,
+             shash = g->shash, threshold = g->threshold, ex = 0, nr = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n && !rc; i++) {
+        const struct ml_trace_rec *x = &r[i];
+        uint64_t first, last;
+        if (!ml_ev_is_access(x->kind))
+            continue;
+        if (x->thread != thr) {
+            if (cg) {
+                cg[EX] += ex;
+                cg[NR] += nr;
+                g->nr += nr;
+                ex = nr = 0;
+            }
+            thr = x->thread;
+            if (!(cg = ml_rows_at(rows, in->thread_base + thr, ml_an_key(in, x))))
+                return -ENOMEM;
+        }
+        first = x->addr >> shift;
+        last = (x->addr + (x->size ? x->size - 1 : 0)) >> shift;
+        for (uint64_t key = first; key <= last; key++) {
+            if (key == prev) {
+                ex += x->weight;
+                continue;
+            }
+            prev = key;
+            ex += x->weight - 1;
+            nr++;
+            if (key >> SBITS != sblock) {
+                sblock = key >> SBITS;
+                shash = ml_hash64(sblock);
+            }
+            if (svalue_h(key, shash) >= threshold) {
+                /* Not sampled: remembered for the short distances of sampled keys, nothing more. */
+                ring[rpos++ & (RING - 1)] = key << 1;
+                continue;
+            }
+            g->rpos = rpos;
+            if ((rc = measure(g, key, cg, keys_max)))
+                break;
+            rpos = g->rpos;
+            threshold = g->threshold; /* measure may have halved the rate */
+        }
+    }
+    if (cg) {
+        cg[EX] += ex;
+        cg[NR] += nr;
+        g->nr += nr;
+    }
+    g->rpos = rpos;
+    g->prev = prev;
+    g->sblock = sblock;
+    g->shash = shash;
+    return rc;
 }
 
 /* Lane k: granularity k (lines, pages), its own engine and rows. */
@@ -317,6 +377,8 @@ static int lane(void *st, int k, const struct ml_an_input *in, const struct ml_t
     uint64_t *cg = NULL;
     int rc;
 
+    if (!g->all)
+        return lane_sampled(g, s->keys_max, &s->rows[k], in, r, n);
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
         uint64_t first, last;
@@ -332,7 +394,7 @@ static int lane(void *st, int k, const struct ml_an_input *in, const struct ml_t
         }
         first = x->addr >> shift;
         last = (x->addr + (x->size ? x->size - 1 : 0)) >> shift;
-        if (first == last && g->have_prev && first == g->prev) {
+        if (first == last && first == g->prev) {
             cg[EX] += x->weight;
             continue;
         }
@@ -455,7 +517,7 @@ static int visit(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         if (g == ML_ALL && k == ML_ALL && total > 0) {
             const struct tbound *bd = &p->s->bound[tr];
             double misses = est(cg, BINS - 1);
-            uint32_t unit = 1u << p->s->g[gi].shift;
+            uint64_t unit = 1ull << p->s->g[gi].shift;
             for (unsigned b = BINS - 1; b-- > 1;)
                 misses += est(cg, b);
             /* Cache of 2^j entries: misses are cold + distances >= 2^j (bins j + 1 and up). */
@@ -516,9 +578,9 @@ static int report(void *st, FILE *out, enum ml_an_format fmt)
              s->sampled ? s->g[1].rate : 1.0);
     if (fmt == ML_AN_TABLE && s->sampled)
         fprintf(out,
-                "reuse: lines sampled at rate %g (pages at %g), SHARDS beyond the 16 most "
-                "recent keys; each miss ratio is within error_bound (3 sigma) of the exact one, "
-                "for caches of at least 100 / rate entries\n",
+                "reuse: lines sampled at rate %g (pages at %g), SHARDS (sampled keys' "
+                "distances below 16 exact); each miss ratio is within error_bound (3 sigma) of "
+                "the exact one, for caches below 16 or of at least 100 / rate entries\n",
                 s->g[0].rate, s->g[1].rate);
     return ml_tab_print(out, fmt, tabs, 2, extra);
 }
@@ -542,7 +604,7 @@ static int chart(void *arg, int tr, uint32_t g, uint32_t k, const uint64_t *c)
         const char *lp[BINS + 1];
         double v[BINS + 1], mr[BINS + 1], total = total_of(cg), misses;
         unsigned top = top_of(cg), n = 0;
-        uint32_t unit = 1u << ch->s->g[gi].shift;
+        uint64_t unit = 1ull << ch->s->g[gi].shift;
         for (unsigned b = 0; b <= top; b++) {
             if (b < 2)
                 snprintf(lab[n], sizeof(lab[n]), "%u", b);
@@ -596,6 +658,7 @@ static void reuse_free(void *st)
     for (int i = 0; i < 2; i++) {
         ml_reuse_free(&s->g[i].eng);
         ml_map_free(&s->g[i].cnt);
+        free(s->g[i].ring);
     }
     for (int k = 0; k < 2; k++)
         ml_rows_free(&s->rows[k]);
