@@ -560,6 +560,15 @@ static int open_common(struct ml_trace *t, struct ml_trace **out, char *err, siz
         rc = fail(err, errlen, -EINVAL, "'%s': damaged trace header", t->path);
         goto bad;
     }
+    /* 0 means unknown (analyses take 4 KiB); else what sysconf said, a power of two (4 to 64 KiB
+     * on machines we know of). Analyses shift by it: a hostile value must not reach them. */
+    if (hd->page_size && (hd->page_size < 512 || hd->page_size > (1u << 18) ||
+                          (hd->page_size & (hd->page_size - 1)))) {
+        rc = fail(err, errlen, -EINVAL,
+                  "'%s': the header's page size %u is not a power of two from 512 bytes to 256 KiB",
+                  t->path, hd->page_size);
+        goto bad;
+    }
     t->info.path = t->path;
     t->info.file_size = t->size;
     rc = index_chunks(t, err, errlen);

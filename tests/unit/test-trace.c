@@ -624,6 +624,23 @@ static void test_damage(void **state)
     b.p[20] ^= 1;
     assert_int_not_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
     assert_non_null(strstr(err, "damaged trace header"));
+    b.p[20] ^= 1;
+    /* A header with a valid checksum and a page size no machine has (analyses shift by it). */
+    {
+        static const uint32_t bad_sizes[] = {1, 3, 256, 4097, 1u << 19, 1u << 31, UINT32_MAX};
+        struct ml_trace_header *h = (struct ml_trace_header *)b.p, keep = *h;
+        for (size_t i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
+            h->page_size = bad_sizes[i];
+            h->header_crc = ml_crc32c(0, h, offsetof(struct ml_trace_header, header_crc));
+            assert_int_not_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
+            assert_non_null(strstr(err, "page size"));
+        }
+        h->page_size = 65536;
+        h->header_crc = ml_crc32c(0, h, offsetof(struct ml_trace_header, header_crc));
+        assert_int_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
+        ml_trace_close(t);
+        *h = keep;
+    }
     free(b.p);
     free(b.v);
 }
