@@ -116,22 +116,48 @@ struct hcache {
 
 /*
  * Cycle replay (cyc_verify, cyc_replay): a span of CYC_MAXL words at most
- * whose segments repeat, every address moving by a fixed delta per site from
- * one repetition to the next, encodes to the same bytes each time once the
- * prediction state is steady; the replay then only compares words.
+ * whose segments repeat, every address of a regular site moving by a fixed
+ * delta per site from one repetition to the next, encodes to the same bytes
+ * each time once the prediction state is steady, except for the records of
+ * its holes (sites whose addresses do not move so: x[col[j]] in a sparse
+ * row), which are encoded in place. The replay compares the regular words,
+ * copies their bytes and encodes the holes with their live state.
  */
 #define CYC_MAXL 256
 #define CYC_MAXM 2048
 #define CYC_TAB  512
+#define CYC_NONE 0xffffu
+/* One step of a replayed repetition: predicted records, fixed tokens, or a hole. */
+enum { HOP_RUN, HOP_BYTES, HOP_HOLE };
+struct hop {
+    uint8_t type;
+    uint8_t slen;  /* HOP_HOLE: bytes of its site field (0: the site is predicted) */
+    uint16_t off;  /* HOP_BYTES: the tokens in m; HOP_HOLE: its site field in m */
+    uint16_t len;  /* HOP_BYTES */
+    uint16_t word; /* HOP_HOLE: its word in the span */
+    uint32_t n;    /* HOP_RUN: records; HOP_HOLE: its site */
+};
 struct cycle {
-    uint64_t delta[CYC_MAXL]; /* per word: headers 0, addresses their site's delta */
+    uint64_t delta[CYC_MAXL]; /* per word: headers and holes 0, addresses their site's delta */
+    uint64_t mask[CYC_MAXL];  /* per word: 0 for a hole's address, else all ones */
+    uint16_t wsite[CYC_MAXL]; /* per word: its site in site[] (CYC_NONE: a header) */
     uint32_t site[CYC_MAXL];  /* the span's distinct sites */
+    uint64_t sdelta[CYC_MAXL];
     uint16_t lastw[CYC_MAXL]; /* and the word of each one's last occurrence */
+    uint8_t hole[CYC_MAXL];
     uint32_t nsites, tag;
     struct {
         uint32_t site, tag, first;
     } tab[CYC_TAB];
-    uint8_t m[CYC_MAXM]; /* the bytes of one repetition after its leading run */
+    uint16_t tlen[CYC_MAXL], toff[CYC_MAXL], tslen[CYC_MAXL]; /* per record of the capture */
+    struct hop op[2 * CYC_MAXL + 1];
+    uint32_t nop, L, R;
+    /* A replay that stopped at a repetition's end (time point, fault, end of the buffer or
+       of the output room) resumes in the next pass when the chunk (gen) has no record more
+       (count): prev holds the last repetition's words, the next one is compared with. */
+    uint32_t gen, count;
+    uint64_t prev[CYC_MAXL];
+    uint8_t m[CYC_MAXM]; /* the fixed bytes of one repetition */
 };
 
 /* One encoder of a thread's records: the writer's, or the thread's own (self_encode). */
@@ -1390,17 +1416,19 @@ static inline int seg_fast(struct ml_tstate *st, struct fenc *f, const uint64_t 
 /*
  * Whether the L words at a, segments the current fast loop encoded with
  * seg_fast or fast_run, repeat three times after themselves with the same
- * headers, every address moving by the same delta per site at each
- * repetition (delta, and a site's every occurrence in the span by the
- * same). Then the prediction state is steady after the second repetition:
- * the differences each record sees (to the site's last address, and from
- * stride and cand) are the same from then on, so are its successors; the
- * fourth's bytes are those of every later repetition that keeps the deltas.
+ * headers. A site whose every address in the span moves by the same delta
+ * at each repetition is regular, any other a hole; at most half the
+ * records may be holes. The prediction state of the regular sites is then
+ * steady after the second repetition: the differences each of their records
+ * sees (to the site's last address, and from stride and cand) are the same
+ * from then on, so are all successors (the headers repeat); the fourth's
+ * bytes are those of every later repetition that keeps the deltas, but for
+ * the holes' addresses.
  */
 static int cyc_verify(struct wst *s, const uint64_t *a, uint32_t L)
 {
     struct cycle *cy = s->cy;
-    uint32_t gen = s->enc.gen, tag = ++cy->tag, j = 0;
+    uint32_t gen = s->enc.gen, tag = ++cy->tag, j = 0, recs = 0, holes = 0;
 
     cy->nsites = 0;
     while (j < L) {
@@ -1410,96 +1438,293 @@ static int cyc_verify(struct wst *s, const uint64_t *a, uint32_t L)
             a[j + 3 * L] != h)
             return 0;
         cy->delta[j] = 0;
+        cy->mask[j] = ~(uint64_t)0;
+        cy->wsite[j] = CYC_NONE;
         for (uint32_t k = 0; k < c->n; k++) {
             uint32_t i = j + 1 + k, g = c->d[k + 1] & 0x3fffffffu, x = (g * 2654435761u) >> 23;
             uint64_t dd = a[i + L] - a[i];
-            if (a[i + 2 * L] - a[i + L] != dd || a[i + 3 * L] - a[i + 2 * L] != dd)
-                return 0;
-            cy->delta[i] = dd;
+            int irregular = a[i + 2 * L] - a[i + L] != dd || a[i + 3 * L] - a[i + 2 * L] != dd;
             for (;; x = (x + 1) % CYC_TAB) {
                 if (cy->tab[x].tag != tag) { /* the site's first occurrence */
+                    uint32_t f = cy->nsites++;
                     cy->tab[x].site = g;
                     cy->tab[x].tag = tag;
-                    cy->tab[x].first = cy->nsites;
-                    cy->site[cy->nsites] = g;
-                    cy->lastw[cy->nsites++] = (uint16_t)i;
+                    cy->tab[x].first = f;
+                    cy->site[f] = g;
+                    cy->sdelta[f] = dd;
+                    cy->hole[f] = (uint8_t)irregular;
+                    cy->lastw[f] = (uint16_t)i;
+                    cy->wsite[i] = (uint16_t)f;
                     break;
                 }
                 if (cy->tab[x].site == g) {
                     uint32_t f = cy->tab[x].first;
-                    if (cy->delta[cy->lastw[f]] != dd)
-                        return 0;
+                    if (irregular || cy->sdelta[f] != dd)
+                        cy->hole[f] = 1;
                     cy->lastw[f] = (uint16_t)i;
+                    cy->wsite[i] = (uint16_t)f;
                     break;
                 }
             }
+            cy->delta[i] = dd;
         }
+        recs += c->n;
         j += 1 + c->n;
     }
-    return j == L;
+    if (j != L)
+        return 0;
+    for (j = 0; j < L; j++) {
+        if (cy->wsite[j] != CYC_NONE && cy->hole[cy->wsite[j]]) {
+            cy->delta[j] = 0;
+            cy->mask[j] = 0;
+            holes++;
+        } else {
+            cy->mask[j] = ~(uint64_t)0;
+        }
+    }
+    return 2 * holes <= recs;
+}
+
+/* A varint of the encoder's own output at *q (before e); -1 when it runs past e. */
+static int get_varint(const uint8_t **q, const uint8_t *e, uint64_t *v)
+{
+    *v = 0;
+    for (int sh = 0; sh < 64 && *q < e; sh += 7) {
+        uint8_t b = *(*q)++;
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
 }
 
 /*
- * Replays the verified span of L words (cyc_verify) from w, d the words of
- * its last repetition, encoded normally from p0 (run r0, count c0) to the
- * encoder's present state f: while the next L words are the last ones moved
- * by the deltas, their bytes are those of d. Returns where it stopped.
+ * The steps of one repetition (op[], m[]) from its bytes [p0, pe) encoded
+ * normally after a run of r0 records, ending with a run of `tail`: per
+ * record, predicted (part of a run), a token or a hole. Regular records'
+ * tokens and the runs between two of them are fixed bytes; a run next to a
+ * hole or at either end is counted as the encoder counts it. The number of
+ * steps, or 0 when the bytes are not what seg_fast writes for R records.
+ */
+static uint32_t cyc_steps(struct cycle *cy, uint32_t L, uint32_t R, const uint8_t *p0,
+                          const uint8_t *pe, uint64_t r0, uint64_t tail)
+{
+    const uint8_t *q = p0;
+    uint64_t skip = r0, v, pr = 0;
+    uint32_t rec = 0, nop = 0, ml = 0, j;
+    int bytes = 0; /* the last step is HOP_BYTES: a run after it is fixed */
+
+    if (pe - p0 > CYC_MAXM)
+        return 0;
+    while (q < pe) {
+        const uint8_t *t0 = q;
+        if (*q < 0x80) {
+            if (*q++) {
+                v = q[-1];
+            } else if (get_varint(&q, pe, &v)) {
+                return 0;
+            }
+            if (v < skip || v - skip > R - rec)
+                return 0;
+            for (v -= skip; v; v--)
+                cy->tlen[rec++] = 0;
+        } else if ((*q & 0xcf) == 0x80 && rec < R && !skip) {
+            uint8_t b = *q++;
+            const uint8_t *s0 = q;
+            if ((b & 0x20) && get_varint(&q, pe, &v))
+                return 0;
+            cy->tslen[rec] = (uint16_t)(q - s0);
+            if ((b & 0x10) && get_varint(&q, pe, &v))
+                return 0;
+            cy->toff[rec] = (uint16_t)(t0 - p0);
+            cy->tlen[rec++] = (uint16_t)(q - t0);
+        } else {
+            return 0;
+        }
+        skip = 0;
+    }
+    if (tail < skip || tail - skip != R - rec)
+        return 0;
+    while (rec < R)
+        cy->tlen[rec++] = 0;
+    rec = 0;
+    for (j = 0; j < L; j++) {
+        uint16_t f = cy->wsite[j];
+        if (f == CYC_NONE)
+            continue;
+        if (cy->hole[f]) {
+            uint32_t slen = cy->tlen[rec] ? cy->tslen[rec] : 0;
+            if (pr)
+                cy->op[nop++] = (struct hop){.type = HOP_RUN, .n = (uint32_t)pr};
+            memcpy(cy->m + ml, p0 + cy->toff[rec] + 1, slen);
+            cy->op[nop++] = (struct hop){.type = HOP_HOLE,
+                                         .slen = (uint8_t)slen,
+                                         .off = (uint16_t)ml,
+                                         .word = (uint16_t)j,
+                                         .n = cy->site[f]};
+            ml += slen;
+            pr = 0;
+            bytes = 0;
+        } else if (!cy->tlen[rec]) {
+            pr++;
+        } else {
+            if (!bytes) {
+                if (pr)
+                    cy->op[nop++] = (struct hop){.type = HOP_RUN, .n = (uint32_t)pr};
+                cy->op[nop++] = (struct hop){.type = HOP_BYTES, .off = (uint16_t)ml};
+                bytes = 1;
+            } else if (pr) {
+                ml = (uint32_t)(put_run(cy->m + ml, pr) - cy->m);
+            }
+            pr = 0;
+            memcpy(cy->m + ml, p0 + cy->toff[rec], cy->tlen[rec]);
+            ml += cy->tlen[rec];
+            cy->op[nop - 1].len = (uint16_t)(ml - cy->op[nop - 1].off);
+        }
+        rec++;
+    }
+    if (pr)
+        cy->op[nop++] = (struct hop){.type = HOP_RUN, .n = (uint32_t)pr};
+    return nop; /* R > 0: at least one step */
+}
+
+typedef uint64_t v2u64 __attribute__((vector_size(16)));
+
+static inline v2u64 ld2(const uint64_t *p)
+{
+    v2u64 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/*
+ * A varint without a branch on its length: a hole's differences are random,
+ * so are their lengths, and ml_put_varint's loop mispredicts. Stores 8 bytes
+ * (little-endian, as every target of the runtime); the output has room for them.
+ */
+static inline uint8_t *put_varint_nb(uint8_t *p, uint64_t v)
+{
+    uint64_t x;
+    unsigned n;
+
+    if (v >> 56)
+        return ml_put_varint(p, v);
+    n = (unsigned)(63 - __builtin_clzll(v | 1)) / 7 + 1;
+    x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
+        (v << 4 & 0x7f00000000ull) | (v << 5 & 0x7f0000000000ull) | (v << 6 & 0x7f000000000000ull) |
+        (v << 7 & 0x7f00000000000000ull);
+    x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+    memcpy(p, &x, sizeof(x));
+    return p + n;
+}
+
+/*
+ * Replays the span whose steps cyc_steps made, from w: while the regular
+ * words of the next L are those of the repetition before (pw, then each
+ * replayed one) moved by the deltas, their bytes are those of the captured
+ * repetition and the holes are encoded as seg_fast would. Returns where it
+ * stopped; its budget 0 when the output room stopped it.
+ */
+static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
+                               const uint64_t *stop, size_t *budget, const uint64_t *pw)
+{
+    struct cycle *cy = s->cy;
+    struct ml_tstate *st = s->enc.st;
+    const uint64_t *w0 = w;
+    uint32_t L = cy->L, R = cy->R, nop = cy->nop, k;
+
+    while (w + L <= stop) {
+        const uint64_t *dl = cy->delta, *mk = cy->mask;
+        uint64_t diff = 0, run = f->run;
+        uint8_t *p = f->p;
+        if (*budget < R) {
+            *budget = 0;
+            break;
+        }
+        v2u64 acc = {0, 0}, acc2 = {0, 0};
+        /* Each regular word is the one a repetition before, moved: two words at a time. */
+        for (k = 0; k + 4 <= L; k += 4) {
+            acc |= (ld2(w + k) ^ (ld2(pw + k) + ld2(dl + k))) & ld2(mk + k);
+            acc2 |= (ld2(w + k + 2) ^ (ld2(pw + k + 2) + ld2(dl + k + 2))) & ld2(mk + k + 2);
+        }
+        acc |= acc2;
+        diff = acc[0] | acc[1];
+        for (; k < L; k++)
+            diff |= (w[k] ^ (pw[k] + dl[k])) & mk[k];
+        if (diff)
+            break;
+        for (k = 0; k < nop; k++) {
+            const struct hop *o = &cy->op[k];
+            if (o->type == HOP_RUN) {
+                run += o->n;
+            } else if (o->type == HOP_BYTES) {
+                if (run)
+                    p = put_run(p, run);
+                run = 0;
+                memcpy(p, cy->m + o->off, o->len);
+                p += o->len;
+            } else {
+                struct ml_tstate *x = &st[o->n];
+                uint64_t a = w[o->word], last = x->last, pred = last + (uint64_t)x->stride;
+                int64_t dd = (int64_t)(a - last);
+                if (o->slen || a != pred) {
+                    if (run)
+                        p = put_run(p, run);
+                    run = 0;
+                    if (o->slen) {
+                        *p = a != pred ? 0xb0 : 0xa0;
+                        memcpy(p + 1, cy->m + o->off, o->slen);
+                        p += 1 + o->slen;
+                    } else {
+                        *p++ = 0x90;
+                    }
+                    if (a != pred)
+                        p = put_varint_nb(p, ml_zigzag((int64_t)(a - pred)));
+                } else {
+                    run++;
+                }
+                x->stride = dd == x->cand ? dd : x->stride;
+                x->cand = dd;
+                x->last = a;
+            }
+        }
+        f->p = p;
+        f->run = run;
+        f->count += R;
+        *budget -= R;
+        pw = w;
+        w += L;
+    }
+    if (w == w0)
+        return w;
+    /* Only the regular sites' last addresses differ from the state the last repetition left. */
+    for (k = 0; k < cy->nsites; k++)
+        if (!cy->hole[k])
+            st[cy->site[k]].last = w[(int64_t)cy->lastw[k] - (int64_t)L];
+    f->prev_addr = w[-1];
+    memcpy(cy->prev, w - L, L * sizeof(*w));
+    cy->gen = s->enc.gen;
+    cy->count = f->count;
+    return w;
+}
+
+/*
+ * Replays the verified span of L words (cyc_verify) from w, its last check
+ * repetition [w - L, w) encoded normally from p0 (run r0, count c0) to the
+ * encoder's present state f. Returns where it stopped.
  */
 static const uint64_t *cyc_replay(struct wst *s, struct fenc *f, const uint64_t *w,
                                   const uint64_t *stop, size_t *budget, uint32_t L,
                                   const uint8_t *p0, uint64_t r0, uint32_t c0)
 {
     struct cycle *cy = s->cy;
-    const uint64_t *w0 = w;
-    const uint8_t *q = p0;
-    uint64_t lead = 0, b = f->run;
-    uint32_t R = f->count - c0, k;
-    size_t mlen;
 
-    if (f->p > p0 && *q < 0x80) { /* the leading run: r0 and the records before a token */
-        if (*q++) {
-            lead = q[-1];
-        } else {
-            for (int sh = 0; sh < 64 && q < f->p; sh += 7) {
-                lead |= (uint64_t)(*q & 0x7f) << sh;
-                if (!(*q++ & 0x80))
-                    break;
-            }
-        }
-    }
-    mlen = (size_t)(f->p - q);
-    if (lead < r0 || (f->p > p0 && (!mlen || (!lead && r0))) || mlen > CYC_MAXM || !R ||
-        mlen + 11 > (size_t)R * ML_TENC_MAX_REC)
+    cy->gen = 0; /* no resumable replay while the steps change */
+    cy->L = L;
+    cy->R = f->count - c0;
+    if (!cy->R || !(cy->nop = cyc_steps(cy, L, cy->R, p0, f->p, r0, f->run)))
         return w;
-    lead -= r0;
-    memcpy(cy->m, q, mlen);
-    while (*budget >= R && w + L <= stop) {
-        const uint64_t *dl = cy->delta, *pw = w - L;
-        uint64_t diff = 0;
-        for (k = 0; k < L; k++) /* each word is the one a repetition before, moved */
-            diff |= w[k] ^ (pw[k] + dl[k]);
-        if (diff)
-            break;
-        if (mlen) {
-            if (f->run + lead)
-                f->p = put_run(f->p, f->run + lead);
-            memcpy(f->p, cy->m, mlen);
-            f->p += mlen;
-            f->run = b;
-        } else {
-            f->run += R;
-        }
-        f->count += R;
-        *budget -= R;
-        w += L;
-    }
-    if (w == w0)
-        return w;
-    /* Only the sites' last addresses differ from the state the last repetition left. */
-    for (k = 0; k < cy->nsites; k++)
-        s->enc.st[cy->site[k]].last = w[(int64_t)cy->lastw[k] - (int64_t)L];
-    f->prev_addr = w[-1];
-    return w;
+    return cyc_run(s, f, w, stop, budget, w - L);
 }
 
 /*
@@ -1570,6 +1795,11 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
             const uint8_t *cy_p0 = NULL;
             uint32_t cy_L = 0;
             fenc_load(&f, &s->enc);
+            if (s->cy->gen == gen && s->cy->count == f.count) {
+                /* Nothing encoded since a replay stopped: it goes on. */
+                w = cyc_run(s, &f, w, stop, &budget, s->cy->prev);
+                cy_next = w;
+            }
             while (w < stop) {
                 struct hcache *c;
                 h = *w;
