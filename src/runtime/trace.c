@@ -109,9 +109,13 @@ struct hcache {
     uint64_t h;
     const uint32_t *d;
     uint32_t gen, n;
-    /* Where the header last started a segment in fast loop `loop` (cycle detection). */
-    const uint64_t *pos;
+    /* Where the header last started a segment in fast loop `loop` (cycle detection), and
+       from where a span ending at it is worth checking again (back: words after a failed
+       check, doubling); per header, so that one that never closes a cycle (the first
+       segment of a row's inner loop) does not delay the one that does. */
+    const uint64_t *pos, *next;
     uint64_t loop;
+    uint32_t back;
 };
 
 /*
@@ -1314,7 +1318,7 @@ static int seg_check(struct wst *s, uint64_t h, const uint32_t *d, uint32_t n)
         if (x->gen != e->gen || !x->seen || (k + 1 < n && x->succ != (d[k + 2] & 0x3fffffffu)))
             return 0;
     }
-    *c = (struct hcache){h, d, e->gen, n, NULL, 0};
+    *c = (struct hcache){.h = h, .d = d, .gen = e->gen, .n = n};
     return 1;
 }
 
@@ -1787,7 +1791,7 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
             struct fenc f;
             struct ml_tstate *st = s->enc.st;
             struct hcache *hc = s->hc;
-            uint32_t gen = s->enc.gen, cy_c0 = 0, cy_back = 16;
+            uint32_t gen = s->enc.gen, cy_c0 = 0;
             uint64_t fast_h = s->fast_h, loop = ++s->loops, cy_r0 = 0;
             /* Cycle replay: a verified span of cy_L words, its last check repetition
                [cy_d0, cy_d1) encoded normally from cy_p0, then replayed. */
@@ -1839,7 +1843,10 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                 c = &hc[(h >> 3) % NHCACHE];
                 if (c->h != h || c->gen != gen || c->n > budget || w + 1 + c->n > end)
                     break;
-                if (c->loop == loop && !cy_d1 && w >= cy_next) {
+                if (c->loop != loop) {
+                    c->next = w;
+                    c->back = 16;
+                } else if (!cy_d1 && w >= cy_next && w >= c->next) {
                     /* The span since this header's last segment may be a cycle. */
                     uint32_t L = (uint32_t)(w - c->pos);
                     if (w - c->pos <= CYC_MAXL && w + 3 * L <= stop && cyc_verify(s, c->pos, L)) {
@@ -1847,10 +1854,10 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                         cy_d0 = w + 2 * L;
                         cy_d1 = w + 3 * L;
                         cy_p0 = NULL;
-                        cy_back = 16;
+                        c->back = 16;
                     } else {
-                        cy_next = w + cy_back;
-                        cy_back = cy_back < 4096 ? 2 * cy_back : cy_back;
+                        c->next = w + c->back;
+                        c->back = c->back < 4096 ? 2 * c->back : c->back;
                     }
                 }
                 c->pos = w;
