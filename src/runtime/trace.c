@@ -161,7 +161,7 @@ struct cycle {
        (count): prev holds the last repetition's words, the next one is compared with. */
     uint32_t gen, count;
     uint64_t prev[CYC_MAXL];
-    uint8_t m[CYC_MAXM]; /* the fixed bytes of one repetition */
+    uint8_t m[CYC_MAXM + 16]; /* the fixed bytes of one repetition (copied 16 at a time) */
 };
 
 /* One encoder of a thread's records: the writer's, or the thread's own (self_encode). */
@@ -1601,6 +1601,16 @@ static inline v2u64 ld2(const uint64_t *p)
     return v;
 }
 
+/* Copies n bytes from m (16 readable) to the output (room for 16): no libc call when short. */
+static inline uint8_t *put_bytes(uint8_t *p, const uint8_t *m, size_t n)
+{
+    if (n <= 16)
+        memcpy(p, m, 16);
+    else
+        memcpy(p, m, n);
+    return p + n;
+}
+
 /*
  * A varint without a branch on its length: a hole's differences are random,
  * so are their lengths, and ml_put_varint's loop mispredicts. Stores 8 bytes
@@ -1665,8 +1675,7 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
                 if (run)
                     p = put_run(p, run);
                 run = 0;
-                memcpy(p, cy->m + o->off, o->len);
-                p += o->len;
+                p = put_bytes(p, cy->m + o->off, o->len);
             } else {
                 struct ml_tstate *x = &st[o->n];
                 uint64_t a = w[o->word], last = x->last, pred = last + (uint64_t)x->stride;
@@ -1677,8 +1686,7 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
                     run = 0;
                     if (o->slen) {
                         *p = a != pred ? 0xb0 : 0xa0;
-                        memcpy(p + 1, cy->m + o->off, o->slen);
-                        p += 1 + o->slen;
+                        p = put_bytes(p + 1, cy->m + o->off, o->slen);
                     } else {
                         *p++ = 0x90;
                     }
@@ -2076,6 +2084,8 @@ static void run_job(struct tjob *j)
         for (struct tthread *t = tr.threads; t; t = t->next) {
             if (t->w.hc)
                 memset(t->w.hc, 0, NHCACHE * sizeof(*t->w.hc));
+            if (t->w.cy)
+                t->w.cy->gen = 0; /* nor may a replay resume with their headers */
             t->w.fast_h = 0;
         }
         pthread_mutex_unlock(&tr.enc_lock);
