@@ -131,15 +131,21 @@ struct hcache {
 #define CYC_MAXM 2048
 #define CYC_TAB  512
 #define CYC_NONE 0xffffu
-/* One step of a replayed repetition: predicted records, fixed tokens, or a hole. */
-enum { HOP_RUN, HOP_BYTES, HOP_HOLE };
+/* One step of a replayed repetition: predicted records, then fixed tokens, a hole or nothing. */
+enum { HOP_END, HOP_BYTES, HOP_HOLE };
 struct hop {
+    uint32_t pre; /* predicted records before it */
     uint8_t type;
     uint8_t slen;  /* HOP_HOLE: bytes of its site field (0: the site is predicted) */
     uint16_t off;  /* HOP_BYTES: the tokens in m; HOP_HOLE: its site field in m */
     uint16_t len;  /* HOP_BYTES */
     uint16_t word; /* HOP_HOLE: its word in the span */
-    uint32_t n;    /* HOP_RUN: records; HOP_HOLE: its site */
+    uint16_t hi;   /* HOP_HOLE: its site in hs[] */
+};
+/* A hole site's prediction state while a replay runs (side by side, not in the site table). */
+struct hst {
+    uint64_t last;
+    int64_t stride, cand;
 };
 struct cycle {
     uint64_t delta[CYC_MAXL]; /* per word: headers and holes 0, addresses their site's delta */
@@ -154,8 +160,11 @@ struct cycle {
         uint32_t site, tag, first;
     } tab[CYC_TAB];
     uint16_t tlen[CYC_MAXL], toff[CYC_MAXL], tslen[CYC_MAXL]; /* per record of the capture */
-    struct hop op[2 * CYC_MAXL + 1];
-    uint32_t nop, L, R;
+    struct hop op[CYC_MAXL + 1];
+    uint32_t nop, L, R, nh;
+    uint16_t hslot[CYC_MAXL]; /* per site in site[]: its place in hs[] (holes) */
+    uint32_t hsite[CYC_MAXL];
+    struct hst hs[CYC_MAXL];
     /* A replay that stopped at a repetition's end (time point, fault, end of the buffer or
        of the output room) resumes in the next pass when the chunk (gen) has no record more
        (count): prev holds the last repetition's words, the next one is compared with. */
@@ -1552,20 +1561,26 @@ static uint32_t cyc_steps(struct cycle *cy, uint32_t L, uint32_t R, const uint8_
     while (rec < R)
         cy->tlen[rec++] = 0;
     rec = 0;
+    cy->nh = 0;
+    for (j = 0; j < cy->nsites; j++)
+        cy->hslot[j] = CYC_NONE;
     for (j = 0; j < L; j++) {
         uint16_t f = cy->wsite[j];
         if (f == CYC_NONE)
             continue;
         if (cy->hole[f]) {
             uint32_t slen = cy->tlen[rec] ? cy->tslen[rec] : 0;
-            if (pr)
-                cy->op[nop++] = (struct hop){.type = HOP_RUN, .n = (uint32_t)pr};
+            if (cy->hslot[f] == CYC_NONE) {
+                cy->hslot[f] = (uint16_t)cy->nh;
+                cy->hsite[cy->nh++] = cy->site[f];
+            }
             memcpy(cy->m + ml, p0 + cy->toff[rec] + 1, slen);
-            cy->op[nop++] = (struct hop){.type = HOP_HOLE,
+            cy->op[nop++] = (struct hop){.pre = (uint32_t)pr,
+                                         .type = HOP_HOLE,
                                          .slen = (uint8_t)slen,
                                          .off = (uint16_t)ml,
                                          .word = (uint16_t)j,
-                                         .n = cy->site[f]};
+                                         .hi = cy->hslot[f]};
             ml += slen;
             pr = 0;
             bytes = 0;
@@ -1573,9 +1588,8 @@ static uint32_t cyc_steps(struct cycle *cy, uint32_t L, uint32_t R, const uint8_
             pr++;
         } else {
             if (!bytes) {
-                if (pr)
-                    cy->op[nop++] = (struct hop){.type = HOP_RUN, .n = (uint32_t)pr};
-                cy->op[nop++] = (struct hop){.type = HOP_BYTES, .off = (uint16_t)ml};
+                cy->op[nop++] =
+                    (struct hop){.pre = (uint32_t)pr, .type = HOP_BYTES, .off = (uint16_t)ml};
                 bytes = 1;
             } else if (pr) {
                 ml = (uint32_t)(put_run(cy->m + ml, pr) - cy->m);
@@ -1588,7 +1602,7 @@ static uint32_t cyc_steps(struct cycle *cy, uint32_t L, uint32_t R, const uint8_
         rec++;
     }
     if (pr)
-        cy->op[nop++] = (struct hop){.type = HOP_RUN, .n = (uint32_t)pr};
+        cy->op[nop++] = (struct hop){.pre = (uint32_t)pr, .type = HOP_END};
     return nop; /* R > 0: at least one step */
 }
 
@@ -1644,9 +1658,14 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
 {
     struct cycle *cy = s->cy;
     struct ml_tstate *st = s->enc.st;
+    struct hst *hs = cy->hs;
     const uint64_t *w0 = w;
     uint32_t L = cy->L, R = cy->R, nop = cy->nop, k;
 
+    for (k = 0; k < cy->nh; k++) {
+        const struct ml_tstate *x = &st[cy->hsite[k]];
+        hs[k] = (struct hst){x->last, x->stride, x->cand};
+    }
     while (w + L <= stop) {
         const uint64_t *dl = cy->delta, *mk = cy->mask;
         uint64_t diff = 0, run = f->run;
@@ -1669,15 +1688,9 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
             break;
         for (k = 0; k < nop; k++) {
             const struct hop *o = &cy->op[k];
-            if (o->type == HOP_RUN) {
-                run += o->n;
-            } else if (o->type == HOP_BYTES) {
-                if (run)
-                    p = put_run(p, run);
-                run = 0;
-                p = put_bytes(p, cy->m + o->off, o->len);
-            } else {
-                struct ml_tstate *x = &st[o->n];
+            run += o->pre;
+            if (o->type == HOP_HOLE) {
+                struct hst *x = &hs[o->hi];
                 uint64_t a = w[o->word], last = x->last, pred = last + (uint64_t)x->stride;
                 int64_t dd = (int64_t)(a - last);
                 if (o->slen || a != pred) {
@@ -1698,6 +1711,11 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
                 x->stride = dd == x->cand ? dd : x->stride;
                 x->cand = dd;
                 x->last = a;
+            } else if (o->type == HOP_BYTES) {
+                if (run)
+                    p = put_run(p, run);
+                run = 0;
+                p = put_bytes(p, cy->m + o->off, o->len);
             }
         }
         f->p = p;
@@ -1709,6 +1727,12 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
     }
     if (w == w0)
         return w;
+    for (k = 0; k < cy->nh; k++) {
+        struct ml_tstate *x = &st[cy->hsite[k]];
+        x->last = hs[k].last;
+        x->stride = hs[k].stride;
+        x->cand = hs[k].cand;
+    }
     /* Only the regular sites' last addresses differ from the state the last repetition left. */
     for (k = 0; k < cy->nsites; k++)
         if (!cy->hole[k])
