@@ -1632,12 +1632,16 @@ static inline uint8_t *put_bytes(uint8_t *p, const uint8_t *m, size_t n)
  */
 static inline uint8_t *put_varint_nb(uint8_t *p, uint64_t v)
 {
+    /* Bytes by the highest bit set: no division in the chain (it cost a quarter of the replay). */
+    static const uint8_t len[56] = {1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+                                    3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6,
+                                    6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8};
     uint64_t x;
     unsigned n;
 
     if (v >> 56)
         return ml_put_varint(p, v);
-    n = (unsigned)(63 - __builtin_clzll(v | 1)) / 7 + 1;
+    n = len[63 - __builtin_clzll(v | 1)];
     x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
         (v << 4 & 0x7f00000000ull) | (v << 5 & 0x7f0000000000ull) | (v << 6 & 0x7f000000000000ull) |
         (v << 7 & 0x7f00000000000000ull);
