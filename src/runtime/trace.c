@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -855,18 +856,47 @@ static int compress_now(const struct ml_chunk_header *h)
     return !behind;
 }
 
-/* raw: stored uncompressed whatever compress_now says (a chunk a thread encoded itself). */
+/* The header, then the payload, by one writev(2) (more after a short write). */
+static int write_two(const void *a, size_t na, const void *b, size_t nb)
+{
+    struct iovec v[2] = {{(void *)a, na}, {(void *)b, nb}};
+    int i = 0;
+
+    while (i < 2) {
+        ssize_t w = writev(tr.fd, v + i, 2 - i);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        while (i < 2 && (size_t)w >= v[i].iov_len)
+            w -= (ssize_t)v[i++].iov_len;
+        if (i < 2) {
+            v[i].iov_base = (char *)v[i].iov_base + w;
+            v[i].iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/*
+ * raw: stored uncompressed whatever compress_now says (a chunk a thread encoded itself). A
+ * chunk stored raw is written from the payload where it is, not copied behind its header.
+ */
 static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n, int raw)
 {
     struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
+    int zip;
 
     if (tr.fd < 0)
         return;
     h->clk_tick = ml_rt_ticks();
     h->clk_ns = ml_rt_mono_ns();
     tr.out.len = 0;
-    if (ml_chunk_build(&tr.out, tr.zctx && !raw && compress_now(h) ? &z : NULL, h, payload, n) ||
-        write_all(tr.out.p, tr.out.len)) {
+    zip = tr.zctx && !raw && compress_now(h);
+    if (!zip)
+        ml_chunk_seal(h, payload, n, n, 0);
+    if (zip ? ml_chunk_build(&tr.out, &z, h, payload, n) || write_all(tr.out.p, tr.out.len)
+            : write_two(h, sizeof(*h), payload, n)) {
         say("cannot write trace '", tr.path, "': tracing stops here");
         close(tr.fd);
         tr.fd = -1;
