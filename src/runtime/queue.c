@@ -436,6 +436,7 @@ static struct ml_q_cursor *advance(struct ml_q_cursor *c)
 ML_EXPORT struct ml_q_cursor *__memlens_q_next(void)
 {
     struct ml_q_cursor *c = __memlens_q_cur;
+    int saved_errno = errno; /* the program's: set-up, waits and wake-ups make calls */
 
     qself();
     if (qt.busy) { /* a signal handler interrupted the slow path */
@@ -443,12 +444,14 @@ ML_EXPORT struct ml_q_cursor *__memlens_q_next(void)
             atomic_fetch_add(&hdr->lost_events, 1);
         qt.scratch_cur.pos = qt.scratch;
         qt.scratch_cur.end = qt.scratch + SCRATCH;
-        return &qt.scratch_cur;
+        c = &qt.scratch_cur;
+    } else {
+        qt.busy = 1;
+        c = advance(c);
+        __memlens_q_cur = c;
+        qt.busy = 0;
     }
-    qt.busy = 1;
-    c = advance(c);
-    __memlens_q_cur = c;
-    qt.busy = 0;
+    errno = saved_errno;
     return c;
 }
 

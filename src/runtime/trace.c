@@ -507,7 +507,7 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
         nb = pop_free(t);
     if (!nb) {
         uint64_t w0 = ml_rt_ticks();
-        int stale = 0, saved_errno = errno; /* the program's, wherever it was interrupted */
+        int stale = 0;
         /*
          * Every buffer is with the writer: sleep until half of them are back,
          * not just one, so that a writer slower than the program wakes the
@@ -530,7 +530,6 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
                 stale = 1;
             __atomic_store_n(&t->waiting, 0, __ATOMIC_RELEASE);
         }
-        errno = saved_errno;
         __atomic_add_fetch(&tr.p_waits, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&tr.p_wait_ticks, ml_rt_ticks() - w0, __ATOMIC_RELAXED);
         if (!nb)
@@ -555,22 +554,22 @@ static void hand_over(struct tthread *t, uint64_t *used_end, int mode)
 ML_EXPORT uint64_t *__memlens_trace_flush(uint64_t words)
 {
     struct tthread *t = self;
+    /* The program's errno, wherever it was interrupted: set-up, waits and wake-ups make calls. */
+    int saved_errno = errno;
 
     (void)words; /* every buffer has room for the largest segment */
     if (!t) {
-        if (self_gone || tr.disabled || tr.finishing || !(t = thread_setup())) {
-            use_scratch();
-            return scratch;
-        }
+        if (self_gone || tr.disabled || tr.finishing || !(t = thread_setup()))
+            t = NULL;
     } else if (tr.disabled || tr.finishing || t->encoding) {
         /* (encoding: a signal handler's records while the thread encodes are lost) */
-        use_scratch();
-        return scratch;
+        t = NULL;
     } else {
         hand_over(t, __memlens_tb_ptr, HAND_NEXT);
     }
-    if (!t->cur)
+    if (!t || !t->cur)
         use_scratch();
+    errno = saved_errno;
     return __memlens_tb_ptr;
 }
 

@@ -70,15 +70,17 @@ kill $plain
 # ---- item 4: another user's files at the victim's future pid ----
 # In a new pid namespace the pids are known in advance: plant files owned by uid 1 under the
 # names of the next pids, then run the victim as nobody (sticky /dev/shm: it cannot remove them).
+# The namespace gets its own sticky tmpfs on /dev/shm, so the planted names never reach
+# processes outside it (another checkout's tests, a real profiled program).
 if [ $ns = 1 ] && command -v setpriv >/dev/null; then
-    for p in $(seq 2 40); do
-        for f in /dev/shm/memlens.$p /dev/shm/memlens.$p.tmp; do
-            [ -e "$f" ] && continue
-            echo junk >"$f" && chown 1:1 "$f" && planted+=("$f")
-        done
-    done
     mkdir -m 777 "$T/victim"
     cat >"$T/victim.sh" <<EOF
+mount -t tmpfs -o mode=1777,size=1m tmpfs /dev/shm || exit 90
+for p in \$(seq 2 40); do
+    for f in /dev/shm/memlens.\$p /dev/shm/memlens.\$p.tmp; do
+        echo junk >"\$f" && chown 1:1 "\$f" || exit 91
+    done
+done
 MEMLENS_OUT=$T/victim setpriv --reuid=65534 --regid=65534 --clear-groups "$T/files" wait $n "$T/go" \
     >"$T/victim.out" 2>"$T/victim.err" &
 v=\$!
