@@ -377,6 +377,17 @@ int ml_tbuf_meta(struct ml_tbuf *b, const char *key, const char *value)
     return 0;
 }
 
+void ml_chunk_seal(struct ml_chunk_header *h, const void *stored, size_t n, size_t raw_n,
+                   uint32_t flags)
+{
+    h->magic = ML_CHUNK_MAGIC;
+    h->flags = flags;
+    h->raw_size = (uint32_t)raw_n;
+    h->size = (uint32_t)n;
+    h->payload_crc = ml_crc32c(0, stored, n);
+    h->header_crc = ml_crc32c(0, h, offsetof(struct ml_chunk_header, header_crc));
+}
+
 int ml_chunk_build(struct ml_tbuf *out, const struct ml_tzstd *z, struct ml_chunk_header *h,
                    const void *payload, size_t n)
 {
@@ -396,11 +407,7 @@ int ml_chunk_build(struct ml_tbuf *out, const struct ml_tzstd *z, struct ml_chun
     }
     if (!(h->flags & ML_CF_ZSTD))
         memcpy(dst, payload, n);
-    h->magic = ML_CHUNK_MAGIC;
-    h->raw_size = (uint32_t)n;
-    h->size = (uint32_t)stored;
-    h->payload_crc = ml_crc32c(0, dst, stored);
-    h->header_crc = ml_crc32c(0, h, offsetof(struct ml_chunk_header, header_crc));
+    ml_chunk_seal(h, dst, stored, n, h->flags);
     memcpy(out->p + at, h, sizeof(*h));
     out->len = at + sizeof(*h) + stored;
     return 0;

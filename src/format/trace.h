@@ -355,6 +355,9 @@ struct ml_tzstd {
  */
 int ml_chunk_build(struct ml_tbuf *out, const struct ml_tzstd *z, struct ml_chunk_header *h,
                    const void *payload, size_t n);
+/* Sets h's magic, flags, sizes and checksums for a stored payload of n bytes (raw: raw_n). */
+void ml_chunk_seal(struct ml_chunk_header *h, const void *stored, size_t n, size_t raw_n,
+                   uint32_t flags);
 
 /* Table payloads: append one entry; 0 or -ENOMEM. */
 int ml_tbuf_site(struct ml_tbuf *b, const struct ml_ev_site *s, uint32_t marker_base);

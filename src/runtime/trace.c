@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,29 +110,68 @@ struct hcache {
     uint64_t h;
     const uint32_t *d;
     uint32_t gen, n;
-    /* Where the header last started a segment in fast loop `loop` (cycle detection). */
-    const uint64_t *pos;
+    /* Where the header last started a segment in fast loop `loop` (cycle detection), and
+       from where a span ending at it is worth checking again (back: words after a failed
+       check, doubling); per header, so that one that never closes a cycle (the first
+       segment of a row's inner loop) does not delay the one that does. */
+    const uint64_t *pos, *next;
     uint64_t loop;
+    uint32_t back;
 };
 
 /*
  * Cycle replay (cyc_verify, cyc_replay): a span of CYC_MAXL words at most
- * whose segments repeat, every address moving by a fixed delta per site from
- * one repetition to the next, encodes to the same bytes each time once the
- * prediction state is steady; the replay then only compares words.
+ * whose segments repeat, every address of a regular site moving by a fixed
+ * delta per site from one repetition to the next, encodes to the same bytes
+ * each time once the prediction state is steady, except for the records of
+ * its holes (sites whose addresses do not move so: x[col[j]] in a sparse
+ * row), which are encoded in place. The replay compares the regular words,
+ * copies their bytes and encodes the holes with their live state.
  */
 #define CYC_MAXL 256
 #define CYC_MAXM 2048
 #define CYC_TAB  512
+#define CYC_NONE 0xffffu
+/* One step of a replayed repetition: predicted records, then fixed tokens, a hole or nothing. */
+enum { HOP_END, HOP_BYTES, HOP_HOLE };
+struct hop {
+    uint32_t pre; /* predicted records before it */
+    uint8_t type;
+    uint8_t slen;  /* HOP_HOLE: bytes of its site field (0: the site is predicted) */
+    uint16_t off;  /* HOP_BYTES: the tokens in m; HOP_HOLE: its site field in m */
+    uint16_t len;  /* HOP_BYTES */
+    uint16_t word; /* HOP_HOLE: its word in the span */
+    uint16_t hi;   /* HOP_HOLE: its site in hs[] */
+};
+/* A hole site's prediction state while a replay runs (side by side, not in the site table). */
+struct hst {
+    uint64_t last;
+    int64_t stride, cand;
+};
 struct cycle {
-    uint64_t delta[CYC_MAXL]; /* per word: headers 0, addresses their site's delta */
+    uint64_t delta[CYC_MAXL]; /* per word: headers and holes 0, addresses their site's delta */
+    uint64_t mask[CYC_MAXL];  /* per word: 0 for a hole's address, else all ones */
+    uint16_t wsite[CYC_MAXL]; /* per word: its site in site[] (CYC_NONE: a header) */
     uint32_t site[CYC_MAXL];  /* the span's distinct sites */
+    uint64_t sdelta[CYC_MAXL];
     uint16_t lastw[CYC_MAXL]; /* and the word of each one's last occurrence */
+    uint8_t hole[CYC_MAXL];
     uint32_t nsites, tag;
     struct {
         uint32_t site, tag, first;
     } tab[CYC_TAB];
-    uint8_t m[CYC_MAXM]; /* the bytes of one repetition after its leading run */
+    uint16_t tlen[CYC_MAXL], toff[CYC_MAXL], tslen[CYC_MAXL]; /* per record of the capture */
+    struct hop op[CYC_MAXL + 1];
+    uint32_t nop, L, R, nh;
+    uint16_t hslot[CYC_MAXL]; /* per site in site[]: its place in hs[] (holes) */
+    uint32_t hsite[CYC_MAXL];
+    struct hst hs[CYC_MAXL];
+    /* A replay that stopped at a repetition's end (time point, fault, end of the buffer or
+       of the output room) resumes in the next pass when the chunk (gen) has no record more
+       (count): prev holds the last repetition's words, the next one is compared with. */
+    uint32_t gen, count;
+    uint64_t prev[CYC_MAXL];
+    uint8_t m[CYC_MAXM + 16]; /* the fixed bytes of one repetition (copied 16 at a time) */
 };
 
 /* One encoder of a thread's records: the writer's, or the thread's own (self_encode). */
@@ -815,18 +855,47 @@ static int compress_now(const struct ml_chunk_header *h)
     return !behind;
 }
 
-/* raw: stored uncompressed whatever compress_now says (a chunk a thread encoded itself). */
+/* The header, then the payload, by one writev(2) (more after a short write). */
+static int write_two(const void *a, size_t na, const void *b, size_t nb)
+{
+    struct iovec v[2] = {{(void *)a, na}, {(void *)b, nb}};
+    int i = 0;
+
+    while (i < 2) {
+        ssize_t w = writev(tr.fd, v + i, 2 - i);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        while (i < 2 && (size_t)w >= v[i].iov_len)
+            w -= (ssize_t)v[i++].iov_len;
+        if (i < 2) {
+            v[i].iov_base = (char *)v[i].iov_base + w;
+            v[i].iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+/*
+ * raw: stored uncompressed whatever compress_now says (a chunk a thread encoded itself). A
+ * chunk stored raw is written from the payload where it is, not copied behind its header.
+ */
 static void write_chunk(struct ml_chunk_header *h, const void *payload, size_t n, int raw)
 {
     struct ml_tzstd z = {zstd_compress, tr.z_bound, tr.zctx};
+    int zip;
 
     if (tr.fd < 0)
         return;
     h->clk_tick = ml_rt_ticks();
     h->clk_ns = ml_rt_mono_ns();
     tr.out.len = 0;
-    if (ml_chunk_build(&tr.out, tr.zctx && !raw && compress_now(h) ? &z : NULL, h, payload, n) ||
-        write_all(tr.out.p, tr.out.len)) {
+    zip = tr.zctx && !raw && compress_now(h);
+    if (!zip)
+        ml_chunk_seal(h, payload, n, n, 0);
+    if (zip ? ml_chunk_build(&tr.out, &z, h, payload, n) || write_all(tr.out.p, tr.out.len)
+            : write_two(h, sizeof(*h), payload, n)) {
         say("cannot write trace '", tr.path, "': tracing stops here");
         close(tr.fd);
         tr.fd = -1;
@@ -1287,7 +1356,7 @@ static int seg_check(struct wst *s, uint64_t h, const uint32_t *d, uint32_t n)
         if (x->gen != e->gen || !x->seen || (k + 1 < n && x->succ != (d[k + 2] & 0x3fffffffu)))
             return 0;
     }
-    *c = (struct hcache){h, d, e->gen, n, NULL, 0};
+    *c = (struct hcache){.h = h, .d = d, .gen = e->gen, .n = n};
     return 1;
 }
 
@@ -1389,17 +1458,19 @@ static inline int seg_fast(struct ml_tstate *st, struct fenc *f, const uint64_t 
 /*
  * Whether the L words at a, segments the current fast loop encoded with
  * seg_fast or fast_run, repeat three times after themselves with the same
- * headers, every address moving by the same delta per site at each
- * repetition (delta, and a site's every occurrence in the span by the
- * same). Then the prediction state is steady after the second repetition:
- * the differences each record sees (to the site's last address, and from
- * stride and cand) are the same from then on, so are its successors; the
- * fourth's bytes are those of every later repetition that keeps the deltas.
+ * headers. A site whose every address in the span moves by the same delta
+ * at each repetition is regular, any other a hole; at most half the
+ * records may be holes. The prediction state of the regular sites is then
+ * steady after the second repetition: the differences each of their records
+ * sees (to the site's last address, and from stride and cand) are the same
+ * from then on, so are all successors (the headers repeat); the fourth's
+ * bytes are those of every later repetition that keeps the deltas, but for
+ * the holes' addresses.
  */
 static int cyc_verify(struct wst *s, const uint64_t *a, uint32_t L)
 {
     struct cycle *cy = s->cy;
-    uint32_t gen = s->enc.gen, tag = ++cy->tag, j = 0;
+    uint32_t gen = s->enc.gen, tag = ++cy->tag, j = 0, recs = 0, holes = 0;
 
     cy->nsites = 0;
     while (j < L) {
@@ -1409,96 +1480,320 @@ static int cyc_verify(struct wst *s, const uint64_t *a, uint32_t L)
             a[j + 3 * L] != h)
             return 0;
         cy->delta[j] = 0;
+        cy->mask[j] = ~(uint64_t)0;
+        cy->wsite[j] = CYC_NONE;
         for (uint32_t k = 0; k < c->n; k++) {
             uint32_t i = j + 1 + k, g = c->d[k + 1] & 0x3fffffffu, x = (g * 2654435761u) >> 23;
             uint64_t dd = a[i + L] - a[i];
-            if (a[i + 2 * L] - a[i + L] != dd || a[i + 3 * L] - a[i + 2 * L] != dd)
-                return 0;
-            cy->delta[i] = dd;
+            int irregular = a[i + 2 * L] - a[i + L] != dd || a[i + 3 * L] - a[i + 2 * L] != dd;
             for (;; x = (x + 1) % CYC_TAB) {
                 if (cy->tab[x].tag != tag) { /* the site's first occurrence */
+                    uint32_t f = cy->nsites++;
                     cy->tab[x].site = g;
                     cy->tab[x].tag = tag;
-                    cy->tab[x].first = cy->nsites;
-                    cy->site[cy->nsites] = g;
-                    cy->lastw[cy->nsites++] = (uint16_t)i;
+                    cy->tab[x].first = f;
+                    cy->site[f] = g;
+                    cy->sdelta[f] = dd;
+                    cy->hole[f] = (uint8_t)irregular;
+                    cy->lastw[f] = (uint16_t)i;
+                    cy->wsite[i] = (uint16_t)f;
                     break;
                 }
                 if (cy->tab[x].site == g) {
                     uint32_t f = cy->tab[x].first;
-                    if (cy->delta[cy->lastw[f]] != dd)
-                        return 0;
+                    if (irregular || cy->sdelta[f] != dd)
+                        cy->hole[f] = 1;
                     cy->lastw[f] = (uint16_t)i;
+                    cy->wsite[i] = (uint16_t)f;
                     break;
                 }
             }
+            cy->delta[i] = dd;
         }
+        recs += c->n;
         j += 1 + c->n;
     }
-    return j == L;
+    if (j != L)
+        return 0;
+    for (j = 0; j < L; j++) {
+        if (cy->wsite[j] != CYC_NONE && cy->hole[cy->wsite[j]]) {
+            cy->delta[j] = 0;
+            cy->mask[j] = 0;
+            holes++;
+        } else {
+            cy->mask[j] = ~(uint64_t)0;
+        }
+    }
+    return 2 * holes <= recs;
+}
+
+/* A varint of the encoder's own output at *q (before e); -1 when it runs past e. */
+static int get_varint(const uint8_t **q, const uint8_t *e, uint64_t *v)
+{
+    *v = 0;
+    for (int sh = 0; sh < 64 && *q < e; sh += 7) {
+        uint8_t b = *(*q)++;
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
 }
 
 /*
- * Replays the verified span of L words (cyc_verify) from w, d the words of
- * its last repetition, encoded normally from p0 (run r0, count c0) to the
- * encoder's present state f: while the next L words are the last ones moved
- * by the deltas, their bytes are those of d. Returns where it stopped.
+ * The steps of one repetition (op[], m[]) from its bytes [p0, pe) encoded
+ * normally after a run of r0 records, ending with a run of `tail`: per
+ * record, predicted (part of a run), a token or a hole. Regular records'
+ * tokens and the runs between two of them are fixed bytes; a run next to a
+ * hole or at either end is counted as the encoder counts it. The number of
+ * steps, or 0 when the bytes are not what seg_fast writes for R records.
+ */
+static uint32_t cyc_steps(struct cycle *cy, uint32_t L, uint32_t R, const uint8_t *p0,
+                          const uint8_t *pe, uint64_t r0, uint64_t tail)
+{
+    const uint8_t *q = p0;
+    uint64_t skip = r0, v, pr = 0;
+    uint32_t rec = 0, nop = 0, ml = 0, j;
+    int bytes = 0; /* the last step is HOP_BYTES: a run after it is fixed */
+
+    if (pe - p0 > CYC_MAXM)
+        return 0;
+    while (q < pe) {
+        const uint8_t *t0 = q;
+        if (*q < 0x80) {
+            if (*q++) {
+                v = q[-1];
+            } else if (get_varint(&q, pe, &v)) {
+                return 0;
+            }
+            if (v < skip || v - skip > R - rec)
+                return 0;
+            for (v -= skip; v; v--)
+                cy->tlen[rec++] = 0;
+        } else if ((*q & 0xcf) == 0x80 && rec < R && !skip) {
+            uint8_t b = *q++;
+            const uint8_t *s0 = q;
+            if ((b & 0x20) && get_varint(&q, pe, &v))
+                return 0;
+            cy->tslen[rec] = (uint16_t)(q - s0);
+            if ((b & 0x10) && get_varint(&q, pe, &v))
+                return 0;
+            cy->toff[rec] = (uint16_t)(t0 - p0);
+            cy->tlen[rec++] = (uint16_t)(q - t0);
+        } else {
+            return 0;
+        }
+        skip = 0;
+    }
+    if (tail < skip || tail - skip != R - rec)
+        return 0;
+    while (rec < R)
+        cy->tlen[rec++] = 0;
+    rec = 0;
+    cy->nh = 0;
+    for (j = 0; j < cy->nsites; j++)
+        cy->hslot[j] = CYC_NONE;
+    for (j = 0; j < L; j++) {
+        uint16_t f = cy->wsite[j];
+        if (f == CYC_NONE)
+            continue;
+        if (cy->hole[f]) {
+            uint32_t slen = cy->tlen[rec] ? cy->tslen[rec] : 0;
+            if (cy->hslot[f] == CYC_NONE) {
+                cy->hslot[f] = (uint16_t)cy->nh;
+                cy->hsite[cy->nh++] = cy->site[f];
+            }
+            memcpy(cy->m + ml, p0 + cy->toff[rec] + 1, slen);
+            cy->op[nop++] = (struct hop){.pre = (uint32_t)pr,
+                                         .type = HOP_HOLE,
+                                         .slen = (uint8_t)slen,
+                                         .off = (uint16_t)ml,
+                                         .word = (uint16_t)j,
+                                         .hi = cy->hslot[f]};
+            ml += slen;
+            pr = 0;
+            bytes = 0;
+        } else if (!cy->tlen[rec]) {
+            pr++;
+        } else {
+            if (!bytes) {
+                cy->op[nop++] =
+                    (struct hop){.pre = (uint32_t)pr, .type = HOP_BYTES, .off = (uint16_t)ml};
+                bytes = 1;
+            } else if (pr) {
+                ml = (uint32_t)(put_run(cy->m + ml, pr) - cy->m);
+            }
+            pr = 0;
+            memcpy(cy->m + ml, p0 + cy->toff[rec], cy->tlen[rec]);
+            ml += cy->tlen[rec];
+            cy->op[nop - 1].len = (uint16_t)(ml - cy->op[nop - 1].off);
+        }
+        rec++;
+    }
+    if (pr)
+        cy->op[nop++] = (struct hop){.pre = (uint32_t)pr, .type = HOP_END};
+    return nop; /* R > 0: at least one step */
+}
+
+typedef uint64_t v2u64 __attribute__((vector_size(16)));
+
+static inline v2u64 ld2(const uint64_t *p)
+{
+    v2u64 v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Copies n bytes from m (16 readable) to the output (room for 16): no libc call when short. */
+static inline uint8_t *put_bytes(uint8_t *p, const uint8_t *m, size_t n)
+{
+    if (n <= 16)
+        memcpy(p, m, 16);
+    else
+        memcpy(p, m, n);
+    return p + n;
+}
+
+/*
+ * A varint without a branch on its length: a hole's differences are random,
+ * so are their lengths, and ml_put_varint's loop mispredicts. Stores 8 bytes
+ * (little-endian, as every target of the runtime); the output has room for them.
+ */
+static inline uint8_t *put_varint_nb(uint8_t *p, uint64_t v)
+{
+    /* Bytes by the highest bit set: no division in the chain (it cost a quarter of the replay). */
+    static const uint8_t len[56] = {1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
+                                    3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6,
+                                    6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8};
+    uint64_t x;
+    unsigned n;
+
+    if (v >> 56)
+        return ml_put_varint(p, v);
+    n = len[63 - __builtin_clzll(v | 1)];
+    x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
+        (v << 4 & 0x7f00000000ull) | (v << 5 & 0x7f0000000000ull) | (v << 6 & 0x7f000000000000ull) |
+        (v << 7 & 0x7f00000000000000ull);
+    x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
+    memcpy(p, &x, sizeof(x));
+    return p + n;
+}
+
+/*
+ * Replays the span whose steps cyc_steps made, from w: while the regular
+ * words of the next L are those of the repetition before (pw, then each
+ * replayed one) moved by the deltas, their bytes are those of the captured
+ * repetition and the holes are encoded as seg_fast would. Returns where it
+ * stopped; its budget 0 when the output room stopped it.
+ */
+static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
+                               const uint64_t *stop, size_t *budget, const uint64_t *pw)
+{
+    struct cycle *cy = s->cy;
+    struct ml_tstate *st = s->enc.st;
+    struct hst *hs = cy->hs;
+    const uint64_t *w0 = w;
+    uint32_t L = cy->L, R = cy->R, nop = cy->nop, k;
+
+    for (k = 0; k < cy->nh; k++) {
+        const struct ml_tstate *x = &st[cy->hsite[k]];
+        hs[k] = (struct hst){x->last, x->stride, x->cand};
+    }
+    while (w + L <= stop) {
+        const uint64_t *dl = cy->delta, *mk = cy->mask;
+        uint64_t diff = 0, run = f->run;
+        uint8_t *p = f->p;
+        if (*budget < R) {
+            *budget = 0;
+            break;
+        }
+        v2u64 acc = {0, 0}, acc2 = {0, 0};
+        /* Each regular word is the one a repetition before, moved: two words at a time. */
+        for (k = 0; k + 4 <= L; k += 4) {
+            acc |= (ld2(w + k) ^ (ld2(pw + k) + ld2(dl + k))) & ld2(mk + k);
+            acc2 |= (ld2(w + k + 2) ^ (ld2(pw + k + 2) + ld2(dl + k + 2))) & ld2(mk + k + 2);
+        }
+        acc |= acc2;
+        diff = acc[0] | acc[1];
+        for (; k < L; k++)
+            diff |= (w[k] ^ (pw[k] + dl[k])) & mk[k];
+        if (diff)
+            break;
+        for (k = 0; k < nop; k++) {
+            const struct hop *o = &cy->op[k];
+            run += o->pre;
+            if (o->type == HOP_HOLE) {
+                struct hst *x = &hs[o->hi];
+                uint64_t a = w[o->word], last = x->last, pred = last + (uint64_t)x->stride;
+                int64_t dd = (int64_t)(a - last);
+                if (o->slen || a != pred) {
+                    if (run)
+                        p = put_run(p, run);
+                    run = 0;
+                    if (o->slen) {
+                        *p = a != pred ? 0xb0 : 0xa0;
+                        p = put_bytes(p + 1, cy->m + o->off, o->slen);
+                    } else {
+                        *p++ = 0x90;
+                    }
+                    if (a != pred)
+                        p = put_varint_nb(p, ml_zigzag((int64_t)(a - pred)));
+                } else {
+                    run++;
+                }
+                x->stride = dd == x->cand ? dd : x->stride;
+                x->cand = dd;
+                x->last = a;
+            } else if (o->type == HOP_BYTES) {
+                if (run)
+                    p = put_run(p, run);
+                run = 0;
+                p = put_bytes(p, cy->m + o->off, o->len);
+            }
+        }
+        f->p = p;
+        f->run = run;
+        f->count += R;
+        *budget -= R;
+        pw = w;
+        w += L;
+    }
+    if (w == w0)
+        return w;
+    for (k = 0; k < cy->nh; k++) {
+        struct ml_tstate *x = &st[cy->hsite[k]];
+        x->last = hs[k].last;
+        x->stride = hs[k].stride;
+        x->cand = hs[k].cand;
+    }
+    /* Only the regular sites' last addresses differ from the state the last repetition left. */
+    for (k = 0; k < cy->nsites; k++)
+        if (!cy->hole[k])
+            st[cy->site[k]].last = w[(int64_t)cy->lastw[k] - (int64_t)L];
+    f->prev_addr = w[-1];
+    memcpy(cy->prev, w - L, L * sizeof(*w));
+    cy->gen = s->enc.gen;
+    cy->count = f->count;
+    return w;
+}
+
+/*
+ * Replays the verified span of L words (cyc_verify) from w, its last check
+ * repetition [w - L, w) encoded normally from p0 (run r0, count c0) to the
+ * encoder's present state f. Returns where it stopped.
  */
 static const uint64_t *cyc_replay(struct wst *s, struct fenc *f, const uint64_t *w,
                                   const uint64_t *stop, size_t *budget, uint32_t L,
                                   const uint8_t *p0, uint64_t r0, uint32_t c0)
 {
     struct cycle *cy = s->cy;
-    const uint64_t *w0 = w;
-    const uint8_t *q = p0;
-    uint64_t lead = 0, b = f->run;
-    uint32_t R = f->count - c0, k;
-    size_t mlen;
 
-    if (f->p > p0 && *q < 0x80) { /* the leading run: r0 and the records before a token */
-        if (*q++) {
-            lead = q[-1];
-        } else {
-            for (int sh = 0; sh < 64 && q < f->p; sh += 7) {
-                lead |= (uint64_t)(*q & 0x7f) << sh;
-                if (!(*q++ & 0x80))
-                    break;
-            }
-        }
-    }
-    mlen = (size_t)(f->p - q);
-    if (lead < r0 || (f->p > p0 && (!mlen || (!lead && r0))) || mlen > CYC_MAXM || !R ||
-        mlen + 11 > (size_t)R * ML_TENC_MAX_REC)
+    cy->gen = 0; /* no resumable replay while the steps change */
+    cy->L = L;
+    cy->R = f->count - c0;
+    if (!cy->R || !(cy->nop = cyc_steps(cy, L, cy->R, p0, f->p, r0, f->run)))
         return w;
-    lead -= r0;
-    memcpy(cy->m, q, mlen);
-    while (*budget >= R && w + L <= stop) {
-        const uint64_t *dl = cy->delta, *pw = w - L;
-        uint64_t diff = 0;
-        for (k = 0; k < L; k++) /* each word is the one a repetition before, moved */
-            diff |= w[k] ^ (pw[k] + dl[k]);
-        if (diff)
-            break;
-        if (mlen) {
-            if (f->run + lead)
-                f->p = put_run(f->p, f->run + lead);
-            memcpy(f->p, cy->m, mlen);
-            f->p += mlen;
-            f->run = b;
-        } else {
-            f->run += R;
-        }
-        f->count += R;
-        *budget -= R;
-        w += L;
-    }
-    if (w == w0)
-        return w;
-    /* Only the sites' last addresses differ from the state the last repetition left. */
-    for (k = 0; k < cy->nsites; k++)
-        s->enc.st[cy->site[k]].last = w[(int64_t)cy->lastw[k] - (int64_t)L];
-    f->prev_addr = w[-1];
-    return w;
+    return cyc_run(s, f, w, stop, budget, w - L);
 }
 
 /*
@@ -1561,7 +1856,7 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
             struct fenc f;
             struct ml_tstate *st = s->enc.st;
             struct hcache *hc = s->hc;
-            uint32_t gen = s->enc.gen, cy_c0 = 0, cy_back = 16;
+            uint32_t gen = s->enc.gen, cy_c0 = 0;
             uint64_t fast_h = s->fast_h, loop = ++s->loops, cy_r0 = 0;
             /* Cycle replay: a verified span of cy_L words, its last check repetition
                [cy_d0, cy_d1) encoded normally from cy_p0, then replayed. */
@@ -1569,6 +1864,11 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
             const uint8_t *cy_p0 = NULL;
             uint32_t cy_L = 0;
             fenc_load(&f, &s->enc);
+            if (s->cy->gen == gen && s->cy->count == f.count) {
+                /* Nothing encoded since a replay stopped: it goes on. */
+                w = cyc_run(s, &f, w, stop, &budget, s->cy->prev);
+                cy_next = w;
+            }
             while (w < stop) {
                 struct hcache *c;
                 h = *w;
@@ -1608,7 +1908,10 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                 c = &hc[(h >> 3) % NHCACHE];
                 if (c->h != h || c->gen != gen || c->n > budget || w + 1 + c->n > end)
                     break;
-                if (c->loop == loop && !cy_d1 && w >= cy_next) {
+                if (c->loop != loop) {
+                    c->next = w;
+                    c->back = 16;
+                } else if (!cy_d1 && w >= cy_next && w >= c->next) {
                     /* The span since this header's last segment may be a cycle. */
                     uint32_t L = (uint32_t)(w - c->pos);
                     if (w - c->pos <= CYC_MAXL && w + 3 * L <= stop && cyc_verify(s, c->pos, L)) {
@@ -1616,10 +1919,10 @@ static void process_buffer(struct wst *s, struct tbuf *b, uint64_t *lost)
                         cy_d0 = w + 2 * L;
                         cy_d1 = w + 3 * L;
                         cy_p0 = NULL;
-                        cy_back = 16;
+                        c->back = 16;
                     } else {
-                        cy_next = w + cy_back;
-                        cy_back = cy_back < 4096 ? 2 * cy_back : cy_back;
+                        c->next = w + c->back;
+                        c->back = c->back < 4096 ? 2 * c->back : c->back;
                     }
                 }
                 c->pos = w;
@@ -1838,6 +2141,8 @@ static void run_job(struct tjob *j)
         for (struct tthread *t = tr.threads; t; t = t->next) {
             if (t->w.hc)
                 memset(t->w.hc, 0, NHCACHE * sizeof(*t->w.hc));
+            if (t->w.cy)
+                t->w.cy->gen = 0; /* nor may a replay resume with their headers */
             t->w.fast_h = 0;
         }
         pthread_mutex_unlock(&tr.enc_lock);

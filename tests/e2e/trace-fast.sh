@@ -4,11 +4,13 @@
 # (MEMLENS_TRACE=fast=off): ns machine-code traces (--trace=asm,mode=ns) of
 # tests/e2e/kernels/trace-fast.c at -O0 and -O2 (steady cycles of calls, a site whose
 # addresses move by two deltas, cycles that break and change stride, a cycle longer than a
-# replayed span, an indirect load predicted only sometimes) and of the bench kernels smallfn
-# and spmv, encoded by the writer and by the threads themselves (self=always), hold the same
-# access records either way. Address randomisation is off, both runs see environments of the
-# same size, and every array stays below malloc's mmap threshold (mappings the writer thread
-# makes could come first and move the program's), so that addresses agree.
+# replayed span, cycles with holes: random accesses first, last and in between, a hole site
+# reached twice, holes that turn regular and back, sparse rows; an indirect load predicted
+# only sometimes) and of the bench kernels smallfn, spmv and pagerank (rows replayed with
+# their gathers as holes), encoded by the writer and by the threads themselves (self=always),
+# hold the same access records either way. Address randomisation is off, both runs see
+# environments of the same size, and every array stays below malloc's mmap threshold (mappings
+# the writer thread makes could come first and move the program's), so that addresses agree.
 . "$(dirname "$0")/../lib/common.sh"
 ml_require_cc
 command -v llvm-mc-14 >/dev/null || skip "llvm-mc-14 is not installed"
@@ -56,4 +58,6 @@ $MLCC --ml-trace=asm,mode=ns -O2 "$ML_ROOT/bench/kernels/smallfn.c" -o "$T/sf" |
 same smallfn "$T/sf" 5000 5
 $MLCC --ml-trace=asm,mode=ns -O2 "$ML_ROOT/bench/kernels/spmv.c" -o "$T/sp" || fail "build spmv"
 same spmv "$T/sp" 1000 12 5
+$MLCC --ml-trace=asm,mode=ns -O2 "$ML_ROOT/bench/kernels/pagerank.c" -o "$T/pr" || fail "build pagerank"
+same pagerank "$T/pr" 1500 16 3
 echo ok

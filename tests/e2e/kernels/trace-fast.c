@@ -1,8 +1,10 @@
 /* Loops for the trace writer's fast paths (docs/trace.md): the records must be those the
  * general encoder writes. Cycles of several segments (calls of small functions): a steady
  * cycle; a callee reached twice per iteration with addresses that move by different deltas
- * (never a cycle); a cycle broken every `brk` iterations and one whose stride changes halfway;
- * a cycle longer than the replay's span bound. One segment repeated with a record that is
+ * (a cycle whose hole is the callee's load); a cycle broken every `brk` iterations and one
+ * whose stride changes halfway; a cycle longer than the replay's span bound; cycles with
+ * holes (random loads and stores first, last and in between, a hole site reached twice, holes
+ * that turn regular and back) and sparse rows. One segment repeated with a record that is
  * predicted only sometimes (an indirect load: random, then runs of one stride, then
  * alternating strides). */
 #include <stdio.h>
@@ -69,6 +71,54 @@ NOINLINE static long longcycle(long *a, long n)
     return s;
 }
 
+/* Holes in replayed spans: sites whose addresses do not move by a fixed delta, encoded in
+   place while the rest of the span is replayed. Per iteration a random load first (a hash of j,
+   no load before it), get's load reached with a random address and a regular one (several
+   occurrences of one hole site), x[idx[..]] that turns regular and back with idx, and a random
+   store last. */
+NOINLINE static long holes(long *x, const long *idx, long n)
+{
+    long s = 0;
+    for (long j = 0; j < n; j++) {
+        s += x[(unsigned long)j * 2654435761ul % (unsigned long)n];
+        s += twice(get(&x[idx[j]]), get(&x[j]));
+        s += get(&x[idx[n - 1 - j]]);
+        x[((unsigned long)j * 40503ul + 7) % (unsigned long)n] = s & 0xff;
+    }
+    return s;
+}
+
+/* Holes right after a return from put, called twice per iteration: put's return is followed by
+   a different site each time, so each hole's record names its site. */
+NOINLINE static long named(const long *x, long *y, long n)
+{
+    unsigned long m = 1; /* a mask, not a division: nothing spilled around the calls */
+    long s = 0;
+    while (2 * m <= (unsigned long)n)
+        m *= 2;
+    for (long j = 0; j < n; j++) {
+        put(&y[j], s);
+        s += x[((unsigned long)j * 2654435761ul >> 5) & (m - 1)];
+        put(&y[n - 1 - j], s);
+        s += x[((unsigned long)j * 40503ul >> 3) & (m - 1)];
+    }
+    return s;
+}
+
+/* A sparse product's rows of k entries (a replayed span per row, the gathers its holes),
+   columns random for the first rows, then every row the same columns, then consecutive. */
+NOINLINE static long rows(const long *x, const long *col, long n, long k)
+{
+    long s = 0;
+    for (long r = 0; r + k <= n; r += k) {
+        long t = 0;
+        for (long j = r; j < r + k; j++)
+            t += x[col[j]] * (j & 7);
+        s += t;
+    }
+    return s;
+}
+
 /* x[idx[j]]: idx random, sequential, then two strides in turn. */
 NOINLINE static long gather(const long *x, const long *idx, long n)
 {
@@ -82,9 +132,10 @@ int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 100000, brk = argc > 2 ? atol(argv[2]) : 997;
     long *a = malloc(n * sizeof(*a)), *b = malloc(n * sizeof(*b)), *idx = malloc(n * sizeof(*idx));
+    long *col = malloc(n * sizeof(*col));
     unsigned long seed = 12345;
 
-    if (!a || !b || !idx || n < 40 || brk < 1)
+    if (!a || !b || !idx || !col || n < 40 || brk < 1)
         return 1;
     for (long i = 0; i < n; i++) {
         a[i] = i % 13;
@@ -93,6 +144,7 @@ int main(int argc, char **argv)
         idx[i] = i < n / 3       ? (long)((seed >> 33) % (unsigned long)n)
                  : i < 2 * n / 3 ? i / 2
                                  : (i % 2 ? i / 4 : i / 3);
+        col[i] = i < n / 3 ? idx[i] : i < 2 * n / 3 ? idx[i % 12] : i;
     }
     long s = 0;
     for (int r = 0; r < 3; r++) {
@@ -101,10 +153,15 @@ int main(int argc, char **argv)
         s += broken(a, n, brk);
         s += longcycle(a, n);
         s += gather(a, idx, n);
+        s += holes(b, idx, n);
+        s += named(a, b, n);
+        s += rows(a, col, n, 12);
+        s += rows(a, col, n, 5);
     }
     printf("%ld\n", s);
     free(a);
     free(b);
     free(idx);
+    free(col);
     return 0;
 }
