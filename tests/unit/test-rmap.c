@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 
+#include "backend/amap.h"
 #include "backend/rmap.h"
 
 #define KEYS 300 /* keys 0 .. KEYS-1, times a spread factor so they are not dense */
@@ -160,12 +161,64 @@ static void test_bad(void **state)
     ml_rmap_free(b);
 }
 
+/*
+ * The live-object table (amap.h) against a plain array: random inserts and
+ * erases of clustered addresses (long probe runs, wrap-around, growth), every
+ * address looked up after each step.
+ */
+static void test_amap(void **state)
+{
+    enum { N = 600 };
+    struct ent {
+        uint64_t addr, val;
+    };
+    static uint64_t live[N]; /* val + 1 of address (i + 1) * 64, 0: absent */
+    struct ml_amap m;
+    uint64_t rng = 7;
+
+    (void)state;
+    memset(live, 0, sizeof(live));
+    assert_int_equal(ml_amap_init(&m, sizeof(struct ent), 4), 0);
+    for (int step = 0; step < 20000; step++) {
+        uint64_t i, a;
+        struct ent *e;
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        i = (rng >> 33) % (step < 10000 ? N : N / 4);
+        a = (i + 1) * 64;
+        e = ml_amap_find(&m, a);
+        assert_int_equal(e != NULL, live[i] != 0);
+        if (e) {
+            assert_int_equal(e->val + 1, live[i]);
+            ml_amap_erase(&m, e);
+            live[i] = 0;
+        } else {
+            assert_non_null(e = ml_amap_insert(&m, a));
+            assert_int_equal(e->addr, a);
+            e->val = rng >> 40;
+            live[i] = e->val + 1;
+        }
+        if (step % 97 == 0) {
+            uint64_t n = 0;
+            for (uint64_t k = 0; k < N; k++) {
+                struct ent *f = ml_amap_find(&m, (k + 1) * 64);
+                assert_int_equal(f != NULL, live[k] != 0);
+                if (f)
+                    assert_int_equal(f->val + 1, live[k]), n++;
+            }
+            assert_int_equal(m.used, n);
+            assert_true(m.cap >= 2 * m.used);
+        }
+    }
+    ml_amap_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_amap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

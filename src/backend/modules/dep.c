@@ -1,4 +1,5 @@
 /* Module 'dep': memory flow (RAW), anti (WAR) and output (WAW) dependences, by loop. */
+#include "backend/amap.h"
 #include "backend/backend.h"
 #include "backend/shadow.h"
 #include "backend/sites.h"
@@ -129,9 +130,8 @@ struct dep {
     struct pair *tab;
     uint64_t cap, used;
     struct pair *hit[DEP_HITS]; /* the last pair added by hash of (src, dst, kind), or no_pair */
-    struct obj *obj;            /* live objects by address (open addressing), for their sizes */
-    uint64_t ocap, oused;
-    uint64_t split1; /* words split in bytes (pool entries in use) */
+    struct ml_amap objs;        /* live objects (struct obj) by address, for their sizes */
+    uint64_t split1;            /* words split in bytes (pool entries in use) */
     uint64_t cross_thread, far, unshadowed, bad_sites, unmatched;
     int nomem;
 };
@@ -161,9 +161,10 @@ static void *dep_init(struct ml_bworker *w)
     d->p1.n = 8;
     d->sh4 = ml_shadow_new(2 * sizeof(struct cell) / 8, 0);
     hits_reset(d);
-    if (!d->sh || !d->sh4 || !d->tab) {
+    if (!d->sh || !d->sh4 || !d->tab || ml_amap_init(&d->objs, sizeof(struct obj), 256)) {
         ml_shadow_free(d->sh);
         ml_shadow_free(d->sh4);
+        ml_amap_free(&d->objs);
         free(d->tab);
         free(d);
         return NULL;
@@ -646,65 +647,27 @@ static void access_range(void *arg, uint64_t lo, uint64_t hi)
 /* Larger objects are not kept: clearing walks an object's blocks and shadow pages. */
 #define OBJ_MAX (1ull << 36)
 
-static uint64_t obj_home(const struct dep *d, uint64_t addr)
-{
-    return ((addr >> 3) * 0x9e3779b97f4a7c15ull >> 20) & (d->ocap - 1);
-}
-
-static uint64_t obj_find(const struct dep *d, uint64_t addr)
-{
-    uint64_t i = obj_home(d, addr);
-
-    while (d->obj[i].addr && d->obj[i].addr != addr)
-        i = (i + 1) & (d->ocap - 1);
-    return i;
-}
-
+/* Keeps the size of the object at addr, which obj_take has just removed. */
 static void obj_put(struct dep *d, uint64_t addr, uint64_t size)
 {
-    uint64_t i;
+    struct obj *o = ml_amap_insert(&d->objs, addr);
 
-    if ((d->oused + 1) * 2 > d->ocap) {
-        struct obj *old = d->obj, *o;
-        uint64_t n = d->ocap, ncap = n ? n * 2 : 256;
-        if (!(o = calloc(ncap, sizeof(*o)))) {
-            d->nomem = 1;
-            return;
-        }
-        d->obj = o;
-        d->ocap = ncap;
-        for (uint64_t k = 0; k < n; k++)
-            if (old[k].addr)
-                d->obj[obj_find(d, old[k].addr)] = old[k];
-        free(old);
-    }
-    i = obj_find(d, addr);
-    d->oused += !d->obj[i].addr;
-    d->obj[i] = (struct obj){addr, size};
+    if (o)
+        o->size = size;
+    else
+        d->nomem = 1;
 }
 
 /* Removes the object at addr; returns its size (0: none known). */
 static uint64_t obj_take(struct dep *d, uint64_t addr)
 {
-    uint64_t i, j, size;
+    struct obj *o = ml_amap_find(&d->objs, addr);
+    uint64_t size;
 
-    if (!d->ocap || !d->obj[i = obj_find(d, addr)].addr)
+    if (!o)
         return 0;
-    size = d->obj[i].size;
-    /* linear probing: entries after the hole whose home is not between it and them move back */
-    for (j = i;;) {
-        uint64_t k;
-        j = (j + 1) & (d->ocap - 1);
-        if (!d->obj[j].addr)
-            break;
-        k = obj_home(d, d->obj[j].addr);
-        if (i <= j ? i < k && k <= j : i < k || k <= j)
-            continue;
-        d->obj[i] = d->obj[j];
-        i = j;
-    }
-    d->obj[i].addr = 0;
-    d->oused--;
+    size = o->size;
+    ml_amap_erase(&d->objs, o);
     return size;
 }
 
@@ -1227,7 +1190,7 @@ static void dep_fini(void *st)
     ml_shadow_free(d->sh4);
     free(d->p1.c);
     free(d->tab);
-    free(d->obj);
+    ml_amap_free(&d->objs);
     ml_shadow_free(d->sh);
     free(d);
 }

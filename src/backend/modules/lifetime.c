@@ -1,4 +1,5 @@
 /* Module 'lifetime': per allocation site, objects freed in an iteration, a call, or never. */
+#include "backend/amap.h"
 #include "backend/backend.h"
 #include "backend/rmap.h"
 #include "backend/sites.h"
@@ -81,8 +82,7 @@ struct lifetime {
     struct ml_ctx *ctx;
     struct lthread *t;
     uint32_t nt;
-    struct obj *tab; /* open addressing by address, linear probing */
-    uint64_t cap, used;
+    struct ml_amap objs; /* struct obj by address */
     struct ml_rmap *col[NCOLS];
     uint64_t unknown_frees, unknown_reallocs, replaced;
     int nomem;
@@ -97,7 +97,7 @@ static void lt_fini(void *st)
     for (uint32_t i = 0; i < l->nt; i++)
         ml_cstack_free(l->t[i].cs);
     free(l->t);
-    free(l->tab);
+    ml_amap_free(&l->objs);
     for (int c = 0; c < NCOLS; c++)
         ml_rmap_free(l->col[c]);
     ml_ctx_free(l->ctx);
@@ -112,10 +112,8 @@ static void *lt_init(struct ml_bworker *w)
     (void)w;
     if (!ok)
         return NULL;
-    l->cap = 1024;
-    l->tab = calloc(l->cap, sizeof(*l->tab));
     l->ctx = ml_ctx_new();
-    ok = l->tab && l->ctx;
+    ok = !ml_amap_init(&l->objs, sizeof(struct obj), 1024) && l->ctx;
     for (int c = 0; c < NCOLS && ok; c++)
         ok = (l->col[c] = ml_rmap_new(col_op[c], 1)) != NULL;
     if (!ok) {
@@ -143,73 +141,6 @@ static struct lthread *thread_of(struct lifetime *l, uint32_t thread)
         return NULL;
     }
     return &l->t[thread];
-}
-
-/* ---- blocks by address ---- */
-
-static uint64_t slot_of(uint64_t addr, uint64_t cap)
-{
-    uint64_t h = addr * 0x9e3779b97f4a7c15ull;
-
-    return (h ^ (h >> 31)) & (cap - 1);
-}
-
-static struct obj *find(struct lifetime *l, uint64_t addr)
-{
-    for (uint64_t i = slot_of(addr, l->cap);; i = (i + 1) & (l->cap - 1)) {
-        if (l->tab[i].addr == addr)
-            return &l->tab[i];
-        if (!l->tab[i].addr)
-            return NULL;
-    }
-}
-
-static struct obj *insert(struct lifetime *l, uint64_t addr)
-{
-    uint64_t i;
-
-    if ((l->used + 1) * 2 > l->cap) {
-        uint64_t ncap = l->cap * 2;
-        struct obj *nt = calloc(ncap, sizeof(*nt));
-        if (!nt) {
-            l->nomem = 1;
-            return NULL;
-        }
-        for (uint64_t k = 0; k < l->cap; k++)
-            if (l->tab[k].addr) {
-                uint64_t j = slot_of(l->tab[k].addr, ncap);
-                while (nt[j].addr)
-                    j = (j + 1) & (ncap - 1);
-                nt[j] = l->tab[k];
-            }
-        free(l->tab);
-        l->tab = nt;
-        l->cap = ncap;
-    }
-    for (i = slot_of(addr, l->cap); l->tab[i].addr; i = (i + 1) & (l->cap - 1))
-        ;
-    l->used++;
-    return &l->tab[i];
-}
-
-/* Removes o, shifting back the entries of its probe run that belong before the hole. */
-static void erase(struct lifetime *l, struct obj *o)
-{
-    uint64_t hole = (uint64_t)(o - l->tab), i = hole;
-
-    for (;;) {
-        i = (i + 1) & (l->cap - 1);
-        if (!l->tab[i].addr)
-            break;
-        uint64_t home = slot_of(l->tab[i].addr, l->cap);
-        /* Entry i may fill the hole when its home is not in (hole, i]. */
-        if ((i > hole && (home <= hole || home > i)) || (i < hole && home <= hole && home > i)) {
-            l->tab[hole] = l->tab[i];
-            hole = i;
-        }
-    }
-    l->tab[hole].addr = 0;
-    l->used--;
 }
 
 /* ---- events ---- */
@@ -270,7 +201,7 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
 {
     struct lifetime *l = st;
     struct lthread *t = thread_of(l, thread);
-    struct obj *o = find(l, rec[1]);
+    struct obj *o = ml_amap_find(&l->objs, rec[1]);
     const struct ml_cstack *cs;
 
     (void)w;
@@ -279,7 +210,8 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
     if (o) { /* its free was not seen (another thread's, still in flight, or missed) */
         l->replaced++;
         end_obj(l, o, o->thread, C_NEVER);
-    } else if (!(o = insert(l, rec[1]))) {
+    } else if (!(o = ml_amap_insert(&l->objs, rec[1]))) {
+        l->nomem = 1;
         return;
     }
     cs = t->cs;
@@ -305,7 +237,7 @@ static void on_alloc(void *st, struct ml_bworker *w, uint32_t thread, const uint
 static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
     struct lifetime *l = st;
-    struct obj *o = find(l, rec[1]);
+    struct obj *o = ml_amap_find(&l->objs, rec[1]);
 
     (void)w;
     if (!o || o->kind != O_HEAP || !thread_of(l, thread)) {
@@ -314,14 +246,14 @@ static void on_free(void *st, struct ml_bworker *w, uint32_t thread, const uint6
         return;
     }
     end_obj(l, o, thread, ML_Q_KIND(rec[0]) == ML_EV_REALLOC ? C_REALLOC : C_FREED);
-    erase(l, o);
+    ml_amap_erase(&l->objs, o);
 }
 
 /* A call in instrumented code returned rec[1]: the block made for it is this site's. */
 static void on_site(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
     struct lifetime *l = st;
-    struct obj *o = find(l, rec[1]);
+    struct obj *o = ml_amap_find(&l->objs, rec[1]);
 
     (void)w;
     if (o && !o->named && o->kind == O_HEAP && o->thread == thread) {
@@ -335,16 +267,16 @@ static void on_object(void *st, struct ml_bworker *w, uint32_t thread, const uin
 {
     struct lifetime *l = st;
     int global = ML_Q_KIND(rec[0]) == ML_EV_GLOBAL;
-    struct obj *o = find(l, rec[1]);
+    struct obj *o = ml_amap_find(&l->objs, rec[1]);
 
     if (global && o && o->kind == O_GLOBAL)
         return; /* one object defined by several units (C++ inline variables, COMDAT) */
     if (!global && o && o->kind == O_STACK) { /* its frame was left without its release */
         end_obj(l, o, o->thread, C_FREED);
-        erase(l, o);
+        ml_amap_erase(&l->objs, o);
     }
     on_alloc(st, w, thread, rec);
-    if (!(o = find(l, rec[1])))
+    if (!(o = ml_amap_find(&l->objs, rec[1])))
         return;
     o->size = rec[2];
     o->key = ML_Q_ID(rec[0]);
@@ -357,25 +289,27 @@ static void on_object(void *st, struct ml_bworker *w, uint32_t thread, const uin
 static void on_stack_free(void *st, struct ml_bworker *w, uint32_t thread, const uint64_t *rec)
 {
     struct lifetime *l = st;
-    struct obj *o = find(l, rec[1]);
+    struct obj *o = ml_amap_find(&l->objs, rec[1]);
 
     (void)w;
     /* Function exits release every object of the frame, also those already ended. */
     if (!o || o->kind != O_STACK || !thread_of(l, thread))
         return;
     end_obj(l, o, thread, C_FREED);
-    erase(l, o);
+    ml_amap_erase(&l->objs, o);
 }
 
 /* Blocks still allocated are never freed; the map is left empty. */
 static void flush_live(struct lifetime *l)
 {
-    for (uint64_t i = 0; i < l->cap; i++)
-        if (l->tab[i].addr) {
-            end_obj(l, &l->tab[i], l->tab[i].thread, C_NEVER);
-            l->tab[i].addr = 0;
+    struct obj *tab = (struct obj *)(void *)l->objs.tab;
+
+    for (uint64_t i = 0; i < l->objs.cap; i++)
+        if (tab[i].addr) {
+            end_obj(l, &tab[i], tab[i].thread, C_NEVER);
+            tab[i].addr = 0;
         }
-    l->used = 0;
+    l->objs.used = 0;
 }
 
 static int lt_merge(void *into, void *from)
