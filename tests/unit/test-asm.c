@@ -987,41 +987,59 @@ static void test_file(void **state)
     ml_asm_file_free(&f);
 }
 
-/*
- * Rewrites one function h (its body, whose units have the encodings hex[]) in
- * ns mode and returns the rewritten assembly.
- */
-static char *rewrite_ns(const char *body, const char *const *hex, int nhex)
+/* Parses one function h (its body, whose units have the encodings hex[]) with its encodings. */
+static void load_h(const char *body, const char *const *hex, int nhex, struct ml_asm_file *f,
+                   struct ml_asm_units *u)
 {
-    char text_in[1024];
+    char text_in[1024], err[256], mc[1024];
+    size_t n = 0;
 
     snprintf(text_in, sizeof(text_in),
              "\t.text\n\t.globl\th\n\t.type\th,@function\nh:\n\t.cfi_startproc\n%s"
              ".Lfunc_end2:\n\t.size\th, .Lfunc_end2-h\n\t.cfi_endproc\n",
              body);
-    struct ml_asm_file f;
-    struct ml_asm_units u;
-    struct ml_asm_opts o = {.params = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS}, .name = "t.c"};
-    struct ml_asm_stats st;
-    char err[256], mc[1024], *text = NULL;
-    size_t n = 0, size = 0;
-    FILE *out;
-
-    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), &f, err, sizeof(err)), 0);
-    assert_int_equal(ml_asm_units(&f, &u), 0);
-    assert_int_equal(u.n, nhex);
+    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), f, err, sizeof(err)), 0);
+    assert_int_equal(ml_asm_units(f, u), 0);
+    assert_int_equal(u->n, nhex);
     n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
     for (int k = 0; k < nhex; k++)
         n += snprintf(mc + n, sizeof(mc) - n, ".Lmemlens_e%d:\n\tinsn # encoding: [%s]\n", k,
                       hex[k]);
-    assert_int_equal(ml_asm_read_encodings(mc, n, &u, err, sizeof(err)), 0);
-    ml_asm_default_scores(ML_ASM_NS, o.params.score);
+    assert_int_equal(ml_asm_read_encodings(mc, n, u, err, sizeof(err)), 0);
+}
+
+/* Rewrites function h (load_h) with params p and returns the rewritten assembly. */
+static char *rewrite_h(const char *body, const char *const *hex, int nhex,
+                       const struct ml_asm_params *p, char **explain)
+{
+    struct ml_asm_file f;
+    struct ml_asm_units u;
+    struct ml_asm_opts o = {.params = *p, .name = "t.c"};
+    struct ml_asm_stats st;
+    char err[256], *text = NULL;
+    size_t size = 0, esize = 0;
+    FILE *out;
+
+    load_h(body, hex, nhex, &f, &u);
+    if (explain)
+        o.explain = open_memstream(explain, &esize);
     out = open_memstream(&text, &size);
     assert_int_equal(ml_asm_rewrite(&f, &u, &o, out, &st, err, sizeof(err)), 0);
     fclose(out);
+    if (explain)
+        fclose(o.explain);
     ml_asm_units_free(&u);
     ml_asm_file_free(&f);
     return text;
+}
+
+/* Rewrites function h in ns mode. */
+static char *rewrite_ns(const char *body, const char *const *hex, int nhex)
+{
+    struct ml_asm_params p = {.omega = 1, .chunk = 64, .mode = ML_ASM_NS};
+
+    ml_asm_default_scores(ML_ASM_NS, p.score);
+    return rewrite_h(body, hex, nhex, &p, NULL);
 }
 
 /*
@@ -1144,6 +1162,116 @@ static void test_tail_call(void **state)
     free(text);
 }
 
+/* The classes of control-equivalent blocks of function h (load_h): leader per block. */
+static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_asm_fold *fold)
+{
+    struct ml_asm_file f;
+    struct ml_asm_units u;
+    struct ml_asm_insn insn[32];
+    struct ml_asm_block *b;
+    int nb;
+
+    load_h(body, hex, nhex, &f, &u);
+    for (int k = 0; k < u.n; k++)
+        assert_int_equal(ml_asm_decode(u.code[k], u.len[k], f.line[u.last[k]].operands, &insn[k]),
+                         0);
+    nb = ml_asm_chain_calls(&f, &u, b, ml_asm_blocks(&f, &u, insn, &b));
+    assert_int_equal(ml_asm_fold_equivalent(&f, &u, insn, b, nb, fold), 0);
+    free(b);
+    ml_asm_units_free(&u);
+    ml_asm_file_free(&f);
+    return nb;
+}
+
+/*
+ * Control equivalence on hand-made graphs: a loop whose body is a diamond
+ * (header and latch run equally often, as do the entry and the exit; the two
+ * arms do not), a do-while loop (its body runs more often than the block
+ * that dominates it), and a function with an indirect jump (nothing folded).
+ */
+static void test_fold_equivalent(void **state)
+{
+    static const char diamond[] = "\tmovq\t(%rdi), %rax\n"
+                                  ".LBB2_1:\n"
+                                  "\tmovq\t(%rsi), %rcx\n"
+                                  "\ttestq\t%rcx, %rcx\n"
+                                  "\tje\t.LBB2_3\n"
+                                  "\tmovq\t8(%rsi), %rdx\n"
+                                  "\tjmp\t.LBB2_4\n"
+                                  ".LBB2_3:\n"
+                                  "\tmovq\t16(%rsi), %rdx\n"
+                                  ".LBB2_4:\n"
+                                  "\tmovq\t%rdx, (%rdi)\n"
+                                  "\taddq\t$24, %rsi\n"
+                                  "\tdecq\t%r8\n"
+                                  "\tjne\t.LBB2_1\n"
+                                  "\tmovq\t%rax, 8(%rdi)\n"
+                                  "\tretq\n";
+    static const char *const diamond_hex[] = {"0x48,0x8b,0x07",
+                                              "0x48,0x8b,0x0e",
+                                              "0x48,0x85,0xc9",
+                                              "0x74,A",
+                                              "0x48,0x8b,0x56,0x08",
+                                              "0xeb,A",
+                                              "0x48,0x8b,0x56,0x10",
+                                              "0x48,0x89,0x17",
+                                              "0x48,0x83,0xc6,0x18",
+                                              "0x49,0xff,0xc8",
+                                              "0x75,A",
+                                              "0x48,0x89,0x47,0x08",
+                                              "0xc3"};
+    static const int diamond_leader[] = {0, 1, 2, 3, 1, 0};
+    static const char dowhile[] = "\tmovq\t(%rdi), %rax\n"
+                                  ".LBB2_1:\n"
+                                  "\tmovq\t(%rsi), %rcx\n"
+                                  "\tdecq\t%r8\n"
+                                  "\tjne\t.LBB2_1\n"
+                                  "\tmovq\t%rcx, (%rdi)\n";
+    static const char *const dowhile_hex[] = {"0x48,0x8b,0x07", "0x48,0x8b,0x0e", "0x49,0xff,0xc8",
+                                              "0x75,A",         "0x48,0x89,0x0f", "0xc3"};
+    static const char *const ijump_hex[] = {"0x48,0x8b,0x07", "0x48,0x8b,0x0e", "0x49,0xff,0xc8",
+                                            "0x75,A",         "0x48,0x89,0x0f", "0xff,0xe0"};
+    struct ml_asm_fold fold[8];
+    struct ml_asm_params p = {.omega = 0.1, .chunk = 64, .mode = ML_ASM_AIA};
+    char body[512], *ex, *text;
+    int segs = 0;
+
+    (void)state;
+    assert_int_equal(fold_h(diamond, diamond_hex, (int)COUNT(diamond_hex), fold), 6);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(fold[i].leader, diamond_leader[i]);
+    assert_true(fold[1].depth < fold[4].depth && fold[0].depth < fold[5].depth);
+    /* between header and latch only the arms write (%rdx); between entry and exit the loop */
+    assert_int_equal(fold[4].clobber, 1u << 2);
+    assert_int_equal(fold[5].clobber, (1u << 1) | (1u << 2) | (1u << 6) | (1u << 8));
+    snprintf(body, sizeof(body), "%s\t%s\n", dowhile, "retq");
+    assert_int_equal(fold_h(body, dowhile_hex, (int)COUNT(dowhile_hex), fold), 3);
+    assert_int_equal(fold[0].leader, 0);
+    assert_int_equal(fold[1].leader, 1);
+    assert_int_equal(fold[2].leader, 0);
+    snprintf(body, sizeof(body), "%s\t%s\n", dowhile, "jmpq\t*%rax");
+    assert_int_equal(fold_h(body, ijump_hex, (int)COUNT(ijump_hex), fold), 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(fold[i].leader, i);
+    /*
+     * Selection over a class: one budget (W = 1 of 2 accesses) and one segment
+     * for the entry and the exit, whose (%rdi) keeps its value across the loop
+     * (8 B away), and for header and latch: 4 segments for 6 blocks.
+     */
+    ml_asm_default_scores(ML_ASM_AIA, p.score);
+    text = rewrite_h(diamond, diamond_hex, (int)COUNT(diamond_hex), &p, &ex);
+    for (const char *t = text; (t = strstr(t, "# memlens record {")); t++)
+        segs++;
+    assert_int_equal(segs, 4);
+    assert_non_null(strstr(ex, "control-equivalent block .LBB2_4"));
+    assert_non_null(strstr(ex, "(8 B away)"));
+    assert_non_null(strstr(ex, "W 1, 2 classes"));
+    assert_non_null(strstr(ex, "weight 2"));
+    assert_null(strstr(ex, "block 4"));
+    free(ex);
+    free(text);
+}
+
 static void test_parse_errors(void **state)
 {
     struct ml_asm_file f;
@@ -1180,6 +1308,7 @@ int main(void)
         cmocka_unit_test(test_segment_moves_down),
         cmocka_unit_test(test_record_sequence),
         cmocka_unit_test(test_tail_call),
+        cmocka_unit_test(test_fold_equivalent),
         cmocka_unit_test(test_parse_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -240,6 +240,25 @@ int ml_asm_blocks(const struct ml_asm_file *f, const struct ml_asm_units *u,
 int ml_asm_chain_calls(const struct ml_asm_file *f, const struct ml_asm_units *u,
                        struct ml_asm_block *blocks, int nb);
 
+struct ml_asm_fold {
+    int leader;       /* the block of the class that dominates the others (itself when alone) */
+    int depth;        /* its dominators: members run in this order */
+    unsigned clobber; /* general registers that may change from the previous member to it */
+};
+
+/*
+ * Control-equivalent blocks (docs/select.md, "Folding"): fold[i] gets block i's
+ * class. Blocks
+ * A and B are one class when A dominates B, B post-dominates A and no cycle
+ * goes through one without the other, so that they run equally often. Only
+ * functions whose control flow is known are folded (no indirect jumps but tail
+ * calls, no inline assembly or undecoded units, no setjmp-like callees, every
+ * block reached from the entry and reaching a return). Returns 0 or -ENOMEM.
+ */
+int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                           const struct ml_asm_insn *insn, const struct ml_asm_block *blocks,
+                           int nb, struct ml_asm_fold *fold);
+
 /* ---- analysis and selection (pure: no I/O) ---- */
 
 enum ml_asm_mode {
@@ -365,8 +384,19 @@ struct ml_asm_emit;
 struct ml_asm_emit *ml_asm_emit_new(const struct ml_asm_file *f, const struct ml_asm_units *u,
                                     const struct ml_asm_insn *insn, int mode, uint32_t chunk,
                                     const char *name, int pic);
-/* Block bno (units [b->first, b->end)) with its selection r. Returns 0 or -errno. */
-int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *b, int bno,
+/*
+ * The marker of selection unit bno (block b, or the class of control-equivalent
+ * blocks led by b), whose accesses are those of r over the instructions in[]
+ * r was computed on. Returns its index, -1 when r has no access, or -ENOMEM.
+ */
+int ml_asm_emit_marker(struct ml_asm_emit *e, const struct ml_asm_block *b, int bno,
+                       const struct ml_asm_insn *in, const struct ml_asm_result *r);
+/*
+ * Block b (units [b->first, b->end)) with its part r of its unit's selection
+ * (pick insn indices relative to b->first), its sites in that marker's unit.
+ * Returns 0 or -errno.
+ */
+int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *b, int marker,
                       const struct ml_asm_result *r);
 /* The file with the sequences inserted and, when it has sites, the tables and a constructor. */
 int ml_asm_emit_write(struct ml_asm_emit *e, FILE *out, const char *name);

@@ -102,3 +102,364 @@ int ml_asm_chain_calls(const struct ml_asm_file *f, const struct ml_asm_units *u
     }
     return n;
 }
+
+/* ---- control equivalence ---- */
+
+/* Largest function (in blocks) whose classes are computed: dominators cost n^2 bits. */
+#define FOLD_MAX_BLOCKS 2048
+
+struct cfg {
+    int n;     /* blocks of the function; node n is the exit */
+    int *succ; /* two per block, -1: none */
+    int *pred; /* flat predecessor lists: pred[pstart[v] .. pstart[v + 1]) */
+    int *pstart;
+    int *mark; /* DFS scratch: visit stamps */
+    int *stack;
+    int stamp;
+};
+
+struct lab {
+    const char *name;
+    int block;
+};
+
+static int lab_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct lab *)a)->name, ((const struct lab *)b)->name);
+}
+
+/* The block a jump's operand names ("  .LBB0_3"), or -1. */
+static int target_block(const struct ml_asm_file *f, const struct ml_asm_units *u, int k,
+                        const struct lab *labs, int nlab)
+{
+    const char *t = f->line[u->last[k]].operands;
+    struct lab key, *hit;
+    char name[256];
+    size_t n;
+
+    while (*t == ' ' || *t == '\t')
+        t++;
+    n = strcspn(t, " \t#");
+    if (!n || n >= sizeof(name))
+        return -1;
+    memcpy(name, t, n);
+    name[n] = 0;
+    key.name = name;
+    hit = bsearch(&key, labs, nlab, sizeof(*labs), lab_cmp);
+    return hit ? hit->block : -1;
+}
+
+static int tail_jump(const struct ml_asm_file *f, const struct ml_asm_units *u, int k,
+                     const struct ml_asm_insn *insn)
+{
+    const char *t = f->line[u->last[k]].operands;
+
+    while (*t == ' ' || *t == '\t')
+        t++;
+    if (insn[k].flow == ML_ASM_FLOW_IJUMP)
+        return *t == '*' && strstr(t, "@GOTPCREL(%rip)");
+    return strncmp(t, ".L", 2) != 0;
+}
+
+/*
+ * The control-flow graph of blocks b[0..n) of one function. Returns 0, 1 when
+ * the function's flow is not fully known (indirect jumps other than tail calls,
+ * inline assembly, undecoded units, setjmp-like callees, a jump to an unknown
+ * label, a fall through its end), or -ENOMEM.
+ */
+static int build_cfg(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                     const struct ml_asm_insn *insn, const struct ml_asm_block *b, int n,
+                     struct cfg *g)
+{
+    struct lab *labs = malloc(sizeof(*labs) * 16);
+    int nlab = 0, caplab = 16, rc = 0;
+
+    if (!labs)
+        return -ENOMEM;
+    for (int i = 0; i < n && !rc; i++) {
+        int from = i ? u->last[b[i].first - 1] + 1 : f->func[b[i].func].first;
+
+        for (int l = from; l < u->first[b[i].first]; l++) {
+            if (f->line[l].kind == ML_ASM_APP ||
+                (f->line[l].kind == ML_ASM_DIRECTIVE && is_section_directive(f->line[l].name)))
+                rc = 1;
+            if (f->line[l].kind != ML_ASM_LABEL)
+                continue;
+            if (nlab == caplab) {
+                struct lab *x = realloc(labs, sizeof(*labs) * (caplab *= 2));
+
+                if (!x) {
+                    free(labs);
+                    return -ENOMEM;
+                }
+                labs = x;
+            }
+            labs[nlab++] = (struct lab){f->line[l].name, i};
+        }
+        for (int k = b[i].first; k < b[i].end && !rc; k++)
+            rc = insn[k].opaque ||
+                 (insn[k].flow == ML_ASM_FLOW_CALL && returns_twice(f->line[u->last[k]].operands));
+    }
+    qsort(labs, nlab, sizeof(*labs), lab_cmp);
+    for (int i = 0; i < n && !rc; i++) {
+        int k = b[i].end - 1, *s = &g->succ[2 * i];
+
+        s[0] = s[1] = -1;
+        switch (insn[k].flow) {
+        case ML_ASM_FLOW_RET:
+        case ML_ASM_FLOW_STOP:
+            s[0] = n;
+            break;
+        case ML_ASM_FLOW_IJUMP:
+            if (!tail_jump(f, u, k, insn))
+                rc = 1;
+            s[0] = n;
+            break;
+        case ML_ASM_FLOW_JUMP:
+            s[0] = tail_jump(f, u, k, insn) ? n : target_block(f, u, k, labs, nlab);
+            rc = s[0] < 0;
+            break;
+        case ML_ASM_FLOW_CJUMP:
+            s[0] = target_block(f, u, k, labs, nlab);
+            s[1] = i + 1 < n ? i + 1 : -1;
+            rc = s[0] < 0 || s[1] < 0;
+            break;
+        case ML_ASM_FLOW_CALL: /* a call at the function's end does not return (exit, abort) */
+            s[0] = i + 1 < n ? i + 1 : n;
+            break;
+        default:
+            s[0] = i + 1 < n ? i + 1 : -1;
+            rc = s[0] < 0;
+        }
+    }
+    free(labs);
+    return rc;
+}
+
+typedef uint64_t word;
+#define WBITS       64
+#define HAS(set, v) ((set)[(v) / WBITS] >> ((v) % WBITS) & 1)
+
+/*
+ * Dominator sets over nodes 0..nn-1 from root, edges given by next(v) lists
+ * (the predecessors for dominators, the successors for post-dominators):
+ * set[v * w ..] holds the nodes that dominate v. Iterates to the fixed point.
+ * Returns 1 when a node is not reached from root (its sets are meaningless).
+ */
+static int dominators(int nn, int root, const int *in, const int *instart, word *set, int w)
+{
+    int changed = 1;
+
+    for (int v = 0; v < nn; v++)
+        memset(&set[(size_t)v * w], v == root ? 0 : 0xff, w * sizeof(word));
+    set[(size_t)root * w + root / WBITS] |= (word)1 << (root % WBITS);
+    while (changed) {
+        changed = 0;
+        for (int v = 0; v < nn; v++) {
+            word *d = &set[(size_t)v * w];
+
+            if (v == root)
+                continue;
+            for (int x = 0; x < w; x++) {
+                word acc = instart[v] == instart[v + 1] ? 0 : ~(word)0;
+
+                for (int e = instart[v]; e < instart[v + 1]; e++)
+                    acc &= set[(size_t)in[e] * w + x];
+                if (x == v / WBITS)
+                    acc |= (word)1 << (v % WBITS);
+                if (acc != d[x])
+                    d[x] = acc, changed = 1;
+            }
+        }
+    }
+    for (int v = 0; v < nn; v++)
+        if (!HAS(&set[(size_t)v * w], root))
+            return 1;
+    return 0;
+}
+
+/* Whether from can reach to through successors without entering avoid (from itself excluded). */
+static int reaches(struct cfg *g, int from, int to, int avoid)
+{
+    int sp = 0;
+
+    g->stamp++;
+    for (int j = 0; j < 2; j++)
+        if (g->succ[2 * from + j] >= 0)
+            g->stack[sp++] = g->succ[2 * from + j];
+    while (sp) {
+        int v = g->stack[--sp];
+
+        if (v == to)
+            return 1;
+        if (v == avoid || v >= g->n || g->mark[v] == g->stamp)
+            continue;
+        g->mark[v] = g->stamp;
+        for (int j = 0; j < 2; j++)
+            if (g->succ[2 * v + j] >= 0)
+                g->stack[sp++] = g->succ[2 * v + j];
+    }
+    return 0;
+}
+
+/* General registers the blocks strictly between from and to (on some path from one to the other)
+ * write. */
+static unsigned between(struct cfg *g, const struct ml_asm_block *b, const struct ml_asm_insn *insn,
+                        int from, int to)
+{
+    unsigned w = 0;
+    int sp = 0, fwd;
+
+    /* Forward from `from` (marks: this stamp), then backward from `to` over the marked ones. */
+    reaches(g, from, -1, to);
+    fwd = g->stamp++;
+    g->stack[sp++] = to;
+    while (sp) {
+        int v = g->stack[--sp];
+
+        for (int e = g->pstart[v]; e < g->pstart[v + 1]; e++) {
+            int p = g->pred[e];
+
+            if (p == from || p == to || p >= g->n || g->mark[p] != fwd)
+                continue;
+            g->mark[p] = g->stamp;
+            for (int k = b[p].first; k < b[p].end; k++) {
+                w |= insn[k].reg_written;
+                for (int l = 0; l < insn[k].nlinear; l++)
+                    w |= 1u << insn[k].lin[l].dst;
+            }
+            g->stack[sp++] = p;
+        }
+    }
+    return w;
+}
+
+/* Folds the blocks of one function, b[0..n), into classes: leader[] as ml_asm_fold_equivalent. */
+static int fold_function(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                         const struct ml_asm_insn *insn, const struct ml_asm_block *b, int n,
+                         int base, struct ml_asm_fold *fold)
+{
+    struct cfg g = {n, NULL, NULL, NULL, NULL, NULL, 0};
+    int nn = n + 1, w = (nn + WBITS - 1) / WBITS, rc, *rev = NULL, *rstart = NULL;
+    word *dom = NULL, *pdom = NULL;
+
+    g.succ = malloc(sizeof(int) * 2 * nn);
+    g.pred = malloc(sizeof(int) * 2 * nn);
+    g.pstart = calloc(nn + 1, sizeof(int));
+    g.mark = calloc(nn, sizeof(int));
+    g.stack = malloc(sizeof(int) * 2 * nn);
+    rev = malloc(sizeof(int) * 2 * nn);
+    rstart = calloc(nn + 1, sizeof(int));
+    dom = malloc(sizeof(word) * w * nn);
+    pdom = malloc(sizeof(word) * w * nn);
+    rc = -ENOMEM;
+    if (!g.succ || !g.pred || !g.pstart || !g.mark || !g.stack || !rev || !rstart || !dom || !pdom)
+        goto out;
+    g.succ[2 * n] = g.succ[2 * n + 1] = -1;
+    rc = build_cfg(f, u, insn, b, n, &g);
+    if (rc)
+        goto out;
+    /* Predecessor lists (for dominators) and successor lists (for post-dominators). */
+    for (int v = 0; v < nn; v++)
+        for (int j = 0; j < 2; j++)
+            if (g.succ[2 * v + j] >= 0)
+                g.pstart[g.succ[2 * v + j] + 1]++, rstart[v + 1]++;
+    for (int v = 0; v < nn; v++)
+        g.pstart[v + 1] += g.pstart[v], rstart[v + 1] += rstart[v];
+    {
+        int *fill = g.mark; /* scratch, reset below */
+
+        memcpy(fill, g.pstart, sizeof(int) * nn);
+        for (int v = 0; v < nn; v++)
+            for (int j = 0; j < 2; j++)
+                if (g.succ[2 * v + j] >= 0) {
+                    g.pred[fill[g.succ[2 * v + j]]++] = v;
+                    rev[rstart[v] + (j && g.succ[2 * v] >= 0)] = g.succ[2 * v + j];
+                }
+        memset(g.mark, 0, sizeof(int) * nn);
+    }
+    /* Every block reached from the entry and reaching the exit, or nothing is folded. */
+    rc = dominators(nn, 0, g.pred, g.pstart, dom, w) ? 1 : 0;
+    if (!rc)
+        rc = dominators(nn, n, rev, rstart, pdom, w) ? 1 : 0;
+    if (rc)
+        goto out;
+    /*
+     * B joins the class of its nearest dominator A that it post-dominates when
+     * no cycle goes through one of them without the other: then every run
+     * visits them as A B A B ... A B, so they run equally often.
+     */
+    for (int v = 0; v < n; v++) {
+        int best = -1, depth = -1;
+
+        for (int a = 0; a < n; a++) {
+            int d = 0;
+
+            if (a == v || !HAS(&dom[(size_t)v * w], a) || !HAS(&pdom[(size_t)a * w], v))
+                continue;
+            for (int x = 0; x < w; x++)
+                d += __builtin_popcountll(dom[(size_t)a * w + x]);
+            if (d > depth && !reaches(&g, v, v, a) && !reaches(&g, a, a, v))
+                best = a, depth = d;
+        }
+        rstart[v] = best; /* free once the post-dominators are known: the parent in the class */
+    }
+    for (int v = 0; v < n; v++) {
+        int a = v;
+
+        while (rstart[a] >= 0)
+            a = rstart[a];
+        fold[base + v].leader = base + a;
+        fold[base + v].depth = 0;
+        for (int x = 0; x < w; x++)
+            fold[base + v].depth += __builtin_popcountll(dom[(size_t)v * w + x]);
+    }
+    /*
+     * What the registers may lose between a member and the next one in the
+     * dominator order: the writes of the blocks on the paths between them.
+     */
+    for (int v = 0; v < n; v++) {
+        int prev = -1;
+
+        for (int a = 0; a < n; a++)
+            if (a != v && fold[base + a].leader == fold[base + v].leader &&
+                fold[base + a].depth < fold[base + v].depth &&
+                (prev < 0 || fold[base + a].depth > fold[base + prev].depth))
+                prev = a;
+        fold[base + v].clobber = prev < 0 ? 0xffff : between(&g, b, insn, prev, v);
+    }
+    rc = 0;
+out:
+    free(g.succ);
+    free(g.pred);
+    free(g.pstart);
+    free(g.mark);
+    free(g.stack);
+    free(rev);
+    free(rstart);
+    free(dom);
+    free(pdom);
+    return rc;
+}
+
+int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                           const struct ml_asm_insn *insn, const struct ml_asm_block *b, int nb,
+                           struct ml_asm_fold *fold)
+{
+    for (int i = 0; i < nb; i++)
+        fold[i] = (struct ml_asm_fold){i, 0, 0xffff};
+    for (int i = 0; i < nb;) {
+        int j = i + 1;
+
+        while (j < nb && b[j].func == b[i].func)
+            j++;
+        if (b[i].func >= 0 && j - i > 1 && j - i <= FOLD_MAX_BLOCKS) {
+            int rc = fold_function(f, u, insn, b + i, j - i, i, fold);
+
+            if (rc < 0)
+                return rc;
+        }
+        i = j;
+    }
+    return 0;
+}

@@ -632,15 +632,16 @@ static int add_site(struct ml_asm_emit *e, const struct ml_asm_block *blk, int u
     return e->nsite++;
 }
 
-static int add_marker(struct ml_asm_emit *e, const struct ml_asm_block *blk, int bno,
-                      const struct ml_asm_result *r)
+int ml_asm_emit_marker(struct ml_asm_emit *e, const struct ml_asm_block *blk, int bno,
+                       const struct ml_asm_insn *in, const struct ml_asm_result *r)
 {
-    const struct ml_asm_insn *in = e->insn + blk->first;
     int l = 0, s = 0, rmw = 0;
     const char *fn = blk->func >= 0 ? e->f->func[blk->func].name : "?";
     struct emarker *m;
     char *name;
 
+    if (!r->m)
+        return -1;
     for (int i = 0; i < r->m; i++) {
         int dir = in[r->pick[i].insn].acc[r->pick[i].acc].dir;
 
@@ -686,20 +687,20 @@ static int tail_call(const struct ml_asm_emit *e, int k)
     return (isalpha((unsigned char)*t) || *t == '_' || *t == '"') && strncmp(t, ".L", 2);
 }
 
-int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int bno,
+int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int marker,
                       const struct ml_asm_result *r)
 {
     const struct ml_asm_insn *in = e->insn + blk->first;
-    int n = blk->end - blk->first, rc = 0, marker, ns = 0, tail;
+    int n = blk->end - blk->first, rc = 0, ns = 0, tail;
     struct ml_asm_regval *st = NULL;
     unsigned *live = NULL, *gpr = NULL;
     int *sel = NULL, *site = NULL, *pj = NULL, *pa = NULL;
 
-    if (!r->m)
+    for (int i = 0; i < r->m; i++)
+        ns += r->pick[i].selected;
+    if (!ns)
         return 0;
-    marker = add_marker(e, blk, bno, r);
-    if (marker < 0)
-        return marker;
+    ns = 0;
     st = malloc((size_t)(n + 1) * ML_ASM_NGPR * sizeof(*st));
     live = malloc((size_t)(n + 1) * sizeof(*live));
     gpr = malloc((size_t)(n + 1) * sizeof(*gpr));

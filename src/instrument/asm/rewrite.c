@@ -69,28 +69,60 @@ static void print_bid(FILE *o, const struct ml_asm_bid *b)
         fprintf(o, "%s%" PRId64, b->d < 0 || !*sep ? "" : "+", b->d);
 }
 
-static void explain_block(FILE *o, const struct ml_asm_file *f, const struct ml_asm_units *u,
-                          const struct ml_asm_block *b, const struct ml_asm_insn *insn,
-                          const struct ml_asm_result *r, int bno)
+/*
+ * A selection unit: a block, or a class of control-equivalent blocks in their
+ * dominator order, its instructions copied one after the other (cat) with an
+ * instruction writing what the blocks between two members may change; map[c]
+ * is the unit of cat[c], or -1 for those.
+ */
+struct unit {
+    int *member, nmember;
+    struct ml_asm_insn *cat;
+    int *map, n;
+};
+
+static void explain_unit(FILE *o, const struct ml_asm_file *f, const struct ml_asm_units *u,
+                         const struct ml_asm_block *blocks, const struct unit *un,
+                         const struct ml_asm_result *r, int bno)
 {
+    const struct ml_asm_block *b = &blocks[un->member[0]];
+    int ninsn = 0;
+
+    for (int j = 0; j < un->nmember; j++)
+        ninsn += blocks[un->member[j]].end - blocks[un->member[j]].first;
     fprintf(o, "  block %d", bno);
     if (b->label_line >= 0)
         fprintf(o, " %s", f->line[b->label_line].name);
-    fprintf(o, " (line %d): %d instructions, %d accesses", u->first[b->first] + 1,
-            b->end - b->first, r->m);
+    fprintf(o, " (line %d): %d instructions, %d accesses", u->first[b->first] + 1, ninsn, r->m);
     if (r->m)
         fprintf(o, ", W %d, %d classes, %d clusters, %d instrumented, MA %.3f AIA %.3f", r->budget,
                 r->nclass, r->ncluster, r->nsel, r->ma, r->aia);
     fputc('\n', o);
-    for (int k = b->first, a = 0; k < b->end; k++) {
-        const struct ml_asm_line *l = &f->line[u->last[k]];
+    for (int c = 0, a = 0; c < un->n; c++) {
+        const struct ml_asm_insn *in = &un->cat[c];
+        const struct ml_asm_line *l;
+        int k = un->map[c];
 
-        if (insn[k].opaque || insn[k].tls_sequence)
+        if (k < 0)
+            continue;
+        l = &f->line[u->last[k]];
+        if (c && un->map[c - 1] != k - 1) {
+            const struct ml_asm_block *m = NULL;
+
+            for (int j = 0; j < un->nmember; j++)
+                if (blocks[un->member[j]].first == k)
+                    m = &blocks[un->member[j]];
+            fprintf(o, "    control-equivalent block");
+            if (m && m->label_line >= 0)
+                fprintf(o, " %s", f->line[m->label_line].name);
+            fprintf(o, " (line %d): runs as often, one budget\n", u->first[k] + 1);
+        }
+        if (in->opaque || in->tls_sequence)
             fprintf(o, "      %s %s   [%s]\n", l->name, l->operands,
-                    insn[k].opaque ? "not decoded: left alone" : "TLS sequence: left alone");
-        for (int j = 0; j < insn[k].naccess && !insn[k].opaque; j++, a++) {
+                    in->opaque ? "not decoded: left alone" : "TLS sequence: left alone");
+        for (int j = 0; j < in->naccess && !in->opaque; j++, a++) {
             const struct ml_asm_pick *p = &r->pick[a];
-            const struct ml_asm_access *ac = &insn[k].acc[j];
+            const struct ml_asm_access *ac = &in->acc[j];
 
             fprintf(o, "    %c %s %s%s  %s %u B at ", p->selected ? '+' : '.', l->name, l->operands,
                     ac->implicit ? " (implicit)" : "", dir_name(ac->dir), ac->size);
@@ -105,7 +137,7 @@ static void explain_block(FILE *o, const struct ml_asm_file *f, const struct ml_
             } else {
                 const struct ml_asm_pick *q = &r->pick[p->rep];
 
-                fprintf(o, ": counted by line %d", u->last[b->first + q->insn] + 1);
+                fprintf(o, ": counted by line %d", u->last[un->map[q->insn]] + 1);
                 if (p->level == 1)
                     fputs(" (same address)", o);
                 else if (p->level == 2)
@@ -121,12 +153,73 @@ static void explain_block(FILE *o, const struct ml_asm_file *f, const struct ml_
     }
 }
 
+/* The members of leader's class in dominator order, their instructions concatenated. */
+static int make_unit(const struct ml_asm_insn *insn, const struct ml_asm_block *blocks, int nb,
+                     const struct ml_asm_fold *fold, int leader, struct unit *un)
+{
+    int n = 0;
+
+    un->nmember = 0;
+    for (int i = leader; i < nb && blocks[i].func == blocks[leader].func; i++)
+        if (fold[i].leader == leader)
+            un->member[un->nmember++] = i;
+    for (int i = leader - 1; i >= 0 && blocks[i].func == blocks[leader].func; i--)
+        if (fold[i].leader == leader)
+            un->member[un->nmember++] = i;
+    /* insertion sort by depth: classes are small */
+    for (int j = 1; j < un->nmember; j++)
+        for (int x = j; x > 0 && fold[un->member[x]].depth < fold[un->member[x - 1]].depth; x--) {
+            int t = un->member[x];
+
+            un->member[x] = un->member[x - 1];
+            un->member[x - 1] = t;
+        }
+    for (int j = 0; j < un->nmember; j++) {
+        const struct ml_asm_block *b = &blocks[un->member[j]];
+
+        if (j && fold[un->member[j]].clobber) {
+            un->cat[n] = (struct ml_asm_insn){.reg_written = fold[un->member[j]].clobber,
+                                              .reg_killed = fold[un->member[j]].clobber};
+            un->map[n++] = -1;
+        }
+        for (int k = b->first; k < b->end; k++) {
+            un->cat[n] = insn[k];
+            un->map[n++] = k;
+        }
+    }
+    un->n = n;
+    return n;
+}
+
+/* The part of r that falls in member block b, insn indices relative to b->first (into part->pick).
+ */
+static void part_of(const struct unit *un, const struct ml_asm_block *b,
+                    const struct ml_asm_result *r, struct ml_asm_result *part)
+{
+    struct ml_asm_pick *pick = part->pick;
+
+    *part = *r;
+    part->pick = pick;
+    part->m = 0;
+    for (int a = 0; a < r->m; a++) {
+        int k = un->map[r->pick[a].insn];
+
+        if (k >= b->first && k < b->end) {
+            part->pick[part->m] = r->pick[a];
+            part->pick[part->m++].insn = k - b->first;
+        }
+    }
+}
+
 int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
                    const struct ml_asm_opts *o, FILE *out, struct ml_asm_stats *st, char *err,
                    size_t errlen)
 {
     struct ml_asm_insn *insn = calloc(u->n + 1, sizeof(*insn));
     struct ml_asm_block *blocks = NULL;
+    struct ml_asm_fold *fold;
+    struct unit un;
+    char *done;
     struct ml_asm_emit *em;
     const struct ml_asm_params *p = &o->params;
     double ma = 0, aia = 0;
@@ -157,15 +250,27 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
      * must name the same blocks as a selective build's, for measured accuracy.
      */
     nb = ml_asm_chain_calls(f, u, blocks, nb);
+    /* Also in ns mode, for the same reason: one marker per unit. */
+    fold = malloc((nb + 1) * sizeof(*fold));
+    done = calloc(nb + 1, 1);
+    un.member = malloc((nb + 1) * sizeof(int));
+    un.cat = malloc((u->n + nb + 1) * sizeof(*un.cat));
+    un.map = malloc((u->n + nb + 1) * sizeof(int));
     em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
-    if (!em) {
+    if (!em || !fold || !done || !un.member || !un.cat || !un.map ||
+        ml_asm_fold_equivalent(f, u, insn, blocks, nb, fold)) {
+        ml_asm_emit_free(em);
+        free(fold);
+        free(done);
+        free(un.member);
+        free(un.cat);
+        free(un.map);
         free(blocks);
         free(insn);
         ml_asm_err(err, errlen, "out of memory");
         return -ENOMEM;
     }
     st->functions = f->nfunc;
-    st->blocks = nb;
     st->insns = u->n;
     if (o->explain)
         fprintf(o->explain, "memlens: '%s': trace=asm mode=%s omega=%g chunk=%u scores=%d:%d:%d\n",
@@ -174,27 +279,41 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
                 : p->mode == ML_ASM_MA ? "ma"
                                        : "aia",
                 p->omega, p->chunk, p->score[0], p->score[1], p->score[2]);
-    for (int i = 0; i < nb; i++) {
+    for (int i = 0, bno = 0; i < nb && !rc; i++) {
         const struct ml_asm_block *b = &blocks[i];
-        struct ml_asm_result r;
+        struct ml_asm_result r, part;
+        int marker;
 
-        rc = ml_asm_select(insn + b->first, b->end - b->first, p, &r);
+        /* a unit is taken at its first block in file order */
+        if (done[fold[i].leader])
+            continue;
+        done[fold[i].leader] = 1;
+        make_unit(insn, blocks, nb, fold, fold[i].leader, &un);
+        b = &blocks[un.member[0]];
+        rc = ml_asm_select(un.cat, un.n, p, &r);
         if (rc) {
             ml_asm_err(err, errlen, "out of memory");
             break;
         }
+        part.pick = malloc((r.m ? r.m : 1) * sizeof(*part.pick));
         st->accesses += r.m;
         st->selected += r.nsel;
         ma += r.ma * r.m;
         aia += r.aia * r.m;
         for (int a = 0; a < r.m; a++)
             st->forced += r.pick[a].why == ML_ASM_WHY_FORCED;
-        for (int k = b->first; k < b->end; k++)
-            st->tls += insn[k].tls_sequence;
-        rc = ml_asm_emit_block(em, b, i, &r);
+        for (int c = 0; c < un.n; c++)
+            st->tls += un.cat[c].tls_sequence;
+        marker = part.pick ? ml_asm_emit_marker(em, b, bno, un.cat, &r) : -ENOMEM;
+        rc = marker < -1 ? marker : 0;
+        for (int j = 0; j < un.nmember && !rc; j++) {
+            part_of(&un, &blocks[un.member[j]], &r, &part);
+            rc = ml_asm_emit_block(em, &blocks[un.member[j]], marker, &part);
+        }
         if (rc) {
             ml_asm_err(err, errlen,
                        rc == -ENOSPC ? "no scratch register for a record" : "out of memory");
+            free(part.pick);
             ml_asm_result_free(&r);
             break;
         }
@@ -202,8 +321,11 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
             if (b->func != lastfunc)
                 fprintf(o->explain, "function %s\n", b->func >= 0 ? f->func[b->func].name : "?");
             lastfunc = b->func;
-            explain_block(o->explain, f, u, b, insn, &r, i);
+            explain_unit(o->explain, f, u, blocks, &un, &r, bno);
         }
+        bno++;
+        st->blocks++;
+        free(part.pick);
         ml_asm_result_free(&r);
     }
     st->ma = st->accesses ? ma / st->accesses : 1;
@@ -220,6 +342,11 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
         rc = -EIO;
     }
     ml_asm_emit_free(em);
+    free(fold);
+    free(done);
+    free(un.member);
+    free(un.cat);
+    free(un.map);
     free(blocks);
     free(insn);
     return rc;
