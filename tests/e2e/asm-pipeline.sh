@@ -92,7 +92,7 @@ run_same() { # <name> <build command for ref> ... : builds with clang and memlen
     cmp -s want.txt have.txt || fail "$name: output differs: $(cat have.txt) vs $(cat want.txt)"
 }
 for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.25" "omega=0.5,mode=ma,chunk=16" "omega=1"; do
-    for src in flags.c redzone.c jmp.c inline.c chain.c; do
+    for src in flags.c redzone.c jmp.c inline.c chain.c fold.c; do
         run_same "$src/$mode" 200 sh -c "clang-14 -O2 $P/$src -o ref &&
             $MC --ml-trace=asm,$mode -O2 $P/$src -o got"
     done
@@ -122,6 +122,21 @@ for mode in "omega=0.1" "omega=0.25,mode=ma" "omega=0.5,chunk=64"; do
     [ "$got" = "$want" ] || fail "chain/$mode: $got accesses, ns counts $want"
 done
 echo "call chains: accesses counted exactly (setjmp included)"
+# Control-equivalent blocks (loop header and latch around branches, code before and after a
+# loop) share one budget: their accesses still count exactly, at every optimisation level.
+for opt in -O0 -O1 -O2 -O3; do
+    $MC --ml-trace=asm,mode=ns $opt "$P/fold.c" -o fold.ns || fail "build fold.c $opt"
+    want=$(accesses fold.ns)
+    [ -n "$want" ] && [ "$want" -gt 0 ] || fail "fold $opt: no accesses in the ns trace"
+    for mode in "omega=0.1" "omega=0.25,mode=ma" "omega=0.5,chunk=64"; do
+        "$BIN/memlens" cc --trace=asm,$mode --explain -- $opt "$P/fold.c" -o fold.sel >fold.ex ||
+            fail "build fold.c $opt/$mode"
+        grep -q 'control-equivalent block' fold.ex || fail "fold $opt/$mode: nothing folded"
+        got=$(accesses fold.sel)
+        [ "$got" = "$want" ] || fail "fold $opt/$mode: $got accesses, ns counts $want"
+    done
+done
+echo "control-equivalent blocks: accesses counted exactly at -O0 to -O3"
 # Leaf functions whose red-zone data is live across records that save nothing: only the slow
 # path steps over the red zone, so the buffer must fill inside them (20000 calls, many flushes).
 for mode in "mode=ns" "omega=1"; do
