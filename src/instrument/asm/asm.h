@@ -214,11 +214,34 @@ int ml_asm_read_encodings(const char *mc, size_t size, struct ml_asm_units *u, c
 /* ---- basic blocks ---- */
 
 struct ml_asm_block {
-    int func;       /* function index */
-    int first, end; /* units [first, end) */
-    int label_line; /* line of the label that starts it, or -1 (falls through or entry) */
-    int after_call; /* starts only because the unit before it is a call */
+    int func;         /* function index */
+    int first, end;   /* units [first, end) */
+    int label_line;   /* line of the label that starts it, or -1 (falls through or entry) */
+    int after_call;   /* starts only because the unit before it is a call */
+    int out_known;    /* gpr_out and flags_out hold the function's flow (ml_asm_fold_equivalent) */
+    unsigned gpr_out; /* general registers live after the block (bit per number) */
+    unsigned flags_out; /* status flags live after it (ML_ASM_STATUS_FLAGS bits) */
 };
+
+/* Status flags a record sequence changes (add, cmp): CF PF AF ZF SF OF, Zydis bits. */
+#define ML_ASM_STATUS_FLAGS 0x8d5u
+/* Registers live after a return: results, callee-saved ones, %rsp (System V). */
+#define ML_ASM_RET_LIVE 0xf03du
+/* Registers a call reads (arguments, %rax for varargs) and the caller-saved ones it writes. */
+#define ML_ASM_CALL_ARGS      0x03c7u
+#define ML_ASM_CALL_CLOBBERED 0x0fc7u
+
+/* General registers live before instruction in when those in after are live after it. */
+unsigned ml_asm_gpr_before(const struct ml_asm_insn *in, unsigned after);
+/* Status flags live before in (a call's callee sets them: none). */
+unsigned ml_asm_flags_before(const struct ml_asm_insn *in, unsigned after);
+/*
+ * What is live after block b, whose last instruction is last (tail: a tail
+ * call): b's gpr_out/flags_out when known, else by the ABI after a return or
+ * a tail call (and, for the flags, a call or a stop), everything elsewhere.
+ */
+void ml_asm_block_out(const struct ml_asm_block *b, const struct ml_asm_insn *last, int tail,
+                      unsigned *gpr, unsigned *flags);
 
 /*
  * Cuts the decoded units of f into basic blocks: a block starts at a function's
@@ -248,7 +271,8 @@ struct ml_asm_fold {
 
 /*
  * Control-equivalent blocks (docs/select.md, "Folding"): fold[i] gets block i's
- * class. Blocks
+ * class, and the blocks of functions whose flow is known get what is live
+ * after them (out_known, gpr_out, flags_out). Blocks
  * A and B are one class when A dominates B, B post-dominates A and no cycle
  * goes through one without the other, so that they run equally often. Only
  * functions whose control flow is known are folded (no indirect jumps but tail
@@ -256,8 +280,8 @@ struct ml_asm_fold {
  * block reached from the entry and reaching a return). Returns 0 or -ENOMEM.
  */
 int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_units *u,
-                           const struct ml_asm_insn *insn, const struct ml_asm_block *blocks,
-                           int nb, struct ml_asm_fold *fold);
+                           const struct ml_asm_insn *insn, struct ml_asm_block *blocks, int nb,
+                           struct ml_asm_fold *fold);
 
 /* ---- analysis and selection (pure: no I/O) ---- */
 

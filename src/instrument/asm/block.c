@@ -60,8 +60,8 @@ int ml_asm_blocks(const struct ml_asm_file *f, const struct ml_asm_units *u,
         if (lead) {
             if (nb)
                 b[nb - 1].end = k;
-            b[nb++] = (struct ml_asm_block){func, k, k + 1, label,
-                                            !other && insn[k - 1].flow == ML_ASM_FLOW_CALL};
+            b[nb++] = (struct ml_asm_block){
+                func, k, k + 1, label, !other && insn[k - 1].flow == ML_ASM_FLOW_CALL, 0, 0, 0};
         }
     }
     if (nb)
@@ -101,6 +101,44 @@ int ml_asm_chain_calls(const struct ml_asm_file *f, const struct ml_asm_units *u
             blocks[n++] = blocks[i];
     }
     return n;
+}
+
+/* ---- liveness ---- */
+
+unsigned ml_asm_gpr_before(const struct ml_asm_insn *in, unsigned after)
+{
+    if (in->opaque)
+        return 0xffff;
+    if (in->flow == ML_ASM_FLOW_CALL)
+        return (after & ~ML_ASM_CALL_CLOBBERED) | ML_ASM_CALL_ARGS | in->reg_read |
+               (1u << ML_ASM_RSP);
+    return (after & ~in->reg_killed) | in->reg_read | (1u << ML_ASM_RSP);
+}
+
+unsigned ml_asm_flags_before(const struct ml_asm_insn *in, unsigned after)
+{
+    if (in->opaque)
+        return ML_ASM_STATUS_FLAGS;
+    if (in->flow == ML_ASM_FLOW_CALL)
+        return 0;
+    return (in->flags_read | (after & ~in->flags_written)) & ML_ASM_STATUS_FLAGS;
+}
+
+void ml_asm_block_out(const struct ml_asm_block *b, const struct ml_asm_insn *last, int tail,
+                      unsigned *gpr, unsigned *flags)
+{
+    if (b->out_known) {
+        *gpr = b->gpr_out;
+        *flags = b->flags_out;
+        return;
+    }
+    *flags = last->flow == ML_ASM_FLOW_CALL || last->flow == ML_ASM_FLOW_RET ||
+                     last->flow == ML_ASM_FLOW_STOP || tail
+                 ? 0
+                 : ML_ASM_STATUS_FLAGS;
+    *gpr = last->flow == ML_ASM_FLOW_RET ? ML_ASM_RET_LIVE
+           : tail                        ? ML_ASM_RET_LIVE | ML_ASM_CALL_ARGS
+                                         : 0xffff;
 }
 
 /* ---- control equivalence ---- */
@@ -278,6 +316,34 @@ static int dominators(int nn, int root, const int *in, const int *instart, word 
     return 0;
 }
 
+/*
+ * Whether every node is reached from root, through the successors (succ, two
+ * per node) or the flat lists next[start[v] .. start[v + 1]).
+ */
+static int all_reached(struct cfg *g, int root, const int *succ, const int *next, const int *start)
+{
+    int sp = 0, seen = 1;
+
+    g->stamp++;
+    g->mark[root] = g->stamp;
+    g->stack[sp++] = root;
+    while (sp) {
+        int v = g->stack[--sp], from = succ ? 2 * v : start[v],
+            to = succ ? 2 * v + 2 : start[v + 1];
+
+        for (int e = from; e < to; e++) {
+            int x = succ ? succ[e] : next[e];
+
+            if (x < 0 || g->mark[x] == g->stamp)
+                continue;
+            g->mark[x] = g->stamp;
+            g->stack[sp++] = x;
+            seen++;
+        }
+    }
+    return seen == g->n + 1;
+}
+
 /* Whether from can reach to through successors without entering avoid (from itself excluded). */
 static int reaches(struct cfg *g, int from, int to, int avoid)
 {
@@ -334,10 +400,56 @@ static unsigned between(struct cfg *g, const struct ml_asm_block *b, const struc
     return w;
 }
 
+/*
+ * What is live after each block of a function whose every block is reached
+ * from its entry (no landing pads, whose edges the graph lacks): the union of
+ * the successors' live-in sets, the ABI's rule at the exits. Iterates to the
+ * fixed point; the sets only grow.
+ */
+static void liveness(struct cfg *g, const struct ml_asm_file *f, const struct ml_asm_units *u,
+                     const struct ml_asm_insn *insn, struct ml_asm_block *b)
+{
+    int n = g->n, changed = 1;
+    unsigned *gin = (unsigned *)g->mark, *fin = (unsigned *)g->stack;
+
+    for (int i = 0; i < n; i++)
+        gin[i] = fin[i] = 0, b[i].gpr_out = b[i].flags_out = 0, b[i].out_known = 0;
+    while (changed) {
+        changed = 0;
+        for (int i = n - 1; i >= 0; i--) {
+            unsigned go = 0, fo = 0, gx, fx;
+
+            for (int j = 0; j < 2; j++) {
+                int s = g->succ[2 * i + j];
+
+                if (s == n) {
+                    ml_asm_block_out(&b[i], &insn[b[i].end - 1],
+                                     tail_jump(f, u, b[i].end - 1, insn) &&
+                                         (insn[b[i].end - 1].flow == ML_ASM_FLOW_JUMP ||
+                                          insn[b[i].end - 1].flow == ML_ASM_FLOW_IJUMP),
+                                     &gx, &fx);
+                    go |= gx, fo |= fx;
+                } else if (s >= 0) {
+                    go |= gin[s], fo |= fin[s];
+                }
+            }
+            b[i].gpr_out = go, b[i].flags_out = fo;
+            for (int k = b[i].end - 1; k >= b[i].first; k--) {
+                go = ml_asm_gpr_before(&insn[k], go);
+                fo = ml_asm_flags_before(&insn[k], fo);
+            }
+            if (go != gin[i] || fo != fin[i])
+                gin[i] = go, fin[i] = fo, changed = 1;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        b[i].out_known = 1;
+}
+
 /* Folds the blocks of one function, b[0..n), into classes: leader[] as ml_asm_fold_equivalent. */
 static int fold_function(const struct ml_asm_file *f, const struct ml_asm_units *u,
-                         const struct ml_asm_insn *insn, const struct ml_asm_block *b, int n,
-                         int base, struct ml_asm_fold *fold)
+                         const struct ml_asm_insn *insn, struct ml_asm_block *b, int n, int base,
+                         struct ml_asm_fold *fold)
 {
     struct cfg g = {n, NULL, NULL, NULL, NULL, NULL, 0};
     int nn = n + 1, w = (nn + WBITS - 1) / WBITS, rc, *rev = NULL, *rstart = NULL;
@@ -378,8 +490,14 @@ static int fold_function(const struct ml_asm_file *f, const struct ml_asm_units 
                 }
         memset(g.mark, 0, sizeof(int) * nn);
     }
-    /* Every block reached from the entry and reaching the exit, or nothing is folded. */
-    rc = dominators(nn, 0, g.pred, g.pstart, dom, w) ? 1 : 0;
+    /*
+     * Every block reached from the entry and reaching the exit, or nothing is
+     * folded: a block reached only through edges the graph lacks (a landing
+     * pad) could run more often than its dominators say.
+     */
+    rc = !all_reached(&g, 0, g.succ, NULL, NULL) || !all_reached(&g, n, NULL, g.pred, g.pstart);
+    if (!rc)
+        rc = dominators(nn, 0, g.pred, g.pstart, dom, w) ? 1 : 0;
     if (!rc)
         rc = dominators(nn, n, rev, rstart, pdom, w) ? 1 : 0;
     if (rc)
@@ -428,6 +546,7 @@ static int fold_function(const struct ml_asm_file *f, const struct ml_asm_units 
                 prev = a;
         fold[base + v].clobber = prev < 0 ? 0xffff : between(&g, b, insn, prev, v);
     }
+    liveness(&g, f, u, insn, b);
     rc = 0;
 out:
     free(g.succ);
@@ -443,7 +562,7 @@ out:
 }
 
 int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_units *u,
-                           const struct ml_asm_insn *insn, const struct ml_asm_block *b, int nb,
+                           const struct ml_asm_insn *insn, struct ml_asm_block *b, int nb,
                            struct ml_asm_fold *fold)
 {
     for (int i = 0; i < nb; i++)

@@ -13,13 +13,7 @@
 #include "format/events.h"
 #include "format/trace-abi.h"
 
-/* Status flags the record sequence changes (add, cmp): CF PF AF ZF SF OF, Zydis bits. */
-#define STATUS_FLAGS 0x8d5u
-/* Registers live before a return: results, callee-saved ones, %rsp (System V). */
-#define RET_LIVE 0xf03du
-/* Registers a call reads (arguments, %rax for varargs) and the caller-saved ones it writes. */
-#define CALL_ARGS      0x03c7u
-#define CALL_CLOBBERED 0x0fc7u
+#define STATUS_FLAGS ML_ASM_STATUS_FLAGS
 /* Sites per segment: well under the ABI's 255 sites and ML_TB_MAX_SEG words. */
 #define SEG_SITES 64
 /* The red zone: 128 bytes below %rsp that leaf functions may use without moving %rsp. */
@@ -713,30 +707,17 @@ int ml_asm_emit_block(struct ml_asm_emit *e, const struct ml_asm_block *blk, int
         goto out;
     }
     ml_asm_states(in, n, st);
-    /* Flags live before each instruction: dead after a call or a return (the ABI), else kept. */
-    tail = tail_call(e, blk->first + n - 1);
-    live[n] = in[n - 1].flow == ML_ASM_FLOW_CALL || in[n - 1].flow == ML_ASM_FLOW_RET ||
-                      in[n - 1].flow == ML_ASM_FLOW_STOP || tail
-                  ? 0
-                  : STATUS_FLAGS;
-    for (int k = n - 1; k >= 0; k--)
-        live[k] = in[k].opaque ? STATUS_FLAGS
-                  : in[k].flow == ML_ASM_FLOW_CALL
-                      ? 0 /* a call inside a chain of blocks: the callee sets them */
-                      : (in[k].flags_read | (live[k + 1] & ~in[k].flags_written)) & STATUS_FLAGS;
     /*
-     * General registers live before each instruction. After the block all
-     * are, except after a return (only results and callee-saved ones) and
-     * around a call (it reads the argument registers and writes the
-     * caller-saved ones).
+     * Flags and general registers live before each instruction, backwards
+     * from the block's end: what the function's flow says is live there when
+     * it is known (ml_asm_fold_equivalent), else the block's own rule (after a
+     * call, a return or a tail call: the ABI's; elsewhere everything).
      */
-    gpr[n] = in[n - 1].flow == ML_ASM_FLOW_RET ? RET_LIVE : tail ? RET_LIVE | CALL_ARGS : 0xffff;
+    tail = tail_call(e, blk->first + n - 1);
+    ml_asm_block_out(blk, &in[n - 1], tail, &gpr[n], &live[n]);
     for (int k = n - 1; k >= 0; k--) {
-        unsigned l = (gpr[k + 1] & ~in[k].reg_killed) | in[k].reg_read | (1u << ML_ASM_RSP);
-
-        if (in[k].flow == ML_ASM_FLOW_CALL)
-            l = (gpr[k + 1] & ~CALL_CLOBBERED) | CALL_ARGS | in[k].reg_read | (1u << ML_ASM_RSP);
-        gpr[k] = in[k].opaque ? 0xffff : l;
+        live[k] = ml_asm_flags_before(&in[k], live[k + 1]);
+        gpr[k] = ml_asm_gpr_before(&in[k], gpr[k + 1]);
     }
     for (int i = 0; i < r->m; i++) {
         if (!r->pick[i].selected)
