@@ -1270,6 +1270,20 @@ static void test_fold_equivalent(void **state)
     assert_null(strstr(ex, "block 4"));
     free(ex);
     free(text);
+    /*
+     * Liveness over the flow: every record finds scratch registers dead
+     * after its block (%r9-%r11, %rcx, %rdx before their writes) and saves
+     * nothing; in and after the loop never %rax, %rsi, %rdi or %r8, live there.
+     */
+    text = rewrite_ns(diamond, diamond_hex, (int)COUNT(diamond_hex));
+    assert_null(strstr(text, "\tpushq\t%"));
+    segs = 0;
+    for (const char *t = strstr(text, ".LBB2_1:"); (t = strstr(t, "__memlens_tb_ptr@TPOFF, %"));
+         t++, segs++)
+        for (int r = 0; r < 4; r++)
+            assert_false(strncmp(t + 25, (const char *[]){"rax", "rsi", "rdi", "r8\n"}[r], 3) == 0);
+    assert_int_equal(segs, 5); /* one per block with accesses after the entry */
+    free(text);
 }
 
 static void test_parse_errors(void **state)
