@@ -259,16 +259,8 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
     if (!em || !fold || !done || !un.member || !un.cat || !un.map ||
         ml_asm_fold_equivalent(f, u, insn, blocks, nb, fold)) {
-        ml_asm_emit_free(em);
-        free(fold);
-        free(done);
-        free(un.member);
-        free(un.cat);
-        free(un.map);
-        free(blocks);
-        free(insn);
         ml_asm_err(err, errlen, "out of memory");
-        return -ENOMEM;
+        rc = -ENOMEM; /* nothing below runs but the cleanup */
     }
     st->functions = f->nfunc;
     st->insns = u->n;
