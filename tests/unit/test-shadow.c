@@ -104,13 +104,13 @@ static void test_policy(void **state)
  * neighbours; also when the pool is backed by huge pages, which giving whole
  * pages back splits.
  */
-static void clear_with(int huge)
+static void test_clear(void **state)
 {
     struct ml_shadow *s = ml_shadow_new(2, 0);
     const uint64_t lo = 0x10000ull * 5 + 100, hi = 0x10000ull * 8 + 300;
 
     assert_non_null(s);
-    s->huge = huge;
+    s->huge = *(const int *)*state;
     for (uint64_t a = lo - 50; a < hi + 50; a++) {
         uint8_t *m = ml_shadow_at(s, a);
         m[0] = 1;
@@ -128,18 +128,6 @@ static void clear_with(int huge)
     assert_int_equal(*ml_shadow_peek(s, 0x10000ull * 6), 9);
     ml_shadow_clear(s, UINT64_MAX - 10, UINT64_MAX); /* beyond the space: nothing, no hang */
     ml_shadow_free(s);
-}
-
-static void test_clear(void **state)
-{
-    (void)state;
-    clear_with(0);
-}
-
-static void test_clear_huge(void **state)
-{
-    (void)state;
-    clear_with(1);
 }
 
 /* With a limit, pages beyond it are not mapped: NULL and counted, older pages still work. */
@@ -166,11 +154,15 @@ static void test_bad_ratio(void **state)
 
 int main(void)
 {
+    static const int small = 0, huge = 1; /* test_clear's pool: 4 KiB or huge pages */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ratios),     cmocka_unit_test(test_policy),
-        cmocka_unit_test(test_clear),      cmocka_unit_test(test_limit),
-        cmocka_unit_test(test_bad_ratio),  cmocka_unit_test(test_page_cache),
-        cmocka_unit_test(test_clear_huge),
+        cmocka_unit_test(test_ratios),
+        cmocka_unit_test(test_policy),
+        cmocka_unit_test_prestate(test_clear, (void *)&small),
+        cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_bad_ratio),
+        cmocka_unit_test(test_page_cache),
+        cmocka_unit_test_prestate(test_clear, (void *)&huge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
