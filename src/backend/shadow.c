@@ -67,8 +67,6 @@ static int pool_new(struct ml_shadow *s, uint64_t bytes)
         free(p);
         return -1;
     }
-    if (s->huge) /* advice only: without THP the pool is plain pages */
-        (void)madvise(m, size, MADV_HUGEPAGE);
     p->base = m;
     p->size = size;
     p->next = s->pools;

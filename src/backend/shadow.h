@@ -40,13 +40,6 @@ struct ml_shadow {
     uint64_t limit;      /* bytes of metadata at most (0: no limit) */
     uint64_t mapped;     /* bytes of metadata mapped */
     uint64_t unshadowed; /* ml_shadow_at calls that returned NULL */
-    /*
-     * Set before first use: pools are backed by transparent huge pages where
-     * the kernel allows (fewer TLB misses on random accesses; each 2 MiB of
-     * metadata touched is backed whole, so not for shadows that cover only
-     * every other 4 KiB block).
-     */
-    int huge;
 };
 
 /* ratio: metadata bytes per data byte, a power of two from 1 to 64. NULL: bad ratio or no memory.

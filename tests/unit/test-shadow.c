@@ -99,18 +99,13 @@ static void test_policy(void **state)
     ml_shadow_free(s);
 }
 
-/*
- * Clearing a range zeroes exactly it, whole pages and parts, and keeps its
- * neighbours; also when the pool is backed by huge pages, which giving whole
- * pages back splits.
- */
+/* Clearing a range zeroes exactly it, whole pages and parts, and keeps its neighbours. */
 static void test_clear(void **state)
 {
     struct ml_shadow *s = ml_shadow_new(2, 0);
     const uint64_t lo = 0x10000ull * 5 + 100, hi = 0x10000ull * 8 + 300;
 
-    assert_non_null(s);
-    s->huge = *(const int *)*state;
+    (void)state;
     for (uint64_t a = lo - 50; a < hi + 50; a++) {
         uint8_t *m = ml_shadow_at(s, a);
         m[0] = 1;
@@ -154,15 +149,10 @@ static void test_bad_ratio(void **state)
 
 int main(void)
 {
-    static const int small = 0, huge = 1; /* test_clear's pool: 4 KiB or huge pages */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ratios),
-        cmocka_unit_test(test_policy),
-        cmocka_unit_test_prestate(test_clear, (void *)&small),
-        cmocka_unit_test(test_limit),
-        cmocka_unit_test(test_bad_ratio),
-        cmocka_unit_test(test_page_cache),
-        cmocka_unit_test_prestate(test_clear, (void *)&huge),
+        cmocka_unit_test(test_ratios),    cmocka_unit_test(test_policy),
+        cmocka_unit_test(test_clear),     cmocka_unit_test(test_limit),
+        cmocka_unit_test(test_bad_ratio), cmocka_unit_test(test_page_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

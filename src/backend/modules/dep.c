@@ -151,6 +151,7 @@ static void *dep_init(struct ml_bworker *w)
 {
     struct dep *d = calloc(1, sizeof(*d));
 
+    (void)w;
     if (!d)
         return NULL;
     d->sh = ml_shadow_new(sizeof(struct cell) / 8, 0);
@@ -168,12 +169,6 @@ static void *dep_init(struct ml_bworker *w)
         free(d);
         return NULL;
     }
-    /*
-     * One worker shadows every block: huge pages cut the TLB misses of random
-     * accesses (pagerank's contrib[src[j]]) at little memory. Several workers
-     * each own every other block, and would back their neighbours' too.
-     */
-    d->sh->huge = d->sh4->huge = w->n == 1;
     return d;
 }
 
