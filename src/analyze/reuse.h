@@ -82,4 +82,42 @@ static inline unsigned ml_reuse_bin(uint64_t d)
     return d == ML_REUSE_COLD ? ML_REUSE_BINS - 1 : d ? 64 - (unsigned)__builtin_clzll(d) : 0;
 }
 
+/*
+ * Only the bin of each distance, exactly (what a granularity measured in
+ * full needs), at a cost that grows with the bin rather than with the
+ * keys: the keys form a doubly linked LRU stack, each with its bin, and a
+ * marker sits on the key at each position 2^j. An access at bin b moves its
+ * key to the top, so the b markers above it each pass to the key above
+ * them (a load and two stores each, independent of one another); nothing
+ * else moves bin. Stack and map share their slots (open addressing,
+ * Fibonacci hashing; the stack is re-linked when the map grows).
+ */
+struct ml_rbins {
+    uint64_t *key;         /* per slot: key + 1, 0: empty */
+    uint32_t *prev, *next; /* per slot: neighbours in the stack (UINT32_MAX: none) */
+    uint8_t *bin;          /* per slot: bin of its position */
+    uint64_t n;            /* keys */
+    uint32_t mshift;       /* 64 - log2(slots) */
+    uint32_t head, tail;
+    uint32_t nmark;
+    uint32_t mark[64]; /* slot at position 2^j */
+};
+
+int ml_rbins_init(struct ml_rbins *r);
+void ml_rbins_free(struct ml_rbins *r);
+/* Bin of the distance of an access to key (ml_reuse_bin), or -ENOMEM. */
+int ml_rbins_slow(struct ml_rbins *r, uint64_t key);
+
+static inline int ml_rbins_access(struct ml_rbins *r, uint64_t key)
+{
+    if (r->head != UINT32_MAX && r->key[r->head] == key + 1)
+        return 0;
+    return ml_rbins_slow(r, key);
+}
+
+static inline void ml_rbins_prefetch(const struct ml_rbins *r, uint64_t key)
+{
+    __builtin_prefetch(&r->key[((key + 1) * 0x9e3779b97f4a7c15ull) >> r->mshift]);
+}
+
 #endif
