@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NIL        UINT32_MAX
-#define START_SLOT 1024
-#define GOLD       0x9e3779b97f4a7c15ull
+#define NIL UINT32_MAX
+#define F   ML_RBINS_FRONT
+_Static_assert(ML_RBINS_FRONT == 4, "the front is moved unrolled");
+#define GOLD 0x9e3779b97f4a7c15ull
 
 static void free_arrays(struct ml_rbins *r)
 {
@@ -62,13 +63,10 @@ static inline uint32_t free_slot(const struct ml_rbins *r, uint64_t k)
     return (uint32_t)i;
 }
 
-/*
- * Appends slot x at the bottom of the stack, at position r->n (its bin and,
- * at a power of two, the marker there follow from it).
- */
+/* Appends slot x at the bottom of the stack, at position r->n (distance F + n). */
 static void append(struct ml_rbins *r, uint32_t x)
 {
-    uint64_t pos = r->n++;
+    uint64_t d = F + r->n++;
 
     r->prev[x] = r->tail;
     r->next[x] = NIL;
@@ -77,12 +75,12 @@ static void append(struct ml_rbins *r, uint32_t x)
     else
         r->head = x;
     r->tail = x;
-    r->bin[x] = (uint8_t)ml_reuse_bin(pos);
-    if (pos && !(pos & (pos - 1)))
+    r->bin[x] = (uint8_t)ml_reuse_bin(d);
+    if (!(d & (d - 1)))
         r->mark[r->nmark++] = x;
 }
 
-/* Twice the slots: the keys are inserted again in stack order. */
+/* Twice the slots: the stack's keys are inserted again in order, then the front's. */
 static int grow(struct ml_rbins *r)
 {
     struct ml_rbins old = *r;
@@ -97,59 +95,48 @@ static int grow(struct ml_rbins *r)
         r->key[y] = old.key[x];
         append(r, y);
     }
+    for (unsigned f = 0; f < F; f++)
+        if (r->fkey[f])
+            r->key[r->fslot[f] = free_slot(r, r->fkey[f])] = r->fkey[f];
     free_arrays(&old);
     return 0;
 }
 
-int ml_rbins_slow(struct ml_rbins *r, uint64_t key)
+/*
+ * Markers from 1 on each pass to the key above theirs (positions 0..p
+ * move down one); marker 0 (position 0) passes to x, about to be pushed.
+ */
+static inline void pass_markers(struct ml_rbins *r, unsigned m, uint32_t x)
 {
-    uint64_t k = key + 1, mask = (1ull << (64 - r->mshift)) - 1, i;
-    uint32_t x;
-    unsigned b;
-
-    for (i = (k * GOLD) >> r->mshift; r->key[i]; i = (i + 1) & mask) {
-        if (r->key[i] != k)
-            continue;
-        x = (uint32_t)i;
-        if (!(b = r->bin[x]))
-            return 0;
-        /*
-         * Every key above x moves down one: the marker of each power of two
-         * up to x's position passes to the key above it, whose bin grows.
-         * x's own marker (it sits at a power of two) passes the same way.
-         */
-        for (unsigned j = 0; j < b; j++) {
-            uint32_t p = r->prev[r->mark[j]];
-            r->mark[j] = p;
-            r->bin[p] = (uint8_t)(j + 1);
-        }
-        r->next[r->prev[x]] = r->next[x];
-        if (r->next[x] != NIL)
-            r->prev[r->next[x]] = r->prev[x];
-        else
-            r->tail = r->prev[x];
-        goto top;
-    }
-    /* A first access: every key moves down one, the bottom one possibly onto a new marker. */
-    if ((r->n + 1) * 4 > (mask + 1) * 3) {
-        if (grow(r))
-            return -ENOMEM;
-        i = free_slot(r, k);
-    }
-    x = (uint32_t)i;
-    r->key[x] = k;
-    for (unsigned j = 0; j < r->nmark; j++) {
+    for (unsigned j = 1; j < m; j++) {
         uint32_t p = r->prev[r->mark[j]];
         r->mark[j] = p;
-        r->bin[p] = (uint8_t)(j + 1);
+        r->bin[p] = (uint8_t)(j + 3);
     }
-    if (r->n && !(r->n & (r->n - 1))) {
-        r->mark[r->nmark] = r->tail;
-        r->bin[r->tail] = (uint8_t)(++r->nmark);
-    }
-    r->n++;
-    b = ML_REUSE_BINS - 1;
-top:
+    r->mark[0] = x;
+    r->bin[x] = 3;
+}
+
+/* Key y (slot) to the front's top; the front's bottom key out (returned, or NIL). */
+static inline uint32_t front_push(struct ml_rbins *r, uint64_t k, uint32_t y)
+{
+    uint32_t x = r->fkey[F - 1] ? r->fslot[F - 1] : NIL;
+
+    /* Unrolled (F is 4): a loop here became a call to memmove. */
+    r->fkey[3] = r->fkey[2];
+    r->fslot[3] = r->fslot[2];
+    r->fkey[2] = r->fkey[1];
+    r->fslot[2] = r->fslot[1];
+    r->fkey[1] = r->fkey[0];
+    r->fslot[1] = r->fslot[0];
+    r->fkey[0] = k;
+    r->fslot[0] = y;
+    return x;
+}
+
+/* x on top of the stack (below the front). */
+static inline void push(struct ml_rbins *r, uint32_t x)
+{
     r->prev[x] = NIL;
     r->next[x] = r->head;
     if (r->head != NIL)
@@ -157,6 +144,56 @@ top:
     else
         r->tail = x;
     r->head = x;
-    r->bin[x] = 0;
-    return (int)b;
+}
+
+int ml_rbins_slow(struct ml_rbins *r, uint64_t key)
+{
+    uint64_t k = key + 1, mask = (1ull << (64 - r->mshift)) - 1, i;
+    uint32_t y, x;
+    unsigned b;
+
+    for (i = (k * GOLD) >> r->mshift; r->key[i]; i = (i + 1) & mask) {
+        if (r->key[i] != k)
+            continue;
+        /*
+         * In the stack (keys outside the front are; the stack holds keys only
+         * while the front is full): its position p gives its bin. Keys above
+         * it move down one, x (out of the front) takes position 0, y leaves.
+         */
+        y = (uint32_t)i;
+        b = r->bin[y];
+        x = front_push(r, k, y);
+        pass_markers(r, b - 2, x);
+        if (r->prev[y] != NIL)
+            r->next[r->prev[y]] = r->next[y];
+        else
+            r->head = r->next[y];
+        if (r->next[y] != NIL)
+            r->prev[r->next[y]] = r->prev[y];
+        else
+            r->tail = r->prev[y];
+        push(r, x);
+        return (int)b;
+    }
+    /* A first access: the front's bottom key goes on top of the stack, the rest moves down one. */
+    if ((r->n + F + 1) * 4 > (mask + 1) * 3) {
+        if (grow(r))
+            return -ENOMEM;
+        i = free_slot(r, k);
+    }
+    y = (uint32_t)i;
+    r->key[y] = k;
+    if ((x = front_push(r, k, y)) != NIL) {
+        uint32_t tail = r->tail;
+        pass_markers(r, r->nmark, x);
+        push(r, x);
+        /* The old bottom key reaches the next power of two. */
+        if (!r->nmark || (r->n && F + r->n == 4ull << r->nmark)) {
+            uint32_t t = r->n ? tail : x;
+            r->mark[r->nmark] = t;
+            r->bin[t] = (uint8_t)(3 + r->nmark++);
+        }
+        r->n++;
+    }
+    return ML_REUSE_BINS - 1;
 }

@@ -292,7 +292,7 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     g->prev = key;
     c[EX] += w - 1;
     if (g->binned) {
-        if ((b = ml_rbins_slow(&g->bins, key)) < 0)
+        if ((b = ml_rbins_access(&g->bins, key)) < 0)
             return b;
     } else {
         uint64_t d = ml_reuse_slow(&g->eng, key);

@@ -85,34 +85,69 @@ static inline unsigned ml_reuse_bin(uint64_t d)
 /*
  * Only the bin of each distance, exactly (what a granularity measured in
  * full needs), at a cost that grows with the bin rather than with the
- * keys: the keys form a doubly linked LRU stack, each with its bin, and a
- * marker sits on the key at each position 2^j. An access at bin b moves its
- * key to the top, so the b markers above it each pass to the key above
- * them (a load and two stores each, independent of one another); nothing
- * else moves bin. Stack and map share their slots (open addressing,
- * Fibonacci hashing; the stack is re-linked when the map grows).
+ * keys. The ML_RBINS_FRONT most recent keys are a short list (distances
+ * 0..3: compares and moves, inline). The others form a doubly linked LRU
+ * stack below them, each with the bin of its distance, and a marker sits
+ * on the key at each distance 2^j. An access at bin b moves its key to the
+ * front, the front's bottom key onto the stack's top, and the b - 2
+ * markers above it each to the key above them (a load and two stores
+ * each, independent of one another); nothing else changes bin. Stack and
+ * map share their slots (open addressing, Fibonacci hashing; the stack is
+ * re-linked when the map grows).
  */
+#define ML_RBINS_FRONT 4
 struct ml_rbins {
+    uint64_t fkey[ML_RBINS_FRONT]; /* the front, most recent first: key + 1, 0: none */
+    uint32_t fslot[ML_RBINS_FRONT];
     uint64_t *key;         /* per slot: key + 1, 0: empty */
     uint32_t *prev, *next; /* per slot: neighbours in the stack (UINT32_MAX: none) */
-    uint8_t *bin;          /* per slot: bin of its position */
-    uint64_t n;            /* keys */
+    uint8_t *bin;          /* per slot in the stack: bin of its distance */
+    uint64_t n;            /* keys in the stack */
     uint32_t mshift;       /* 64 - log2(slots) */
     uint32_t head, tail;
     uint32_t nmark;
-    uint32_t mark[64]; /* slot at position 2^j */
+    uint32_t mark[64]; /* slot at distance 2^(j + 2) (stack position 2^(j + 2) - 4) */
 };
 
 int ml_rbins_init(struct ml_rbins *r);
 void ml_rbins_free(struct ml_rbins *r);
-/* Bin of the distance of an access to key (ml_reuse_bin), or -ENOMEM. */
+/* Bin of the distance of an access to key (ml_reuse_bin) when outside the front, or -ENOMEM. */
 int ml_rbins_slow(struct ml_rbins *r, uint64_t key);
 
+/* Bin of the distance of an access to key (ml_reuse_bin), or -ENOMEM. */
 static inline int ml_rbins_access(struct ml_rbins *r, uint64_t key)
 {
-    if (r->head != UINT32_MAX && r->key[r->head] == key + 1)
+    uint64_t k = key + 1, *fk = r->fkey;
+    uint32_t *fs = r->fslot, s;
+    int b = 2;
+
+    if (fk[0] == k)
         return 0;
-    return ml_rbins_slow(r, key);
+    if (fk[1] == k) {
+        b = 1;
+        s = fs[1];
+        fk[1] = fk[0];
+        fs[1] = fs[0];
+    } else if (fk[2] == k) {
+        s = fs[2];
+        fk[2] = fk[1];
+        fs[2] = fs[1];
+        fk[1] = fk[0];
+        fs[1] = fs[0];
+    } else if (fk[3] == k) {
+        s = fs[3];
+        fk[3] = fk[2];
+        fs[3] = fs[2];
+        fk[2] = fk[1];
+        fs[2] = fs[1];
+        fk[1] = fk[0];
+        fs[1] = fs[0];
+    } else {
+        return ml_rbins_slow(r, key);
+    }
+    fk[0] = k;
+    fs[0] = s;
+    return b;
 }
 
 static inline void ml_rbins_prefetch(const struct ml_rbins *r, uint64_t key)
