@@ -7,7 +7,7 @@
 
 #define NIL UINT32_MAX
 #define F   ML_RBINS_FRONT
-_Static_assert(ML_RBINS_FRONT == 4, "the front is moved unrolled");
+_Static_assert(ML_RBINS_FRONT == 4, "ml_rbins_to_top moves the front unrolled");
 #define GOLD 0x9e3779b97f4a7c15ull
 
 static void free_arrays(struct ml_rbins *r)
@@ -122,15 +122,7 @@ static inline uint32_t front_push(struct ml_rbins *r, uint64_t k, uint32_t y)
 {
     uint32_t x = r->fkey[F - 1] ? r->fslot[F - 1] : NIL;
 
-    /* Unrolled (F is 4): a loop here became a call to memmove. */
-    r->fkey[3] = r->fkey[2];
-    r->fslot[3] = r->fslot[2];
-    r->fkey[2] = r->fkey[1];
-    r->fslot[2] = r->fslot[1];
-    r->fkey[1] = r->fkey[0];
-    r->fslot[1] = r->fslot[0];
-    r->fkey[0] = k;
-    r->fslot[0] = y;
+    ml_rbins_to_top(r, F - 1, k, y);
     return x;
 }
 

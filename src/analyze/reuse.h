@@ -114,40 +114,45 @@ void ml_rbins_free(struct ml_rbins *r);
 /* Bin of the distance of an access to key (ml_reuse_bin) when outside the front, or -ENOMEM. */
 int ml_rbins_slow(struct ml_rbins *r, uint64_t key);
 
+/* Key + 1 = k (slot s) to the front's top, its keys 0..f - 1 down one (f < 4: unrolled, as a
+ * loop became a call to memmove). */
+static inline void ml_rbins_to_top(struct ml_rbins *r, unsigned f, uint64_t k, uint32_t s)
+{
+    switch (f) {
+    case 3:
+        r->fkey[3] = r->fkey[2];
+        r->fslot[3] = r->fslot[2];
+        /* fall through */
+    case 2:
+        r->fkey[2] = r->fkey[1];
+        r->fslot[2] = r->fslot[1];
+        /* fall through */
+    case 1:
+        r->fkey[1] = r->fkey[0];
+        r->fslot[1] = r->fslot[0];
+    }
+    r->fkey[0] = k;
+    r->fslot[0] = s;
+}
+
 /* Bin of the distance of an access to key (ml_reuse_bin), or -ENOMEM. */
 static inline int ml_rbins_access(struct ml_rbins *r, uint64_t key)
 {
-    uint64_t k = key + 1, *fk = r->fkey;
-    uint32_t *fs = r->fslot, s;
-    int b = 2;
+    uint64_t k = key + 1;
+    unsigned f;
 
-    if (fk[0] == k)
+    if (r->fkey[0] == k)
         return 0;
-    if (fk[1] == k) {
-        b = 1;
-        s = fs[1];
-        fk[1] = fk[0];
-        fs[1] = fs[0];
-    } else if (fk[2] == k) {
-        s = fs[2];
-        fk[2] = fk[1];
-        fs[2] = fs[1];
-        fk[1] = fk[0];
-        fs[1] = fs[0];
-    } else if (fk[3] == k) {
-        s = fs[3];
-        fk[3] = fk[2];
-        fs[3] = fs[2];
-        fk[2] = fk[1];
-        fs[2] = fs[1];
-        fk[1] = fk[0];
-        fs[1] = fs[0];
-    } else {
+    if (r->fkey[1] == k)
+        f = 1;
+    else if (r->fkey[2] == k)
+        f = 2;
+    else if (r->fkey[3] == k)
+        f = 3;
+    else
         return ml_rbins_slow(r, key);
-    }
-    fk[0] = k;
-    fs[0] = s;
-    return b;
+    ml_rbins_to_top(r, f, k, r->fslot[f]);
+    return f == 1 ? 1 : 2;
 }
 
 static inline void ml_rbins_prefetch(const struct ml_rbins *r, uint64_t key)
