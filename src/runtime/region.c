@@ -968,18 +968,21 @@ uint64_t ml_rt_scale_ticks(uint64_t ticks, uint64_t measured, uint64_t timed)
  * Clock sampling (docs/regions.md, "Inline enter and exit"): once a region has
  * FAST_YOUNG timed executions, one measured execution in about p reads the
  * clock, p chosen so that the timed ones' runtime calls cost about
- * 1/FAST_SHARE of the time the region's executions (measured or not) take; the
+ * 1/FAST_SHARE of the time the region's executions (measured or not) take
+ * (their own time: without the clock reads a timed execution counts); the
  * gaps are random with mean p - 1, so that no periodic pattern of the program
  * lines up with them. Returns the measured executions to leave untimed before
  * the next timed one.
  */
 static uint64_t clock_gap(struct ml_thread_rec *t, const struct ml_rstate *s)
 {
-    uint64_t p;
+    uint64_t p, timer = ml_rt.calib.timer_mticks / 1000, own;
 
     if (!ml_rt.fast || s->timed < FAST_YOUNG || !s->avg)
         return 0;
-    p = ml_rt.slow_ticks * FAST_SHARE / s->avg / ml_rt.sample;
+    /* The region's own time: a timed execution's ticks include its clock reads. */
+    own = s->avg > timer ? s->avg - timer : 1;
+    p = ml_rt.slow_ticks * FAST_SHARE / own / ml_rt.sample;
     if (ml_rt.sample > 1 && s->avg < FAST_SHORT * ml_rt.slow_ticks && p < FAST_SHORT_PERIOD)
         p = FAST_SHORT_PERIOD;
     if (p < 2)
