@@ -1012,7 +1012,6 @@ static inline uint64_t skip_budget(struct ml_thread_rec *t, struct ml_rstate *s)
     return n < ML_RT_SLOT_LIMIT ? n : ML_RT_SLOT_LIMIT - 1;
 }
 
-
 /*
  * Executions that the inline path may run alone after the one that just
  * ended. Every execution measured: the untimed ones between two timed ones.
