@@ -8,7 +8,8 @@
 # analysis paired with this build's in every round (the order alternating), and prints its
 # records per CPU second and the median over rounds of the ratio old CPU s / new CPU s.
 # J="1 2" (default) are the -j values run. AN="hotpages membus" runs only those analyses (each
-# entry one analysis and its arguments, separated by commas: AN="reuse --sample 0.01,hotpages").
+# entry one analysis and its arguments, separated by commas: AN="reuse --sample 0.01,hotpages";
+# one analysis with arguments ends with a comma: AN="reuse --sample 0.01,").
 #   bench/analyze.sh            both traces (stream: regular, pagerank: irregular)
 #   RUNS=1 bench/analyze.sh stream
 #   OLD=/tmp/old/bin/memlens J=1 bench/analyze.sh

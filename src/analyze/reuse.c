@@ -37,7 +37,9 @@ enum { BINS = ML_REUSE_BINS, EX = 0, SM = BINS, NR = 2 * BINS, NRS, GW };
 #define WIDTH (2 * GW)
 
 struct gran {
-    struct ml_reuse eng;
+    struct ml_reuse eng;  /* lines, or sampled pages */
+    struct ml_rbins bins; /* pages measured in full (binned) */
+    int binned;
     uint32_t shift;
     uint64_t prev; /* the last key (UINT64_MAX: none; keys are addresses >> 6 or more) */
     uint64_t
@@ -197,12 +199,10 @@ static int begin(void *st, const struct ml_an_input *in)
     for (int i = 0; i < 2; i++) {
         struct gran *g = &s->g[i];
         ml_reuse_free(&g->eng);
+        ml_rbins_free(&g->bins);
         ml_map_free(&g->cnt);
         free(g->ring);
         memset(g, 0, sizeof(*g));
-        if (ml_reuse_init(&g->eng) ||
-            (s->sampled && (ml_map_init(&g->cnt, 1024) || !(g->ring = calloc(RING, 8)))))
-            return -ENOMEM;
         /* At least 8 bytes (a hostile header may say a page is 1): keys stay below 2^61, so
          * UINT64_MAX marks "none" and the ring's low bit is free. */
         g->shift = 3;
@@ -219,6 +219,17 @@ static int begin(void *st, const struct ml_an_input *in)
         if (g->all)
             g->floor = 1;
         set_rate(g, 1);
+        /*
+         * Pages measured in full need only the bins of their distances: the
+         * marker stack costs about half the bitmap engine's on pagerank's pages
+         * (few keys, all in cache), but twice its cost on lines (a marker move
+         * is a cache miss there).
+         */
+        g->binned = i && g->all;
+        if (g->binned ? ml_rbins_init(&g->bins) : ml_reuse_init(&g->eng))
+            return -ENOMEM;
+        if (!g->all && (ml_map_init(&g->cnt, 1024) || !(g->ring = calloc(RING, 8))))
+            return -ENOMEM;
     }
     return 0;
 }
@@ -272,7 +283,7 @@ static int measure(struct gran *g, uint64_t key, uint64_t *c, uint64_t keys_max)
 /* One access to key by a record of weight w, counted in c, all keys measured (g->all). */
 static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t w, uint64_t *c)
 {
-    uint64_t d;
+    int b;
 
     if (key == g->prev) {
         c[EX] += w;
@@ -280,11 +291,17 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
     }
     g->prev = key;
     c[EX] += w - 1;
-    d = ml_reuse_slow(&g->eng, key);
-    if (d == UINT64_MAX - 1)
-        return -ENOMEM;
-    if (!s->sampled || d < FRONT) {
-        c[EX + ml_reuse_bin(d)]++;
+    if (g->binned) {
+        if ((b = ml_rbins_access(&g->bins, key)) < 0)
+            return b;
+    } else {
+        uint64_t d = ml_reuse_slow(&g->eng, key);
+        if (d == UINT64_MAX - 1)
+            return -ENOMEM;
+        b = (int)ml_reuse_bin(d);
+    }
+    if (!s->sampled || b <= (int)ml_reuse_bin(FRONT - 1)) {
+        c[EX + b]++;
         return 0;
     }
     /*
@@ -294,7 +311,7 @@ static inline int count(struct reuse *s, struct gran *g, uint64_t key, uint32_t 
      */
     c[NR]++;
     c[NRS]++;
-    c[SM + ml_reuse_bin(d)]++;
+    c[SM + b]++;
     g->nr++;
     return 0;
 }
@@ -383,8 +400,12 @@ static int lane(void *st, int k, const struct ml_an_input *in, const struct ml_t
         const struct ml_trace_rec *x = &r[i];
         uint64_t first, last;
         /* Irregular traces miss the cache on the key's map slot: ask for it a few records early. */
-        if (g->all && i + PREFETCH < n)
-            ml_reuse_prefetch(&g->eng, r[i + PREFETCH].addr >> shift);
+        if (i + PREFETCH < n) {
+            if (g->binned)
+                ml_rbins_prefetch(&g->bins, r[i + PREFETCH].addr >> shift);
+            else
+                ml_reuse_prefetch(&g->eng, r[i + PREFETCH].addr >> shift);
+        }
         if (!ml_ev_is_access(x->kind))
             continue;
         if (x->thread != thr) {
@@ -436,8 +457,10 @@ static int end(void *st, const struct ml_an_input *in)
          * c_a^2 / N^2 (c_a: key a's non-repeat accesses, an upper bound of
          * its misses); sum_a c_a^2 is estimated from the sample, / R.
          */
-        ml_map_each(&g->cnt, i) sumsq += (double)g->cnt.vals[i] * (double)g->cnt.vals[i];
         b->rate[k] = g->rate;
+        if (g->all)
+            continue; /* rate 1: no sampling error */
+        ml_map_each(&g->cnt, i) sumsq += (double)g->cnt.vals[i] * (double)g->cnt.vals[i];
         if (g->nr)
             b->sigma[k] = sqrt((1 - g->rate) / g->rate * sumsq / g->rate) / (double)g->nr;
     }
@@ -657,6 +680,7 @@ static void reuse_free(void *st)
         return;
     for (int i = 0; i < 2; i++) {
         ml_reuse_free(&s->g[i].eng);
+        ml_rbins_free(&s->g[i].bins);
         ml_map_free(&s->g[i].cnt);
         free(s->g[i].ring);
     }

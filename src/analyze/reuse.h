@@ -82,4 +82,82 @@ static inline unsigned ml_reuse_bin(uint64_t d)
     return d == ML_REUSE_COLD ? ML_REUSE_BINS - 1 : d ? 64 - (unsigned)__builtin_clzll(d) : 0;
 }
 
+/*
+ * Only the bin of each distance, exactly (what a granularity measured in
+ * full needs), at a cost that grows with the bin rather than with the
+ * keys. The ML_RBINS_FRONT most recent keys are a short list (distances
+ * 0..3: compares and moves, inline). The others form a doubly linked LRU
+ * stack below them, each with the bin of its distance, and a marker sits
+ * on the key at each distance 2^j. An access at bin b moves its key to the
+ * front, the front's bottom key onto the stack's top, and the b - 2
+ * markers above it each to the key above them (a load and two stores
+ * each, independent of one another); nothing else changes bin. Stack and
+ * map share their slots (open addressing, Fibonacci hashing; the stack is
+ * re-linked when the map grows).
+ */
+#define ML_RBINS_FRONT 4
+struct ml_rbins {
+    uint64_t fkey[ML_RBINS_FRONT]; /* the front, most recent first: key + 1, 0: none */
+    uint32_t fslot[ML_RBINS_FRONT];
+    uint64_t *key;         /* per slot: key + 1, 0: empty */
+    uint32_t *prev, *next; /* per slot: neighbours in the stack (UINT32_MAX: none) */
+    uint8_t *bin;          /* per slot in the stack: bin of its distance */
+    uint64_t n;            /* keys in the stack */
+    uint32_t mshift;       /* 64 - log2(slots) */
+    uint32_t head, tail;
+    uint32_t nmark;
+    uint32_t mark[64]; /* slot at distance 2^(j + 2) (stack position 2^(j + 2) - 4) */
+};
+
+int ml_rbins_init(struct ml_rbins *r);
+void ml_rbins_free(struct ml_rbins *r);
+/* Bin of the distance of an access to key (ml_reuse_bin) when outside the front, or -ENOMEM. */
+int ml_rbins_slow(struct ml_rbins *r, uint64_t key);
+
+/* Key + 1 = k (slot s) to the front's top, its keys 0..f - 1 down one (f < 4: unrolled, as a
+ * loop became a call to memmove). */
+static inline void ml_rbins_to_top(struct ml_rbins *r, unsigned f, uint64_t k, uint32_t s)
+{
+    switch (f) {
+    case 3:
+        r->fkey[3] = r->fkey[2];
+        r->fslot[3] = r->fslot[2];
+        /* fall through */
+    case 2:
+        r->fkey[2] = r->fkey[1];
+        r->fslot[2] = r->fslot[1];
+        /* fall through */
+    case 1:
+        r->fkey[1] = r->fkey[0];
+        r->fslot[1] = r->fslot[0];
+    }
+    r->fkey[0] = k;
+    r->fslot[0] = s;
+}
+
+/* Bin of the distance of an access to key (ml_reuse_bin), or -ENOMEM. */
+static inline int ml_rbins_access(struct ml_rbins *r, uint64_t key)
+{
+    uint64_t k = key + 1;
+    unsigned f;
+
+    if (r->fkey[0] == k)
+        return 0;
+    if (r->fkey[1] == k)
+        f = 1;
+    else if (r->fkey[2] == k)
+        f = 2;
+    else if (r->fkey[3] == k)
+        f = 3;
+    else
+        return ml_rbins_slow(r, key);
+    ml_rbins_to_top(r, f, k, r->fslot[f]);
+    return f == 1 ? 1 : 2;
+}
+
+static inline void ml_rbins_prefetch(const struct ml_rbins *r, uint64_t key)
+{
+    __builtin_prefetch(&r->key[((key + 1) * 0x9e3779b97f4a7c15ull) >> r->mshift]);
+}
+
 #endif

@@ -548,6 +548,7 @@ static void init_locked(void)
     ml_rt.fastres = ml_rt.sample <= 1;
     ml_rt.fast = !(ml_rt.sample <= 1 && ml_pmu_nevents()) &&
                  uint_from_env("MEMLENS_TIME_ALL", 0, 0, "0 or 1") == 0;
+    ml_rt.leaf_short = ml_rt.fast && ml_rt.sample > 1;
     ml_rt_timeline_start();
     ml_rt_publish();
 }
@@ -967,18 +968,21 @@ uint64_t ml_rt_scale_ticks(uint64_t ticks, uint64_t measured, uint64_t timed)
  * Clock sampling (docs/regions.md, "Inline enter and exit"): once a region has
  * FAST_YOUNG timed executions, one measured execution in about p reads the
  * clock, p chosen so that the timed ones' runtime calls cost about
- * 1/FAST_SHARE of the time the region's executions (measured or not) take; the
+ * 1/FAST_SHARE of the time the region's executions (measured or not) take
+ * (their own time: without the clock reads a timed execution counts); the
  * gaps are random with mean p - 1, so that no periodic pattern of the program
  * lines up with them. Returns the measured executions to leave untimed before
  * the next timed one.
  */
 static uint64_t clock_gap(struct ml_thread_rec *t, const struct ml_rstate *s)
 {
-    uint64_t p;
+    uint64_t p, timer = ml_rt.calib.timer_mticks / 1000, own;
 
     if (!ml_rt.fast || s->timed < FAST_YOUNG || !s->avg)
         return 0;
-    p = ml_rt.slow_ticks * FAST_SHARE / s->avg / ml_rt.sample;
+    /* The region's own time: a timed execution's ticks include its clock reads. */
+    own = s->avg > timer ? s->avg - timer : 1;
+    p = ml_rt.slow_ticks * FAST_SHARE / own / ml_rt.sample;
     if (ml_rt.sample > 1 && s->avg < FAST_SHORT * ml_rt.slow_ticks && p < FAST_SHORT_PERIOD)
         p = FAST_SHORT_PERIOD;
     if (p < 2)
@@ -988,24 +992,11 @@ static uint64_t clock_gap(struct ml_thread_rec *t, const struct ml_rstate *s)
     return ml_sample_rand(&t->rng) % (2 * p - 1);
 }
 
-/*
- * Executions that the inline path may run alone after the one that just
- * ended. Every execution measured: the untimed ones between two timed ones.
- * Sampling: the count rule's skips, at most about FAST_BUDGET_MS worth (so
- * that the time rule is checked that often), judged on the thread's last
- * clock reading: this reads no clock.
- */
-static uint64_t fast_budget(struct ml_thread_rec *t, struct ml_rstate *s)
+/* fast_budget below when sampling, for a grown-up region. */
+static inline uint64_t skip_budget(struct ml_thread_rec *t, struct ml_rstate *s)
 {
-    uint64_t n, now = t->hint, span = ml_rt.ticks_per_ms * FAST_BUDGET_MS;
+    uint64_t n = s->smp.left, now = t->hint, span = ml_rt.ticks_per_ms * FAST_BUDGET_MS;
 
-    if (!ml_rt.fast)
-        return 0;
-    if (ml_rt.sample <= 1)
-        return clock_gap(t, s);
-    if (!s->started || s->entries < ML_SAMPLE_YOUNG)
-        return 0;
-    n = s->smp.left;
     if (ml_rt.sample_t0 != UINT64_MAX) { /* a random phase: the time rule is on */
         if (!s->cap)
             s->cap = 16;
@@ -1019,6 +1010,24 @@ static uint64_t fast_budget(struct ml_thread_rec *t, struct ml_rstate *s)
         s->budget_n = n;
     }
     return n < ML_RT_SLOT_LIMIT ? n : ML_RT_SLOT_LIMIT - 1;
+}
+
+/*
+ * Executions that the inline path may run alone after the one that just
+ * ended. Every execution measured: the untimed ones between two timed ones.
+ * Sampling: the count rule's skips, at most about FAST_BUDGET_MS worth (so
+ * that the time rule is checked that often), judged on the thread's last
+ * clock reading: this reads no clock.
+ */
+static uint64_t fast_budget(struct ml_thread_rec *t, struct ml_rstate *s)
+{
+    if (!ml_rt.fast)
+        return 0;
+    if (ml_rt.sample <= 1)
+        return clock_gap(t, s);
+    if (!s->started || s->entries < ML_SAMPLE_YOUNG)
+        return 0;
+    return skip_budget(t, s);
 }
 
 /* Starts a measured execution of s: timed, or (clock sampling) only counted. */
@@ -1064,7 +1073,8 @@ enum { ENTER_SAMPLED, ENTER_ALWAYS, ENTER_NEVER, ENTER_LEAF };
  * it is open, so it is counted now, as its END would count it, and handed to
  * the inline path open: no gates to close and reopen, no runtime END.
  */
-static uint32_t leaf_lean(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t *slot)
+static inline __attribute__((always_inline)) uint32_t
+leaf_lean(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t *slot, int grown)
 {
     uint32_t b;
 
@@ -1072,7 +1082,7 @@ static uint32_t leaf_lean(struct ml_thread_rec *t, struct ml_rstate *s, uint32_t
     s->entries++;
     s->measured++;
     s->smp.last = t->hint; /* for the time rule it ended at the thread's last clock reading */
-    b = (uint32_t)fast_budget(t, s);
+    b = (uint32_t)(grown ? skip_budget(t, s) : fast_budget(t, s));
     slot[1] = b;
     slot[0] = b | ML_RT_SLOT_OPEN;
     return 1 | (b + 1) << 1;
@@ -1129,7 +1139,7 @@ static uint32_t region_enter(uint32_t g, int mode, uint32_t *slot)
         if (mode == ENTER_LEAF && slot && s->tleft && !t->measured_open && ml_rt.sample > 1 &&
             ml_rt.fast) {
             s->depth = 0;
-            return leaf_lean(t, s, slot);
+            return leaf_lean(t, s, slot, 0);
         }
         measured_begin(t, s, g);
         if (ml_rt.sample > 1 && t->measured_open == 1)
@@ -1215,11 +1225,19 @@ ML_EXPORT uint32_t __memlens_enter(struct ml_rt_module *m, uint32_t local_region
     return region_enter(m->region_ids[local_region], ENTER_SAMPLED, region_slot(m, local_region));
 }
 
+/* __memlens_enter_leaf's general way, out of line: its short path then saves no registers. */
+static __attribute__((noinline)) uint32_t enter_leaf_general(struct ml_rt_module *m,
+                                                             uint32_t local_region)
+{
+    capture_module(m);
+    return region_enter(m->region_ids[local_region], ENTER_LEAF, region_slot(m, local_region));
+}
+
 /*
  * The common call at a leaf site when sampling: the count rule's measured
  * execution of a grown-up region with no other execution open on the thread,
  * untimed. It touches the thread record, the module and the region's state
- * and slot only; anything else goes the general way.
+ * and slot only, in scratch registers; anything else goes the general way.
  */
 ML_EXPORT uint32_t __memlens_enter_leaf(struct ml_rt_module *m, uint32_t local_region)
 {
@@ -1227,21 +1245,19 @@ ML_EXPORT uint32_t __memlens_enter_leaf(struct ml_rt_module *m, uint32_t local_r
     uint32_t g = m->region_ids[local_region], *slot;
     struct ml_rstate *s;
 
-    if (t && t->rs && g < ML_RT_MAX_REGIONS && m->index < t->nmods && t->tls[m->index] &&
-        !t->measured_open && !t->plain_open && ml_rt.sample > 1 && ml_rt.fast) {
-        s = &t->rs[g];
-        slot = slots_of(m, t->tls[m->index]) + 2 * (size_t)local_region;
-        if (s->tleft && !s->depth && !(slot[0] & ML_RT_SLOT_OPEN) && s->started &&
-            s->entries >= ML_SAMPLE_YOUNG) {
-            drain(s, slot);
-            if (!s->smp.left) { /* the count rule measures this one */
-                s->smp.left = ml_rt.sample - 1;
-                return leaf_lean(t, s, slot);
-            }
-        }
-    }
-    capture_module(m);
-    return region_enter(g, ENTER_LEAF, region_slot(m, local_region));
+    if (!t || !t->rs || g >= ML_RT_MAX_REGIONS || m->index >= t->nmods || !t->tls[m->index] ||
+        (t->measured_open | t->plain_open) || !ml_rt.leaf_short)
+        return enter_leaf_general(m, local_region);
+    s = &t->rs[g];
+    slot = slots_of(m, t->tls[m->index]) + 2 * (size_t)local_region;
+    if (!s->tleft || s->depth || (slot[0] & ML_RT_SLOT_OPEN) || !s->started ||
+        s->entries < ML_SAMPLE_YOUNG)
+        return enter_leaf_general(m, local_region);
+    drain(s, slot);
+    if (s->smp.left) /* the count rule skips it: the time rule may not (the general way) */
+        return enter_leaf_general(m, local_region);
+    s->smp.left = ml_rt.sample - 1;
+    return leaf_lean(t, s, slot, 1);
 }
 
 ML_EXPORT uint32_t __memlens_enter_always(struct ml_rt_module *m, uint32_t local_region)

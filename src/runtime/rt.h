@@ -141,6 +141,7 @@ struct ml_rt {
     uint64_t slow_ticks; /* cost of one timed execution's runtime calls, whole (calib.c) */
     int fast;            /* inline enter/exit may run executions alone (not with events at 1/1) */
     uint64_t fastres;    /* answer of an inline BEGIN: 1 when every execution is measured */
+    int leaf_short;      /* sampling with fast: __memlens_enter_leaf's short path may run */
     uint64_t ticks_per_ms;
     /* Exited threads whose records are not folded yet, oldest first. */
     struct ml_thread_rec *exited_head, **exited_tail;

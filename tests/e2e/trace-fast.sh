@@ -6,8 +6,9 @@
 # addresses move by two deltas, cycles that break and change stride, a cycle longer than a
 # replayed span, cycles with holes: random accesses first, last and in between, a hole site
 # reached twice, holes that turn regular and back, sparse rows; an indirect load predicted
-# only sometimes) and of the bench kernels smallfn, spmv and pagerank (rows replayed with
-# their gathers as holes), encoded by the writer and by the threads themselves (self=always),
+# only sometimes; runs of one segment whose stride changes halfway at one site) and of the
+# bench kernels stream and strided (runs of one segment), smallfn, spmv and pagerank (rows
+# replayed with their gathers as holes), encoded by the writer and by the threads themselves (self=always),
 # hold the same access records either way. Address randomisation is off, both runs see
 # environments of the same size, and every array stays below malloc's mmap threshold (mappings
 # the writer thread makes could come first and move the program's), so that addresses agree.
@@ -53,6 +54,15 @@ for o in -O0 -O2; do
         fail "build trace-fast.c $o"
     same "trace-fast $o" "$T/c$o" 8000 997
     same "trace-fast $o brk=3" "$T/c$o" 2000 3
+done
+# Array loops: runs of one segment (fast_run), segments of even and odd word counts.
+for o in -O0 -O2; do
+    $MLCC --ml-trace=asm,mode=ns $o "$ML_ROOT/bench/kernels/stream.c" -o "$T/st$o" ||
+        fail "build stream $o"
+    same "stream $o" "$T/st$o" 12000 20
+    $MLCC --ml-trace=asm,mode=ns $o "$ML_ROOT/bench/kernels/strided.c" -o "$T/sd$o" ||
+        fail "build strided $o"
+    same "strided $o" "$T/sd$o" 15000 3 20
 done
 $MLCC --ml-trace=asm,mode=ns -O2 "$ML_ROOT/bench/kernels/smallfn.c" -o "$T/sf" || fail "build smallfn"
 same smallfn "$T/sf" 5000 5

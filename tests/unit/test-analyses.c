@@ -57,6 +57,7 @@ static void test_reuse_brute(void **state)
         uint64_t *seq = malloc(n * sizeof(*seq));
         uint8_t *seen = malloc(nkeys);
         struct ml_reuse r;
+        struct ml_rbins rb;
         assert_non_null(seq);
         assert_non_null(seen);
         /* Mixed locality: repeats, small loops, strides and random keys. */
@@ -68,16 +69,24 @@ static void test_reuse_brute(void **state)
                                        : rnd() % nkeys;
         }
         assert_int_equal(ml_reuse_init(&r), 0);
+        assert_int_equal(ml_rbins_init(&rb), 0);
         for (size_t i = 0; i < n; i++) {
             uint64_t want = n > 3000 && i % 17 ? UINT64_MAX : brute_distance(seq, i, seen, nkeys),
                      got = ml_reuse_access(&r, seq[i] * 0x10001 + 7);
+            int bin = ml_rbins_access(&rb, seq[i] * 0x10001 + 7);
             if (want != UINT64_MAX && want != got) {
                 fprintf(stderr, "case %d access %zu of %zu: distance %llu, brute force %llu\n", c,
                         i, n, (unsigned long long)got, (unsigned long long)want);
                 fail();
             }
+            if (bin != (int)ml_reuse_bin(got)) {
+                fprintf(stderr, "case %d access %zu of %zu: bin %d, distance %llu\n", c, i, n, bin,
+                        (unsigned long long)got);
+                fail();
+            }
         }
         ml_reuse_free(&r);
+        ml_rbins_free(&rb);
         free(seq);
         free(seen);
     }
@@ -95,11 +104,14 @@ static void test_reuse_many_keys(void **state)
     uint64_t *last = calloc(KEYS, sizeof(*last));
     uint32_t *bit = calloc(N + 1, sizeof(*bit));
     struct ml_reuse r;
+    struct ml_rbins rb;
+    int bin;
     (void)state;
 
     assert_non_null(last);
     assert_non_null(bit);
     assert_int_equal(ml_reuse_init(&r), 0);
+    assert_int_equal(ml_rbins_init(&rb), 0);
     for (uint64_t t = 1; t <= N; t++) {
         /* Sequential sweeps, a hot set and random keys over the whole range. */
         uint64_t k = t % 3 == 0   ? (t / 3) % KEYS
@@ -126,9 +138,14 @@ static void test_reuse_many_keys(void **state)
             fail_msg("access %llu to key %llu: distance %llu, reference %llu",
                      (unsigned long long)t, (unsigned long long)k, (unsigned long long)got,
                      (unsigned long long)want);
+        bin = ml_rbins_access(&rb, k * 64 + 3);
+        if (bin != (int)ml_reuse_bin(want))
+            fail_msg("access %llu to key %llu: bin %d, reference distance %llu",
+                     (unsigned long long)t, (unsigned long long)k, bin, (unsigned long long)want);
     }
     assert_true(r.levels >= 3);
     ml_reuse_free(&r);
+    ml_rbins_free(&rb);
     free(last);
     free(bit);
 }

@@ -118,7 +118,7 @@ struct pair {
 
 struct dep {
     struct ml_shadow *sh;  /* a struct cell per 8-byte word */
-    struct ml_shadow *sh4; /* two cells per 8-byte word split in halves */
+    struct ml_shadow *sh4; /* two cells per 8-byte word split in halves, else zero */
     struct pool p1;        /* eight cells per word split in bytes */
     uint64_t clock;
     uint32_t cur;       /* thread of the events being read */
@@ -550,7 +550,7 @@ static void pool_put(struct pool *p, uint64_t i)
 static struct cell *cells(struct dep *d, struct cell *c, uint64_t word, unsigned g, unsigned *gran)
 {
     uint64_t site = P_SITE(c->w), i;
-    struct cell *to, from[2];
+    struct cell *to, from[2], *h = NULL;
     unsigned n = 1;
 
     if (site == SPLIT1) {
@@ -558,7 +558,7 @@ static struct cell *cells(struct dep *d, struct cell *c, uint64_t word, unsigned
         return &d->p1.c[P_CLOCK(c->w) * 8];
     }
     if (site == SPLIT4) {
-        struct cell *h = (struct cell *)(void *)ml_shadow_at(d->sh4, word);
+        h = (struct cell *)(void *)ml_shadow_at(d->sh4, word);
         *gran = 4;
         if (g >= 4 || !h)
             return h;
@@ -582,6 +582,8 @@ static struct cell *cells(struct dep *d, struct cell *c, uint64_t word, unsigned
     }
     for (unsigned b = 0; b < 8 / g; b++)
         to[b] = from[b * n * g / 8];
+    if (h) /* halves into bytes */
+        h[0] = h[1] = (struct cell){0, 0};
     c->w = PACK(g == 4 ? SPLIT4 : SPLIT1, i);
     c->r = 0;
     *gran = g;
@@ -599,6 +601,8 @@ static void join(struct dep *d, struct cell *c, struct cell *v, unsigned n)
     if (n == 8) {
         pool_put(&d->p1, P_CLOCK(c->w));
         d->split1--;
+    } else {
+        v[0] = v[1] = (struct cell){0, 0};
     }
     *c = one;
 }
@@ -723,6 +727,7 @@ static void clear_range(void *arg, uint64_t lo, uint64_t hi)
         x = end;
     }
     ml_shadow_clear(d->sh, a, b);
+    ml_shadow_clear(d->sh4, a, b);
 }
 
 static void clear_obj(struct dep *d, struct ml_bworker *w, uint64_t lo, uint64_t hi)
@@ -888,9 +893,11 @@ static inline __attribute__((always_inline)) int fast_mem(struct dep *d, const s
     }
     cells_access(d, t, thread, (uint32_t)site, me, v, n, load, store);
     if (v != c && store) { /* halves alike again are one cell */
-        const struct cell *o = addr & 4 ? v - 1 : v + 1;
-        if (o->w == v->w && o->r == v->r)
-            *c = *v;
+        struct cell *h = addr & 4 ? v - 1 : v;
+        if (h[0].w == h[1].w && h[0].r == h[1].r) {
+            *c = *h;
+            h[0] = h[1] = (struct cell){0, 0};
+        }
     }
     return 1;
 }
@@ -1032,26 +1039,32 @@ static inline __attribute__((always_inline)) int vec16(struct dep *d, const stru
 /*
  * The next most common (an int): an aligned 4-byte access to a word split
  * in halves, whose halves are joined again when a store makes them alike.
+ * The halves of a word not split in halves are zero, so halves holding
+ * anything say the word is split without its cell being read (loads of an
+ * int array stream one shadow, not two).
  */
 static inline __attribute__((always_inline)) int half4(struct dep *d, const struct ml_bworker *w,
                                                        const struct lthread *t, uint32_t thread,
                                                        uint64_t w0, uint64_t addr, unsigned kind)
 {
     const uint64_t site = ML_Q_ID(w0);
-    struct cell *c, *h, *o;
+    struct cell *c, *h;
 
     if ((addr & 3) || site >= SPLIT4 - 1)
         return 0;
     if (w->n > 1 && !ml_bw_owns_addr(w, addr))
         return 1;
-    if (!(c = cell_at(d, addr & ~7ull)) || P_SITE(c->w) != SPLIT4 ||
-        !(h = halves_at(d, addr & ~7ull)))
+    if (!(h = halves_at(d, addr & ~7ull)))
         return 0;
-    h += (addr >> 2) & 1;
-    cell1(d, t, thread, site, h, h->w, kind);
-    o = addr & 4 ? h - 1 : h + 1;
-    if ((kind & ML_EV_STORE) && o->w == h->w && o->r == h->r)
-        *c = *h;
+    if (!(h[0].w | h[0].r | h[1].w | h[1].r) &&
+        (!(c = cell_at(d, addr & ~7ull)) || P_SITE(c->w) != SPLIT4))
+        return 0;
+    cell1(d, t, thread, site, h + ((addr >> 2) & 1), h[(addr >> 2) & 1].w, kind);
+    if ((kind & ML_EV_STORE) && h[0].w == h[1].w && h[0].r == h[1].r &&
+        (c = cell_at(d, addr & ~7ull))) {
+        *c = h[0];
+        h[0] = h[1] = (struct cell){0, 0};
+    }
     return 1;
 }
 
@@ -1097,11 +1110,8 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
             /* scalar accesses of 4 and 8 bytes only: vectors stream (the hardware fetches) */
             const uint64_t aw0 = rec[AHEAD * 2], a = rec[AHEAD * 2 + 1] & ~7ull;
-            if (!(aw0 & W0_SCALAR_MASK) && (aw0 & W0_SCALAR)) {
-                ml_shadow_prefetch(d->sh, a);
-                if ((aw0 & W0_WORD8_MASK) != W0_WORD8) /* halves: for 4 bytes */
-                    ml_shadow_prefetch(d->sh4, a);
-            }
+            if (!(aw0 & W0_SCALAR_MASK) && (aw0 & W0_SCALAR))
+                ml_shadow_prefetch((aw0 & W0_WORD8_MASK) == W0_WORD8 ? d->sh : d->sh4, a);
         }
         /* one unit (len is a multiple of it), so no blob and nothing malformed */
         if ((!(w0 & W0_SCALAR_MASK) || (w0 & W0_WORD8_MASK) == W0_VEC16) && (kind & 3)) {

@@ -4,7 +4,8 @@
  * (a cycle whose hole is the callee's load); a cycle broken every `brk` iterations and one
  * whose stride changes halfway; a cycle longer than the replay's span bound; cycles with
  * holes (random loads and stores first, last and in between, a hole site reached twice, holes
- * that turn regular and back) and sparse rows. One segment repeated with a record that is
+ * that turn regular and back) and sparse rows. Runs of one segment whose stride changes halfway at
+ * one site. One segment repeated with a record that is
  * predicted only sometimes (an indirect load: random, then runs of one stride, then
  * alternating strides). */
 #include <stdio.h>
@@ -44,6 +45,20 @@ NOINLINE static long uneven(long *a, long n)
     for (long i = 0; i < n / 3; i++)
         s += get(&a[i]) + get(&a[3 * i]);
     return s;
+}
+
+/* Runs of one segment (no calls) of 1, 2 and 3 accesses whose stride doubles halfway at one
+   site: the last of an odd and of an even number of words, and one in the middle. */
+NOINLINE static long strides(long *a, long *b, long n)
+{
+    long s = 0;
+    for (long i = 0; i < n / 2; i++)
+        s += a[i < n / 4 ? i : n / 4 + 2 * (i - n / 4)];
+    for (long i = 0; i < n / 3; i++)
+        s += a[i] * b[i < n / 6 ? i : n / 6 + 2 * (i - n / 6)];
+    for (long i = 0; i < n / 3; i++)
+        b[i] = a[i < n / 6 ? i : n / 6 + 2 * (i - n / 6)] - b[i] + s;
+    return s + b[n / 5];
 }
 
 /* The cycle breaks every brk iterations (another call), and its stride doubles halfway. */
@@ -149,6 +164,7 @@ int main(int argc, char **argv)
     long s = 0;
     for (int r = 0; r < 3; r++) {
         s += steady(a, b, n);
+        s += strides(a, b, n);
         s += uneven(a, n);
         s += broken(a, n, brk);
         s += longcycle(a, n);
