@@ -24,11 +24,12 @@
  * (most hits land there, without hashing). The rest, up to cap pages, are in
  * the order they left the front: a ring of table slots, appended at head and
  * evicted at tail. A page accessed again from the rest leaves its ring entry
- * behind, stale: each page's table entry holds the ring position of its one
- * live entry, and the page is in the rest exactly when that position is at
- * or after tail. So an access costs one probe of an open-addressed table of
- * every page seen (key and position side by side, never deleted) and a few
- * stores; the tail skips stale entries, and a full ring is compacted in
+ * behind, marked stale: each page's table entry holds the ring position of
+ * its one live entry, and the page is in the rest exactly when that position
+ * is at or after tail. So an access costs one probe of an open-addressed
+ * table of every page seen (key and position side by side, never deleted)
+ * and a few stores; the tail skips stale entries without reading the table
+ * (the ring is small: it stays in cache), and a full ring is compacted in
  * place. The front remembers each page's table slot, so a page pushed out
  * of it needs no hashing either. Exact: the hits are an LRU of cap pages.
  */
@@ -188,6 +189,8 @@ static inline uint32_t tab_probe(const struct lpage *tab, uint32_t bits, uint64_
     return i;
 }
 
+#define RING_STALE UINT32_MAX /* a ring entry whose page went back to the front */
+
 /* Drops the rest's stale ring entries: its live ones move up to [tail, tail + live). */
 static void ring_compact(struct lru *l)
 {
@@ -195,7 +198,7 @@ static void ring_compact(struct lru *l)
 
     for (uint64_t p = l->tail; p != l->head; p++) {
         uint32_t s = l->ring[p & l->rmask];
-        if (l->tab[s].pos == p) {
+        if (s != RING_STALE) {
             l->ring[to & l->rmask] = s;
             l->tab[s].pos = to++;
         }
@@ -257,7 +260,7 @@ static inline void rest_push(struct lru *l, uint32_t s)
     if (++l->live <= l->rest)
         return;
     /* Full: the least recent live entry leaves (its position falls below tail). */
-    while (l->tab[l->ring[l->tail & l->rmask]].pos != l->tail)
+    while (l->ring[l->tail & l->rmask] == RING_STALE)
         l->tail++;
     l->tail++;
     l->live--;
@@ -275,6 +278,7 @@ static int lru_rest(struct lru *l, uint64_t page, uint8_t tag)
         if ((s = tab_slot(l, page)) < 0)
             return (int)s;
         if (l->tab[s].pos >= l->tail) { /* out of the rest: its ring entry goes stale */
+            l->ring[l->tab[s].pos & l->rmask] = RING_STALE;
             l->tab[s].pos = 0;
             l->live--;
             hit = 1;
@@ -661,13 +665,14 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
         to_bin(h, t, x->time);
         c->bin_end = h->bin_end;
     }
-    /* The common case: one line of a page in the thread's cache and the LRU's front. */
+    /* The common case, one line: a page in the LRU's front has its counters at hand. */
     if ((lanes & 7) == 7 && line == end) {
         uint64_t page = line >> c->lshift, key = c->rowkey | page;
         struct lru *L = &h->lru;
         int fs = front_hit(&L->front, page);
+        struct pstat *ps;
         if (fs >= 0) {
-            struct pstat *ps = L->fps[fs];
+            ps = L->fps[fs];
             if (L->fkey[fs] != key) {
                 if (!(ps = ps_of(h, c->p, page)))
                     return -ENOMEM;
@@ -678,18 +683,35 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
             c->q.acc += w;
             return 0;
         }
+        /* Not in the front (searched once): the rest, and the new front slot serves it next. */
+        if (!(ps = ps_of(h, c->p, page)))
+            return -ENOMEM;
+        ps->lines[line & c->lmask] += w;
+        if ((rc = lru_rest(L, page, ml_mtf_tag(page))) < 0)
+            return rc;
+        fs = L->front.ord & 15;
+        L->fkey[fs] = key;
+        L->fps[fs] = ps;
+        c->q.acc += w;
+        c->q.miss += (uint64_t)!rc;
+        return 0;
     } else if ((lanes & 4) && line == end) {
         uint64_t page = line >> c->lshift;
-        uint64_t key = (lanes & 1) ? c->rowkey | page : 0;
-        struct hslot *s = (lanes & 1) ? &c->p->c[hc_slot(key)] : NULL;
-        if ((!(lanes & 1) || s->key == key) &&
-            (!(lanes & 2) || front_hit(&h->lru.front, page) >= 0)) {
-            if (lanes & 1)
-                s->ps->lines[line & c->lmask] += w;
-            if (lanes & 2)
-                c->q.acc += w;
+        if (lanes & 1) {
+            uint64_t key = c->rowkey | page;
+            struct hslot *s = &c->p->c[hc_slot(key)];
+            if (s->key != key)
+                return count_line(h, c->p, page, line, w);
+            s->ps->lines[line & c->lmask] += w;
             return 0;
         }
+        c->q.acc += w;
+        if (front_hit(&h->lru.front, page) >= 0)
+            return 0;
+        if ((rc = lru_rest(&h->lru, page, ml_mtf_tag(page))) < 0)
+            return rc;
+        c->q.miss += (uint64_t)!rc;
+        return 0;
     }
     for (uint64_t l = line;; l++) {
         if (((lanes & 1) && (rc = count_line(h, c->p, l >> c->lshift, l, w))) ||
@@ -697,6 +719,33 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
             return rc;
         if (l == end)
             return 0;
+    }
+}
+
+/*
+ * Irregular traces miss the cache on the counters and the LRU's table: the
+ * entries of the record PF_FAR ahead are fetched, and the counter of the one
+ * PF_NEAR ahead once its cache slot has come (a record of another thread or
+ * not an access only wastes a prefetch).
+ */
+#define PF_FAR  24
+#define PF_NEAR 12
+
+static inline __attribute__((always_inline)) void prefetch(const struct hotpages *h,
+                                                           const struct cur *c,
+                                                           const struct ml_trace_rec *x, int lanes)
+{
+    uint64_t page = x[PF_FAR].addr >> (c->line_shift + c->lshift);
+
+    if ((lanes & 2) && h->lru.tab)
+        __builtin_prefetch(&h->lru.tab[tab_home(page + 1, h->lru.tbits)]);
+    if ((lanes & 1) && c->p) {
+        uint64_t line = x[PF_NEAR].addr >> c->line_shift, key = c->rowkey | line >> c->lshift;
+        const struct hslot *s = &c->p->c[hc_slot(c->rowkey | page)];
+        __builtin_prefetch(s);
+        s = &c->p->c[hc_slot(key)];
+        if (s->key == key)
+            __builtin_prefetch(&s->ps->lines[line & c->lmask], 1);
     }
 }
 
@@ -715,6 +764,8 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
+        if (i + PF_FAR < n)
+            prefetch(h, &c, r + i, lanes);
         if (!ml_ev_is_access(x->kind))
             continue;
         /* Keys change only between calls: a thread's row is checked once per call. */
