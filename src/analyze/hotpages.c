@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,7 @@ struct lru {
     uint64_t tn;                      /* pages in the table */
     uint32_t *ring;                   /* table slots, position p at p & rmask */
     uint64_t rmask, head, tail, live; /* positions from 1; live entries in [tail, head) */
+    uint64_t nrest;                   /* accesses that missed the front */
 };
 
 struct tbin {
@@ -131,6 +133,8 @@ struct hotpages {
     uint64_t tick0, bin_end;
     double ticks_per_bin;
     uint32_t bin;
+    /* Whether records ahead are prefetched: set by lane 1, read by lane 0 at its next batch. */
+    _Atomic int pf;
     _Alignas(64) char end_[1];
 };
 
@@ -274,6 +278,7 @@ static int lru_rest(struct lru *l, uint64_t page, uint8_t tag)
     uint32_t fs;
     int hit = 0, full;
 
+    l->nrest++;
     if (l->rest) {
         if ((s = tab_slot(l, page)) < 0)
             return (int)s;
@@ -730,6 +735,14 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
  */
 #define PF_FAR  24
 #define PF_NEAR 12
+/*
+ * On a regular trace the pages are in the LRU's front and every prefetch is
+ * wasted (stream: 1.27 CPU s against 1.03 without): the LRU lane turns them on
+ * for the next PF_BLOCK records only when more than 1 in PF_RATIO of the last
+ * block missed the front, and the counter lane follows its last decision.
+ */
+#define PF_BLOCK 2048
+#define PF_RATIO 16
 
 static inline __attribute__((always_inline)) void prefetch(const struct hotpages *h,
                                                            const struct cur *c,
@@ -760,11 +773,18 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
     struct cur c = {
         NULL,  NULL, 0, 0, h->bin_end, h->lpp - 1, h->line_shift, h->page_shift - h->line_shift,
         {0, 0}};
-    int rc = 0;
+    int rc = 0, pf = atomic_load_explicit(&h->pf, memory_order_relaxed);
+    uint64_t nrest = h->lru.nrest;
+    size_t next = PF_BLOCK;
 
     for (size_t i = 0; i < n; i++) {
         const struct ml_trace_rec *x = &r[i];
-        if (i + PF_FAR < n)
+        if ((lanes & 2) && i == next) {
+            pf = (h->lru.nrest - nrest) * PF_RATIO > PF_BLOCK;
+            nrest = h->lru.nrest;
+            next += PF_BLOCK;
+        }
+        if (pf && i + PF_FAR < n)
             prefetch(h, &c, r + i, lanes);
         if (!ml_ev_is_access(x->kind))
             continue;
@@ -783,8 +803,10 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
     }
     if (c.rowc)
         c.rowc[0] += c.rowacc;
-    if (lanes & 2)
+    if (lanes & 2) {
         pend_flush(h, t, &c.q);
+        atomic_store_explicit(&h->pf, pf, memory_order_relaxed);
+    }
     return rc;
 }
 
