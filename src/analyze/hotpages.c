@@ -763,6 +763,29 @@ static inline __attribute__((always_inline)) void prefetch(const struct hotpages
 }
 
 /* The lanes in mask lanes (1: counters, 2: LRU; 3: both in one pass) over a batch. */
+/* One record of a batch: a change of thread also changes the counters' row (lane 0). */
+static inline __attribute__((always_inline)) int step(struct hotpages *h,
+                                                      const struct ml_an_input *in, struct ttr *t,
+                                                      struct cur *c, uint32_t *thr,
+                                                      const struct ml_trace_rec *x, int lanes)
+{
+    int rc;
+
+    if (!ml_ev_is_access(x->kind))
+        return 0;
+    /* Keys change only between calls: a thread's row is checked once per call. */
+    if ((lanes & 1) && x->thread != *thr) {
+        if (c->rowc)
+            c->rowc[0] += c->rowacc;
+        c->rowacc = 0;
+        if ((rc = thread_row(h, in, x, &c->p, &c->rowc)))
+            return rc;
+        c->rowkey = hc_key(c->p, 0);
+    }
+    *thr = x->thread;
+    return one_rec(h, t, c, x, lanes);
+}
+
 static inline __attribute__((always_inline)) int run(struct hotpages *h,
                                                      const struct ml_an_input *in,
                                                      const struct ml_trace_rec *r, size_t n,
@@ -775,31 +798,21 @@ static inline __attribute__((always_inline)) int run(struct hotpages *h,
         {0, 0}};
     int rc = 0, pf = atomic_load_explicit(&h->pf, memory_order_relaxed);
     uint64_t nrest = h->lru.nrest;
-    size_t next = PF_BLOCK;
 
-    for (size_t i = 0; i < n; i++) {
-        const struct ml_trace_rec *x = &r[i];
-        if ((lanes & 2) && i == next) {
+    /* Blocks of PF_BLOCK records, the first part of each with prefetches when they pay. */
+    for (size_t b = 0, i, e, pe; b < n && !rc; b = e) {
+        e = n - b > PF_BLOCK ? b + PF_BLOCK : n;
+        if ((lanes & 2) && b) {
             pf = (h->lru.nrest - nrest) * PF_RATIO > PF_BLOCK;
             nrest = h->lru.nrest;
-            next += PF_BLOCK;
         }
-        if (pf && i + PF_FAR < n)
+        pe = !pf || n - b <= PF_FAR ? b : n - e >= PF_FAR ? e : n - PF_FAR;
+        for (i = b; i < pe && !rc; i++) {
             prefetch(h, &c, r + i, lanes);
-        if (!ml_ev_is_access(x->kind))
-            continue;
-        /* Keys change only between calls: a thread's row is checked once per call. */
-        if ((lanes & 1) && x->thread != thr) {
-            if (c.rowc)
-                c.rowc[0] += c.rowacc;
-            c.rowacc = 0;
-            if ((rc = thread_row(h, in, x, &c.p, &c.rowc)))
-                break;
-            c.rowkey = hc_key(c.p, 0);
+            rc = step(h, in, t, &c, &thr, r + i, lanes);
         }
-        thr = x->thread;
-        if ((rc = one_rec(h, t, &c, x, lanes)))
-            break;
+        for (; i < e && !rc; i++)
+            rc = step(h, in, t, &c, &thr, r + i, lanes);
     }
     if (c.rowc)
         c.rowc[0] += c.rowacc;
