@@ -744,9 +744,8 @@ one_rec(struct hotpages *h, struct ttr *t, struct cur *c, const struct ml_trace_
 #define PF_BLOCK 2048
 #define PF_RATIO 16
 
-static inline __attribute__((always_inline)) void prefetch(const struct hotpages *h,
-                                                           const struct cur *c,
-                                                           const struct ml_trace_rec *x, int lanes)
+static inline __attribute__((always_inline)) void
+prefetch(const struct hotpages *h, const struct cur *c, const struct ml_trace_rec *x, int lanes)
 {
     uint64_t page = x[PF_FAR].addr >> (c->line_shift + c->lshift);
 
