@@ -1,6 +1,7 @@
 /* Inline region enter and exit: most executions touch two thread-local words and call nothing. */
 #include "instrument/ir/cfg.h"
 #include "instrument/ir/ir.h"
+#include "instrument/ir/ptrmap.h"
 #include "runtime/abi.h"
 
 #include <errno.h>
@@ -176,7 +177,9 @@ static LLVMValueRef enter_leaf_fn(struct ml_ir *ir)
     return f ? f : LLVMAddFunction(ir->m, "__memlens_enter_leaf", ir->ty_enter);
 }
 
-static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c, int plain)
+/* Returns the test of a plain leaf BEGIN (see strip_plain), else NULL. */
+static LLVMValueRef expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct carry *c,
+                           int plain)
 {
     uint32_t r = (uint32_t)LLVMConstIntGetZExtValue(LLVMGetOperand(call, 1));
     LLVMMetadataRef loc = LLVMInstructionGetDebugLoc(call);
@@ -264,6 +267,7 @@ static void expand(struct ml_ir *ir, LLVMValueRef call, int kind, const struct c
             branch_from_fast(ir, fast, cont, phi, answer);
     }
     LLVMSetCurrentDebugLocation2(ir->b, NULL);
+    return c && c->leaf && plain && kind != K_EXIT ? br : NULL;
 }
 
 /* A marker call of ours: its kind, and its region in *r; else -1. */
@@ -592,6 +596,388 @@ static void promote(struct ml_ir *ir, LLVMValueRef fn)
     LLVMDisposePassManager(pm);
 }
 
+/*
+ * Strip-mining a leaf loop's plain copy. Its BEGIN (head: phis, then r - 1 > 0
+ * and a branch to fast, which stores r - 1 and goes on to the body B) costs
+ * two instructions per unmeasured execution. When the loop's latch L leaves it
+ * by a step-1 induction variable compared eq/ne with a loop-invariant bound N
+ * (head -> fast -> B -> ... -> L -> head, the body S entered only at B and left
+ * only at L), a copy S' of the body runs from fast without the BEGIN while
+ * the budget lasts: its latch compares the variable with lim = I0 + min(N - I0,
+ * r - 1) (r - 1 the budget after the first execution, wrapping as the
+ * eq test does), and at its exit r = r - 1 - (iterations - 1) is stored and the
+ * original test picks the loop's exit or head, whose BEGIN then calls the
+ * runtime. Anything else keeps the countdown.
+ */
+struct strip {
+    struct ml_ir *ir;
+    LLVMBasicBlockRef head, fast, body, latch, exit;
+    LLVMValueRef r, w1, iv0, next, bound; /* r's alloca, r - 1, I0 (a phi of head), I + 1, N */
+    LLVMBasicBlockRef *s;
+    size_t ns;
+    struct ml_ptrmap in_s, map; /* block of S -> 1; original -> copy (values and blocks) */
+};
+
+static int in_s(const struct strip *st, LLVMValueRef v)
+{
+    return LLVMIsAInstruction(v) && ml_ptrmap_get(&st->in_s, LLVMGetInstructionParent(v));
+}
+
+static int in_head(const struct strip *st, LLVMValueRef v)
+{
+    return LLVMIsAInstruction(v) && LLVMGetInstructionParent(v) == st->head;
+}
+
+static LLVMValueRef mapped(const struct strip *st, LLVMValueRef v)
+{
+    LLVMValueRef m = ml_ptrmap_get(&st->map, v);
+    return m ? m : v;
+}
+
+/* One, in either operand, of add x, 1; else NULL. */
+static LLVMValueRef step_of(LLVMValueRef next)
+{
+    if (!LLVMIsAInstruction(next) || LLVMGetInstructionOpcode(next) != LLVMAdd)
+        return NULL;
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef c = LLVMGetOperand(next, (unsigned)k);
+        if (LLVMIsAConstantInt(c) && LLVMConstIntGetZExtValue(c) == 1)
+            return LLVMGetOperand(next, (unsigned)!k);
+    }
+    return NULL;
+}
+
+/* The body's blocks: reachable from B without passing head or the exit; 0 or -1. */
+static int strip_blocks(struct strip *st)
+{
+    size_t cap = 16;
+
+    if (!(st->s = malloc(cap * sizeof(*st->s))))
+        return -1;
+    st->s[st->ns++] = st->body;
+    if (ml_ptrmap_put(&st->in_s, st->body, (void *)1))
+        return -1;
+    for (size_t i = 0; i < st->ns; i++) {
+        LLVMValueRef t = LLVMGetBasicBlockTerminator(st->s[i]);
+        LLVMOpcode op = LLVMGetInstructionOpcode(t);
+        if (op != LLVMBr && op != LLVMSwitch)
+            return -1;
+        for (unsigned k = 0; k < LLVMGetNumSuccessors(t); k++) {
+            LLVMBasicBlockRef b = LLVMGetSuccessor(t, k);
+            if (b == st->head || b == st->exit) {
+                if (st->s[i] != st->latch)
+                    return -1;
+                continue;
+            }
+            if (b == st->fast || ml_ptrmap_get(&st->in_s, b))
+                continue;
+            if (st->ns >= 64)
+                return -1;
+            if (st->ns == cap && !(st->s = realloc(st->s, (cap *= 2) * sizeof(*st->s))))
+                return -1;
+            st->s[st->ns++] = b;
+            if (ml_ptrmap_put(&st->in_s, b, (void *)1))
+                return -1;
+        }
+    }
+    return ml_ptrmap_get(&st->in_s, st->latch) ? 0 : -1;
+}
+
+/* Whether S can be copied: no calls but intrinsics, no r, entered at B only, left at L only
+ * (what S defines and later code uses gets phis after the copy: ml_repair_copies). */
+static int strip_ok(const struct strip *st)
+{
+    for (size_t i = 0; i < st->ns; i++) {
+        LLVMBasicBlockRef b = st->s[i];
+        if (b != st->body)
+            for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(b)); u; u = LLVMGetNextUse(u))
+                if (!in_s(st, LLVMGetUser(u)))
+                    return 0;
+        for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in)) {
+            if (LLVMIsACallInst(in)) {
+                LLVMValueRef f = LLVMGetCalledValue(in);
+                if (!LLVMIsAFunction(f) || !LLVMGetIntrinsicID(f))
+                    return 0;
+            }
+            for (int k = 0; k < LLVMGetNumOperands(in); k++) {
+                LLVMValueRef o = LLVMGetOperand(in, (unsigned)k);
+                if (o == st->r || (in_head(st, o) && !LLVMIsAPHINode(o)))
+                    return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* The pattern of the header comment around a plain leaf BEGIN whose test ends head; 0 or -1. */
+static int strip_match(struct strip *st)
+{
+    LLVMValueRef t = LLVMGetBasicBlockTerminator(st->head), in, cmp, store;
+    LLVMIntPredicate p;
+    int n = 0;
+
+    for (in = LLVMGetFirstInstruction(st->head); in && LLVMIsAPHINode(in);)
+        in = LLVMGetNextInstruction(in);
+    for (LLVMValueRef x = in; x; x = LLVMGetNextInstruction(x))
+        n++;
+    if (n != 4 || !LLVMIsALoadInst(in) || LLVMGetOperand(in, 0) != st->r || !LLVMIsConditional(t))
+        return -1;
+    st->w1 = LLVMGetNextInstruction(in);
+    st->fast = LLVMGetSuccessor(t, 0);
+    store = LLVMGetFirstInstruction(st->fast);
+    if (!store || !LLVMIsAStoreInst(store) || LLVMGetOperand(store, 0) != st->w1 ||
+        LLVMGetOperand(store, 1) != st->r ||
+        LLVMGetNextInstruction(store) != LLVMGetBasicBlockTerminator(st->fast) ||
+        LLVMIsConditional(LLVMGetBasicBlockTerminator(st->fast)))
+        return -1;
+    st->body = LLVMGetSuccessor(LLVMGetBasicBlockTerminator(st->fast), 0);
+    if (st->body == st->head)
+        return -1;
+    /* the latch: a predecessor of head leaving by next ==/!= N */
+    for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(st->head)); u && !st->latch;
+         u = LLVMGetNextUse(u)) {
+        LLVMValueRef br = LLVMGetUser(u);
+        if (!LLVMIsABranchInst(br) || !LLVMIsConditional(br) ||
+            !LLVMIsAICmpInst(cmp = LLVMGetCondition(br)))
+            continue;
+        p = LLVMGetICmpPredicate(cmp);
+        if (!((p == LLVMIntEQ && LLVMGetSuccessor(br, 1) == st->head) ||
+              (p == LLVMIntNE && LLVMGetSuccessor(br, 0) == st->head)))
+            continue;
+        for (int k = 0; k < 2 && !st->latch; k++) {
+            LLVMValueRef x = LLVMGetOperand(cmp, (unsigned)k),
+                         nb = LLVMGetOperand(cmp, (unsigned)!k);
+            LLVMBasicBlockRef lb = LLVMGetInstructionParent(br);
+            LLVMValueRef i = step_of(x), pv;
+            if (!i || !LLVMIsAPHINode(i) || LLVMGetInstructionParent(i) != st->body ||
+                !(pv = incoming_from(i, st->fast)) || !LLVMIsAPHINode(pv) ||
+                LLVMGetInstructionParent(pv) != st->head || incoming_from(pv, lb) != x ||
+                LLVMGetTypeKind(LLVMTypeOf(x)) != LLVMIntegerTypeKind ||
+                LLVMGetIntTypeWidth(LLVMTypeOf(x)) < 32)
+                continue;
+            st->latch = lb;
+            st->exit = LLVMGetSuccessor(br, p == LLVMIntEQ ? 0 : 1);
+            st->next = x;
+            st->bound = nb;
+            st->iv0 = pv;
+        }
+    }
+    if (!st->latch || st->exit == st->head)
+        return -1;
+    if (strip_blocks(st) || in_s(st, st->bound) || in_head(st, st->bound) || !strip_ok(st))
+        return -1;
+    /* what head and the exit take from L must have a copy, or come from outside */
+    for (int k = 0; k < 2; k++)
+        for (LLVMValueRef q = LLVMGetFirstInstruction(k ? st->exit : st->head);
+             q && LLVMIsAPHINode(q); q = LLVMGetNextInstruction(q)) {
+            LLVMValueRef v = incoming_from(q, st->latch);
+            if (v && in_head(st, v))
+                return -1;
+        }
+    /* the body's phis take from fast values from outside or phis of head */
+    for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q && LLVMIsAPHINode(q);
+         q = LLVMGetNextInstruction(q)) {
+        LLVMValueRef v = incoming_from(q, st->fast);
+        if (!v || (in_head(st, v) && !LLVMIsAPHINode(v)))
+            return -1;
+    }
+    return 0;
+}
+
+/* Values of S used after the loop: both copies reach those uses now (phis where they meet). */
+static int strip_repair(struct strip *st)
+{
+    LLVMValueRef *a = NULL, *b = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < st->ns && !rc; i++)
+        for (LLVMValueRef in = LLVMGetFirstInstruction(st->s[i]); in && !rc;
+             in = LLVMGetNextInstruction(in)) {
+            LLVMValueRef c = ml_ptrmap_get(&st->map, in);
+            int out = 0;
+            for (LLVMUseRef u = LLVMGetFirstUse(in); u && c && !out; u = LLVMGetNextUse(u))
+                out = !in_s(st, LLVMGetUser(u));
+            if (!out)
+                continue;
+            if (n == cap) {
+                LLVMValueRef *na = realloc(a, (cap = cap ? 2 * cap : 16) * sizeof(*a));
+                LLVMValueRef *nb = na ? realloc(b, cap * sizeof(*b)) : NULL;
+                a = na ? na : a;
+                b = nb ? nb : b;
+                if (!nb) {
+                    rc = -ENOMEM;
+                    break;
+                }
+            }
+            a[n] = in;
+            b[n++] = c;
+        }
+    if (!rc && n)
+        rc = ml_repair_copies(st->ir, LLVMGetBasicBlockParent(st->head), a, b, n);
+    free(a);
+    free(b);
+    return rc;
+}
+
+/* Copies S after the function's last block and wires it as the header comment says; 0 or -ENOMEM.
+ */
+static int strip_build(struct strip *st)
+{
+    struct ml_ir *ir = st->ir;
+    LLVMValueRef fn = LLVMGetBasicBlockParent(st->head), lim, first, w1m, d1, k, cc, nx, n1, ra;
+    LLVMBasicBlockRef sp, sx, *cp = calloc(st->ns, sizeof(*cp));
+    LLVMTypeRef ty = LLVMTypeOf(st->next);
+    LLVMValueRef lt = LLVMGetBasicBlockTerminator(st->latch), cond = LLVMGetCondition(lt);
+    LLVMValueRef one = LLVMConstInt(ty, 1, 0);
+
+    if (!cp)
+        return -ENOMEM;
+    sp = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.strip.ph");
+    for (size_t i = 0; i < st->ns; i++) {
+        cp[i] = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.strip");
+        if (ml_ptrmap_put(&st->map, LLVMBasicBlockAsValue(st->s[i]), LLVMBasicBlockAsValue(cp[i])))
+            goto oom;
+    }
+    sx = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.strip.exit");
+
+    /* lim = I0 + 1 + min(N - I0 - 1, r - 2), unsigned: N - I0 wraps as the eq test does */
+    LLVMPositionBuilderAtEnd(ir->b, sp);
+    w1m = LLVMBuildZExt(ir->b, LLVMBuildSub(ir->b, st->w1, c32(ir, 1), ""), ty, "");
+    d1 = LLVMBuildSub(ir->b, LLVMBuildSub(ir->b, st->bound, st->iv0, ""), one, "");
+    k = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, d1, w1m, ""), d1, w1m, "");
+    lim = LLVMBuildAdd(ir->b, LLVMBuildAdd(ir->b, st->iv0, one, ""), k, "memlens.lim");
+    LLVMBuildBr(ir->b, cp[0]);
+
+    /* phis of B' (and of head's phis used in S): from sp as fast into B, from L' as L into head */
+    LLVMPositionBuilderAtEnd(ir->b, cp[0]);
+    for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q && LLVMIsAPHINode(q);
+         q = LLVMGetNextInstruction(q)) {
+        LLVMValueRef np = LLVMBuildPhi(ir->b, LLVMTypeOf(q), "");
+        if (ml_ptrmap_put(&st->map, q, np))
+            goto oom;
+    }
+    for (LLVMValueRef q = LLVMGetFirstInstruction(st->head); q && LLVMIsAPHINode(q);
+         q = LLVMGetNextInstruction(q)) {
+        int used = 0;
+        for (LLVMUseRef u = LLVMGetFirstUse(q); u && !used; u = LLVMGetNextUse(u))
+            used = in_s(st, LLVMGetUser(u));
+        if (used && ml_ptrmap_put(&st->map, q, LLVMBuildPhi(ir->b, LLVMTypeOf(q), "")))
+            goto oom;
+    }
+    /* the other instructions, operands mapped once all exist; phis of S filled likewise */
+    for (size_t i = 0; i < st->ns; i++) {
+        LLVMPositionBuilderAtEnd(ir->b, cp[i]);
+        for (LLVMValueRef in = LLVMGetFirstInstruction(st->s[i]); in;
+             in = LLVMGetNextInstruction(in)) {
+            LLVMValueRef c, f;
+            if ((st->s[i] == st->body && LLVMIsAPHINode(in)) ||
+                (LLVMIsACallInst(in) && (f = LLVMGetCalledValue(in)) &&
+                 !strncmp(LLVMGetValueName2(f, &(size_t){0}), "llvm.dbg.", 9)))
+                continue; /* debug records would name the original values */
+            if (LLVMIsAPHINode(in))
+                c = LLVMBuildPhi(ir->b, LLVMTypeOf(in), "");
+            else {
+                c = LLVMInstructionClone(in);
+                LLVMInsertIntoBuilder(ir->b, c);
+            }
+            if (ml_ptrmap_put(&st->map, in, c))
+                goto oom;
+        }
+    }
+    for (size_t i = 0; i < st->ns; i++)
+        for (LLVMValueRef in = LLVMGetFirstInstruction(st->s[i]); in;
+             in = LLVMGetNextInstruction(in)) {
+            LLVMValueRef c = ml_ptrmap_get(&st->map, in);
+            if (!c || (LLVMIsAPHINode(in) && st->s[i] == st->body))
+                continue;
+            if (LLVMIsAPHINode(in)) {
+                for (unsigned j = 0; j < LLVMCountIncoming(in); j++) {
+                    LLVMValueRef v = mapped(st, LLVMGetIncomingValue(in, j));
+                    LLVMBasicBlockRef b = LLVMValueAsBasicBlock(
+                        mapped(st, LLVMBasicBlockAsValue(LLVMGetIncomingBlock(in, j))));
+                    LLVMAddIncoming(c, &v, &b, 1);
+                }
+            } else
+                for (int j = 0; j < LLVMGetNumOperands(in); j++)
+                    LLVMSetOperand(c, (unsigned)j, mapped(st, LLVMGetOperand(in, (unsigned)j)));
+        }
+    for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q && LLVMIsAPHINode(q);
+         q = LLVMGetNextInstruction(q)) {
+        LLVMValueRef v[2], f = incoming_from(q, st->fast);
+        LLVMBasicBlockRef from[2] = {sp, cp[st->ns - 1]};
+        v[0] = f;
+        v[1] = in_head(st, f) ? mapped(st, incoming_from(f, st->latch)) : f;
+        from[1] = LLVMValueAsBasicBlock(mapped(st, LLVMBasicBlockAsValue(st->latch)));
+        LLVMAddIncoming(ml_ptrmap_get(&st->map, q), v, from, 2);
+    }
+    for (LLVMValueRef q = LLVMGetFirstInstruction(st->head); q && LLVMIsAPHINode(q);
+         q = LLVMGetNextInstruction(q)) {
+        LLVMValueRef np = ml_ptrmap_get(&st->map, q), v[2];
+        LLVMBasicBlockRef from[2] = {sp, NULL};
+        if (!np)
+            continue;
+        from[1] = LLVMValueAsBasicBlock(mapped(st, LLVMBasicBlockAsValue(st->latch)));
+        v[0] = q;
+        v[1] = mapped(st, incoming_from(q, st->latch));
+        LLVMAddIncoming(np, v, from, 2);
+    }
+
+    /* L': on to B' until lim, then to sx */
+    {
+        LLVMBasicBlockRef l2 = LLVMValueAsBasicBlock(mapped(st, LLVMBasicBlockAsValue(st->latch)));
+        LLVMValueRef t2 = LLVMGetBasicBlockTerminator(l2), c2 = mapped(st, cond);
+        nx = mapped(st, st->next);
+        LLVMInstructionEraseFromParent(t2);
+        if (c2 != cond && !LLVMGetFirstUse(c2))
+            LLVMInstructionEraseFromParent(c2);
+        LLVMPositionBuilderAtEnd(ir->b, l2);
+        LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, nx, lim, ""), sx, cp[0]);
+    }
+    /* sx: r = (r - 1) - (iterations - 1), then L's own test */
+    LLVMPositionBuilderAtEnd(ir->b, sx);
+    n1 = LLVMBuildSub(ir->b, LLVMBuildSub(ir->b, nx, st->iv0, ""), one, "");
+    ra = LLVMBuildSub(ir->b, st->w1, LLVMBuildTrunc(ir->b, n1, ir->t_i32, ""), "");
+    LLVMBuildStore(ir->b, ra, st->r);
+    cc = LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cond), mapped(st, LLVMGetOperand(cond, 0)),
+                       mapped(st, LLVMGetOperand(cond, 1)), "");
+    LLVMBuildCondBr(ir->b, cc, LLVMGetSuccessor(lt, 0), LLVMGetSuccessor(lt, 1));
+    for (int k2 = 0; k2 < 2; k2++)
+        for (LLVMValueRef q = LLVMGetFirstInstruction(k2 ? st->exit : st->head);
+             q && LLVMIsAPHINode(q); q = LLVMGetNextInstruction(q)) {
+            LLVMValueRef v = incoming_from(q, st->latch);
+            if (v) {
+                v = mapped(st, v);
+                LLVMAddIncoming(q, &v, &sx, 1);
+            }
+        }
+    /* fast now enters the strip */
+    first = LLVMGetBasicBlockTerminator(st->fast);
+    LLVMSetSuccessor(first, 0, sp);
+    ml_phis_retarget(ir, st->body, st->fast, NULL);
+    free(cp);
+    return strip_repair(st);
+oom:
+    free(cp);
+    return -ENOMEM;
+}
+
+/* Strip-mines the plain copy around the leaf BEGIN whose test ends head, where it matches. */
+static int strip_plain(struct ml_ir *ir, LLVMBasicBlockRef head, LLVMValueRef r)
+{
+    struct strip st = {.ir = ir, .head = head, .r = r};
+    int rc = 0;
+
+    ml_ptrmap_init(&st.in_s);
+    ml_ptrmap_init(&st.map);
+    if (!strip_match(&st))
+        rc = strip_build(&st);
+    ml_ptrmap_free(&st.in_s);
+    ml_ptrmap_free(&st.map);
+    free(st.s);
+    return rc;
+}
+
 /* Expands calls[0..n) (grouped by function here), carrying words through loops where it can. */
 static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t n)
 {
@@ -629,11 +1015,15 @@ static int expand_all(struct ml_ir *ir, LLVMValueRef *calls, int *kinds, size_t 
         for (size_t k = 0; k < m; k++) {
             int plain = LLVMGetMetadata(group[k], ir->md_plain) != NULL;
             LLVMSetMetadata(group[k], ir->md_plain, NULL);
-            if (plain && gc[k] && gc[k]->leaf && kinds[idx[k]] == K_EXIT)
+            if (plain && gc[k] && gc[k]->leaf && kinds[idx[k]] == K_EXIT) {
                 LLVMInstructionEraseFromParent(group[k]); /* ended at its BEGIN (leaf_loop) */
-            else
-                expand(ir, group[k], kinds[idx[k]], gc[k], plain);
+                group[k] = NULL;
+            } else
+                group[k] = expand(ir, group[k], kinds[idx[k]], gc[k], plain);
         }
+        for (size_t k = 0; k < m && !rc; k++) /* group[k]: a plain leaf BEGIN's test */
+            if (group[k])
+                rc = strip_plain(ir, LLVMGetInstructionParent(group[k]), gc[k]->r);
         if (nc)
             promote(ir, fn);
         free(cs);
