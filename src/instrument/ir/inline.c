@@ -600,22 +600,23 @@ static void promote(struct ml_ir *ir, LLVMValueRef fn)
  * Strip-mining a leaf loop's plain copy. Its BEGIN (head: phis, then r - 1 > 0
  * and a branch to fast, which stores r - 1 and goes on to the body B) costs
  * two instructions per unmeasured execution. When the loop's latch L leaves it
- * by a step-1 induction variable compared eq/ne with a loop-invariant bound N
+ * by a step-1 induction variable I compared eq/ne with a loop-invariant bound N
  * (head -> fast -> B -> ... -> L -> head, the body S entered only at B and left
- * only at L), a copy S' of the body runs from fast without the BEGIN while
- * the budget lasts: its latch compares the variable with lim = I0 + min(N - I0,
- * r - 1) (r - 1 the budget after the first execution, wrapping as the
- * eq test does), and at its exit r = r - 1 - (iterations - 1) is stored and the
- * original test picks the loop's exit or head, whose BEGIN then calls the
- * runtime. Anything else keeps the countdown.
+ * only at L), S becomes a strip that runs without the BEGIN while the budget
+ * lasts: every way into B computes lim = I0 + 1 + min(N - I0 - 1, r - 1) (r as
+ * the BEGIN just left it, r - 1 taken as 0 when r < 2; N - I0 wraps as the eq
+ * test does) and c = r + I0 + 1, and L goes back to B while I + 1 != lim. At
+ * the strip's exit r = c - (I + 1), and L's own test picks the loop's exit or
+ * head, whose BEGIN then calls the runtime. S is not copied, so the measured
+ * copy's code is as it was. Anything else keeps the countdown.
  */
 struct strip {
     struct ml_ir *ir;
     LLVMBasicBlockRef head, fast, body, latch, exit;
-    LLVMValueRef r, w1, iv0, next, bound; /* r's alloca, r - 1, I0 (a phi of head), I + 1, N */
+    LLVMValueRef r, w1, iv, next, bound; /* r's alloca, r - 1, I (a phi of B), I + 1, N */
     LLVMBasicBlockRef *s;
     size_t ns;
-    struct ml_ptrmap in_s, map; /* block of S -> 1; original -> copy (values and blocks) */
+    struct ml_ptrmap in_s; /* block of S -> 1 */
 };
 
 static int in_s(const struct strip *st, LLVMValueRef v)
@@ -628,13 +629,7 @@ static int in_head(const struct strip *st, LLVMValueRef v)
     return LLVMIsAInstruction(v) && LLVMGetInstructionParent(v) == st->head;
 }
 
-static LLVMValueRef mapped(const struct strip *st, LLVMValueRef v)
-{
-    LLVMValueRef m = ml_ptrmap_get(&st->map, v);
-    return m ? m : v;
-}
-
-/* One, in either operand, of add x, 1; else NULL. */
+/* x of add x, 1 (either operand order); else NULL. */
 static LLVMValueRef step_of(LLVMValueRef next)
 {
     if (!LLVMIsAInstruction(next) || LLVMGetInstructionOpcode(next) != LLVMAdd)
@@ -671,8 +666,6 @@ static int strip_blocks(struct strip *st)
             }
             if (b == st->fast || ml_ptrmap_get(&st->in_s, b))
                 continue;
-            if (st->ns >= 64)
-                return -1;
             if (st->ns == cap && !(st->s = realloc(st->s, (cap *= 2) * sizeof(*st->s))))
                 return -1;
             st->s[st->ns++] = b;
@@ -683,8 +676,10 @@ static int strip_blocks(struct strip *st)
     return ml_ptrmap_get(&st->in_s, st->latch) ? 0 : -1;
 }
 
-/* Whether S can be copied: no calls but intrinsics, no r, entered at B only, left at L only
- * (what S defines and later code uses gets phis after the copy: ml_repair_copies). */
+/*
+ * Whether S can run as a strip: no calls but intrinsics, no r, nothing of head
+ * used but through B's phis (L will go straight to B), entered at B only.
+ */
 static int strip_ok(const struct strip *st)
 {
     for (size_t i = 0; i < st->ns; i++) {
@@ -699,9 +694,11 @@ static int strip_ok(const struct strip *st)
                 if (!LLVMIsAFunction(f) || !LLVMGetIntrinsicID(f))
                     return 0;
             }
+            if (b == st->body && LLVMIsAPHINode(in))
+                continue;
             for (int k = 0; k < LLVMGetNumOperands(in); k++) {
                 LLVMValueRef o = LLVMGetOperand(in, (unsigned)k);
-                if (o == st->r || (in_head(st, o) && !LLVMIsAPHINode(o)))
+                if (o == st->r || in_head(st, o))
                     return 0;
             }
         }
@@ -709,7 +706,7 @@ static int strip_ok(const struct strip *st)
     return 1;
 }
 
-/* The pattern of the header comment around a plain leaf BEGIN whose test ends head; 0 or -1. */
+/* The pattern of the comment above around a plain leaf BEGIN whose test ends head; 0 or -1. */
 static int strip_match(struct strip *st)
 {
     LLVMValueRef t = LLVMGetBasicBlockTerminator(st->head), in, cmp, store;
@@ -733,7 +730,7 @@ static int strip_match(struct strip *st)
     st->body = LLVMGetSuccessor(LLVMGetBasicBlockTerminator(st->fast), 0);
     if (st->body == st->head)
         return -1;
-    /* the latch: a predecessor of head leaving by next ==/!= N */
+    /* the latch: a predecessor of head leaving by I + 1 ==/!= N */
     for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(st->head)); u && !st->latch;
          u = LLVMGetNextUse(u)) {
         LLVMValueRef br = LLVMGetUser(u);
@@ -745,8 +742,7 @@ static int strip_match(struct strip *st)
               (p == LLVMIntNE && LLVMGetSuccessor(br, 0) == st->head)))
             continue;
         for (int k = 0; k < 2 && !st->latch; k++) {
-            LLVMValueRef x = LLVMGetOperand(cmp, (unsigned)k),
-                         nb = LLVMGetOperand(cmp, (unsigned)!k);
+            LLVMValueRef x = LLVMGetOperand(cmp, (unsigned)k);
             LLVMBasicBlockRef lb = LLVMGetInstructionParent(br);
             LLVMValueRef i = step_of(x), pv;
             if (!i || !LLVMIsAPHINode(i) || LLVMGetInstructionParent(i) != st->body ||
@@ -758,208 +754,140 @@ static int strip_match(struct strip *st)
             st->latch = lb;
             st->exit = LLVMGetSuccessor(br, p == LLVMIntEQ ? 0 : 1);
             st->next = x;
-            st->bound = nb;
-            st->iv0 = pv;
+            st->bound = LLVMGetOperand(cmp, (unsigned)!k);
+            st->iv = i;
         }
     }
-    if (!st->latch || st->exit == st->head)
+    if (!st->latch || st->exit == st->head || strip_blocks(st) || in_s(st, st->bound) ||
+        in_head(st, st->bound) || !strip_ok(st))
         return -1;
-    if (strip_blocks(st) || in_s(st, st->bound) || in_head(st, st->bound) || !strip_ok(st))
-        return -1;
-    /* what head and the exit take from L must have a copy, or come from outside */
-    for (int k = 0; k < 2; k++)
-        for (LLVMValueRef q = LLVMGetFirstInstruction(k ? st->exit : st->head);
-             q && LLVMIsAPHINode(q); q = LLVMGetNextInstruction(q)) {
-            LLVMValueRef v = incoming_from(q, st->latch);
-            if (v && in_head(st, v))
-                return -1;
-        }
-    /* the body's phis take from fast values from outside or phis of head */
+    /* B's phis take from fast values from outside or phis of head (then L's for the strip) */
     for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q && LLVMIsAPHINode(q);
          q = LLVMGetNextInstruction(q)) {
         LLVMValueRef v = incoming_from(q, st->fast);
-        if (!v || (in_head(st, v) && !LLVMIsAPHINode(v)))
+        if (!v || (in_head(st, v) && (!LLVMIsAPHINode(v) || !incoming_from(v, st->latch))))
             return -1;
     }
     return 0;
 }
 
-/* Values of S used after the loop: both copies reach those uses now (phis where they meet). */
-static int strip_repair(struct strip *st)
+/* N available on every way into B (the measured copy's among them), and the edges splittable. */
+static int strip_entries(const struct strip *st, LLVMBasicBlockRef *pred, size_t np)
 {
-    LLVMValueRef *a = NULL, *b = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
+    struct ml_cfg cfg;
+    int ok = 1;
 
-    for (size_t i = 0; i < st->ns && !rc; i++)
-        for (LLVMValueRef in = LLVMGetFirstInstruction(st->s[i]); in && !rc;
-             in = LLVMGetNextInstruction(in)) {
-            LLVMValueRef c = ml_ptrmap_get(&st->map, in);
-            int out = 0;
-            for (LLVMUseRef u = LLVMGetFirstUse(in); u && c && !out; u = LLVMGetNextUse(u))
-                out = !in_s(st, LLVMGetUser(u));
-            if (!out)
-                continue;
-            if (n == cap) {
-                LLVMValueRef *na = realloc(a, (cap = cap ? 2 * cap : 16) * sizeof(*a));
-                LLVMValueRef *nb = na ? realloc(b, cap * sizeof(*b)) : NULL;
-                a = na ? na : a;
-                b = nb ? nb : b;
-                if (!nb) {
-                    rc = -ENOMEM;
-                    break;
-                }
-            }
-            a[n] = in;
-            b[n++] = c;
-        }
-    if (!rc && n)
-        rc = ml_repair_copies(st->ir, LLVMGetBasicBlockParent(st->head), a, b, n);
-    free(a);
-    free(b);
-    return rc;
+    for (size_t i = 0; i < np; i++) {
+        LLVMOpcode op = LLVMGetInstructionOpcode(LLVMGetBasicBlockTerminator(pred[i]));
+        if (op != LLVMBr && op != LLVMSwitch)
+            return 0;
+    }
+    if (!LLVMIsAInstruction(st->bound))
+        return 1;
+    if (ml_cfg_build(LLVMGetBasicBlockParent(st->head), &cfg))
+        return 0;
+    for (size_t i = 0; i < np && ok; i++) {
+        int d = ml_cfg_index(&cfg, LLVMGetInstructionParent(st->bound));
+        int u = ml_cfg_index(&cfg, pred[i]);
+        ok = d >= 0 && u >= 0 && ml_cfg_dominates(&cfg, (unsigned)d, (unsigned)u);
+    }
+    ml_cfg_free(&cfg);
+    return ok;
 }
 
-/* Copies S after the function's last block and wires it as the header comment says; 0 or -ENOMEM.
- */
+/* Rewires S as a strip (the comment above); 0, or -ENOMEM. */
 static int strip_build(struct strip *st)
 {
     struct ml_ir *ir = st->ir;
-    LLVMValueRef fn = LLVMGetBasicBlockParent(st->head), lim, first, w1m, d1, k, cc, nx, n1, ra;
-    LLVMBasicBlockRef sp, sx, *cp = calloc(st->ns, sizeof(*cp));
     LLVMTypeRef ty = LLVMTypeOf(st->next);
     LLVMValueRef lt = LLVMGetBasicBlockTerminator(st->latch), cond = LLVMGetCondition(lt);
-    LLVMValueRef one = LLVMConstInt(ty, 1, 0);
+    LLVMValueRef one = LLVMConstInt(ty, 1, 0), lim_a, c_a, lim;
+    LLVMBasicBlockRef sx, *pred = NULL,
+                          succ[2] = {LLVMGetSuccessor(lt, 0), LLVMGetSuccessor(lt, 1)};
+    size_t np = 0;
+    unsigned at = 0;
+    LLVMIntPredicate p = LLVMGetICmpPredicate(cond);
+    LLVMValueRef ops[2] = {LLVMGetOperand(cond, 0), LLVMGetOperand(cond, 1)};
 
-    if (!cp)
+    for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(st->body)); u; u = LLVMGetNextUse(u))
+        np++;
+    if (!(pred = malloc((np ? np : 1) * sizeof(*pred))))
         return -ENOMEM;
-    sp = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.strip.ph");
-    for (size_t i = 0; i < st->ns; i++) {
-        cp[i] = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.strip");
-        if (ml_ptrmap_put(&st->map, LLVMBasicBlockAsValue(st->s[i]), LLVMBasicBlockAsValue(cp[i])))
-            goto oom;
+    np = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(st->body)); u;
+         u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        LLVMBasicBlockRef pb = LLVMIsAInstruction(user) ? LLVMGetInstructionParent(user) : NULL;
+        int seen = !pb;
+        for (size_t i = 0; i < np && !seen; i++)
+            seen = pred[i] == pb;
+        if (!seen)
+            pred[np++] = pb;
     }
-    sx = LLVMAppendBasicBlockInContext(ir->ctx, fn, "memlens.strip.exit");
+    if (!strip_entries(st, pred, np)) {
+        free(pred);
+        return 0;
+    }
+    LLVMPositionBuilderBefore(ir->b, st->r);
+    lim_a = LLVMBuildAlloca(ir->b, ty, "memlens.lim");
+    c_a = LLVMBuildAlloca(ir->b, ir->t_i32, "memlens.c");
 
-    /* lim = I0 + 1 + min(N - I0 - 1, r - 2), unsigned: N - I0 wraps as the eq test does */
-    LLVMPositionBuilderAtEnd(ir->b, sp);
-    w1m = LLVMBuildZExt(ir->b, LLVMBuildSub(ir->b, st->w1, c32(ir, 1), ""), ty, "");
-    d1 = LLVMBuildSub(ir->b, LLVMBuildSub(ir->b, st->bound, st->iv0, ""), one, "");
-    k = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, d1, w1m, ""), d1, w1m, "");
-    lim = LLVMBuildAdd(ir->b, LLVMBuildAdd(ir->b, st->iv0, one, ""), k, "memlens.lim");
-    LLVMBuildBr(ir->b, cp[0]);
-
-    /* phis of B' (and of head's phis used in S): from sp as fast into B, from L' as L into head */
-    LLVMPositionBuilderAtEnd(ir->b, cp[0]);
+    /* L -> B: B's phis take what head's would have passed on */
     for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q && LLVMIsAPHINode(q);
          q = LLVMGetNextInstruction(q)) {
-        LLVMValueRef np = LLVMBuildPhi(ir->b, LLVMTypeOf(q), "");
-        if (ml_ptrmap_put(&st->map, q, np))
-            goto oom;
+        LLVMValueRef v = incoming_from(q, st->fast);
+        if (in_head(st, v))
+            v = incoming_from(v, st->latch);
+        LLVMAddIncoming(q, &v, &st->latch, 1);
     }
-    for (LLVMValueRef q = LLVMGetFirstInstruction(st->head); q && LLVMIsAPHINode(q);
-         q = LLVMGetNextInstruction(q)) {
-        int used = 0;
-        for (LLVMUseRef u = LLVMGetFirstUse(q); u && !used; u = LLVMGetNextUse(u))
-            used = in_s(st, LLVMGetUser(u));
-        if (used && ml_ptrmap_put(&st->map, q, LLVMBuildPhi(ir->b, LLVMTypeOf(q), "")))
-            goto oom;
-    }
-    /* the other instructions, operands mapped once all exist; phis of S filled likewise */
-    for (size_t i = 0; i < st->ns; i++) {
-        LLVMPositionBuilderAtEnd(ir->b, cp[i]);
-        for (LLVMValueRef in = LLVMGetFirstInstruction(st->s[i]); in;
-             in = LLVMGetNextInstruction(in)) {
-            LLVMValueRef c, f;
-            if ((st->s[i] == st->body && LLVMIsAPHINode(in)) ||
-                (LLVMIsACallInst(in) && (f = LLVMGetCalledValue(in)) &&
-                 !strncmp(LLVMGetValueName2(f, &(size_t){0}), "llvm.dbg.", 9)))
-                continue; /* debug records would name the original values */
-            if (LLVMIsAPHINode(in))
-                c = LLVMBuildPhi(ir->b, LLVMTypeOf(in), "");
-            else {
-                c = LLVMInstructionClone(in);
-                LLVMInsertIntoBuilder(ir->b, c);
-            }
-            if (ml_ptrmap_put(&st->map, in, c))
-                goto oom;
-        }
-    }
-    for (size_t i = 0; i < st->ns; i++)
-        for (LLVMValueRef in = LLVMGetFirstInstruction(st->s[i]); in;
-             in = LLVMGetNextInstruction(in)) {
-            LLVMValueRef c = ml_ptrmap_get(&st->map, in);
-            if (!c || (LLVMIsAPHINode(in) && st->s[i] == st->body))
-                continue;
-            if (LLVMIsAPHINode(in)) {
-                for (unsigned j = 0; j < LLVMCountIncoming(in); j++) {
-                    LLVMValueRef v = mapped(st, LLVMGetIncomingValue(in, j));
-                    LLVMBasicBlockRef b = LLVMValueAsBasicBlock(
-                        mapped(st, LLVMBasicBlockAsValue(LLVMGetIncomingBlock(in, j))));
-                    LLVMAddIncoming(c, &v, &b, 1);
-                }
-            } else
-                for (int j = 0; j < LLVMGetNumOperands(in); j++)
-                    LLVMSetOperand(c, (unsigned)j, mapped(st, LLVMGetOperand(in, (unsigned)j)));
-        }
-    for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q && LLVMIsAPHINode(q);
-         q = LLVMGetNextInstruction(q)) {
-        LLVMValueRef v[2], f = incoming_from(q, st->fast);
-        LLVMBasicBlockRef from[2] = {sp, cp[st->ns - 1]};
-        v[0] = f;
-        v[1] = in_head(st, f) ? mapped(st, incoming_from(f, st->latch)) : f;
-        from[1] = LLVMValueAsBasicBlock(mapped(st, LLVMBasicBlockAsValue(st->latch)));
-        LLVMAddIncoming(ml_ptrmap_get(&st->map, q), v, from, 2);
-    }
-    for (LLVMValueRef q = LLVMGetFirstInstruction(st->head); q && LLVMIsAPHINode(q);
-         q = LLVMGetNextInstruction(q)) {
-        LLVMValueRef np = ml_ptrmap_get(&st->map, q), v[2];
-        LLVMBasicBlockRef from[2] = {sp, NULL};
-        if (!np)
-            continue;
-        from[1] = LLVMValueAsBasicBlock(mapped(st, LLVMBasicBlockAsValue(st->latch)));
-        v[0] = q;
-        v[1] = mapped(st, incoming_from(q, st->latch));
-        LLVMAddIncoming(np, v, from, 2);
-    }
-
-    /* L': on to B' until lim, then to sx */
-    {
-        LLVMBasicBlockRef l2 = LLVMValueAsBasicBlock(mapped(st, LLVMBasicBlockAsValue(st->latch)));
-        LLVMValueRef t2 = LLVMGetBasicBlockTerminator(l2), c2 = mapped(st, cond);
-        nx = mapped(st, st->next);
-        LLVMInstructionEraseFromParent(t2);
-        if (c2 != cond && !LLVMGetFirstUse(c2))
-            LLVMInstructionEraseFromParent(c2);
-        LLVMPositionBuilderAtEnd(ir->b, l2);
-        LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, nx, lim, ""), sx, cp[0]);
-    }
-    /* sx: r = (r - 1) - (iterations - 1), then L's own test */
+    sx = LLVMGetNextBasicBlock(st->latch)
+             ? LLVMInsertBasicBlockInContext(ir->ctx, LLVMGetNextBasicBlock(st->latch),
+                                             "memlens.strip.exit")
+             : LLVMAppendBasicBlockInContext(ir->ctx, LLVMGetBasicBlockParent(st->latch),
+                                             "memlens.strip.exit");
+    LLVMInstructionEraseFromParent(lt);
+    if (!LLVMGetFirstUse(cond))
+        LLVMInstructionEraseFromParent(cond);
+    LLVMPositionBuilderAtEnd(ir->b, st->latch);
+    lim = LLVMBuildLoad2(ir->b, ty, lim_a, "");
+    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntEQ, st->next, lim, ""), sx, st->body);
+    /* sx: r = c - (I + 1), then L's own test */
     LLVMPositionBuilderAtEnd(ir->b, sx);
-    n1 = LLVMBuildSub(ir->b, LLVMBuildSub(ir->b, nx, st->iv0, ""), one, "");
-    ra = LLVMBuildSub(ir->b, st->w1, LLVMBuildTrunc(ir->b, n1, ir->t_i32, ""), "");
-    LLVMBuildStore(ir->b, ra, st->r);
-    cc = LLVMBuildICmp(ir->b, LLVMGetICmpPredicate(cond), mapped(st, LLVMGetOperand(cond, 0)),
-                       mapped(st, LLVMGetOperand(cond, 1)), "");
-    LLVMBuildCondBr(ir->b, cc, LLVMGetSuccessor(lt, 0), LLVMGetSuccessor(lt, 1));
-    for (int k2 = 0; k2 < 2; k2++)
-        for (LLVMValueRef q = LLVMGetFirstInstruction(k2 ? st->exit : st->head);
-             q && LLVMIsAPHINode(q); q = LLVMGetNextInstruction(q)) {
-            LLVMValueRef v = incoming_from(q, st->latch);
-            if (v) {
-                v = mapped(st, v);
-                LLVMAddIncoming(q, &v, &sx, 1);
-            }
-        }
-    /* fast now enters the strip */
-    first = LLVMGetBasicBlockTerminator(st->fast);
-    LLVMSetSuccessor(first, 0, sp);
-    ml_phis_retarget(ir, st->body, st->fast, NULL);
-    free(cp);
-    return strip_repair(st);
-oom:
-    free(cp);
-    return -ENOMEM;
+    LLVMBuildStore(ir->b,
+                   LLVMBuildSub(ir->b, LLVMBuildLoad2(ir->b, ir->t_i32, c_a, ""),
+                                LLVMBuildTrunc(ir->b, st->next, ir->t_i32, ""), ""),
+                   st->r);
+    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, p, ops[0], ops[1], ""), succ[0], succ[1]);
+    ml_phis_retarget(ir, st->head, st->latch, sx);
+    ml_phis_retarget(ir, st->exit, st->latch, sx);
+
+    /* every other way into B starts a strip (splitting rebuilds B's phis: I by its place) */
+    for (LLVMValueRef q = LLVMGetFirstInstruction(st->body); q != st->iv;
+         q = LLVMGetNextInstruction(q))
+        at++;
+    for (size_t i = 0; i < np; i++) {
+        LLVMBasicBlockRef e = ml_split_edge(ir, pred[i], st->body, "memlens.strip.ph");
+        LLVMValueRef r, i0, k0, d1, k, iv = LLVMGetFirstInstruction(st->body);
+        for (unsigned j = 0; j < at; j++)
+            iv = LLVMGetNextInstruction(iv);
+        LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(e));
+        r = LLVMBuildLoad2(ir->b, ir->t_i32, st->r, "");
+        i0 = incoming_from(iv, e);
+        k0 = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntSGT, r, c32(ir, 1), ""),
+                             LLVMBuildZExt(ir->b, LLVMBuildAdd(ir->b, r, c32(ir, ~0u), ""), ty, ""),
+                             LLVMConstInt(ty, 0, 0), "");
+        d1 = LLVMBuildSub(ir->b, LLVMBuildSub(ir->b, st->bound, i0, ""), one, "");
+        k = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntULT, d1, k0, ""), d1, k0, "");
+        LLVMBuildStore(ir->b, LLVMBuildAdd(ir->b, LLVMBuildAdd(ir->b, i0, one, ""), k, ""), lim_a);
+        LLVMBuildStore(ir->b,
+                       LLVMBuildAdd(ir->b, r,
+                                    LLVMBuildAdd(ir->b, LLVMBuildTrunc(ir->b, i0, ir->t_i32, ""),
+                                                 c32(ir, 1), ""),
+                                    ""),
+                       c_a);
+    }
+    free(pred);
+    return 0;
 }
 
 /* Strip-mines the plain copy around the leaf BEGIN whose test ends head, where it matches. */
@@ -969,11 +897,9 @@ static int strip_plain(struct ml_ir *ir, LLVMBasicBlockRef head, LLVMValueRef r)
     int rc = 0;
 
     ml_ptrmap_init(&st.in_s);
-    ml_ptrmap_init(&st.map);
     if (!strip_match(&st))
         rc = strip_build(&st);
     ml_ptrmap_free(&st.in_s);
-    ml_ptrmap_free(&st.map);
     free(st.s);
     return rc;
 }
