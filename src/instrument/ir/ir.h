@@ -278,13 +278,6 @@ LLVMBasicBlockRef ml_split_after(struct ml_ir *ir, LLVMValueRef at);
  */
 LLVMBasicBlockRef ml_split_edge(struct ml_ir *ir, LLVMBasicBlockRef pb, LLVMBasicBlockRef sb,
                                 const char *name);
-/*
- * SSA repair after copying code: each a[i] now has a second definition b[i]; every use of
- * either outside its own block reads the one that reaches it (new phis where they meet).
- * 0 or -ENOMEM.
- */
-int ml_repair_copies(struct ml_ir *ir, LLVMValueRef fn, const LLVMValueRef *a,
-                     const LLVMValueRef *b, size_t n);
 /* Rebuilds the phis of bb with incoming block `from` renamed `to` (NULL: dropped). */
 void ml_phis_retarget(struct ml_ir *ir, LLVMBasicBlockRef bb, LLVMBasicBlockRef from,
                       LLVMBasicBlockRef to);

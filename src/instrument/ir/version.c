@@ -400,23 +400,6 @@ static void remove_trivial_phis(struct repair *r)
     }
 }
 
-int ml_repair_copies(struct ml_ir *ir, LLVMValueRef fn, const LLVMValueRef *a,
-                     const LLVMValueRef *b, size_t n)
-{
-    struct repair r = {.ir = ir};
-    int rc;
-
-    ml_ptrmap_init(&r.index);
-    ml_ptrmap_init(&r.memo);
-    rc = repair_init(&r, fn);
-    for (size_t i = 0; i < n && !rc; i++)
-        rc = repair_value(&r, a[i], b[i]);
-    if (!rc)
-        remove_trivial_phis(&r);
-    repair_free(&r);
-    return rc;
-}
-
 /* Deletes blocks the entry cannot reach (the plain copy's entry and what only it reached). */
 static void drop_dead_blocks(struct ml_ir *ir, struct repair *r)
 {
