@@ -1046,6 +1046,8 @@ static void test_hotpages_lru(void **state)
         int fd;
         struct ml_trace_writer *w = page_trace(path, 4243, NULL, 0, &fd);
 
+        /* Batches of 5000: with -j2 the lanes split and fuse again as the phases change. */
+        ml_tw_chunk_records(w, 5000);
         for (int i = 0; i < 60000; i++) {
             uint32_t wt = 1 + (uint32_t)(rnd() % 2), size = 8;
             uint64_t off = (rnd() % 512) * 8, r = rnd() % 10;
@@ -1053,6 +1055,8 @@ static void test_hotpages_lru(void **state)
                 page = (uint64_t)i % (cap + 4); /* a loop just longer than the LRU */
             else if (i % 20000 < 10000)         /* random picks that all fit: no evictions */
                 page = 9000 + rnd() % (cap > 16 ? 16 + (cap - 16) / 2 : cap);
+            else if (i % 20000 < 16000) /* a scan, 64 accesses per page: the front hits */
+                page = 8000 + (uint64_t)i / 64;
             else if (r < 3)
                 page = rnd() % 6000;
             else if (r < 6)
