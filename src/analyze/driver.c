@@ -385,7 +385,8 @@ struct slot {
     char err[300];
     const struct ml_trace_rec *recs;
     size_t n;
-    uint64_t qseq; /* order of submission, while queued */
+    uint32_t others; /* records that are not accesses (0: no key can change in the chunk) */
+    uint64_t qseq;   /* order of submission, while queued */
 };
 
 #define QMAX 4 /* chunks a thread's cursor may have decoded ahead */
@@ -418,6 +419,7 @@ struct pool {
 static void decode_slot(struct slot *s)
 {
     s->rc = ml_trace_decode(s->dec, s->chunk, &s->recs, &s->n, s->err, sizeof(s->err));
+    s->others = ml_trace_dec_others(s->dec);
 }
 
 /* The queued slot submitted first, or NULL. */
@@ -766,14 +768,18 @@ static int apply(struct reading *rd, const struct ml_trace_rec *x)
     return 0;
 }
 
-/* Hands records [r, r + n) of one trace to every analysis; splits at records that change keys. */
-static int deliver(struct reading *rd, const struct ml_trace_rec *r, size_t n)
+/*
+ * Hands records [r, r + n) of one trace to every analysis; splits at records
+ * that change keys, unless the records are all accesses (scan = 0: the scan
+ * would read every record once more).
+ */
+static int deliver(struct reading *rd, const struct ml_trace_rec *r, size_t n, int scan)
 {
     struct ml_an_run *run = rd->run;
     size_t from = 0;
     int rc;
 
-    for (size_t i = 0; i <= n; i++) {
+    for (size_t i = scan ? 0 : n; i <= n; i++) {
         if (i < n && (r[i].kind <= ML_EV_RMW || r[i].kind >= ML_EV_NKINDS || !rd->split[r[i].kind]))
             continue;
         for (int a = 0; a < run->nan && i > from; a++)
@@ -796,7 +802,7 @@ static int deliver(struct reading *rd, const struct ml_trace_rec *r, size_t n)
 
 static int flush_merge(struct reading *rd)
 {
-    int rc = rd->nmerge ? deliver(rd, rd->merge, rd->nmerge) : 0;
+    int rc = rd->nmerge ? deliver(rd, rd->merge, rd->nmerge, 1) : 0;
 
     rd->nmerge = 0;
     return rc;
@@ -982,7 +988,7 @@ static int read_trace(struct ml_an_run *r, const char *path, int index, char *er
         if (len >= MERGE_DIRECT || !others) {
             rc = flush_merge(&rd);
             if (!rc)
-                rc = deliver(&rd, best->cur->recs + best->pos, len);
+                rc = deliver(&rd, best->cur->recs + best->pos, len, best->cur->others != 0);
         } else {
             if (rd.nmerge + len > MERGE_CAP)
                 rc = flush_merge(&rd);

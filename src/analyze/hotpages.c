@@ -124,6 +124,7 @@ struct hotpages {
     struct ttr *tr;
     int ntr;
     int html;
+    uint64_t batch0; /* batches lane 0 has run */
     /*
      * Lane 1 (the LRU, time bins and heat map) writes only what follows, on
      * cache lines of its own; lane 0 (the counters) only what precedes.
@@ -135,6 +136,13 @@ struct hotpages {
     uint32_t bin;
     /* Whether records ahead are prefetched: set by lane 1, read by lane 0 at its next batch. */
     _Atomic int pf;
+    uint64_t batch1; /* batches lane 1 has run */
+    /*
+     * Whether lane 0 runs both lanes of batch k (fused[k & 1]) while lane 1
+     * idles: set for batch k + 1 by the lane that ran the LRU in batch k,
+     * which no lane reads before the barrier that ends batch k.
+     */
+    _Alignas(64) int fused[2];
     _Alignas(64) char end_[1];
 };
 
@@ -827,12 +835,30 @@ static int record(void *st, const struct ml_an_input *in, const struct ml_trace_
     return ((struct hotpages *)st)->html ? run(st, in, r, n, 3) : run(st, in, r, n, 3 | FAST);
 }
 
+/*
+ * With -j2 each lane reads every record again, and on two cores the lane
+ * thread competes with the decoding worker: splitting pays only when the
+ * LRU is expensive, i.e. when many accesses miss its front. Below 1 in
+ * FUSE_RATIO (stream: almost none) lane 0 runs both lanes' pass, as at -j1.
+ */
+#define FUSE_RATIO 16
+
 static int lane(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
                 size_t n)
 {
-    if (!l)
-        return run(st, in, r, n, 1 | FAST);
-    return ((struct hotpages *)st)->html ? run(st, in, r, n, 2) : run(st, in, r, n, 2 | FAST);
+    struct hotpages *h = st;
+    uint64_t k = l ? ++h->batch1 : ++h->batch0, nrest;
+    int fused = h->fused[k & 1], rc;
+
+    if (fused != !l)
+        return l ? 0 : run(h, in, r, n, 1 | FAST);
+    nrest = h->lru.nrest; /* this lane alone runs the LRU in this batch */
+    if (l)
+        rc = h->html ? run(h, in, r, n, 2) : run(h, in, r, n, 2 | FAST);
+    else
+        rc = record(h, in, r, n);
+    h->fused[(k + 1) & 1] = (h->lru.nrest - nrest) * FUSE_RATIO <= n;
+    return rc;
 }
 
 static int end(void *st, const struct ml_an_input *in)

@@ -819,10 +819,10 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                            uint32_t nsites, uint32_t thread, uint64_t t_first, uint64_t t_last,
                            struct ml_trace_rec *out, uint32_t count, struct ml_tstate *st,
                            struct ml_trace_rec *tmpl, uint32_t *gen, struct ml_tpoint *pts,
-                           char *err, size_t errlen)
+                           uint32_t *others, char *err, size_t errlen)
 {
     const uint8_t *const start = p, *const end = p + len;
-    uint32_t prev = ML_EV_NOID, n = 0;
+    uint32_t prev = ML_EV_NOID, n = 0, nother = 0;
     uint64_t prev_addr = 0, t_cur = t_first;
     size_t npts = 0, seg = 0, filled = 0;
     uint32_t cyc[ML_RUN_CYCLE], cycle;
@@ -930,6 +930,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                 } else {
                     o->addr = 0;
                     o->aux2 = sites[s].marker;
+                    nother++;
                 }
                 prev = s;
                 FILL();
@@ -1005,6 +1006,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                 why = "marker record with an address";
                 NEED(a == 0);
                 o->aux2 = sites[s].marker;
+                nother++;
             }
             o->addr = a;
             o->aux = 0;
@@ -1054,6 +1056,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                 if (!early)
                     pts[npts++] = (struct ml_tpoint){2ull * n + 1, t_cur};
                 n++;
+                nother++;
             }
         }
         p = r.p;
@@ -1068,6 +1071,7 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
     if (!early)
         pts[npts++] = (struct ml_tpoint){2ull * n, t_last};
     fill_times(out, pts, npts, &seg, filled, n);
+    *others = nother;
     return 0;
 }
 
@@ -1081,8 +1085,13 @@ struct ml_trace_dec {
     struct ml_tpoint *pts;
     struct ml_tstate *st;
     struct ml_trace_rec *tmpl;
-    uint32_t gen;
+    uint32_t gen, others;
 };
+
+uint32_t ml_trace_dec_others(const struct ml_trace_dec *d)
+{
+    return d->others;
+}
 
 struct ml_trace_dec *ml_trace_dec_new(const struct ml_trace *t)
 {
@@ -1148,8 +1157,8 @@ int ml_trace_decode(struct ml_trace_dec *d, size_t i, const struct ml_trace_rec 
     if (rc)
         return rc;
     rc = ml_trace_decode_tokens(data, h.raw_size, t->tsites, t->nsites, h.thread, h.t_first,
-                                h.t_last, d->recs, h.count, d->st, d->tmpl, &d->gen, d->pts, why,
-                                sizeof(why));
+                                h.t_last, d->recs, h.count, d->st, d->tmpl, &d->gen, d->pts,
+                                &d->others, why, sizeof(why));
     if (rc)
         return fail(err, errlen, rc, "chunk at offset %llu: %s", (unsigned long long)c->offset,
                     why);

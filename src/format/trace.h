@@ -478,13 +478,16 @@ struct ml_trace_dec *ml_trace_dec_new(const struct ml_trace *t);
 void ml_trace_dec_free(struct ml_trace_dec *d);
 int ml_trace_decode(struct ml_trace_dec *d, size_t i, const struct ml_trace_rec **recs, size_t *n,
                     char *err, size_t errlen);
+/* Records of the chunk last decoded that are not accesses (markers, events): 0 spares readers a
+ * scan for them. */
+uint32_t ml_trace_dec_others(const struct ml_trace_dec *d);
 
 /*
  * Decodes a token stream (exposed for tests): count records into out, st a
  * state per site (nsites, zeroed once; *gen, 0 at first, tells chunks apart),
  * tmpl scratch room for nsites records (the next RUN record of each steady
  * site: a run then costs a copy and an add per record), pts scratch room for
- * 2 * count + 3 time points.
+ * 2 * count + 3 time points, *others the records that are not accesses.
  */
 struct ml_tpoint {
     uint64_t pos, tick;
@@ -493,6 +496,6 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                            uint32_t nsites, uint32_t thread, uint64_t t_first, uint64_t t_last,
                            struct ml_trace_rec *out, uint32_t count, struct ml_tstate *st,
                            struct ml_trace_rec *tmpl, uint32_t *gen, struct ml_tpoint *pts,
-                           char *err, size_t errlen);
+                           uint32_t *others, char *err, size_t errlen);
 
 #endif

@@ -639,6 +639,40 @@ static void test_driver(void **state)
     unlink(path);
 }
 
+/*
+ * One thread, chunks of 1000 records, a region entered and left every 2500
+ * loads: the driver hands chunks without markers over unscanned, and splits
+ * the others at their markers.
+ */
+static void test_driver_marker_free(void **state)
+{
+    char path[] = "/tmp/ml-test-analyze-XXXXXX";
+    int fd, rows;
+    struct ml_trace_writer *w = page_trace(path, 4244, markers, 2, &fd);
+    uint64_t t = 1000, inside = 0, all = 0;
+    char *csv;
+    (void)state;
+
+    ml_tw_chunk_records(w, 1000);
+    for (int i = 0; i < 30000; i++) {
+        uint32_t wt = 1 + (uint32_t)(rnd() % 3);
+        if (i % 2500 == 0)
+            assert_int_equal(ml_tw_put(w, 0, 0, (i / 2500) % 2 ? 3 : 2, 0, 0, 1, t++, 1), 0);
+        assert_int_equal(ml_tw_put(w, 0, 0, 0, 0x1000 + (uint64_t)i * 8, 8, wt, t++, 0), 0);
+        all += wt;
+        inside += (i / 2500) % 2 ? 0 : wt;
+    }
+    end_trace(w, fd, t);
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        /* (summary keeps its own marker stacks: membus reads the driver's keys) */
+        csv = run_an(path, "membus", ML_BY_REGION, jobs, 0, ML_AN_CSV);
+        assert_int_equal(csv_sum(csv, "accesses", "l1", "0", "region:outer", &rows), inside);
+        assert_int_equal(csv_sum(csv, "accesses", "l1", "0", "all", &rows), all);
+        free(csv);
+    }
+    unlink(path);
+}
+
 /* Every analysis reports the same bytes whatever the number of decoding threads. */
 static void test_jobs_identical(void **state)
 {
@@ -1046,6 +1080,8 @@ static void test_hotpages_lru(void **state)
         int fd;
         struct ml_trace_writer *w = page_trace(path, 4243, NULL, 0, &fd);
 
+        /* Batches of 5000: with -j2 the lanes split and fuse again as the phases change. */
+        ml_tw_chunk_records(w, 5000);
         for (int i = 0; i < 60000; i++) {
             uint32_t wt = 1 + (uint32_t)(rnd() % 2), size = 8;
             uint64_t off = (rnd() % 512) * 8, r = rnd() % 10;
@@ -1053,6 +1089,8 @@ static void test_hotpages_lru(void **state)
                 page = (uint64_t)i % (cap + 4); /* a loop just longer than the LRU */
             else if (i % 20000 < 10000)         /* random picks that all fit: no evictions */
                 page = 9000 + rnd() % (cap > 16 ? 16 + (cap - 16) / 2 : cap);
+            else if (i % 20000 < 16000) /* a scan, 64 accesses per page: the front hits */
+                page = 8000 + (uint64_t)i / 64;
             else if (r < 3)
                 page = rnd() % 6000;
             else if (r < 6)
@@ -1113,12 +1151,19 @@ static void test_truncated(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reuse_brute),    cmocka_unit_test(test_reuse_many_keys),
-        cmocka_unit_test(test_mtf_brute),      cmocka_unit_test(test_cachesim_brute),
-        cmocka_unit_test(test_driver),         cmocka_unit_test(test_jobs_identical),
-        cmocka_unit_test(test_sampled_error),  cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_hotpages_brute), cmocka_unit_test(test_sampled_stratified),
-        cmocka_unit_test(test_sampled_short),  cmocka_unit_test(test_reuse_odd_pages),
+        cmocka_unit_test(test_reuse_brute),
+        cmocka_unit_test(test_reuse_many_keys),
+        cmocka_unit_test(test_mtf_brute),
+        cmocka_unit_test(test_cachesim_brute),
+        cmocka_unit_test(test_driver),
+        cmocka_unit_test(test_driver_marker_free),
+        cmocka_unit_test(test_jobs_identical),
+        cmocka_unit_test(test_sampled_error),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_hotpages_brute),
+        cmocka_unit_test(test_sampled_stratified),
+        cmocka_unit_test(test_sampled_short),
+        cmocka_unit_test(test_reuse_odd_pages),
         cmocka_unit_test(test_hotpages_lru),
     };
 

@@ -175,17 +175,19 @@ static void check_decode(const struct ml_tenc *e, const struct item *v, size_t f
     char err[200] = "";
     uint64_t last_time = t_first;
     size_t j = 0;
+    uint32_t others = UINT32_MAX, nother = 0;
 
     assert_non_null(out);
     assert_non_null(pts);
     if (ml_trace_decode_tokens(e->out, e->len, tsites, NSITES, 7, t_first, t_last, out, e->count,
-                               st, tmpl, &gen, pts, err, sizeof(err)))
+                               st, tmpl, &gen, pts, &others, err, sizeof(err)))
         fail_msg("decode: %s", err);
     for (size_t i = from; i < to; i++) {
         const struct item *it = &v[i];
         const struct ml_trace_rec *o;
         if (it->event == 2)
             continue;
+        nother += !ml_ev_is_access(it->r.kind);
         o = &out[j++];
         assert_int_equal(o->thread, 7);
         assert_int_equal(o->kind, it->r.kind);
@@ -211,6 +213,7 @@ static void check_decode(const struct ml_tenc *e, const struct item *v, size_t f
         }
     }
     assert_int_equal(j, e->count);
+    assert_int_equal(others, nother);
     assert_true(last_time <= t_last);
     free(out);
     free(pts);
@@ -286,7 +289,7 @@ static void test_runs_fast(void **state)
     struct ml_tpoint *pts, tp[64];
     static struct ml_tstate st[NSITES];
     static struct ml_trace_rec tmpl[NSITES];
-    static uint32_t gen;
+    static uint32_t gen, others;
     uint64_t addr[3] = {0x10000000, 0x20000000, 0x30000000}, t = 1000, t_last;
     size_t ntp = 0, len;
     char err[200] = "";
@@ -322,7 +325,7 @@ static void test_runs_fast(void **state)
     assert_non_null(out);
     assert_non_null(pts);
     if (ml_trace_decode_tokens(e.out, e.len, tsites, NSITES, 0, 1000, t_last, out, (uint32_t)n, st,
-                               tmpl, &gen, pts, err, sizeof(err)))
+                               tmpl, &gen, pts, &others, err, sizeof(err)))
         fail_msg("decode: %s", err);
     /* Record j sits at 2j + 1 between the time points around it. */
     for (size_t j = 0, k = 0; j < n; j++) {
@@ -349,7 +352,7 @@ static void test_interpolation(void **state)
     struct ml_tpoint pts[19];
     struct ml_tstate st[NSITES];
     struct ml_trace_rec tmpl[NSITES];
-    uint32_t gen = 0;
+    uint32_t gen = 0, others;
     char err[100];
 
     (void)state;
@@ -364,7 +367,7 @@ static void test_interpolation(void **state)
         ml_tenc_put(&e, 0, 4128 + 8 * (uint64_t)i, 1, 1, 0, 0);
     e.len = (size_t)(ml_tenc_flush_run(&e, e.out + e.len) - e.out);
     assert_int_equal(ml_trace_decode_tokens(e.out, e.len, tsites, NSITES, 0, 1000, 3000, out, 8, st,
-                                            tmpl, &gen, pts, err, sizeof(err)),
+                                            tmpl, &gen, pts, &others, err, sizeof(err)),
                      0);
     /* Records 0..3 sit at 1, 3, 5, 7 of 8 half-steps between 1000 and 2000. */
     assert_int_equal(out[0].time, 1125);
@@ -397,18 +400,20 @@ static void test_hostile_tokens(void **state)
     struct ml_tpoint pts[11];
     struct ml_tstate st[NSITES];
     struct ml_trace_rec tmpl[NSITES];
-    uint32_t gen = 0;
+    uint32_t gen = 0, others;
     char err[100];
 
     (void)state;
     make_sites();
     memset(st, 0, sizeof(st));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int rc = ml_trace_decode_tokens(cases[i].tok, cases[i].len, tsites, NSITES, 0, 0, 10, out,
-                                        cases[i].count, st, tmpl, &gen, pts, err, sizeof(err));
-        if (i == 7)
+        int rc =
+            ml_trace_decode_tokens(cases[i].tok, cases[i].len, tsites, NSITES, 0, 0, 10, out,
+                                   cases[i].count, st, tmpl, &gen, pts, &others, err, sizeof(err));
+        if (i == 7) {
             assert_int_equal(rc, 0);
-        else
+            assert_int_equal(others, 1); /* the marker */
+        } else
             assert_int_not_equal(rc, 0);
     }
 }
