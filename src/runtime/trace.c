@@ -147,6 +147,7 @@ struct hop {
 struct hst {
     uint64_t last;
     int64_t stride, cand;
+    unsigned sh; /* ml_tshift of its size */
 };
 struct cycle {
     uint64_t delta[CYC_MAXL]; /* per word: headers and holes 0, addresses their site's delta */
@@ -1454,8 +1455,7 @@ static inline int seg_fast(struct ml_tstate *st, struct fenc *f, const uint64_t 
             if (run)
                 p = put_run(p, run);
             run = 0;
-            *p = 0x90;
-            p = ml_put_varint(p + 1, ml_zigzag((int64_t)(ak - pred)));
+            p = ml_put_addr(p, ak - pred, ml_tshift(x->size), 0);
         }
         x->stride = dd == x->cand ? dd : x->stride;
         x->cand = dd;
@@ -1594,6 +1594,12 @@ static uint32_t cyc_steps(struct cycle *cy, uint32_t L, uint32_t R, const uint8_
                 return 0;
             cy->toff[rec] = (uint16_t)(t0 - p0);
             cy->tlen[rec++] = (uint16_t)(q - t0);
+        } else if ((*q & 0xc1) == 0x81 && rec < R && !skip) { /* ADDR */
+            if ((*q++ & 0x02) && get_varint(&q, pe, &v))
+                return 0;
+            cy->tslen[rec] = 0;
+            cy->toff[rec] = (uint16_t)(t0 - p0);
+            cy->tlen[rec++] = (uint16_t)(q - t0);
         } else {
             return 0;
         }
@@ -1660,31 +1666,6 @@ static inline uint8_t *put_bytes(uint8_t *p, const uint8_t *m, size_t n)
 }
 
 /*
- * A varint without a branch on its length: a hole's differences are random,
- * so are their lengths, and ml_put_varint's loop mispredicts. Stores 8 bytes
- * (little-endian, as every target of the runtime); the output has room for them.
- */
-static inline uint8_t *put_varint_nb(uint8_t *p, uint64_t v)
-{
-    /* Bytes by the highest bit set: no division in the chain (it cost a quarter of the replay). */
-    static const uint8_t len[56] = {1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3,
-                                    3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6,
-                                    6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8};
-    uint64_t x;
-    unsigned n;
-
-    if (v >> 56)
-        return ml_put_varint(p, v);
-    n = len[63 - __builtin_clzll(v | 1)];
-    x = (v & 0x7f) | (v << 1 & 0x7f00) | (v << 2 & 0x7f0000) | (v << 3 & 0x7f000000) |
-        (v << 4 & 0x7f00000000ull) | (v << 5 & 0x7f0000000000ull) | (v << 6 & 0x7f000000000000ull) |
-        (v << 7 & 0x7f00000000000000ull);
-    x |= 0x8080808080808080ull & ((1ull << (8 * (n - 1))) - 1);
-    memcpy(p, &x, sizeof(x));
-    return p + n;
-}
-
-/*
  * Replays the span whose steps cyc_steps made, from w: while the regular
  * words of the next L are those of the repetition before (pw, then each
  * replayed one) moved by the deltas, their bytes are those of the captured
@@ -1702,7 +1683,7 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
 
     for (k = 0; k < cy->nh; k++) {
         const struct ml_tstate *x = &st[cy->hsite[k]];
-        hs[k] = (struct hst){x->last, x->stride, x->cand};
+        hs[k] = (struct hst){x->last, x->stride, x->cand, ml_tshift(x->size)};
     }
     while (w + L <= stop) {
         const uint64_t *dl = cy->delta, *mk = cy->mask;
@@ -1735,14 +1716,14 @@ static const uint64_t *cyc_run(struct wst *s, struct fenc *f, const uint64_t *w,
                     if (run)
                         p = put_run(p, run);
                     run = 0;
-                    if (o->slen) {
+                    if (!o->slen) {
+                        p = ml_put_addr(p, a - pred, x->sh, 1);
+                    } else {
                         *p = a != pred ? 0xb0 : 0xa0;
                         p = put_bytes(p + 1, cy->m + o->off, o->slen);
-                    } else {
-                        *p++ = 0x90;
+                        if (a != pred)
+                            p = ml_put_varint_nb(p, ml_zigzag((int64_t)(a - pred)));
                     }
-                    if (a != pred)
-                        p = put_varint_nb(p, ml_zigzag((int64_t)(a - pred)));
                 } else {
                     run++;
                 }
