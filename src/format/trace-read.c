@@ -550,9 +550,10 @@ static int open_common(struct ml_trace *t, struct ml_trace **out, char *err, siz
         rc = fail(err, errlen, -EINVAL, "'%s' is not a memlens trace", t->path);
         goto bad;
     }
-    if (hd->version != ML_TRACE_VERSION) {
-        rc = fail(err, errlen, -EINVAL, "'%s' is a version %u trace; this memlens reads version %d",
-                  t->path, hd->version, ML_TRACE_VERSION);
+    if (hd->version < ML_TRACE_VERSION_MIN || hd->version > ML_TRACE_VERSION) {
+        rc = fail(err, errlen, -EINVAL,
+                  "'%s' is a version %u trace; this memlens reads versions %d to %d", t->path,
+                  hd->version, ML_TRACE_VERSION_MIN, ML_TRACE_VERSION);
         goto bad;
     }
     if (hd->header_size != sizeof(*hd) ||
@@ -765,6 +766,15 @@ static int scan_times(const uint8_t *p, const uint8_t *end, uint32_t count, uint
         } else if (!(b & 0x40)) {
             if (n >= count)
                 return -1;
+            if (b & 0x01) { /* ADDR: no time */
+                if (b & 0x02)
+                    rd_varint(&r);
+                n++;
+                if (r.bad)
+                    return -1;
+                p = r.p;
+                continue;
+            }
             for (unsigned bit = 0x20; bit > 0x02; bit >>= 1)
                 if (b & bit)
                     rd_varint(&r);
@@ -942,15 +952,13 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
             uint64_t pred, a;
             why = "more records than the chunk header says";
             NEED(n < count);
-            why = "reserved bit set";
-            NEED(!(b & 0x01));
-            if (b & 0x20) {
+            if ((b & 0x21) == 0x20) {
                 int64_t d = ml_unzigzag(rd_varint(&r));
                 int64_t v = (int64_t)(uint32_t)(prev + 1) + d;
                 why = "site out of range";
                 NEED(v >= 0 && v < (int64_t)nsites);
                 s = (uint32_t)v;
-            } else {
+            } else { /* REC without S, or ADDR */
                 why = "record without a predicted site";
                 NEED(prev != ML_EV_NOID && st[prev].succ != ML_EV_NOID);
                 s = st[prev].succ;
@@ -971,16 +979,27 @@ int ml_trace_decode_tokens(const uint8_t *p, size_t len, const struct ml_tsite *
                    : S->seen                       ? S->last + (uint64_t)S->stride
                                                    : prev_addr;
             a = pred;
-            if (b & 0x10)
-                a = pred + (uint64_t)ml_unzigzag(rd_varint(&r));
-            if (b & 0x08)
-                S->size = rd_u32(&r);
-            if (b & 0x04)
-                S->weight = rd_u32(&r);
             o = &out[n];
             o->flags = 0;
             o->time = 0;
-            if (b & 0x02) {
+            if (b & 0x01) { /* ADDR: the difference, scaled by the size, in the token */
+                uint64_t v = (uint64_t)(b >> 2 & 15);
+                if (b & 0x02) {
+                    uint64_t hi = rd_varint(&r);
+                    why = "address difference out of range";
+                    NEED(hi >> 60 == 0);
+                    v |= hi << 4;
+                }
+                a = pred + ((uint64_t)ml_unzigzag(v) << ml_tshift(S->size));
+            } else {
+                if (b & 0x10)
+                    a = pred + (uint64_t)ml_unzigzag(rd_varint(&r));
+                if (b & 0x08)
+                    S->size = rd_u32(&r);
+                if (b & 0x04)
+                    S->weight = rd_u32(&r);
+            }
+            if (!(b & 0x01) && (b & 0x02)) {
                 uint64_t dt = rd_varint(&r);
                 why = "time overflow";
                 NEED(t_cur + dt >= t_cur);

@@ -377,11 +377,75 @@ static void test_interpolation(void **state)
     ml_tenc_free(&e);
 }
 
+/* Encodes n records of site s at addr[] as one chunk, decodes it back; returns its length. */
+static size_t addr_chunk(uint32_t s, const uint64_t *addr, size_t n)
+{
+    struct ml_tenc e = {.sites = tsites, .nsites = NSITES};
+    struct item *v = calloc(n, sizeof(*v));
+    size_t len;
+
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++) {
+        v[i].r.site = s;
+        v[i].r.kind = tsites[s].kind;
+        v[i].r.size = tsites[s].size;
+        v[i].r.weight = 1;
+        v[i].r.addr = addr[i];
+    }
+    len = encode(&e, v, 0, n, 0);
+    check_decode(&e, v, 0, n, 0, 1000);
+    free(v);
+    ml_tenc_free(&e);
+    return len;
+}
+
+/*
+ * ADDR (version 2): an access whose address alone is not predicted carries
+ * its difference scaled by the access size, four bits of it in the token.
+ */
+static void test_addr_token(void **state)
+{
+    enum { N = 4096 };
+    static uint64_t a[N];
+    size_t len;
+
+    (void)state;
+    make_sites();
+    /* Random gathers of doubles across 1 MiB: token and a 2-byte varint (REC took 4 bytes). */
+    for (size_t i = 0; i < N; i++)
+        a[i] = 0x7f0000000000ull + 8 * (rnd() % 131072);
+    len = addr_chunk(3, a, N);
+    assert_true(len <= 3 * N + 8);
+    assert_true(len >= 2 * N);
+    /* Small differences: the token alone (site 1, 2 bytes: shifted by one). */
+    a[0] = 0x10000;
+    for (size_t i = 1; i < N; i++)
+        a[i] = a[i - 1] + (i % 2 ? 2 : 14) * (i % 3 ? 1 : -1);
+    len = addr_chunk(1, a, N);
+    assert_true(len <= N + 8);
+    /* Differences that are no multiple of the size take REC, and still read back. */
+    for (size_t i = 1; i < N; i++)
+        a[i] = a[i - 1] + (i % 2 ? 12 : 20);
+    len = addr_chunk(3, a, N);
+    assert_true(len >= 2 * N);
+    /* Full 64-bit differences both ways, 16-byte and variable-size (0: no scale) sites. */
+    for (size_t i = 0; i < N; i++)
+        a[i] = i % 2 ? 0xfffffffffffffff0ull - 16 * (rnd() % 1000) : 16 * (rnd() % 1000);
+    addr_chunk(4, a, N);
+    addr_chunk(6, a, N);
+    for (size_t i = 0; i < N; i++)
+        a[i] = rnd();
+    addr_chunk(6, a, N);
+    assert_int_equal(ml_tshift(8), 3);
+    assert_int_equal(ml_tshift(12), 0);
+    assert_int_equal(ml_tshift(0), 0);
+}
+
 /* Hostile token streams fail with a reason, never crash or overrun. */
 static void test_hostile_tokens(void **state)
 {
     static const struct {
-        uint8_t tok[8];
+        uint8_t tok[16];
         size_t len;
         uint32_t count;
     } cases[] = {
@@ -395,9 +459,15 @@ static void test_hostile_tokens(void **state)
         {{0xa0, 0x28}, 2, 1},             /* a marker site, address predicted (0): fine */
         {{0xb0, 0x28, 0x02}, 3, 1},       /* a marker record with an address */
         {{0xc0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 8, 0}, /* truncated time */
+        {{0x81}, 1, 1},                                           /* ADDR without a site */
+        {{0xa0, 0x06, 0x83, 0x80}, 4, 2},                         /* ADDR, truncated varint */
+        {{0xa0, 0x06, 0x83, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x10}, 12, 2},
+        {{0xa0, 0x28, 0xa0, 0x01, 0x85}, 5, 3},             /* ADDR of a marker */
+        {{0xa0, 0x06, 0xa0, 0x01, 0x89, 0x83, 0x01}, 7, 4}, /* fine: ADDR, 1 and 2 bytes */
     };
     struct ml_trace_rec out[4];
     struct ml_tpoint pts[11];
+    const struct ml_trace_rec *o = out;
     struct ml_tstate st[NSITES];
     struct ml_trace_rec tmpl[NSITES];
     uint32_t gen = 0, others;
@@ -410,12 +480,19 @@ static void test_hostile_tokens(void **state)
         int rc =
             ml_trace_decode_tokens(cases[i].tok, cases[i].len, tsites, NSITES, 0, 0, 10, out,
                                    cases[i].count, st, tmpl, &gen, pts, &others, err, sizeof(err));
-        if (i == 7) {
-            assert_int_equal(rc, 0);
-            assert_int_equal(others, 1); /* the marker */
+        if (i == 7 || i == 14) {
+            if (rc)
+                fail_msg("case %zu: %s", i, err);
+            /* case 7 holds a marker; ADDR records are accesses */
+            assert_int_equal(others, i == 7 ? 1 : 0);
         } else
             assert_int_not_equal(rc, 0);
     }
+    /* The last case: site 3 (8 bytes) at prev_addr 0, again, then 0 + 8 * 1 (v 2), then
+       8 + 8 * 8 (v 16: 0 in the token, 1 in the varint). */
+    assert_int_equal(o[1].addr, 0);
+    assert_int_equal(o[2].addr, 8);
+    assert_int_equal(o[3].addr, 72);
 }
 
 /* ---- whole files ---- */
@@ -626,6 +703,19 @@ static void test_damage(void **state)
     assert_int_not_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
     assert_non_null(strstr(err, "version 9"));
     b.p[8] = ML_TRACE_VERSION;
+    /* Version 1 (no ADDR token) still reads; version 0 is refused. */
+    {
+        struct ml_trace_header *h = (struct ml_trace_header *)b.p, keep = *h;
+        h->version = 1;
+        h->header_crc = ml_crc32c(0, h, offsetof(struct ml_trace_header, header_crc));
+        assert_int_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
+        ml_trace_close(t);
+        h->version = 0;
+        h->header_crc = ml_crc32c(0, h, offsetof(struct ml_trace_header, header_crc));
+        assert_int_not_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
+        assert_non_null(strstr(err, "version 0 trace; this memlens reads versions 1 to 2"));
+        *h = keep;
+    }
     b.p[20] ^= 1;
     assert_int_not_equal(ml_trace_open_mem(b.p, b.len, &t, err, sizeof(err)), 0);
     assert_non_null(strstr(err, "damaged trace header"));
@@ -667,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_interpolation),
         cmocka_unit_test(test_runs_fast),
         cmocka_unit_test(test_hostile_tokens),
+        cmocka_unit_test(test_addr_token),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_damage),
