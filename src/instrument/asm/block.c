@@ -703,7 +703,9 @@ int ml_asm_fold_callees(const struct ml_asm_file *f, const struct ml_asm_units *
         if (l->kind == ML_ASM_APP) {
             note_names(l->start, l->len, c, nc, NULL, -1, site);
         } else if (l->kind == ML_ASM_DIRECTIVE) {
-            if (strcmp(l->name, ".type") && strcmp(l->name, ".size"))
+            /* .addrsig_sym is a hint for identical-code folding (every symbol at -O0) */
+            if (strcmp(l->name, ".type") && strcmp(l->name, ".size") &&
+                strcmp(l->name, ".addrsig_sym"))
                 note_names(l->operands, strlen(l->operands), c, nc, NULL, -1, site);
         } else if (l->operands) {
             const char *t = l->operands;
