@@ -1013,16 +1013,6 @@ static void h_text(char *out, size_t n, const char *body)
              body);
 }
 
-/* Parses one function h (its body, whose units have the encodings hex[]) with its encodings. */
-static void load_h(const char *body, const char *const *hex, int nhex, struct ml_asm_file *f,
-                   struct ml_asm_units *u)
-{
-    char text_in[1024];
-
-    h_text(text_in, sizeof(text_in), body);
-    load_text(text_in, hex, nhex, f, u);
-}
-
 /* Rewrites text (load_text) with params p and returns the rewritten assembly. */
 static char *rewrite_text(const char *body, const char *const *hex, int nhex,
                           const struct ml_asm_params *p, char **explain)
@@ -1187,8 +1177,12 @@ static void test_tail_call(void **state)
     free(text);
 }
 
-/* The classes of control-equivalent blocks of function h (load_h): leader per block. */
-static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_asm_fold *fold)
+/*
+ * The classes of control-equivalent blocks of text (load_text), with the
+ * callees folded into their callers when callees: leader per block.
+ */
+static int fold_text(const char *text, const char *const *hex, int nhex, struct ml_asm_fold *fold,
+                     int callees)
 {
     struct ml_asm_file f;
     struct ml_asm_units u;
@@ -1196,16 +1190,27 @@ static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_
     struct ml_asm_block *b;
     int nb;
 
-    load_h(body, hex, nhex, &f, &u);
+    load_text(text, hex, nhex, &f, &u);
     for (int k = 0; k < u.n; k++)
         assert_int_equal(ml_asm_decode(u.code[k], u.len[k], f.line[u.last[k]].operands, &insn[k]),
                          0);
     nb = ml_asm_chain_calls(&f, &u, b, ml_asm_blocks(&f, &u, insn, &b));
     assert_int_equal(ml_asm_fold_equivalent(&f, &u, insn, b, nb, fold), 0);
+    if (callees)
+        assert_int_equal(ml_asm_fold_callees(&f, &u, insn, b, nb, fold), 0);
     free(b);
     ml_asm_units_free(&u);
     ml_asm_file_free(&f);
     return nb;
+}
+
+/* The classes of control-equivalent blocks of function h (load_h): leader per block. */
+static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_asm_fold *fold)
+{
+    char text_in[1024];
+
+    h_text(text_in, sizeof(text_in), body);
+    return fold_text(text_in, hex, nhex, fold, 0);
 }
 
 /*
@@ -1352,30 +1357,15 @@ static void test_fold_callees(void **state)
                                       "0xc3"};
     static const int leader[] = {0, 0, 0, 3, 4, 5}, site[] = {-1, 2, 9, -1, -1, -1};
     struct ml_asm_params p = {.omega = 0.1, .chunk = 64, .mode = ML_ASM_AIA};
-    struct ml_asm_file f;
-    struct ml_asm_units u;
-    struct ml_asm_insn insn[32];
     struct ml_asm_fold fold[8];
-    struct ml_asm_block *b;
     char *ex, *out;
-    int nb;
 
     (void)state;
-    load_text(text, hex, (int)COUNT(hex), &f, &u);
-    for (int k = 0; k < u.n; k++)
-        assert_int_equal(ml_asm_decode(u.code[k], u.len[k], f.line[u.last[k]].operands, &insn[k]),
-                         0);
-    nb = ml_asm_chain_calls(&f, &u, b, ml_asm_blocks(&f, &u, insn, &b));
-    assert_int_equal(nb, 6);
-    assert_int_equal(ml_asm_fold_equivalent(&f, &u, insn, b, nb, fold), 0);
-    assert_int_equal(ml_asm_fold_callees(&f, &u, insn, b, nb, fold), 0);
-    for (int i = 0; i < nb; i++) {
+    assert_int_equal(fold_text(text, hex, (int)COUNT(hex), fold, 1), 6);
+    for (int i = 0; i < 6; i++) {
         assert_int_equal(fold[i].leader, leader[i]);
         assert_int_equal(fold[i].site, site[i]);
     }
-    free(b);
-    ml_asm_units_free(&u);
-    ml_asm_file_free(&f);
     /* one unit of h, get and put: W = ceil(0.1 * 11) */
     ml_asm_default_scores(ML_ASM_AIA, p.score);
     out = rewrite_text(text, hex, (int)COUNT(hex), &p, &ex);
