@@ -92,7 +92,7 @@ run_same() { # <name> <build command for ref> ... : builds with clang and memlen
     cmp -s want.txt have.txt || fail "$name: output differs: $(cat have.txt) vs $(cat want.txt)"
 }
 for mode in "mode=ns" "omega=0.1,chunk=64" "omega=0.25" "omega=0.5,mode=ma,chunk=16" "omega=1"; do
-    for src in flags.c redzone.c jmp.c inline.c chain.c fold.c; do
+    for src in flags.c redzone.c jmp.c inline.c chain.c fold.c callee.c; do
         run_same "$src/$mode" 200 sh -c "clang-14 -O2 $P/$src -o ref &&
             $MC --ml-trace=asm,$mode -O2 $P/$src -o got"
     done
@@ -137,6 +137,23 @@ for opt in -O0 -O1 -O2 -O3; do
     done
 done
 echo "control-equivalent blocks: accesses counted exactly at -O0 to -O3"
+# Functions called from one place join the caller's unit (callee.c: leaves, a tail call, three
+# levels): their accesses still count exactly, at every optimisation level.
+for opt in -O0 -O1 -O2 -O3; do
+    $MC --ml-trace=asm,mode=ns $opt "$P/callee.c" -o callee.ns || fail "build callee.c $opt"
+    want=$(accesses callee.ns)
+    [ -n "$want" ] && [ "$want" -gt 0 ] || fail "callee $opt: no accesses in the ns trace"
+    for mode in "omega=0.1" "omega=0.25,mode=ma" "omega=0.5,chunk=64"; do
+        "$BIN/memlens" cc --trace=asm,$mode --explain -- $opt "$P/callee.c" -o callee.sel \
+            >callee.ex || fail "build callee.c $opt/$mode"
+        grep -q 'callee get_x .*called from line' callee.ex || fail "callee $opt/$mode: get_x not folded"
+        grep -q 'callee \(twice\|taken\|global_get\) ' callee.ex &&
+            fail "callee $opt/$mode: folded a function called twice, taken or global"
+        got=$(accesses callee.sel)
+        [ "$got" = "$want" ] || fail "callee $opt/$mode: $got accesses, ns counts $want"
+    done
+done
+echo "callees folded into their caller: accesses counted exactly at -O0 to -O3"
 # Leaf functions whose red-zone data is live across records that save nothing: only the slow
 # path steps over the red zone, so the buffer must fill inside them (20000 calls, many flushes).
 for mode in "mode=ns" "omega=1"; do

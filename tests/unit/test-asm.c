@@ -987,18 +987,14 @@ static void test_file(void **state)
     ml_asm_file_free(&f);
 }
 
-/* Parses one function h (its body, whose units have the encodings hex[]) with its encodings. */
-static void load_h(const char *body, const char *const *hex, int nhex, struct ml_asm_file *f,
-                   struct ml_asm_units *u)
+/* Parses text (whose units have the encodings hex[]) with its encodings. */
+static void load_text(const char *text, const char *const *hex, int nhex, struct ml_asm_file *f,
+                      struct ml_asm_units *u)
 {
-    char text_in[1024], err[256], mc[1024];
+    char err[256], mc[2048];
     size_t n = 0;
 
-    snprintf(text_in, sizeof(text_in),
-             "\t.text\n\t.globl\th\n\t.type\th,@function\nh:\n\t.cfi_startproc\n%s"
-             ".Lfunc_end2:\n\t.size\th, .Lfunc_end2-h\n\t.cfi_endproc\n",
-             body);
-    assert_int_equal(ml_asm_parse(text_in, strlen(text_in), f, err, sizeof(err)), 0);
+    assert_int_equal(ml_asm_parse(text, strlen(text), f, err, sizeof(err)), 0);
     assert_int_equal(ml_asm_units(f, u), 0);
     assert_int_equal(u->n, nhex);
     n += snprintf(mc + n, sizeof(mc) - n, "\t.text\nh:\n");
@@ -1008,9 +1004,18 @@ static void load_h(const char *body, const char *const *hex, int nhex, struct ml
     assert_int_equal(ml_asm_read_encodings(mc, n, u, err, sizeof(err)), 0);
 }
 
-/* Rewrites function h (load_h) with params p and returns the rewritten assembly. */
-static char *rewrite_h(const char *body, const char *const *hex, int nhex,
-                       const struct ml_asm_params *p, char **explain)
+/* The text of a file holding one function h of the given body. */
+static void h_text(char *out, size_t n, const char *body)
+{
+    snprintf(out, n,
+             "\t.text\n\t.globl\th\n\t.type\th,@function\nh:\n\t.cfi_startproc\n%s"
+             ".Lfunc_end2:\n\t.size\th, .Lfunc_end2-h\n\t.cfi_endproc\n",
+             body);
+}
+
+/* Rewrites text (load_text) with params p and returns the rewritten assembly. */
+static char *rewrite_text(const char *body, const char *const *hex, int nhex,
+                          const struct ml_asm_params *p, char **explain)
 {
     struct ml_asm_file f;
     struct ml_asm_units u;
@@ -1020,7 +1025,7 @@ static char *rewrite_h(const char *body, const char *const *hex, int nhex,
     size_t size = 0, esize = 0;
     FILE *out;
 
-    load_h(body, hex, nhex, &f, &u);
+    load_text(body, hex, nhex, &f, &u);
     if (explain)
         o.explain = open_memstream(explain, &esize);
     out = open_memstream(&text, &size);
@@ -1031,6 +1036,16 @@ static char *rewrite_h(const char *body, const char *const *hex, int nhex,
     ml_asm_units_free(&u);
     ml_asm_file_free(&f);
     return text;
+}
+
+/* Rewrites function h (load_h) with params p and returns the rewritten assembly. */
+static char *rewrite_h(const char *body, const char *const *hex, int nhex,
+                       const struct ml_asm_params *p, char **explain)
+{
+    char text_in[1024];
+
+    h_text(text_in, sizeof(text_in), body);
+    return rewrite_text(text_in, hex, nhex, p, explain);
 }
 
 /* Rewrites function h in ns mode. */
@@ -1162,8 +1177,12 @@ static void test_tail_call(void **state)
     free(text);
 }
 
-/* The classes of control-equivalent blocks of function h (load_h): leader per block. */
-static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_asm_fold *fold)
+/*
+ * The classes of control-equivalent blocks of text (load_text), with the
+ * callees folded into their callers when callees: leader per block.
+ */
+static int fold_text(const char *text, const char *const *hex, int nhex, struct ml_asm_fold *fold,
+                     int callees)
 {
     struct ml_asm_file f;
     struct ml_asm_units u;
@@ -1171,16 +1190,27 @@ static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_
     struct ml_asm_block *b;
     int nb;
 
-    load_h(body, hex, nhex, &f, &u);
+    load_text(text, hex, nhex, &f, &u);
     for (int k = 0; k < u.n; k++)
         assert_int_equal(ml_asm_decode(u.code[k], u.len[k], f.line[u.last[k]].operands, &insn[k]),
                          0);
     nb = ml_asm_chain_calls(&f, &u, b, ml_asm_blocks(&f, &u, insn, &b));
     assert_int_equal(ml_asm_fold_equivalent(&f, &u, insn, b, nb, fold), 0);
+    if (callees)
+        assert_int_equal(ml_asm_fold_callees(&f, &u, insn, b, nb, fold), 0);
     free(b);
     ml_asm_units_free(&u);
     ml_asm_file_free(&f);
     return nb;
+}
+
+/* The classes of control-equivalent blocks of function h (load_h): leader per block. */
+static int fold_h(const char *body, const char *const *hex, int nhex, struct ml_asm_fold *fold)
+{
+    char text_in[1024];
+
+    h_text(text_in, sizeof(text_in), body);
+    return fold_text(text_in, hex, nhex, fold, 0);
 }
 
 /*
@@ -1286,6 +1316,72 @@ static void test_fold_equivalent(void **state)
     free(text);
 }
 
+/*
+ * Callees folded into their caller's unit: get (called once) and put (tail
+ * called once) join h's unit, one budget over the 11 accesses; taken (address
+ * taken), twice (called twice) and glob (global) keep their own.
+ */
+static void test_fold_callees(void **state)
+{
+    static const char text[] = "\t.text\n\t.globl\th\n\t.type\th,@function\nh:\n"
+                               "\tpushq\t%rbx\n\tmovq\t%rdi, %rbx\n\tcallq\tget\n"
+                               "\tmovq\t%rax, 8(%rbx)\n\tleaq\ttaken(%rip), %rcx\n"
+                               "\tcallq\ttwice\n\tcallq\ttwice\n\tcallq\tglob\n"
+                               "\tpopq\t%rbx\n\tjmp\tput # TAILCALL\n"
+                               ".Lfunc_end0:\n\t.size\th, .Lfunc_end0-h\n"
+                               "\t.type\tget,@function\nget:\n\tmovq\t(%rdi), %rax\n\tretq\n"
+                               "\t.type\tput,@function\nput:\n\tmovq\t%rax, 16(%rdi)\n\tretq\n"
+                               "\t.type\ttaken,@function\ntaken:\n\tmovq\t24(%rdi), %rax\n\tretq\n"
+                               "\t.type\ttwice,@function\ntwice:\n\tmovq\t32(%rdi), %rax\n\tretq\n"
+                               "\t.globl\tglob\n\t.type\tglob,@function\nglob:\n"
+                               "\tmovq\t40(%rdi), %rax\n\tretq\n";
+    static const char *const hex[] = {"0x53",
+                                      "0x48,0x89,0xfb",
+                                      "0xe8,A,A,A,A",
+                                      "0x48,0x89,0x43,0x08",
+                                      "0x48,0x8d,0x0d,A,A,A,A",
+                                      "0xe8,A,A,A,A",
+                                      "0xe8,A,A,A,A",
+                                      "0xe8,A,A,A,A",
+                                      "0x5b",
+                                      "0xeb,A",
+                                      "0x48,0x8b,0x07",
+                                      "0xc3",
+                                      "0x48,0x89,0x47,0x10",
+                                      "0xc3",
+                                      "0x48,0x8b,0x47,0x18",
+                                      "0xc3",
+                                      "0x48,0x8b,0x47,0x20",
+                                      "0xc3",
+                                      "0x48,0x8b,0x47,0x28",
+                                      "0xc3"};
+    static const int leader[] = {0, 0, 0, 3, 4, 5}, site[] = {-1, 2, 9, -1, -1, -1};
+    static const char *const want[] = {"11 accesses, W 2",
+                                       "callee get (line 19): called from line 7 only",
+                                       "callee put (line 23): called from line 14 only",
+                                       "function taken",
+                                       "function twice",
+                                       "function glob"};
+    struct ml_asm_params p = {.omega = 0.1, .chunk = 64, .mode = ML_ASM_AIA};
+    struct ml_asm_fold fold[8];
+    char *ex, *out;
+
+    (void)state;
+    assert_int_equal(fold_text(text, hex, (int)COUNT(hex), fold, 1), 6);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(fold[i].leader, leader[i]);
+        assert_int_equal(fold[i].site, site[i]);
+    }
+    /* one unit of h, get and put: W = ceil(0.1 * 11) */
+    ml_asm_default_scores(ML_ASM_AIA, p.score);
+    out = rewrite_text(text, hex, (int)COUNT(hex), &p, &ex);
+    for (size_t i = 0; i < COUNT(want); i++)
+        assert_non_null(strstr(ex, want[i]));
+    assert_null(strstr(ex, "function get"));
+    free(ex);
+    free(out);
+}
+
 static void test_parse_errors(void **state)
 {
     struct ml_asm_file f;
@@ -1323,6 +1419,7 @@ int main(void)
         cmocka_unit_test(test_record_sequence),
         cmocka_unit_test(test_tail_call),
         cmocka_unit_test(test_fold_equivalent),
+        cmocka_unit_test(test_fold_callees),
         cmocka_unit_test(test_parse_errors),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

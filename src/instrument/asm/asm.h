@@ -267,6 +267,7 @@ struct ml_asm_fold {
     int leader;       /* the block of the class that dominates the others (itself when alone) */
     int depth;        /* its dominators: members run in this order */
     unsigned clobber; /* general registers that may change from the previous member to it */
+    int site;         /* a callee folded into its caller's unit: the unit of its only call, or -1 */
 };
 
 /*
@@ -282,6 +283,18 @@ struct ml_asm_fold {
 int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_units *u,
                            const struct ml_asm_insn *insn, struct ml_asm_block *blocks, int nb,
                            struct ml_asm_fold *fold);
+
+/*
+ * Callees folded into their caller's unit (docs/select.md, "Callees"): a
+ * function of one block (after call chains) that is local to the file and
+ * named nowhere but in its only call or tail call runs exactly as often as
+ * the unit of that call, so its block joins that unit (fold[].leader) with
+ * site the calling unit. Applied after ml_asm_fold_equivalent, transitively.
+ * Returns 0 or -ENOMEM.
+ */
+int ml_asm_fold_callees(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                        const struct ml_asm_insn *insn, const struct ml_asm_block *blocks, int nb,
+                        struct ml_asm_fold *fold);
 
 /* ---- analysis and selection (pure: no I/O) ---- */
 

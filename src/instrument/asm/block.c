@@ -2,6 +2,7 @@
  */
 #include "instrument/asm/asm.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,7 +567,7 @@ int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_unit
                            struct ml_asm_fold *fold)
 {
     for (int i = 0; i < nb; i++)
-        fold[i] = (struct ml_asm_fold){i, 0, 0xffff};
+        fold[i] = (struct ml_asm_fold){i, 0, 0xffff, -1};
     for (int i = 0; i < nb;) {
         int j = i + 1;
 
@@ -581,4 +582,170 @@ int ml_asm_fold_equivalent(const struct ml_asm_file *f, const struct ml_asm_unit
         i = j;
     }
     return 0;
+}
+
+/* ---- callees folded into their caller's unit ---- */
+
+struct fname {
+    const char *name;
+    int func;
+};
+
+static int fname_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct fname *)a)->name, ((const struct fname *)b)->name);
+}
+
+static int name_char(int c)
+{
+    return isalnum(c) || c == '_' || c == '.' || c == '$';
+}
+
+/*
+ * Notes every candidate named in s[0..n): site[func] becomes unit k when the
+ * text is exactly a call or tail call of it (call is the operand text then,
+ * else NULL), -2 (not folded) for any other mention or a second call.
+ */
+static void note_names(const char *s, size_t n, const struct fname *c, int nc, const char *call,
+                       int k, int *site)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        size_t b = i, e;
+        char name[256];
+
+        if (s[i] == '%' || isdigit((unsigned char)s[i])) { /* registers and numbers */
+            for (i++; i < n && name_char((unsigned char)s[i]); i++)
+                ;
+            continue;
+        }
+        if (s[i] == '"') { /* a quoted name: compared whole, conservatively */
+            for (b = ++i; i < n && s[i] != '"'; i++)
+                ;
+            e = i++;
+        } else if (name_char((unsigned char)s[i])) {
+            for (; i < n && name_char((unsigned char)s[i]); i++)
+                ;
+            e = i;
+        } else {
+            i++;
+            continue;
+        }
+        if (e - b >= sizeof(name))
+            continue;
+        memcpy(name, s + b, e - b);
+        name[e - b] = 0;
+        struct fname key = {name, 0}, *hit = bsearch(&key, c, nc, sizeof(*c), fname_cmp);
+
+        if (!hit)
+            continue;
+        size_t len = strlen(name);
+        int called =
+            call && !strncmp(call, name, len) && (!call[len] || !strcmp(call + len, "@PLT"));
+
+        site[hit->func] = called && site[hit->func] == -1 ? k : -2;
+    }
+}
+
+int ml_asm_fold_callees(const struct ml_asm_file *f, const struct ml_asm_units *u,
+                        const struct ml_asm_insn *insn, const struct ml_asm_block *b, int nb,
+                        struct ml_asm_fold *fold)
+{
+    int nf = f->nfunc, nc = 0, rc = -ENOMEM;
+    int *one = malloc(sizeof(int) * (nf + 1)), *site = malloc(sizeof(int) * (nf + 1));
+    int *parent = malloc(sizeof(int) * (nf + 1)), *lead = malloc(sizeof(int) * (nf + 1));
+    int *unit = malloc(sizeof(int) * (f->nline + 1)), *ub = malloc(sizeof(int) * (u->n + 1));
+    struct fname *c = malloc(sizeof(*c) * (nf + 1));
+
+    if (!one || !site || !parent || !lead || !unit || !ub || !c)
+        goto out;
+    /* Candidates: functions of one block that ends in a return or a tail call. */
+    for (int fn = 0; fn < nf; fn++)
+        one[fn] = -1, site[fn] = -1;
+    for (int i = 0; i < nb; i++) {
+        int fn = b[i].func;
+
+        if (fn < 0)
+            continue;
+        one[fn] = one[fn] == -1 && (i == 0 || b[i - 1].func != fn) ? i : -2;
+        for (int k = b[i].first; k < b[i].end; k++)
+            ub[k] = i;
+    }
+    for (int fn = 0; fn < nf; fn++) {
+        int i = one[fn], ok = i >= 0 && (i + 1 == nb || b[i + 1].func != fn);
+
+        for (int k = ok ? b[i].first : 0; ok && k < b[i].end; k++)
+            ok = !insn[k].opaque;
+        if (ok)
+            ok = insn[b[i].end - 1].flow == ML_ASM_FLOW_RET ||
+                 (insn[b[i].end - 1].flow == ML_ASM_FLOW_JUMP &&
+                  tail_jump(f, u, b[i].end - 1, insn));
+        for (const char *p = f->func[fn].name; ok && *p; p++)
+            ok = name_char((unsigned char)*p);
+        if (ok)
+            c[nc++] = (struct fname){f->func[fn].name, fn};
+        else
+            one[fn] = -1;
+    }
+    qsort(c, nc, sizeof(*c), fname_cmp);
+    for (int i = 0; i < f->nline; i++)
+        unit[i] = -1;
+    for (int k = 0; k < u->n; k++)
+        unit[u->last[k]] = k;
+    /* Every mention of a candidate outside debug sections: one call or tail call, nothing else. */
+    for (int i = 0; i < f->nline && nc; i++) {
+        const struct ml_asm_line *l = &f->line[i];
+        int k = unit[i];
+
+        if (l->debugref || l->kind == ML_ASM_LABEL || l->kind == ML_ASM_BLANK)
+            continue;
+        if (l->kind == ML_ASM_APP) {
+            note_names(l->start, l->len, c, nc, NULL, -1, site);
+        } else if (l->kind == ML_ASM_DIRECTIVE) {
+            /* .addrsig_sym is a hint for identical-code folding (every symbol at -O0) */
+            if (strcmp(l->name, ".type") && strcmp(l->name, ".size") &&
+                strcmp(l->name, ".addrsig_sym"))
+                note_names(l->operands, strlen(l->operands), c, nc, NULL, -1, site);
+        } else if (l->operands) {
+            const char *t = l->operands;
+            int call =
+                k >= 0 && (insn[k].flow == ML_ASM_FLOW_CALL || insn[k].flow == ML_ASM_FLOW_JUMP);
+
+            while (*t == ' ' || *t == '\t')
+                t++;
+            note_names(t, strlen(t), c, nc, call ? t : NULL, k, site);
+        }
+    }
+    for (int fn = 0; fn < nf; fn++)
+        parent[fn] =
+            one[fn] >= 0 && site[fn] >= 0 && b[ub[site[fn]]].func != fn ? ub[site[fn]] : -1;
+    /* The unit each folds into: its caller's, through callers folded themselves. */
+    for (int fn = 0; fn < nf; fn++) {
+        int x = parent[fn], steps = 0;
+
+        lead[fn] = -1;
+        while (x >= 0 && steps <= nf) {
+            int g = b[fold[x].leader].func;
+
+            if (g < 0 || parent[g] < 0 || one[g] != fold[x].leader)
+                break;
+            x = parent[g], steps++;
+        }
+        if (x >= 0 && steps <= nf)
+            lead[fn] = fold[x].leader;
+    }
+    for (int fn = 0; fn < nf; fn++)
+        if (lead[fn] >= 0)
+            fold[one[fn]] = (struct ml_asm_fold){lead[fn], fold[lead[fn]].depth, 0xffff, site[fn]};
+    rc = 0;
+out:
+    free(one);
+    free(site);
+    free(parent);
+    free(lead);
+    free(unit);
+    free(ub);
+    free(c);
+    return rc;
 }

@@ -82,8 +82,8 @@ struct unit {
 };
 
 static void explain_unit(FILE *o, const struct ml_asm_file *f, const struct ml_asm_units *u,
-                         const struct ml_asm_block *blocks, const struct unit *un,
-                         const struct ml_asm_result *r, int bno)
+                         const struct ml_asm_block *blocks, const struct ml_asm_fold *fold,
+                         const struct unit *un, const struct ml_asm_result *r, int bno)
 {
     const struct ml_asm_block *b = &blocks[un->member[0]];
     int ninsn = 0;
@@ -107,15 +107,22 @@ static void explain_unit(FILE *o, const struct ml_asm_file *f, const struct ml_a
             continue;
         l = &f->line[u->last[k]];
         if (c && un->map[c - 1] != k - 1) {
-            const struct ml_asm_block *m = NULL;
+            int m = -1;
 
             for (int j = 0; j < un->nmember; j++)
                 if (blocks[un->member[j]].first == k)
-                    m = &blocks[un->member[j]];
-            fprintf(o, "    control-equivalent block");
-            if (m && m->label_line >= 0)
-                fprintf(o, " %s", f->line[m->label_line].name);
-            fprintf(o, " (line %d): runs as often, one budget\n", u->first[k] + 1);
+                    m = un->member[j];
+            if (m >= 0 && fold[m].site >= 0) {
+                fprintf(o, "    callee %s (line %d): called from line %d only, one budget\n",
+                        f->func[blocks[m].func].name, u->first[k] + 1, u->last[fold[m].site] + 1);
+            } else if (m >= 0) {
+                fprintf(o, "    control-equivalent block");
+                if (blocks[m].label_line >= 0)
+                    fprintf(o, " %s", f->line[blocks[m].label_line].name);
+                fprintf(o, " (line %d): runs as often, one budget\n", u->first[k] + 1);
+            } else {
+                fprintf(o, "    back from the callee (line %d)\n", u->first[k] + 1);
+            }
         }
         if (in->opaque || in->tls_sequence)
             fprintf(o, "      %s %s   [%s]\n", l->name, l->operands,
@@ -153,39 +160,63 @@ static void explain_unit(FILE *o, const struct ml_asm_file *f, const struct ml_a
     }
 }
 
-/* The members of leader's class in dominator order, their instructions concatenated. */
-static int make_unit(const struct ml_asm_insn *insn, const struct ml_asm_block *blocks, int nb,
-                     const struct ml_asm_fold *fold, int leader, struct unit *un)
+/*
+ * Lays block bi's instructions into un->cat from n on, each callee folded into
+ * the unit (inl[k]: the block of the callee unit k calls, or -1) right before
+ * its call, as if inlined: it sees the caller's registers, %rsp 8 lower for
+ * the return address a call pushes. Returns the new n.
+ */
+static int lay_block(const struct ml_asm_insn *insn, const struct ml_asm_block *blocks,
+                     const int *inl, int bi, struct unit *un, int n)
+{
+    for (int k = blocks[bi].first; k < blocks[bi].end; k++) {
+        if (inl[k] >= 0) {
+            if (insn[k].flow == ML_ASM_FLOW_CALL) {
+                un->cat[n] = (struct ml_asm_insn){.nlinear = 1,
+                                                  .lin = {{ML_ASM_RSP, ML_ASM_RSP, 0, -8, NULL}}};
+                un->map[n++] = -1;
+            }
+            n = lay_block(insn, blocks, inl, inl[k], un, n);
+        }
+        un->cat[n] = insn[k];
+        un->map[n++] = k;
+    }
+    return n;
+}
+
+/*
+ * The members of leader's class (next[]: the list of each leader's members,
+ * from head[leader]) in dominator order, their instructions concatenated, and
+ * the callees folded into them at their calls.
+ */
+static int make_unit(const struct ml_asm_insn *insn, const struct ml_asm_block *blocks,
+                     const struct ml_asm_fold *fold, const int *head, const int *next,
+                     const int *inl, int leader, struct unit *un)
 {
     int n = 0;
 
     un->nmember = 0;
-    for (int i = leader; i < nb && blocks[i].func == blocks[leader].func; i++)
-        if (fold[i].leader == leader)
-            un->member[un->nmember++] = i;
-    for (int i = leader - 1; i >= 0 && blocks[i].func == blocks[leader].func; i--)
-        if (fold[i].leader == leader)
-            un->member[un->nmember++] = i;
-    /* insertion sort by depth: classes are small */
+    for (int i = head[leader]; i >= 0; i = next[i])
+        un->member[un->nmember++] = i;
+    /* insertion sort by depth, callees last: classes are small */
     for (int j = 1; j < un->nmember; j++)
-        for (int x = j; x > 0 && fold[un->member[x]].depth < fold[un->member[x - 1]].depth; x--) {
+        for (int x = j; x > 0; x--) {
+            const struct ml_asm_fold *p = &fold[un->member[x - 1]], *q = &fold[un->member[x]];
             int t = un->member[x];
 
+            if ((p->site >= 0) < (q->site >= 0) ||
+                ((p->site >= 0) == (q->site >= 0) && p->depth <= q->depth))
+                break;
             un->member[x] = un->member[x - 1];
             un->member[x - 1] = t;
         }
-    for (int j = 0; j < un->nmember; j++) {
-        const struct ml_asm_block *b = &blocks[un->member[j]];
-
+    for (int j = 0; j < un->nmember && fold[un->member[j]].site < 0; j++) {
         if (j && fold[un->member[j]].clobber) {
             un->cat[n] = (struct ml_asm_insn){.reg_written = fold[un->member[j]].clobber,
                                               .reg_killed = fold[un->member[j]].clobber};
             un->map[n++] = -1;
         }
-        for (int k = b->first; k < b->end; k++) {
-            un->cat[n] = insn[k];
-            un->map[n++] = k;
-        }
+        n = lay_block(insn, blocks, inl, un->member[j], un, n);
     }
     un->n = n;
     return n;
@@ -220,6 +251,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     struct ml_asm_fold *fold;
     struct unit un;
     char *done;
+    int *head = NULL, *next = NULL, *inl = NULL;
     struct ml_asm_emit *em;
     const struct ml_asm_params *p = &o->params;
     double ma = 0, aia = 0;
@@ -254,13 +286,28 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     fold = malloc((nb + 1) * sizeof(*fold));
     done = calloc(nb + 1, 1);
     un.member = malloc((nb + 1) * sizeof(int));
-    un.cat = malloc((u->n + nb + 1) * sizeof(*un.cat));
-    un.map = malloc((u->n + nb + 1) * sizeof(int));
+    /* a clobber before each member, an %rsp step before each callee */
+    un.cat = malloc((u->n + 2 * nb + 1) * sizeof(*un.cat));
+    un.map = malloc((u->n + 2 * nb + 1) * sizeof(int));
+    head = malloc((nb + 1) * sizeof(int));
+    next = malloc((nb + 1) * sizeof(int));
+    inl = malloc((u->n + 1) * sizeof(int));
     em = ml_asm_emit_new(f, u, insn, p->mode, p->chunk, o->name ? o->name : "", o->pic);
-    if (!em || !fold || !done || !un.member || !un.cat || !un.map ||
-        ml_asm_fold_equivalent(f, u, insn, blocks, nb, fold)) {
+    if (!em || !fold || !done || !un.member || !un.cat || !un.map || !head || !next || !inl ||
+        ml_asm_fold_equivalent(f, u, insn, blocks, nb, fold) ||
+        ml_asm_fold_callees(f, u, insn, blocks, nb, fold)) {
         ml_asm_err(err, errlen, "out of memory");
         rc = -ENOMEM; /* nothing below runs but the cleanup */
+    }
+    for (int i = 0; i < nb && !rc; i++)
+        head[i] = -1;
+    for (int k = 0; k < u->n && !rc; k++)
+        inl[k] = -1;
+    for (int i = nb - 1; i >= 0 && !rc; i--) {
+        next[i] = head[fold[i].leader];
+        head[fold[i].leader] = i;
+        if (fold[i].site >= 0)
+            inl[fold[i].site] = i;
     }
     st->functions = f->nfunc;
     st->insns = u->n;
@@ -280,7 +327,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
         if (done[fold[i].leader])
             continue;
         done[fold[i].leader] = 1;
-        make_unit(insn, blocks, nb, fold, fold[i].leader, &un);
+        make_unit(insn, blocks, fold, head, next, inl, fold[i].leader, &un);
         b = &blocks[un.member[0]];
         rc = ml_asm_select(un.cat, un.n, p, &r);
         if (rc) {
@@ -313,7 +360,7 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
             if (b->func != lastfunc)
                 fprintf(o->explain, "function %s\n", b->func >= 0 ? f->func[b->func].name : "?");
             lastfunc = b->func;
-            explain_unit(o->explain, f, u, blocks, &un, &r, bno);
+            explain_unit(o->explain, f, u, blocks, fold, &un, &r, bno);
         }
         bno++;
         st->blocks++;
@@ -339,6 +386,9 @@ int ml_asm_rewrite(const struct ml_asm_file *f, const struct ml_asm_units *u,
     free(un.member);
     free(un.cat);
     free(un.map);
+    free(head);
+    free(next);
+    free(inl);
     free(blocks);
     free(insn);
     return rc;
