@@ -54,25 +54,20 @@ struct trace_meta {
 
 /*
  * Lane threads: for a long batch of an analysis with lanes, the calling
- * thread runs one lane and these the others, then it waits for them all.
- * The caller also delivers the records and decodes while it waits, so it
- * takes the lane that has cost least of late (it is the one thread that
- * cannot start the next batch early).
+ * thread runs lane 0 and these the others, then it waits for them all.
  */
-#define LANE_MAX 8 /* lanes timed for that choice; the caller runs lane 0 of more */
 struct lanes {
     pthread_mutex_t mu;
     pthread_cond_t go, done;
     pthread_t *thr;
     int nthr, stop;
-    /* the batch: lanes next..nlanes - 1 are still to be taken (lane own as 0: the caller's) */
+    /* the batch: lanes next..nlanes - 1 are still to be taken */
     const struct ml_analysis *an;
     void *st;
     const struct ml_an_input *in;
     const struct ml_trace_rec *r;
     size_t n;
-    int next, nlanes, own, running, rc;
-    double cost[LANE_MAX]; /* seconds of each lane on this batch */
+    int next, nlanes, running, rc;
 };
 
 #define LANE_MIN  1024 /* shorter batches run their lanes on the calling thread */
@@ -82,8 +77,6 @@ struct ml_an_run {
     struct ml_an_opts o;
     struct lanes *lanes; /* NULL: every lane on the calling thread */
     const struct ml_analysis *an[32];
-    double lane_avg[32][LANE_MAX]; /* per analysis: seconds per lane of recent batches */
-    int lane_own[32];              /* ... and the lane the calling thread runs */
     void *st[32];
     int nan;
     char **keys; /* key names, [0] = "-" */
@@ -99,23 +92,12 @@ struct ml_an_run {
     double t_start, t_shown;
 };
 
-static double clock_s(clockid_t c)
+static double now_s(void)
 {
     struct timespec ts;
 
-    clock_gettime(c, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double now_s(void)
-{
-    return clock_s(CLOCK_MONOTONIC);
-}
-
-/* CPU seconds of the calling thread: what a lane costs, whatever else runs on the machine. */
-static double cpu_s(void)
-{
-    return clock_s(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static uint64_t str_hash(const char *s)
@@ -225,22 +207,15 @@ static void *lane_worker(void *arg)
     pthread_mutex_lock(&L->mu);
     for (;;) {
         int l, rc;
-        double t;
         while (!L->stop && L->next >= L->nlanes)
             pthread_cond_wait(&L->go, &L->mu);
         if (L->stop)
             break;
         l = L->next++;
-        if (l == L->own)
-            l = 0;
         L->running++;
         pthread_mutex_unlock(&L->mu);
-        t = cpu_s();
         rc = L->an->lane(L->st, l, L->in, L->r, L->n);
-        t = cpu_s() - t;
         pthread_mutex_lock(&L->mu);
-        if (l < LANE_MAX)
-            L->cost[l] = t;
         if (rc && !L->rc)
             L->rc = rc;
         if (!--L->running && L->next >= L->nlanes)
@@ -295,8 +270,7 @@ static int call_record(struct ml_an_run *run, int a, const struct ml_an_input *i
 {
     const struct ml_analysis *an = run->an[a];
     struct lanes *L = run->lanes;
-    int rc, rc0, own = run->lane_own[a], timed = an->lanes <= LANE_MAX;
-    double t;
+    int rc, rc0;
 
     if (an->lanes < 2 || ((!L || n < LANE_MIN) && an->record))
         return an->record(run->st[a], in, r, n);
@@ -317,31 +291,14 @@ static int call_record(struct ml_an_run *run, int a, const struct ml_an_input *i
     L->rc = 0;
     L->next = 1;
     L->nlanes = an->lanes;
-    L->own = own;
     pthread_cond_broadcast(&L->go);
     pthread_mutex_unlock(&L->mu);
-    t = cpu_s();
-    rc0 = an->lane(run->st[a], own, in, r, n);
-    t = cpu_s() - t;
+    rc0 = an->lane(run->st[a], 0, in, r, n);
     pthread_mutex_lock(&L->mu);
     while (L->running || L->next < L->nlanes)
         pthread_cond_wait(&L->done, &L->mu);
     rc = L->rc;
     pthread_mutex_unlock(&L->mu);
-    if (timed) {
-        /*
-         * Recent costs (a moving average, as one batch says little under
-         * load); the caller changes lanes only for a clear gain, since the
-         * lane's state then moves to another core's cache.
-         */
-        double *avg = run->lane_avg[a];
-        L->cost[own] = t;
-        for (int l = 0; l < an->lanes; l++)
-            avg[l] = avg[l] ? 0.75 * avg[l] + 0.25 * L->cost[l] : L->cost[l];
-        for (int l = 0; l < an->lanes; l++)
-            if (avg[l] < 0.9 * avg[run->lane_own[a]])
-                run->lane_own[a] = l;
-    }
     return rc0 ? rc0 : rc;
 }
 

@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -671,90 +670,6 @@ static void test_jobs_identical(void **state)
     unlink(path);
 }
 
-/*
- * The driver's lane threads: an analysis whose lane 0 costs a hundred times
- * lane 1. The calling thread must come to run lane 1 (it takes the cheaper
- * lane), and each lane must still see every access once.
- */
-struct lane_choice {
-    pthread_t caller;
-    uint64_t seen[2], sink;
-    int caller_ran[2];
-};
-
-static struct lane_choice *lc_state; /* the last one started */
-
-static void *lc_start(const struct ml_an_run *run)
-{
-    (void)run;
-    if ((lc_state = calloc(1, sizeof(*lc_state))))
-        lc_state->caller = pthread_self(); /* the thread that reads the trace */
-    return lc_state;
-}
-
-static int lc_lane(void *st, int l, const struct ml_an_input *in, const struct ml_trace_rec *r,
-                   size_t n)
-{
-    struct lane_choice *c = st;
-    (void)in;
-
-    if (pthread_equal(pthread_self(), c->caller))
-        c->caller_ran[l] = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (!ml_ev_is_access(r[i].kind))
-            continue;
-        c->seen[l] += r[i].weight;
-        for (int k = 0; l == 0 && k < 100; k++)
-            c->sink = c->sink * 6364136223846793005ull + r[i].addr;
-    }
-    return 0;
-}
-
-static int lc_report(void *st, FILE *out, enum ml_an_format fmt)
-{
-    (void)st;
-    (void)out;
-    (void)fmt;
-    return 0;
-}
-
-static void test_lane_choice(void **state)
-{
-    static const struct ml_analysis lc = {.name = "lanes",
-                                          .start = lc_start,
-                                          .report = lc_report,
-                                          .free = free,
-                                          .lanes = 2,
-                                          .lane = lc_lane};
-    const struct ml_analysis *an[1] = {&lc};
-    char path[] = "/tmp/ml-test-analyze-XXXXXX", err[300];
-    const char *p = path;
-    struct ml_an_opts o;
-    struct ml_an_run *run;
-    struct lane_choice *c;
-    uint64_t loads, total;
-    (void)state;
-
-    close(mkstemp(path));
-    long_runs = 1;
-    total = write_trace(path, &loads);
-    long_runs = 0;
-    ml_an_opts_init(&o);
-    o.warn = stderr;
-    o.jobs = 2;
-    run = ml_an_new(&o, an, 1, err, sizeof(err));
-    assert_non_null(run);
-    c = lc_state;
-    assert_int_equal(ml_an_read(run, &p, 1, err, sizeof(err)), 0);
-    if (c->seen[0] != total || c->seen[1] != total)
-        fail_msg("lanes saw %llu and %llu accesses of %llu", (unsigned long long)c->seen[0],
-                 (unsigned long long)c->seen[1], (unsigned long long)total);
-    assert_true(c->caller_ran[0]); /* at first */
-    assert_true(c->caller_ran[1]); /* once lane 1 proved cheaper */
-    ml_an_free(run);
-    unlink(path);
-}
-
 static uint32_t tw_page = 4096; /* page size in the header tw_start writes */
 
 /* A trace writer on fd (pid, tw_page-byte pages, the test's sites and markers), its clock at 1000.
@@ -1204,7 +1119,7 @@ int main(void)
         cmocka_unit_test(test_sampled_error),  cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_hotpages_brute), cmocka_unit_test(test_sampled_stratified),
         cmocka_unit_test(test_sampled_short),  cmocka_unit_test(test_reuse_odd_pages),
-        cmocka_unit_test(test_hotpages_lru),   cmocka_unit_test(test_lane_choice),
+        cmocka_unit_test(test_hotpages_lru),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
