@@ -1105,7 +1105,6 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
         uint64_t w0 = rec[0], unfolded[2];
-        const uint64_t a1 = rec[1];
         unsigned kind = ML_Q_KIND(w0);
         /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
         if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
@@ -1120,17 +1119,17 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         if ((!(w0 & W0_SCALAR_MASK) || (w0 & W0_WORD8_MASK) == W0_VEC16) && (kind & 3)) {
             int done;
             if ((w0 & W0_WORD8_MASK) == W0_WORD8)
-                done = kind == ML_EV_LOAD    ? word8(d, w, t, thread, w0, a1, ML_EV_LOAD)
-                       : kind == ML_EV_STORE ? word8(d, w, t, thread, w0, a1, ML_EV_STORE)
-                                             : word8(d, w, t, thread, w0, a1, ML_EV_RMW);
+                done = kind == ML_EV_LOAD    ? word8(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? word8(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : word8(d, w, t, thread, w0, rec[1], ML_EV_RMW);
             else if ((w0 & W0_WORD8_MASK) == W0_HALF4)
-                done = kind == ML_EV_LOAD    ? half4(d, w, t, thread, w0, a1, ML_EV_LOAD)
-                       : kind == ML_EV_STORE ? half4(d, w, t, thread, w0, a1, ML_EV_STORE)
-                                             : half4(d, w, t, thread, w0, a1, ML_EV_RMW);
+                done = kind == ML_EV_LOAD    ? half4(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? half4(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : half4(d, w, t, thread, w0, rec[1], ML_EV_RMW);
             else if ((w0 & W0_WORD8_MASK) == W0_VEC16)
-                done = kind == ML_EV_LOAD    ? vec16(d, w, t, thread, w0, a1, ML_EV_LOAD)
-                       : kind == ML_EV_STORE ? vec16(d, w, t, thread, w0, a1, ML_EV_STORE)
-                                             : vec16(d, w, t, thread, w0, a1, ML_EV_RMW);
+                done = kind == ML_EV_LOAD    ? vec16(d, w, t, thread, w0, rec[1], ML_EV_LOAD)
+                       : kind == ML_EV_STORE ? vec16(d, w, t, thread, w0, rec[1], ML_EV_STORE)
+                                             : vec16(d, w, t, thread, w0, rec[1], ML_EV_RMW);
             else
                 done = 0;
             if (done) {
@@ -1139,19 +1138,21 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
                 continue;
             }
         }
+        if ((w0 & W0_KIND_EXTRA) == ML_EV_LOOP_ITER && iter_inner(d, t, rec[1])) {
+            off += ML_Q_UNIT;
+            count++;
+            continue;
+        }
         /* an iteration folded into this access (format/queue.h): the iteration, then the access */
         if ((w0 & W0_KIND_EXTRA) - (ML_Q_FOLD | ML_EV_LOAD) < 3) {
             const uint64_t loop = ML_Q_FOLD_LOOP(w0);
             if (!iter_inner(d, t, loop))
                 on_loop(d, t, ML_EV_LOOP_ITER, (const uint64_t[2]){0, loop});
-            w0 = ML_Q_UNFOLD(w0);
+            unfolded[0] = w0 = ML_Q_UNFOLD(w0);
+            unfolded[1] = rec[1];
+            rec = unfolded;
             kind = ML_Q_KIND(w0);
             goto access;
-        }
-        if ((w0 & W0_KIND_EXTRA) == ML_EV_LOOP_ITER && iter_inner(d, t, a1)) {
-            off += ML_Q_UNIT;
-            count++;
-            continue;
         }
         uint32_t r = ml_bchunk_rec(data, off, len, &blob);
         if (!r)
@@ -1160,11 +1161,6 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         if (blob)
             continue;
         count++;
-        if (w0 != rec[0]) { /* unfolded: the general path reads the record */
-            unfolded[0] = w0;
-            unfolded[1] = a1;
-            rec = unfolded;
-        }
         switch (kind) {
         case ML_EV_LOAD:
             if (r != ML_Q_UNIT || !fast_mem(d, w, t, thread, rec, 1, 0))
