@@ -8,10 +8,7 @@
  * (one cell, split halves, whole words) and its general path (words split in
  * bytes, joined again) both run here, and objects (heap blocks, stack
  * objects, realloc in place and moved) end now and then: the model forgets
- * their bytes, as the module must. Each case runs again with the loop's
- * iterations folded into the access that follows them (format/queue.h,
- * ML_Q_FOLD), as the instrumenter sends them to a dep-only build: the rows
- * must not change.
+ * their bytes, as the module must.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -181,13 +178,7 @@ static void next_object(void **st, struct ml_bworker *w, uint32_t workers, uint3
  * that cells split and join), some of any size and alignment; workers 1 or 2
  * (split by address as the driver does, then merged).
  */
-/* Word 0 of an access record carrying a folded iteration of loop LOOP. */
-static uint64_t folded(uint64_t w0)
-{
-    return w0 | ML_Q_FOLD | (uint64_t)LOOP << (16 + ML_Q_FOLD_BITS);
-}
-
-static void check_random(uint32_t workers, uint32_t n, uint32_t span, int fold)
+static void check_random(uint32_t workers, uint32_t n, uint32_t span)
 {
     static const char *const kinds[] = {"RAW", "WAR", "WAW"};
     static const unsigned sizes[] = {1, 2, 4, 4, 8, 8, 8, 8, 16, 16, 32, 100};
@@ -196,7 +187,6 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t span, int fold)
     struct ml_bblob *blob = sites_blob();
     char *text = NULL, **got, want[200];
     unsigned mode = 8;
-    int pending = 0; /* an iteration to fold into the next access */
 
     memset(&ref, 0, sizeof(ref));
     obj_len = 0;
@@ -212,20 +202,12 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t span, int fold)
             ref.iter[ref.niter++] = ref.clock;
             rec[0] = ML_Q_W0(ref.niter == 1 ? ML_EV_LOOP_ENTRY : ML_EV_LOOP_ITER, 0, 0, 0);
             rec[1] = LOOP;
-            pending = fold && ref.niter > 1;
-            if (!pending)
-                feed(st, w, workers, 0, rec);
+            feed(st, w, workers, 0, rec);
         }
         if (i % 512 == 0) /* each size in turn */
             mode = sizes[i / 512 % 12];
-        if (i % 997 == 500) { /* an object ends, another begins */
-            if (pending) {
-                const uint64_t it[2] = {ML_Q_W0(ML_EV_LOOP_ITER, 0, 0, 0), LOOP};
-                feed(st, w, workers, 0, it);
-                pending = 0;
-            }
+        if (i % 997 == 500) /* an object ends, another begins */
             next_object(st, w, workers, span);
-        }
         uint32_t site = (uint32_t)(next() % NSITES);
         unsigned kind = (unsigned)(next() % 8), len = next() % 32 ? mode : sizes[next() % 12];
         uint64_t a = BASE + next() % (span - 128);
@@ -235,15 +217,7 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t span, int fold)
         /* the model counts one run per access: keep the access in one worker's block */
         if (workers > 1 && ((a ^ (a + len - 1)) & ~4095ull))
             a = (a + len - 1) & ~4095ull;
-        if (pending && len >= 64) { /* two units: the instrumenter folds into one-unit records */
-            const uint64_t it[2] = {ML_Q_W0(ML_EV_LOOP_ITER, 0, 0, 0), LOOP};
-            feed(st, w, workers, 0, it);
-            pending = 0;
-        }
         rec[0] = ML_Q_W0(kind, len < 64 ? 0 : 1, len < 64 ? len : 0, site);
-        if (pending)
-            rec[0] = folded(rec[0]);
-        pending = 0;
         rec[1] = a;
         rec[2] = len;
         rec[3] = 0;
@@ -273,29 +247,25 @@ static void check_random(uint32_t workers, uint32_t n, uint32_t span, int fold)
 static void test_one_worker(void **state)
 {
     (void)state;
-    check_random(1, 100000, 512, 0); /* few words: many dependences in the same iteration */
-    check_random(1, 100000, 512, 1);
+    check_random(1, 100000, 512); /* few words: many dependences in the same iteration */
 }
 
 static void test_few_words(void **state)
 {
     (void)state;
-    check_random(1, 100000, 128 + 32, 0); /* four words: cells split and join all the time */
-    check_random(1, 100000, 128 + 32, 1);
+    check_random(1, 100000, 128 + 32); /* four words: cells split and join all the time */
 }
 
 static void test_wide(void **state)
 {
     (void)state;
-    check_random(1, 100000, SPAN, 0); /* across 4 KiB blocks and a 64 KiB page */
-    check_random(1, 100000, SPAN, 1);
+    check_random(1, 100000, SPAN); /* across 4 KiB blocks and a 64 KiB page */
 }
 
 static void test_two_workers(void **state)
 {
     (void)state;
-    check_random(2, 100000, SPAN, 0);
-    check_random(2, 100000, SPAN, 1);
+    check_random(2, 100000, SPAN);
 }
 
 /*
@@ -303,11 +273,9 @@ static void test_two_workers(void **state)
  * written at k % 7, an int at k % 10 (words split in halves), so each flow
  * and output dependence is carried at distance 7 or 10 and each anti one is
  * within the iteration. Rings of iteration starts grow on the way (600
- * iterations). Each iteration ends in an inner loop left without its exit
- * (as when an exception leaves it), so the next iteration, plain or folded
- * into the first load, must name its loop, not the innermost open one.
+ * iterations), and every iteration is of the innermost loop.
  */
-static void check_distance(uint32_t workers, int fold)
+static void check_distance(uint32_t workers)
 {
     struct ml_bworker w[2] = {{.index = 0, .n = workers}, {.index = 1, .n = workers}};
     void *st[2] = {NULL, NULL};
@@ -324,16 +292,14 @@ static void check_distance(uint32_t workers, int fold)
         assert_non_null(st[i] = mod()->init(&w[i]));
     for (uint64_t k = 0; k < 600; k++) {
         const uint64_t word = BASE + 8 * (k % 7), half = BASE + 0x1000 + 4 * (k % 10);
-        const int f = fold && k;
         const uint64_t recs[][2] = {
             {ML_Q_W0(k ? ML_EV_LOOP_ITER : ML_EV_LOOP_ENTRY, 0, 0, 0), LOOP},
-            {f ? folded(ML_Q_W0(ML_EV_LOAD, 0, 8, 2)) : ML_Q_W0(ML_EV_LOAD, 0, 8, 2), word},
+            {ML_Q_W0(ML_EV_LOAD, 0, 8, 2), word},
             {ML_Q_W0(ML_EV_STORE, 0, 8, 1), word},
             {ML_Q_W0(ML_EV_LOAD, 0, 4, 3), half},
             {ML_Q_W0(ML_EV_STORE, 0, 4, 4), half},
-            {ML_Q_W0(ML_EV_LOOP_ENTRY, 0, 0, 0), LOOP + 4},
         };
-        for (unsigned i = f; i < 6; i++)
+        for (unsigned i = 0; i < 5; i++)
             feed(st, w, workers, 0, recs[i]);
     }
     got = report_rows(st, w, workers, blob, &text, &ngot);
@@ -347,10 +313,8 @@ static void check_distance(uint32_t workers, int fold)
 static void test_distance(void **state)
 {
     (void)state;
-    check_distance(1, 0);
-    check_distance(2, 0);
-    check_distance(1, 1);
-    check_distance(2, 1);
+    check_distance(1);
+    check_distance(2);
 }
 
 int main(void)
