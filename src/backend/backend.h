@@ -99,8 +99,6 @@ struct ml_module {
     uint64_t ev_objs_only;
     /* The module needs no loads of variables no pointer names (ML_EVF_SHARED_LOADS). */
     int ev_shared_loads;
-    /* The module reads loop iterations folded into access records (ML_EVF_FOLD_ITER). */
-    int ev_fold_iter;
     /* A fresh state for worker w (NULL: out of memory). */
     void *(*init)(struct ml_bworker *w);
     /* Folds state from into into and frees from; returns 0 or -errno. */

@@ -122,7 +122,7 @@ static const char *dirs(const char *sub)
 void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields)
 {
     char *copy = ml_cc_strfmt("%s", list), *save = NULL;
-    int any = 0, shared_loads = 1, fold = 1;
+    int any = 0, shared_loads = 1;
     uint64_t everywhere = 0, func = (1ull << ML_EV_FUNC_ENTRY) | (1ull << ML_EV_FUNC_EXIT),
              loop =
                  (1ull << ML_EV_LOOP_ENTRY) | (1ull << ML_EV_LOOP_ITER) | (1ull << ML_EV_LOOP_EXIT);
@@ -137,7 +137,6 @@ void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields)
         *fields |= m->ev_fields;
         everywhere |= m->ev_kinds & ~m->ev_objs_only;
         shared_loads &= m->ev_shared_loads;
-        fold &= m->ev_fold_iter;
         any = 1;
     }
     free(copy);
@@ -148,8 +147,6 @@ void ml_cli_events(const char *list, uint64_t *kinds, unsigned *fields)
         *fields |= ML_EVF_LOOP_OBJS;
     if (any && shared_loads)
         *fields |= ML_EVF_SHARED_LOADS;
-    if (any && fold && (*kinds & (1ull << ML_EV_LOOP_ITER)))
-        *fields |= ML_EVF_FOLD_ITER;
     if (!any)
         die("--events needs a list of profiling modules, such as --events=dep,sharing");
 }

@@ -129,12 +129,6 @@ enum ml_ev_field {
      * no more (sharing); stores are all kept (they make lines change owner).
      */
     ML_EVF_SHARED_LOADS = 1u << 8,
-    /*
-     * Loop iterations may be folded into the access record that follows
-     * them (format/queue.h, ML_Q_FOLD): set when every chosen module reads
-     * folded records (queue sink only; traces keep every iteration).
-     */
-    ML_EVF_FOLD_ITER = 1u << 9,
 };
 
 /* Kinds of marker (the semantic entity a marker site names). */

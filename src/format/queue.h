@@ -45,7 +45,7 @@
  * changes; a runtime never attaches to a queue of another version.
  */
 #define ML_Q_MAGIC   0x31455551534c4d4dull /* "MMLSQUE1" little-endian */
-#define ML_Q_VERSION 2
+#define ML_Q_VERSION 1
 #define ML_Q_ENV     "MEMLENS_QUEUE"
 
 #define ML_Q_UNIT          16u        /* bytes of one record unit */
@@ -100,25 +100,6 @@ enum ml_q_val {
 #define ML_Q_AUX(w0)   ((unsigned)(((w0) >> 10) & 63))
 #define ML_Q_ID(w0)    ((w0) >> 16)
 #define ML_Q_ID_MAX    ((1ull << 48) - 1)
-
-/*
- * A loop iteration folded into the access that follows it (builds whose
- * modules all read them, ML_EVF_FOLD_ITER): in a one-unit LOAD, STORE or RMW
- * record, bit 7 of the kind byte says that the next iteration of a loop began
- * just before this access, and the id splits in two: bits 16..39 the access's
- * site id, bits 40..63 the loop's marker id (what word 1 of the LOOP_ITER
- * record it stands for would hold). A quarter of the records of a loop-heavy
- * program were iterations; this saves their bytes and their appends. The
- * instrumenter folds only the iteration of a back edge whose header's first
- * event is such an access (docs/profile.md, "Folded iterations").
- */
-#define ML_Q_FOLD          0x80u
-#define ML_Q_FOLD_BITS     24
-#define ML_Q_FOLD_MAX      ((1ull << ML_Q_FOLD_BITS) - 1) /* largest site or loop id a fold holds */
-#define ML_Q_FOLD_SITE(w0) (((w0) >> 16) & ML_Q_FOLD_MAX)
-#define ML_Q_FOLD_LOOP(w0) ((w0) >> (16 + ML_Q_FOLD_BITS))
-/* Word 0 of the plain access record a folded one holds. */
-#define ML_Q_UNFOLD(w0) ((w0) & ~(uint64_t)ML_Q_FOLD & ((1ull << (16 + ML_Q_FOLD_BITS)) - 1))
 
 /*
  * Blobs carry variable-length data (the tables of a module: instruction,

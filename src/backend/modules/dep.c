@@ -1104,17 +1104,15 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
         return len;
     while (off < len) {
         const uint64_t *rec = (const uint64_t *)(const void *)(data + off);
-        uint64_t w0 = rec[0], unfolded[2];
-        unsigned kind = ML_Q_KIND(w0);
+        const uint64_t w0 = rec[0];
+        const unsigned kind = ML_Q_KIND(w0);
         /* a unit AHEAD on may be inside a longer record: a wrong prefetch costs nothing */
         if (off + (AHEAD + 1) * ML_Q_UNIT <= len) {
             /* scalar accesses of 4 and 8 bytes only: vectors stream (the hardware fetches) */
-            const uint64_t aw0 = rec[AHEAD * 2] & ~(uint64_t)ML_Q_FOLD,
-                           a = rec[AHEAD * 2 + 1] & ~7ull;
+            const uint64_t aw0 = rec[AHEAD * 2], a = rec[AHEAD * 2 + 1] & ~7ull;
             if (!(aw0 & W0_SCALAR_MASK) && (aw0 & W0_SCALAR))
                 ml_shadow_prefetch((aw0 & W0_WORD8_MASK) == W0_WORD8 ? d->sh : d->sh4, a);
         }
-    access:
         /* one unit (len is a multiple of it), so no blob and nothing malformed */
         if ((!(w0 & W0_SCALAR_MASK) || (w0 & W0_WORD8_MASK) == W0_VEC16) && (kind & 3)) {
             int done;
@@ -1142,17 +1140,6 @@ static uint32_t dep_chunk(void *st, struct ml_bworker *w, uint32_t thread, const
             off += ML_Q_UNIT;
             count++;
             continue;
-        }
-        /* an iteration folded into this access (format/queue.h): the iteration, then the access */
-        if ((w0 & W0_KIND_EXTRA) - (ML_Q_FOLD | ML_EV_LOAD) < 3) {
-            const uint64_t loop = ML_Q_FOLD_LOOP(w0);
-            if (!iter_inner(d, t, loop))
-                on_loop(d, t, ML_EV_LOOP_ITER, (const uint64_t[2]){0, loop});
-            unfolded[0] = w0 = ML_Q_UNFOLD(w0);
-            unfolded[1] = rec[1];
-            rec = unfolded;
-            kind = ML_Q_KIND(w0);
-            goto access;
         }
         uint32_t r = ml_bchunk_rec(data, off, len, &blob);
         if (!r)
@@ -1369,5 +1356,4 @@ const struct ml_module ml_module_dep = {
     .report = dep_report,
     .fini = dep_fini,
     .chunk = dep_chunk,
-    .ev_fold_iter = 1,
 };

@@ -1,7 +1,6 @@
 /* Queue sink of the instrumenter: inline appends of event records to the profiling queue. */
 #include "format/queue.h"
 #include "instrument/ir/events.h"
-#include "instrument/ir/ptrmap.h"
 
 #include <errno.h>
 #include <llvm-c/DebugInfo.h>
@@ -169,12 +168,8 @@ static LLVMValueRef value_word(struct qsink *s, LLVMValueRef v)
     return LLVMBuildZExt(ir->b, v, ir->t_i64, "");
 }
 
-/*
- * The inline append of points p[0..n-1] (at most ML_Q_MAX_EVENT bytes), after the last one;
- * fold[k], when not NULL, is or-ed into word 0 of point k (fold_iters).
- */
-static void emit_group(struct qsink *s, const struct ml_ev_point *p, const LLVMValueRef *fold,
-                       uint32_t n)
+/* The inline append of points p[0..n-1] (at most ML_Q_MAX_EVENT bytes), after the last one. */
+static void emit_group(struct qsink *s, const struct ml_ev_point *p, uint32_t n)
 {
     struct ml_ir *ir = s->ir;
     LLVMBuilderRef b = ir->b;
@@ -228,8 +223,6 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, const LLVMV
                           ML_Q_W0(cv ? ML_EV_LOAD_VALUE : q->kind, units - 1, aux, q->site), 0);
         w0 =
             LLVMBuildAdd(b, w0, LLVMBuildShl(b, site_base, LLVMConstInt(ir->t_i64, 16, 0), ""), "");
-        if (fold[k])
-            w0 = LLVMBuildOr(b, w0, fold[k], "");
         if (cv) {
             w1 = value_word(s, ml_ev_operand(q, q->value_op));
         } else if (q->addr_op != -1) {
@@ -265,8 +258,7 @@ static void emit_group(struct qsink *s, const struct ml_ev_point *p, const LLVMV
 }
 
 /* Points p[0..n-1] of one function as inline appends: runs in one block with no call between. */
-static void emit_points(struct qsink *s, const struct ml_ev_point *p, const LLVMValueRef *fold,
-                        size_t n)
+static void emit_points(struct qsink *s, const struct ml_ev_point *p, size_t n)
 {
     size_t start = 0;
     unsigned bytes = 0;
@@ -279,7 +271,7 @@ static void emit_points(struct qsink *s, const struct ml_ev_point *p, const LLVM
                   ml_ev_barrier_between(p[i - 1].at, p[i].at) || bytes + sz > ML_Q_MAX_EVENT ||
                   LLVMIsATerminatorInst(p[i - 1].at);
         if (cut && i > start) {
-            emit_group(s, p + start, fold + start, (uint32_t)(i - start));
+            emit_group(s, p + start, (uint32_t)(i - start));
             start = i;
             bytes = 0;
         }
@@ -287,128 +279,14 @@ static void emit_points(struct qsink *s, const struct ml_ev_point *p, const LLVM
     }
 }
 
-/* Whether point q can carry a folded iteration: a one-unit load, store or RMW record. */
-static int can_fold_into(const struct qsink *s, const struct ml_ev_point *q)
-{
-    int len, value;
-
-    return (q->kind == ML_EV_LOAD || q->kind == ML_EV_STORE || q->kind == ML_EV_RMW) &&
-           !LLVMIsACallInst(q->at) && !LLVMIsAInvokeInst(q->at) && !compact_load(s, q) &&
-           record_units(s, q, &len, &value) == 1;
-}
-
-/*
- * The point the LOOP_ITER point p[i] can be folded into (ML_EVF_FOLD_ITER,
- * format/queue.h ML_Q_FOLD), or -1; first maps a block to 1 + the index of
- * its first point. p[i]'s block (the back edge's, made by loop_marks) must
- * have no point after it and lead straight to the loop's header, whose first
- * point must be a one-unit access with no call before it: then the next
- * record the thread appends after the back edge is that access's (signal
- * handlers aside).
- */
-static ptrdiff_t fold_target(const struct qsink *s, const struct ml_ev_point *p, size_t n, size_t i,
-                             const struct ml_ptrmap *first)
-{
-    LLVMBasicBlockRef nb = LLVMGetInstructionParent(p[i].at), h;
-    LLVMValueRef term = LLVMGetBasicBlockTerminator(nb), in;
-    size_t j;
-
-    if ((i + 1 < n && LLVMGetInstructionParent(p[i + 1].at) == nb) ||
-        LLVMGetInstructionOpcode(term) != LLVMBr || LLVMGetNumSuccessors(term) != 1)
-        return -1;
-    h = LLVMGetSuccessor(term, 0);
-    j = (size_t)(uintptr_t)ml_ptrmap_get(first, h);
-    in = LLVMGetFirstInstruction(h);
-    while (in && LLVMIsAPHINode(in))
-        in = LLVMGetNextInstruction(in);
-    if (!j-- || !in || LLVMIsALandingPadInst(in) || !can_fold_into(s, &p[j]) ||
-        ml_ev_barrier_between(in, p[j].at))
-        return -1;
-    /* every use of the header must be an edge into it (the phi gets an entry per use) */
-    for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(h)); u; u = LLVMGetNextUse(u))
-        if (!LLVMIsATerminatorInst(LLVMGetUser(u)))
-            return -1;
-    return (ptrdiff_t)j;
-}
-
-/* The value a folded back edge (LOOP_ITER point q) gives its header's phi, before its branch. */
-static LLVMValueRef fold_value(struct qsink *s, const struct ml_ev_point *q)
-{
-    struct ml_ir *ir = s->ir;
-    LLVMValueRef mk = LLVMConstInt(ir->t_i64, s->ev.sites[q->site].marker, 0), loop;
-
-    LLVMPositionBuilderBefore(ir->b, LLVMGetBasicBlockTerminator(LLVMGetInstructionParent(q->at)));
-    loop = LLVMBuildAdd(ir->b, load_base(s, 11), mk, "");
-    loop = LLVMBuildShl(ir->b, loop, LLVMConstInt(ir->t_i64, 16 + ML_Q_FOLD_BITS, 0), "");
-    return LLVMBuildOr(ir->b, loop, LLVMConstInt(ir->t_i64, ML_Q_FOLD, 0), "");
-}
-
-/*
- * Folds the iterations fold_target allows: each such header gets a phi that
- * is (global loop marker id << 40 | ML_Q_FOLD) from the back edges folded
- * into it and 0 from its other predecessors, and its first access or-s it
- * into word 0 (fold[j] = the phi). The folded LOOP_ITER points leave p.
- */
-static int fold_iters(struct qsink *s, struct ml_ev_point *p, size_t *np, LLVMValueRef *fold)
-{
-    struct ml_ir *ir = s->ir;
-    struct ml_ptrmap first, edge;
-    size_t n = *np, m = 0;
-    ptrdiff_t *tgt = malloc((n + 1) * sizeof(*tgt));
-    int rc = tgt ? 0 : -ENOMEM;
-
-    ml_ptrmap_init(&first);
-    ml_ptrmap_init(&edge);
-    for (size_t i = n; i-- > 0 && !rc;)
-        rc = ml_ptrmap_put(&first, LLVMGetInstructionParent(p[i].at), (void *)(uintptr_t)(i + 1));
-    for (size_t i = 0; i < n && !rc; i++) {
-        tgt[i] = p[i].kind == ML_EV_LOOP_ITER ? fold_target(s, p, n, i, &first) : -1;
-        if (tgt[i] >= 0)
-            rc = ml_ptrmap_put(&edge, LLVMGetInstructionParent(p[i].at), fold_value(s, &p[i]));
-    }
-    for (size_t i = 0; i < n && !rc; i++) {
-        LLVMBasicBlockRef h;
-        size_t j = (size_t)tgt[i];
-        if (tgt[i] < 0 || fold[j])
-            continue;
-        h = LLVMGetInstructionParent(p[j].at);
-        LLVMPositionBuilderBefore(ir->b, LLVMGetFirstInstruction(h));
-        fold[j] = LLVMBuildPhi(ir->b, ir->t_i64, "memlens.fold");
-        for (LLVMUseRef u = LLVMGetFirstUse(LLVMBasicBlockAsValue(h)); u; u = LLVMGetNextUse(u)) {
-            LLVMBasicBlockRef pred = LLVMGetInstructionParent(LLVMGetUser(u));
-            LLVMValueRef v = ml_ptrmap_get(&edge, pred);
-            if (!v)
-                v = LLVMConstInt(ir->t_i64, 0, 0);
-            LLVMAddIncoming(fold[j], &v, &pred, 1);
-        }
-    }
-    for (size_t i = 0; i < n && !rc; i++)
-        if (tgt[i] < 0) {
-            p[m] = p[i];
-            fold[m++] = fold[i];
-        }
-    if (!rc)
-        *np = m;
-    ml_ptrmap_free(&first);
-    ml_ptrmap_free(&edge);
-    free(tgt);
-    return rc;
-}
-
 static int do_function(struct qsink *s, LLVMValueRef fn)
 {
     struct ml_ev_point *p = NULL;
-    LLVMValueRef *fold = NULL;
     size_t n = 0;
     int rc = ml_ev_points(&s->ev, fn, &p, &n);
 
-    if (!rc && !(fold = calloc(n + 1, sizeof(*fold))))
-        rc = -ENOMEM;
-    if (!rc && (s->ev.o.fields & ML_EVF_FOLD_ITER))
-        rc = fold_iters(s, p, &n, fold);
     if (!rc)
-        emit_points(s, p, fold, n);
-    free(fold);
+        emit_points(s, p, n);
     free(p);
     return rc;
 }
@@ -425,22 +303,19 @@ static int announce_globals(struct qsink *s)
     struct ml_ev_point *p = NULL;
     size_t n = 0;
     LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(ir->ctx), NULL, 0, 0);
-    LLVMValueRef fn = LLVMAddFunction(ir->m, "__memlens_qglobals", ty), ret, *fold = NULL;
+    LLVMValueRef fn = LLVMAddFunction(ir->m, "__memlens_qglobals", ty), ret;
     int rc;
 
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
     ret = LLVMBuildRetVoid(ir->b);
     rc = ml_ev_globals(&s->ev, fn, ret, &p, &n);
-    if (!rc && n && !(fold = calloc(n, sizeof(*fold))))
-        rc = -ENOMEM;
     if (!rc && n) {
-        emit_points(s, p, fold, n);
+        emit_points(s, p, n);
         ml_emit_xtor(ir, fn, "llvm.global_ctors", 102);
     } else {
         LLVMDeleteFunction(fn);
     }
-    free(fold);
     free(p);
     return rc;
 }
