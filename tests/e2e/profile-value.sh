@@ -61,8 +61,10 @@ for o in O0 O1 O2f O2 O3; do
             python3 "$here/profile/value-check.py" out$w/vk.*.value.csv value-kernels.c "$1" \
                 $(($2 + 1)) $level "$3" >/dev/null || fail "value $o -w $w --force-workers ($args)"
         done
+        # (the differing rows are printed: this was seen once, under load 10+, never reproduced)
         same out1/vk.*.value.csv out2/vk.*.value.csv ||
-            fail "1 and 2 workers differ ($o, $args)"
+            fail "1 and 2 workers differ ($o, $args):
+$(diff <(masked out1/vk.*.value.csv) <(masked out2/vk.*.value.csv) | head -20)"
     done
 done
 
